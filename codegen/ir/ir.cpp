@@ -1,0 +1,202 @@
+// The tile IR's data structures and its textual form.
+#include "codegen/ir/ir.hpp"
+
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+namespace tl {
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::constant: return "constant"; case Op::program_id: return "program_id";
+    case Op::num_programs: return "num_programs"; case Op::arange: return "arange";
+    case Op::splat: return "splat"; case Op::broadcast: return "broadcast";
+    case Op::expand_dims: return "expand_dims"; case Op::reshape: return "reshape";
+    case Op::trans: return "trans"; case Op::add: return "add"; case Op::sub: return "sub";
+    case Op::mul: return "mul"; case Op::div: return "div"; case Op::rem: return "rem";
+    case Op::min: return "min"; case Op::max: return "max"; case Op::band: return "and";
+    case Op::bor: return "or"; case Op::bxor: return "xor"; case Op::shl: return "shl";
+    case Op::shr: return "shr"; case Op::neg: return "neg"; case Op::bnot: return "not";
+    case Op::exp: return "exp"; case Op::exp2: return "exp2"; case Op::log: return "log";
+    case Op::log2: return "log2"; case Op::sqrt: return "sqrt"; case Op::rsqrt: return "rsqrt";
+    case Op::abs: return "abs"; case Op::sin: return "sin"; case Op::cos: return "cos";
+    case Op::erf: return "erf"; case Op::floor: return "floor"; case Op::ceil: return "ceil";
+    case Op::fma: return "fma"; case Op::cmp: return "cmp"; case Op::select: return "select";
+    case Op::cast: return "cast"; case Op::bitcast: return "bitcast"; case Op::addptr: return "addptr";
+    case Op::load: return "load"; case Op::store: return "store";
+    case Op::atomic_rmw: return "atomic_rmw"; case Op::atomic_cas: return "atomic_cas";
+    case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::for_: return "for";
+    case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
+    case Op::print: return "print";
+  }
+  return "?";
+}
+
+namespace ir {
+
+std::string Type::str() const {
+  std::string e = dtype == DType::ptr ? fmt::format("ptr<{}>", name(pointee)) : std::string(name(dtype));
+  if (shape.empty()) return e;
+  std::string s = "tile<";
+  for (int d : shape) s += fmt::format("{}x", d);
+  return s + e + ">";
+}
+
+Value* Block::add_arg(Type t) {
+  auto v = std::make_unique<Value>();
+  v->type = std::move(t);
+  v->owner = this;
+  v->index = int(args.size());
+  args.push_back(std::move(v));
+  return args.back().get();
+}
+
+Operation* Block::terminator() const {
+  if (ops.empty() || ops.back()->op != Op::yield) return nullptr;
+  return ops.back().get();
+}
+
+Value* Operation::add_result(Type t) {
+  auto v = std::make_unique<Value>();
+  v->type = std::move(t);
+  v->def = this;
+  v->index = int(results.size());
+  results.push_back(std::move(v));
+  return results.back().get();
+}
+
+Block* Operation::add_region() {
+  regions.push_back(std::make_unique<Block>());
+  regions.back()->parent = this;
+  return regions.back().get();
+}
+
+void replace_all_uses(Block& scope, Value* from, Value* to) {
+  walk(scope, [&](Operation& op) {
+    for (auto& v : op.operands)
+      if (v == from) v = to;
+  });
+}
+
+namespace {
+
+const char* pred_name(int64_t p) {
+  static const char* names[] = {"lt", "le", "gt", "ge", "eq", "ne"};
+  return p >= 0 && p < 6 ? names[p] : "?";
+}
+const char* reduce_name(int64_t k) {
+  static const char* names[] = {"sum", "max", "min", "argmax", "argmin"};
+  return k >= 0 && k < 5 ? names[k] : "?";
+}
+const char* atomic_name(int64_t k) {
+  static const char* names[] = {"add", "max", "min", "xchg", "and", "or", "xor"};
+  return k >= 0 && k < 7 ? names[k] : "?";
+}
+const char* sem_name(int64_t s) {
+  static const char* names[] = {"relaxed", "acquire", "release", "acq_rel"};
+  return s >= 0 && s < 4 ? names[s] : "?";
+}
+const char* scope_name(int64_t s) {
+  static const char* names[] = {"cta", "gpu", "sys"};
+  return s >= 0 && s < 3 ? names[s] : "?";
+}
+
+// Values are numbered in definition order, so that the text (and so the hash) of two
+// traces of the same program is identical.
+class Printer {
+ public:
+  explicit Printer(bool locs) : locs_(locs) {}
+
+  std::string function(const Function& f) {
+    out_ = fmt::format("tl.func @{}(", f.name);
+    for (size_t i = 0; i < f.body.args.size(); ++i) {
+      const Value* a = f.body.args[i].get();
+      out_ += fmt::format("{}{}: {}", i ? ", " : "", name(a), a->type.str());
+      if (i < f.arg_info.size() && f.arg_info[i].divisible_by_16) out_ += " {div16}";
+    }
+    out_ += ") {\n";
+    block(f.body, 1);
+    out_ += "}\n";
+    return std::move(out_);
+  }
+
+ private:
+  std::string name(const Value* v) {
+    auto it = ids_.find(v);
+    if (it == ids_.end()) it = ids_.emplace(v, int(ids_.size())).first;
+    return fmt::format("%{}", it->second);
+  }
+
+  void block(const Block& b, int depth) {
+    for (auto& op : b.ops) operation(*op, depth);
+  }
+
+  std::string attrs(const Operation& op) {
+    switch (op.op) {
+      case Op::constant:
+        return is_float(op.result()->type.dtype) ? fmt::format(" {}", op.f) : fmt::format(" {}", op.i0);
+      case Op::program_id: case Op::num_programs: case Op::expand_dims:
+        return fmt::format(" axis={}", op.i0);
+      case Op::arange: return fmt::format(" {}..{}", op.i0, op.i1);
+      case Op::cmp: return fmt::format(" {}", pred_name(op.i0));
+      case Op::trans: return fmt::format(" perm=[{}]", fmt::join(op.ints, ","));
+      case Op::reduce: case Op::scan:
+        return fmt::format(" {} axis={}", reduce_name(op.i1), op.i0);
+      case Op::atomic_rmw:
+        return fmt::format(" {} {} {}", atomic_name(op.i0), sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
+      case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
+      case Op::for_: return op.i0 > 1 ? fmt::format(" num_stages={}", op.i0) : "";
+      case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
+      default: return "";
+    }
+  }
+
+  void operation(const Operation& op, int depth) {
+    std::string ind(depth * 2, ' ');
+    std::string line = ind;
+    if (!op.results.empty()) {
+      for (size_t i = 0; i < op.results.size(); ++i) line += (i ? ", " : "") + name(op.results[i].get());
+      line += " = ";
+    }
+    line += op_name(op.op);
+    line += attrs(op);
+    for (size_t i = 0; i < op.operands.size(); ++i) line += (i ? ", " : " ") + name(op.operands[i]);
+    if (!op.results.empty()) {
+      line += " :";
+      for (size_t i = 0; i < op.results.size(); ++i) line += (i ? ", " : " ") + op.results[i]->type.str();
+    }
+    if (!op.regions.empty()) {
+      out_ += line;
+      for (size_t r = 0; r < op.regions.size(); ++r) {
+        const Block& b = *op.regions[r];
+        out_ += r ? " else" : "";
+        out_ += " {";
+        if (!b.args.empty()) {
+          out_ += " ^(";
+          for (size_t i = 0; i < b.args.size(); ++i)
+            out_ += fmt::format("{}{}: {}", i ? ", " : "", name(b.args[i].get()), b.args[i]->type.str());
+          out_ += ")";
+        }
+        out_ += "\n";
+        block(b, depth + 1);
+        out_ += ind + "}";
+      }
+      line.clear();
+    }
+    out_ += line;
+    if (locs_ && op.loc.line) out_ += fmt::format("  // {}:{}", op.loc.file, op.loc.line);
+    out_ += "\n";
+  }
+
+  bool locs_;
+  std::string out_;
+  std::unordered_map<const Value*, int> ids_;
+};
+
+}  // namespace
+
+std::string Function::str(bool with_locations) const { return Printer(with_locations).function(*this); }
+
+}  // namespace ir
+}  // namespace tl

@@ -1,0 +1,119 @@
+// The tile IR: typed, shaped SSA with nested regions (for/if) and the user's source
+// location on every operation. It is what the tracer records, what every pass reads
+// and rewrites, and what the targets lower. It owns no LLVM types.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tl/dtype.hpp"
+#include "tl/opcode.hpp"
+
+namespace tl::ir {
+
+// A tile type: element dtype (with the pointee for pointers) and a static shape;
+// an empty shape is a scalar.
+struct Type {
+  DType dtype = DType::i32;
+  DType pointee = DType::i32;  // meaningful only when dtype == ptr
+  std::vector<int> shape;
+
+  bool is_scalar() const { return shape.empty(); }
+  bool is_ptr() const { return dtype == DType::ptr; }
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int d : shape) n *= d;
+    return n;
+  }
+  int rank() const { return int(shape.size()); }
+  Type with_shape(std::vector<int> s) const { Type t = *this; t.shape = std::move(s); return t; }
+  Type with_dtype(DType d) const { Type t = *this; t.dtype = d; return t; }
+  Type scalar() const { return with_shape({}); }
+  // dtype of the elements as loaded from memory (the pointee for pointers)
+  bool operator==(const Type& o) const {
+    return dtype == o.dtype && shape == o.shape && (dtype != DType::ptr || pointee == o.pointee);
+  }
+  bool operator!=(const Type& o) const { return !(*this == o); }
+  std::string str() const;
+};
+
+struct SrcLoc {
+  const char* file = "";  // std::source_location::file_name(): static storage
+  unsigned line = 0;
+};
+
+class Operation;
+class Block;
+
+class Value {
+ public:
+  Type type;
+  Operation* def = nullptr;  // null for block arguments
+  Block* owner = nullptr;    // the block whose argument this is, or null
+  int index = 0;             // result or argument index
+};
+
+// Per-argument facts from the launch, like Triton's specialization.
+struct ArgInfo {
+  std::string name;
+  bool divisible_by_16 = false;  // pointers: 16-byte aligned; ints: value % 16 == 0
+};
+
+class Block {
+ public:
+  std::vector<std::unique_ptr<Value>> args;
+  std::vector<std::unique_ptr<Operation>> ops;
+  Operation* parent = nullptr;  // the op owning this region; null for the function body
+
+  Value* add_arg(Type t);
+  Operation* terminator() const;  // the trailing yield, or null
+};
+
+class Operation {
+ public:
+  Op op;
+  std::vector<Value*> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  std::vector<std::unique_ptr<Block>> regions;
+  Block* parent = nullptr;
+  SrcLoc loc;
+  // attributes; which ones an op uses is documented in ops.md (docs/ir.md)
+  int64_t i0 = 0, i1 = 0;
+  double f = 0.0;
+  std::vector<int> ints;
+  std::string str;
+
+  Value* result(int i = 0) const { return results.at(i).get(); }
+  Value* add_result(Type t);
+  Block* add_region();
+};
+
+class Function {
+ public:
+  std::string name;
+  SrcLoc loc;
+  Block body;  // the kernel arguments are body.args
+  std::vector<ArgInfo> arg_info;
+
+  std::string str(bool with_locations = true) const;
+};
+
+// Replace every use of `from` inside `scope` (recursively) with `to`.
+void replace_all_uses(Block& scope, Value* from, Value* to);
+// Visit every op, pre-order.
+template <class F> void walk(Block& b, F&& f) {
+  for (auto& op : b.ops) {
+    f(*op);
+    for (auto& r : op->regions) walk(*r, f);
+  }
+}
+
+// Checks the structural and type rules every pass relies on; throws tl::compile_error
+// naming the op and its source line.
+void verify(const Function& f);
+// Stable hash of the canonical form (locations left out): 32 hex characters.
+std::string hash(const Function& f);
+
+}  // namespace tl::ir

@@ -1,0 +1,153 @@
+// The IR verifier: the structural and type rules that every pass and lowering assumes.
+// A failure here is a tl bug (the tracer checks the user's program first), so the
+// message names the op and the user's line that produced it.
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "codegen/ir/ir.hpp"
+#include "tl/error.hpp"
+
+namespace tl::ir {
+namespace {
+
+class Verifier {
+ public:
+  void function(const Function& f) {
+    for (auto& a : f.body.args) defined_.insert(a.get());
+    block(f.body, /*needs_yield=*/false);
+  }
+
+ private:
+  [[noreturn]] void fail(const Operation& op, const std::string& what) {
+    throw compile_error(fmt::format("tile IR verifier: '{}': {}", op_name(op.op), what), op.loc.file, op.loc.line);
+  }
+
+  void expect(bool ok, const Operation& op, const char* what) {
+    if (!ok) fail(op, what);
+  }
+
+  void block(const Block& b, bool needs_yield) {
+    for (auto& a : b.args) defined_.insert(a.get());
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      const Operation& op = *b.ops[i];
+      expect(op.parent == &b, op, "parent link is wrong");
+      if (op.op == Op::yield) expect(i + 1 == b.ops.size(), op, "yield must end its region");
+      for (Value* v : op.operands) expect(v && defined_.count(v), op, "operand used before definition");
+      for (auto& r : op.regions) block(*r, true);
+      check(op);
+      for (auto& r : op.results) defined_.insert(r.get());
+    }
+    if (needs_yield && !b.terminator() && b.parent)
+      fail(*b.parent, "region does not end in yield");
+  }
+
+  static bool same_shape(const Value* a, const Value* b) { return a->type.shape == b->type.shape; }
+
+  void check(const Operation& op) {
+    auto nops = op.operands.size();
+    switch (op.op) {
+      case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min:
+      case Op::max: case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr:
+        expect(nops == 2 && op.results.size() == 1, op, "binary op needs 2 operands, 1 result");
+        expect(op.operands[0]->type == op.operands[1]->type && op.operands[0]->type == op.result()->type, op,
+               "binary operands and result must have one type");
+        break;
+      case Op::neg: case Op::bnot: case Op::exp: case Op::exp2: case Op::log: case Op::log2:
+      case Op::sqrt: case Op::rsqrt: case Op::abs: case Op::sin: case Op::cos: case Op::erf:
+      case Op::floor: case Op::ceil:
+        expect(nops == 1 && op.operands[0]->type == op.result()->type, op, "unary op type mismatch");
+        break;
+      case Op::fma:
+        expect(nops == 3 && op.operands[0]->type == op.result()->type &&
+                   op.operands[1]->type == op.result()->type && op.operands[2]->type == op.result()->type,
+               op, "fma operands must share the result type");
+        break;
+      case Op::cmp:
+        expect(nops == 2 && op.operands[0]->type == op.operands[1]->type, op, "cmp operands differ");
+        expect(op.result()->type.dtype == DType::i1 && same_shape(op.result(), op.operands[0]), op,
+               "cmp result must be i1 of the operand shape");
+        break;
+      case Op::select:
+        expect(nops == 3 && op.operands[0]->type.dtype == DType::i1, op, "select condition must be i1");
+        expect(same_shape(op.operands[0], op.result()) && op.operands[1]->type == op.result()->type &&
+                   op.operands[2]->type == op.result()->type, op, "select operands must match");
+        break;
+      case Op::cast: case Op::bitcast:
+        expect(nops == 1 && same_shape(op.operands[0], op.result()), op, "cast changes shape");
+        if (op.op == Op::bitcast)
+          expect(bit_width(op.operands[0]->type.dtype) == bit_width(op.result()->type.dtype), op,
+                 "bitcast between different widths");
+        break;
+      case Op::addptr:
+        expect(nops == 2 && op.operands[0]->type.is_ptr() && is_int(op.operands[1]->type.dtype), op,
+               "addptr takes a pointer and an integer offset");
+        expect(same_shape(op.operands[0], op.operands[1]) && op.result()->type == op.operands[0]->type, op,
+               "addptr operands must share a shape");
+        break;
+      case Op::splat:
+        expect(nops == 1 && op.operands[0]->type.is_scalar(), op, "splat takes a scalar");
+        break;
+      case Op::broadcast: {
+        expect(nops == 1, op, "broadcast takes one operand");
+        auto& s = op.operands[0]->type.shape;
+        auto& d = op.result()->type.shape;
+        expect(s.size() == d.size(), op, "broadcast keeps the rank");
+        for (size_t i = 0; i < s.size(); ++i) expect(s[i] == d[i] || s[i] == 1, op, "broadcast of a non-1 dim");
+        break;
+      }
+      case Op::reshape: case Op::expand_dims: case Op::trans:
+        expect(nops == 1 && op.operands[0]->type.numel() == op.result()->type.numel(), op,
+               "reshape changes the element count");
+        break;
+      case Op::load:
+        expect(nops >= 1 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "load takes a pointer");
+        expect(op.result()->type.dtype == op.operands[0]->type.pointee, op, "load result is the pointee");
+        for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "load mask/other shape");
+        break;
+      case Op::store:
+        expect(nops >= 2 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "store takes a pointer");
+        expect(op.operands[1]->type.dtype == op.operands[0]->type.pointee, op, "store value is the pointee");
+        for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "store value/mask shape");
+        break;
+      case Op::reduce: case Op::scan:
+        expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
+        break;
+      case Op::for_: {
+        expect(nops >= 3 && op.regions.size() == 1, op, "for takes lb, ub, step and inits");
+        const Block& body = *op.regions[0];
+        expect(body.args.size() == nops - 2, op, "for body arguments must be the iv and the carried values");
+        const Operation* y = body.terminator();
+        expect(y && y->operands.size() == op.results.size(), op, "for yield count");
+        for (size_t i = 0; i < op.results.size(); ++i) {
+          expect(op.operands[3 + i]->type == op.results[i]->type, op, "for init type differs from its result");
+          expect(y->operands[i]->type == op.results[i]->type, op, "for yield type differs from its result");
+          expect(body.args[1 + i]->type == op.results[i]->type, op, "for carried argument type");
+        }
+        break;
+      }
+      case Op::if_: {
+        expect(nops == 1 && op.operands[0]->type.dtype == DType::i1 && op.operands[0]->type.is_scalar(), op,
+               "if condition must be a scalar i1");
+        expect(op.regions.size() == 2, op, "if has then and else regions");
+        for (auto& r : op.regions) {
+          const Operation* y = r->terminator();
+          expect(y && y->operands.size() == op.results.size(), op, "if yield count");
+          for (size_t i = 0; i < op.results.size(); ++i)
+            expect(y->operands[i]->type == op.results[i]->type, op, "if yield type");
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  std::unordered_set<const Value*> defined_;
+};
+
+}  // namespace
+
+void verify(const Function& f) { Verifier().function(f); }
+
+}  // namespace tl::ir

@@ -1,0 +1,77 @@
+// The small interface every code-generation target implements, and the pipeline's
+// inputs and outputs. Targets live one per folder: codegen/cpu, codegen/amdgpu,
+// codegen/nvptx (the latter two share codegen/gpu). Only .cpp files see LLVM.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/ir/ir.hpp"
+
+namespace llvm {
+class Module;
+class LLVMContext;
+}  // namespace llvm
+
+namespace tl::codegen {
+
+// What to compile for. `arch` is "gfx942", "sm_90" or the host CPU name; `features`
+// are LLVM target features ("+sramecc,-xnack" on AMD).
+struct TargetDesc {
+  enum Kind { cpu, amdgpu, nvptx } kind = cpu;
+  std::string arch;
+  std::string features;
+  int wave_size = 1;  // lanes per warp/wavefront: 64 on CDNA, 32 on NVIDIA/RDNA, 1 on CPU
+  std::string str() const;  // the full name that enters cache keys: "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"
+};
+
+// Launch-shaping options that change the generated code (and so the cache key).
+struct CompileOptions {
+  int num_warps = 4;
+  int num_stages = 1;
+  int waves_per_eu = 0;      // AMD: amdgpu-waves-per-eu lower bound; 0 leaves it to LLVM
+  bool bounds_check = false;  // CPU: trap on out-of-bounds unmasked accesses
+  int opt_level = 3;
+  std::string key() const;
+};
+
+// The compiled kernel and everything the cache and the tools keep about it.
+struct CodeObject {
+  std::string kernel_symbol;      // the entry the device looks up
+  std::string format;             // "elf" (CPU object), "hsaco", "ptx"
+  std::vector<uint8_t> binary;
+  std::string tile_ir;            // after all passes
+  std::string llvm_ir;            // optimized
+  std::map<std::string, int64_t> report;  // AMD: vgpr, sgpr, spill_vgpr, ..., occupancy; all: shared_bytes
+  int block_threads = 1;          // threads per program (num_warps * wave_size on GPUs)
+  int shared_bytes = 0;           // static shared memory (LDS) per program
+  double compile_ms = 0;
+};
+
+// A code-generation target: tile IR in, code object out.
+class Target {
+ public:
+  virtual ~Target() = default;
+  // Lowers the (already optimized) tile IR into `module`, defining the kernel entry.
+  virtual void lower(const ir::Function& f, llvm::Module& module, const CompileOptions& opts) = 0;
+  // Optimizes `module` and emits the binary, filling format/binary/report.
+  virtual void emit(llvm::Module& module, const CompileOptions& opts, CodeObject& out) = 0;
+  virtual const TargetDesc& desc() const = 0;
+};
+
+std::unique_ptr<Target> make_cpu_target(const TargetDesc& d);
+std::unique_ptr<Target> make_amdgpu_target(const TargetDesc& d);
+std::unique_ptr<Target> make_nvptx_target(const TargetDesc& d);
+
+// The whole compiler: passes over the tile IR, lowering, LLVM optimization, emission.
+// Throws tl::compile_error. `f` is modified by the passes.
+CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
+
+// Parses "gfx942", "gfx950:sramecc+:xnack-", "sm_90", "cpu"/"host" into a target.
+TargetDesc parse_target(const std::string& name);
+TargetDesc host_target();
+
+}  // namespace tl::codegen

@@ -1,0 +1,305 @@
+// Kernels, devices, buffers and launches.
+//
+//   auto add = tl::kernel("add", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::i32 n, int BLOCK) {...});
+//   add[tl::grid(tl::cdiv(n, 1024))].with({.num_warps = 4})(X, Y, n, 1024);
+//
+// Parameters of tile types are run-time arguments; parameters of plain C++ types are
+// trace-time constants (Triton's constexpr), each distinct value its own specialization.
+#pragma once
+
+#include <array>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "tl/tile.hpp"
+
+namespace tl {
+
+namespace runtime { class Device; }
+
+// ---------------------------------------------------------------------------------
+// Devices and buffers.
+
+enum class device_kind { cpu, hip, cuda };
+template <class E> class buffer;
+
+class device {
+ public:
+  device() = default;
+  explicit device(std::shared_ptr<runtime::Device> d) : impl_(std::move(d)) {}
+
+  device_kind kind() const;
+  std::string name() const;
+  // The ISA kernels are compiled for: "gfx942:sramecc+:xnack-", "sm_90", "cpu-znver3".
+  std::string target() const;
+  int compute_units() const;  // CUs, SMs or hardware threads; queried once and cached
+  void synchronize() const;
+
+  void* alloc_bytes(size_t bytes) const;
+  void free_bytes(void* p) const;
+  void copy_to_device(void* dst, const void* src, size_t bytes) const;
+  void copy_to_host(void* dst, const void* src, size_t bytes) const;
+
+  template <class E> auto alloc(size_t n) const;
+
+  runtime::Device* impl() const { return impl_.get(); }
+  explicit operator bool() const { return bool(impl_); }
+
+ private:
+  std::shared_ptr<runtime::Device> impl_;
+};
+
+// Device memory holding n elements of E, freed with the last copy of the handle.
+template <class E> class buffer {
+ public:
+  using elem = elem_t<E>;
+  using host_t = typename elem::host;
+
+  buffer() = default;
+  buffer(device dev, size_t n)
+      : dev_(dev), n_(n),
+        mem_(static_cast<host_t*>(dev.alloc_bytes(n * sizeof(host_t))), [dev](host_t* p) { dev.free_bytes(p); }) {}
+
+  host_t* data() const { return mem_.get(); }
+  size_t size() const { return n_; }
+  size_t bytes() const { return n_ * sizeof(host_t); }
+  const device& dev() const { return dev_; }
+
+  void upload(std::span<const host_t> src) const {
+    if (src.size() != n_) throw error("tl::buffer::upload: size mismatch");
+    dev_.copy_to_device(data(), src.data(), bytes());
+  }
+  std::vector<host_t> download() const {
+    std::vector<host_t> out(n_);
+    dev_.copy_to_host(out.data(), data(), bytes());
+    return out;
+  }
+
+ private:
+  device dev_;
+  size_t n_ = 0;
+  std::shared_ptr<host_t> mem_;
+};
+
+template <class E> auto device::alloc(size_t n) const { return buffer<elem_t<E>>(*this, n); }
+
+// The device kernels run on when none is named: TL_DEVICE (cpu, hip, cuda) if set,
+// else an AMD GPU, else an NVIDIA GPU, else the CPU. set_default_device overrides.
+device default_device();
+void set_default_device(device d);
+device cpu_device();
+device hip_device(int ordinal = 0);   // throws tl::device_error when there is none
+device cuda_device(int ordinal = 0);  // throws tl::device_error when there is none
+
+// ---------------------------------------------------------------------------------
+// Launches.
+
+struct grid {
+  uint32_t x = 1, y = 1, z = 1;
+  grid(int64_t x, int64_t y = 1, int64_t z = 1) : x(clamp(x)), y(clamp(y)), z(clamp(z)), requested{x, y, z} {}
+  std::array<int64_t, 3> requested;
+
+ private:
+  static uint32_t clamp(int64_t v) { return v < 0 ? 0 : v > 0xffffffffLL ? 0xffffffffu : uint32_t(v); }
+};
+
+struct launch_options {
+  int num_warps = 4;        // warps (wavefronts) per program
+  int num_stages = 1;       // software-pipelining depth for tl::range loops
+  int waves_per_eu = 0;     // AMD occupancy hint (amdgpu-waves-per-eu); 0: compiler's choice
+  bool bounds_check = false;  // CPU: stop at the first out-of-bounds unmasked access (also TL_BOUNDS_CHECK=1)
+};
+
+// A user stream: hipStream_t or CUstream (ignored on the CPU).
+struct stream {
+  void* handle = nullptr;
+};
+
+namespace detail {
+
+// A run-time argument of a launch, with what the specialization key needs from it.
+struct ArgValue {
+  bool is_pointer = false;
+  DType dtype = DType::i32;   // scalars: their dtype; pointers: the pointee
+  uint64_t bits = 0;
+};
+
+struct LaunchRequest {
+  const grid* g;
+  const launch_options* opts;
+  device dev;
+  void* stream;
+  std::span<const ArgValue> args;
+  std::string constants;  // bytes of the trace-time constants, part of the specialization key
+};
+
+// What every kernel has, whatever its C++ signature: the specialization cache and
+// the path from trace to launch (runtime/launch.cpp).
+class KernelBase {
+ public:
+  KernelBase(std::string name, std::source_location loc);
+  ~KernelBase();
+  KernelBase(const KernelBase&) = delete;
+  const std::string& name() const { return name_; }
+
+  // Trace callback: declares the arguments (declare_argument) and runs the user's body.
+  void launch(const LaunchRequest& r, const std::function<void()>& trace);
+  // Traces and compiles without running (for --report and ahead-of-time use); returns
+  // the cache entry's metadata as JSON text.
+  std::string compile_only(const std::string& target, const launch_options& opts, std::span<const ArgValue> args,
+                           const std::string& constants, const std::function<void()>& trace);
+
+ private:
+  struct Impl;
+  std::string name_;
+  std::source_location loc_;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Declares kernel argument i while tracing; returns its value.
+ir::Value* declare_argument(int index, DType dtype, bool is_pointer);
+
+// Converting a launch argument for a parameter of tile type P.
+template <class P, class A> ArgValue to_arg(const A& a) {
+  using E = typename P::elem;
+  ArgValue v;
+  if constexpr (is_ptr_elem<E>) {
+    using Pointee = typename E::pointee;
+    using H = typename Pointee::host;
+    v.is_pointer = true;
+    v.dtype = Pointee::dtype;
+    if constexpr (std::is_same_v<std::decay_t<A>, buffer<Pointee>>) {
+      v.bits = reinterpret_cast<uint64_t>(a.data());
+    } else if constexpr (std::is_same_v<std::decay_t<A>, std::nullptr_t>) {
+      v.bits = 0;
+    } else {
+      static_assert(std::is_convertible_v<A, const H*>,
+                    "tl launch: a pointer parameter takes a tl::buffer of the same element type or a raw pointer to it");
+      v.bits = reinterpret_cast<uint64_t>(static_cast<const H*>(a));
+    }
+  } else {
+    static_assert(std::is_arithmetic_v<A>, "tl launch: a scalar parameter takes a C++ number");
+    v.dtype = E::dtype;
+    scalar_bits(E::dtype, double(a), int64_t(a), v.bits);
+  }
+  return v;
+}
+void scalar_bits(DType d, double f, int64_t i, uint64_t& bits);
+
+template <class T> struct is_tile : std::false_type {};
+template <class E> struct is_tile<tile<E>> : std::true_type {};
+
+template <class F> struct signature : signature<decltype(&F::operator())> {};
+template <class C, class R, class... P> struct signature<R (C::*)(P...) const> { using params = std::tuple<std::decay_t<P>...>; };
+template <class C, class R, class... P> struct signature<R (C::*)(P...)> { using params = std::tuple<std::decay_t<P>...>; };
+
+template <class T> void append_constant(std::string& key, const T& v) {
+  static_assert(std::is_trivially_copyable_v<T>, "tl: trace-time constants must be plain values (int, bool, enums, floats)");
+  key.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+}  // namespace detail
+
+template <class F> class kernel_t;
+
+// A launch being prepared: `k[grid].with(options).on(device)(args...)`.
+template <class F> class launcher {
+ public:
+  launcher(kernel_t<F>* k, grid g) : k_(k), g_(g) {}
+  launcher& with(const launch_options& o) { opts_ = o; return *this; }
+  launcher& on(device d) { dev_ = std::move(d); return *this; }
+  launcher& on(stream s) { stream_ = s.handle; return *this; }
+  template <class... A> void operator()(A&&... args) { k_->run(g_, opts_, dev_, stream_, std::forward<A>(args)...); }
+
+ private:
+  kernel_t<F>* k_;
+  grid g_;
+  launch_options opts_;
+  device dev_;
+  void* stream_ = nullptr;
+};
+
+template <class F> class kernel_t : public detail::KernelBase {
+  using params = typename detail::signature<F>::params;
+  static constexpr size_t arity = std::tuple_size_v<params>;
+
+ public:
+  kernel_t(std::string name, F fn, std::source_location loc) : KernelBase(std::move(name), loc), fn_(std::move(fn)) {}
+
+  launcher<F> operator[](grid g) { return launcher<F>(this, g); }
+
+  template <class... A> void run(const grid& g, const launch_options& o, const device& d, void* s, A&&... args) {
+    static_assert(sizeof...(A) == arity, "tl launch: wrong number of arguments for this kernel");
+    auto prep = prepare(std::make_index_sequence<arity>{}, args...);
+    detail::LaunchRequest r{&g, &o, d ? d : default_device(), s, prep.values, std::move(prep.constants)};
+    launch(r, [&] { trace(std::make_index_sequence<arity>{}, args...); });
+  }
+
+  // Compiles for `target` ("gfx942", "sm_90", "cpu") without launching; returns the
+  // metadata (resource report included) as JSON text.
+  template <class... A> std::string compile(const std::string& target, const launch_options& o, A&&... args) {
+    static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
+    auto prep = prepare(std::make_index_sequence<arity>{}, args...);
+    return compile_only(target, o, prep.values, prep.constants,
+                        [&] { trace(std::make_index_sequence<arity>{}, args...); });
+  }
+
+ private:
+  struct Prepared {
+    std::array<detail::ArgValue, arity> values{};
+    std::string constants;
+  };
+
+  template <size_t... I, class... A> Prepared prepare(std::index_sequence<I...>, const A&... args) {
+    Prepared p;
+    (prepare_one<I, std::tuple_element_t<I, params>>(p, args), ...);
+    return p;
+  }
+  template <size_t I, class P, class A> void prepare_one(Prepared& p, const A& a) {
+    if constexpr (detail::is_tile<P>::value) {
+      p.values[I] = detail::to_arg<P>(a);
+    } else {
+      static_assert(std::is_convertible_v<const A&, P>, "tl launch: argument does not convert to the constant parameter's type");
+      detail::append_constant(p.constants, P(a));
+    }
+  }
+
+  template <size_t... I, class... A> void trace(std::index_sequence<I...>, const A&... args) {
+    auto ps = std::tuple<std::tuple_element_t<I, params>...>(make_param<I, std::tuple_element_t<I, params>>(args)...);
+    std::apply(fn_, ps);
+  }
+  template <size_t I, class P, class A> static P make_param(const A& a) {
+    if constexpr (detail::is_tile<P>::value) {
+      using E = typename P::elem;
+      if constexpr (is_ptr_elem<E>) return P(detail::declare_argument(int(I), E::pointee::dtype, true));
+      else return P(detail::declare_argument(int(I), E::dtype, false));
+    } else {
+      return P(a);
+    }
+  }
+
+  F fn_;
+};
+
+// Counters of this process's JIT activity, for tests and tools.
+struct jit_stats {
+  uint64_t traces = 0;      // specializations traced
+  uint64_t compiles = 0;    // code objects compiled (cache misses)
+  uint64_t disk_hits = 0;   // code objects found in the on-disk cache
+  uint64_t launches = 0;
+};
+jit_stats stats();
+
+// Defines a kernel from a C++ callable. The name appears in caches, reports and errors.
+template <class F> kernel_t<F> kernel(std::string name, F fn, std::source_location loc = std::source_location::current()) {
+  return kernel_t<F>(std::move(name), std::move(fn), loc);
+}
+
+}  // namespace tl

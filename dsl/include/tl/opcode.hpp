@@ -1,0 +1,36 @@
+// The operation kinds of the tile IR, shared by the tracer and the compiler.
+#pragma once
+
+#include <cstdint>
+
+namespace tl {
+
+enum class Op : uint8_t {
+  // values
+  constant, program_id, num_programs, arange, splat, broadcast, expand_dims, reshape, trans,
+  // elementwise
+  add, sub, mul, div, rem, min, max, band, bor, bxor, shl, shr,
+  neg, bnot, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, erf, floor, ceil,
+  fma, cmp, select, cast, bitcast, addptr,
+  // memory
+  load, store, atomic_rmw, atomic_cas,
+  // reductions and scans (attribute: axis, combine kind)
+  reduce, scan,
+  // control flow: regions end in a yield
+  for_, if_, yield,
+  // debugging
+  assert_, print,
+};
+
+enum class CmpPred : uint8_t { lt, le, gt, ge, eq, ne };
+enum class ReduceKind : uint8_t { sum, max, min, argmax, argmin };
+enum class AtomicKind : uint8_t { add, max, min, xchg, band, bor, bxor };
+
+// Memory semantics of an atomic, as Triton's `sem`: acq_rel by default.
+enum class sem : uint8_t { relaxed, acquire, release, acq_rel };
+// Who must observe an atomic: the workgroup (CTA), the device (GPU) or the system.
+enum class scope : uint8_t { cta, gpu, sys };
+
+const char* op_name(Op op);
+
+}  // namespace tl

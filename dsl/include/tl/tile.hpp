@@ -1,0 +1,576 @@
+// Tiles and the operations on them: what a kernel body is written in.
+//
+// A `tile<E>` is a handle to a value of the tile program being traced; its element
+// type E is part of its C++ type (so `ptr<bf16> * f32` does not compile) and its shape
+// is checked while tracing. Every operation records itself into the current trace and
+// carries the caller's std::source_location, so a shape error names the user's line.
+//
+// Loop-carried values need no declaration: a tile object that lives outside a
+// `tl::range` loop and is reassigned inside it is carried from one iteration to the
+// next (the tracer sees the assignment on the object), like a C++ reader expects.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <source_location>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tl/dtype.hpp"
+#include "tl/error.hpp"
+#include "tl/opcode.hpp"
+
+namespace tl {
+
+namespace ir { class Value; }
+
+namespace detail {
+using Loc = std::source_location;
+using Shape = std::vector<int>;
+struct Frame;
+
+// The trace-time cell behind each tile object. Reads go through `get()`, which lets
+// the tracer turn a read of an outer tile inside a loop into the loop's block argument.
+class TileBase {
+ public:
+  TileBase() = default;
+  explicit TileBase(ir::Value* v);
+  TileBase(const TileBase& o);
+  TileBase& operator=(const TileBase& o);
+  ~TileBase();
+
+  ir::Value* get() const;
+  bool valid() const { return v_ != nullptr; }
+  Shape shape() const;
+  DType dtype() const;
+
+ protected:
+  void set(ir::Value* v);
+
+ public:
+  // Tracer internals (dsl/src/trace.cpp): the current value and the nesting depth at
+  // which it is valid.
+  mutable ir::Value* v_ = nullptr;
+  mutable int level_ = 0;
+};
+
+// --- the tracer's entry points (dsl/src/ops.cpp); all check their inputs ---
+ir::Value* constant(DType t, double f, int64_t i, const Loc& loc);
+ir::Value* full(const Shape& shape, DType t, double f, int64_t i, const Loc& loc);
+ir::Value* binary(Op op, ir::Value* a, ir::Value* b, const Loc& loc);
+ir::Value* unary(Op op, ir::Value* a, const Loc& loc);
+ir::Value* compare(CmpPred p, ir::Value* a, ir::Value* b, const Loc& loc);
+ir::Value* fma(ir::Value* a, ir::Value* b, ir::Value* c, const Loc& loc);
+ir::Value* where(ir::Value* c, ir::Value* a, ir::Value* b, const Loc& loc);
+ir::Value* cast(ir::Value* a, DType to, bool bitcast, const Loc& loc);
+ir::Value* program_id(int axis, const Loc& loc);
+ir::Value* num_programs(int axis, const Loc& loc);
+ir::Value* arange(int start, int end, const Loc& loc);
+ir::Value* broadcast_to(ir::Value* a, const Shape& shape, const Loc& loc);
+ir::Value* expand_dims(ir::Value* a, int axis, const Loc& loc);
+ir::Value* reshape(ir::Value* a, const Shape& shape, const Loc& loc);
+ir::Value* trans(ir::Value* a, const Shape& perm, const Loc& loc);
+ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const Loc& loc);
+void store(ir::Value* ptr, ir::Value* value, ir::Value* mask, const Loc& loc);
+ir::Value* atomic_rmw(AtomicKind k, ir::Value* ptr, ir::Value* v, ir::Value* mask, sem s, scope sc, const Loc& loc);
+ir::Value* atomic_cas(ir::Value* ptr, ir::Value* cmp, ir::Value* v, sem s, scope sc, const Loc& loc);
+ir::Value* reduce(ReduceKind k, ir::Value* a, int axis, const Loc& loc);
+ir::Value* cumsum(ir::Value* a, int axis, const Loc& loc);
+void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
+void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
+[[noreturn]] void fail(const std::string& what, const Loc& loc);
+
+// Loops and branches (dsl/src/trace.cpp).
+ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, const Loc& loc);
+void end_for();
+void begin_if(ir::Value* cond, const Loc& loc);
+void begin_else();
+void end_if();
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------
+// Element types and tiles.
+
+template <class E> class tile;
+
+template <class T> struct elem_of { using type = T; };
+template <class E> struct elem_of<tile<E>> { using type = E; };
+template <class T> using elem_t = typename elem_of<T>::type;
+
+template <class E> constexpr bool is_ptr_elem = E::dtype == DType::ptr;
+template <class T> concept Arith = std::is_arithmetic_v<T>;
+
+namespace detail {
+// The element type of `tile<E> (op) literal`: Triton's weak typing for Python numbers.
+// An integer literal takes the tile's type (i1 becomes i32); a floating literal takes
+// the tile's float type, or f32 next to an integer tile.
+template <class E, class S> struct literal_result {
+  using type = std::conditional_t<std::is_floating_point_v<S>,
+                                  std::conditional_t<is_float(E::dtype), E, ty::f32>,
+                                  std::conditional_t<E::dtype == DType::i1, ty::i32, E>>;
+};
+template <class E, class S> using literal_t = typename literal_result<E, S>::type;
+
+template <class E, class S> ir::Value* literal(S s, const Loc& loc) {
+  using R = literal_t<E, S>;
+  return constant(R::dtype, double(s), int64_t(s), loc);
+}
+
+// Captures the caller's location on the implicit conversion of an operator's first
+// operand: operator functions cannot take a defaulted std::source_location.
+template <class T> struct at {
+  const T& v;
+  Loc loc;
+  at(const T& v, Loc loc = Loc::current()) : v(v), loc(loc) {}
+};
+template <class T> struct at_mut {
+  T& v;
+  Loc loc;
+  at_mut(T& v, Loc loc = Loc::current()) : v(v), loc(loc) {}
+};
+}  // namespace detail
+
+template <class E> class tile : public detail::TileBase {
+  static_assert(requires { E::dtype; }, "tl::tile<E>: E must be an element type such as tl::ty::f32");
+
+ public:
+  using elem = E;
+  tile() = default;
+  explicit tile(ir::Value* v) : TileBase(v) {}
+  tile(const tile&) = default;
+  tile& operator=(const tile&) = default;
+
+  // A C++ number where a scalar tile is expected: `tl::f32 x = 1.5f;`.
+  template <Arith S> requires(!is_ptr_elem<E>)
+  tile(S s, detail::Loc loc = detail::Loc::current()) : TileBase(detail::constant(E::dtype, double(s), int64_t(s), loc)) {}
+
+  // Conversions: round to nearest even for narrowing floats, saturating for FP8.
+  template <class T> tile<elem_t<T>> to(detail::Loc loc = detail::Loc::current()) const {
+    return tile<elem_t<T>>(detail::cast(get(), elem_t<T>::dtype, false, loc));
+  }
+  template <class T> tile<elem_t<T>> bitcast(detail::Loc loc = detail::Loc::current()) const {
+    static_assert(bit_width(elem_t<T>::dtype) == bit_width(E::dtype), "bitcast needs equal widths");
+    return tile<elem_t<T>>(detail::cast(get(), elem_t<T>::dtype, true, loc));
+  }
+
+  // --- arithmetic between tiles: Triton's promotion, shapes broadcast ---
+#define TL_BINARY(OP, KIND)                                                                          \
+  template <class B> requires(!is_ptr_elem<E> && !is_ptr_elem<B>)                                   \
+  friend tile<ty::promote_t<E, B>> operator OP(detail::at<tile> a, const tile<B>& b) {              \
+    return tile<ty::promote_t<E, B>>(detail::binary(Op::KIND, a.v.get(), b.get(), a.loc));         \
+  }                                                                                                   \
+  template <Arith S> requires(!is_ptr_elem<E>)                                                      \
+  friend tile<detail::literal_t<E, S>> operator OP(detail::at<tile> a, S s) {                       \
+    return tile<detail::literal_t<E, S>>(                                                            \
+        detail::binary(Op::KIND, a.v.get(), detail::literal<E>(s, a.loc), a.loc));                   \
+  }                                                                                                   \
+  template <Arith S> requires(!is_ptr_elem<E>)                                                      \
+  friend tile<detail::literal_t<E, S>> operator OP(S s, detail::at<tile> a) {                       \
+    return tile<detail::literal_t<E, S>>(                                                            \
+        detail::binary(Op::KIND, detail::literal<E>(s, a.loc), a.v.get(), a.loc));                   \
+  }
+  TL_BINARY(*, mul)
+  TL_BINARY(/, div)
+  TL_BINARY(%, rem)
+  TL_BINARY(&, band)
+  TL_BINARY(|, bor)
+  TL_BINARY(^, bxor)
+  TL_BINARY(<<, shl)
+  TL_BINARY(>>, shr)
+#undef TL_BINARY
+
+  // + and - also do pointer arithmetic: a pointer plus a tile of offsets is a tile of pointers.
+#define TL_ADDSUB(OP, KIND, SIGN)                                                                    \
+  template <class B> requires(!is_ptr_elem<B>)                                                      \
+  friend auto operator OP(detail::at<tile> a, const tile<B>& b) {                                  \
+    if constexpr (is_ptr_elem<E>) {                                                                 \
+      static_assert(is_int(B::dtype), "a pointer offset must be an integer tile");                  \
+      ir::Value* off = b.get();                                                                     \
+      if (SIGN < 0) off = detail::unary(Op::neg, off, a.loc);                                       \
+      return tile<E>(detail::binary(Op::addptr, a.v.get(), off, a.loc));                            \
+    } else {                                                                                        \
+      return tile<ty::promote_t<E, B>>(detail::binary(Op::KIND, a.v.get(), b.get(), a.loc));       \
+    }                                                                                               \
+  }                                                                                                 \
+  template <Arith S>                                                                                \
+  friend auto operator OP(detail::at<tile> a, S s) {                                               \
+    if constexpr (is_ptr_elem<E>) {                                                                 \
+      static_assert(std::is_integral_v<S>, "a pointer offset must be an integer");                  \
+      ir::Value* off = detail::constant(DType::i64, 0, int64_t(s) * SIGN, a.loc);                   \
+      return tile<E>(detail::binary(Op::addptr, a.v.get(), off, a.loc));                            \
+    } else {                                                                                        \
+      return tile<detail::literal_t<E, S>>(                                                         \
+          detail::binary(Op::KIND, a.v.get(), detail::literal<E>(s, a.loc), a.loc));                \
+    }                                                                                               \
+  }                                                                                                 \
+  template <Arith S> requires(!is_ptr_elem<E>)                                                      \
+  friend tile<detail::literal_t<E, S>> operator OP(S s, detail::at<tile> a) {                       \
+    return tile<detail::literal_t<E, S>>(                                                            \
+        detail::binary(Op::KIND, detail::literal<E>(s, a.loc), a.v.get(), a.loc));                   \
+  }
+  TL_ADDSUB(+, add, 1)
+  TL_ADDSUB(-, sub, -1)
+#undef TL_ADDSUB
+
+  // an integer tile plus a pointer (offsets + base)
+  template <class P> requires(is_ptr_elem<P> && !is_ptr_elem<E>)
+  friend tile<P> operator+(detail::at<tile> a, const tile<P>& p) {
+    return tile<P>(detail::binary(Op::addptr, p.get(), a.v.get(), a.loc));
+  }
+
+  // --- comparisons give i1 tiles ---
+#define TL_COMPARE(OP, PRED)                                                                         \
+  template <class B>                                                                                 \
+  friend tile<ty::i1> operator OP(detail::at<tile> a, const tile<B>& b) {                           \
+    return tile<ty::i1>(detail::compare(CmpPred::PRED, a.v.get(), b.get(), a.loc));                 \
+  }                                                                                                   \
+  template <Arith S> requires(!is_ptr_elem<E>)                                                      \
+  friend tile<ty::i1> operator OP(detail::at<tile> a, S s) {                                        \
+    return tile<ty::i1>(detail::compare(CmpPred::PRED, a.v.get(), detail::literal<E>(s, a.loc), a.loc)); \
+  }                                                                                                   \
+  template <Arith S> requires(!is_ptr_elem<E>)                                                      \
+  friend tile<ty::i1> operator OP(S s, detail::at<tile> a) {                                        \
+    return tile<ty::i1>(detail::compare(CmpPred::PRED, detail::literal<E>(s, a.loc), a.v.get(), a.loc)); \
+  }
+  TL_COMPARE(<, lt)
+  TL_COMPARE(<=, le)
+  TL_COMPARE(>, gt)
+  TL_COMPARE(>=, ge)
+  TL_COMPARE(==, eq)
+  TL_COMPARE(!=, ne)
+#undef TL_COMPARE
+
+  friend tile operator-(detail::at<tile> a) { return tile(detail::unary(Op::neg, a.v.get(), a.loc)); }
+  friend tile operator~(detail::at<tile> a) { return tile(detail::unary(Op::bnot, a.v.get(), a.loc)); }
+  friend tile operator!(detail::at<tile> a) { return tile(detail::unary(Op::bnot, a.v.get(), a.loc)); }
+
+  // Compound assignment reassigns this tile: inside a tl::range body that makes it a
+  // loop-carried value. The result keeps this tile's element type (like C++).
+#define TL_COMPOUND(OP, KIND)                                                                     \
+  template <class B> friend tile& operator OP(detail::at_mut<tile> a, const B& b) {             \
+    a.v = tile(compound(Op::KIND, a.v.get(), b, a.loc));                                          \
+    return a.v;                                                                                   \
+  }
+  TL_COMPOUND(+=, add)
+  TL_COMPOUND(-=, sub)
+  TL_COMPOUND(*=, mul)
+  TL_COMPOUND(/=, div)
+#undef TL_COMPOUND
+
+ private:
+  template <class B> static ir::Value* compound(Op op, ir::Value* self, const B& b, const detail::Loc& loc) {
+    ir::Value* rhs;
+    if constexpr (std::is_arithmetic_v<B>) {
+      if constexpr (is_ptr_elem<E>) rhs = detail::constant(DType::i64, 0, int64_t(b), loc);
+      else rhs = detail::literal<E>(b, loc);
+    } else {
+      rhs = b.get();
+    }
+    if constexpr (is_ptr_elem<E>) {
+      static_assert(!std::is_floating_point_v<B>, "a pointer offset must be an integer");
+      if (op != Op::add && op != Op::sub) detail::fail("only += and -= apply to pointers", loc);
+      if (op == Op::sub) rhs = detail::unary(Op::neg, rhs, loc);
+      return detail::binary(Op::addptr, self, rhs, loc);
+    } else {
+      return detail::cast(detail::binary(op, self, rhs, loc), E::dtype, false, loc);
+    }
+  }
+};
+
+// Parameter and value aliases, as a Triton user writes them: `tl::ptr<tl::bf16> x, tl::i32 n`.
+template <class E> using ptr = tile<ty::ptr<elem_t<E>>>;
+using i1 = tile<ty::i1>;
+using i8 = tile<ty::i8>;
+using i16 = tile<ty::i16>;
+using i32 = tile<ty::i32>;
+using i64 = tile<ty::i64>;
+using u8 = tile<ty::u8>;
+using u16 = tile<ty::u16>;
+using u32 = tile<ty::u32>;
+using u64 = tile<ty::u64>;
+using f16 = tile<ty::f16>;
+using bf16 = tile<ty::bf16>;
+using f32 = tile<ty::f32>;
+using f64 = tile<ty::f64>;
+using f8e4m3fn = tile<ty::f8e4m3fn>;
+using f8e5m2 = tile<ty::f8e5m2>;
+using f8e4m3fnuz = tile<ty::f8e4m3fnuz>;
+using f8e5m2fnuz = tile<ty::f8e5m2fnuz>;
+
+// ---------------------------------------------------------------------------------
+// Creation and shape operations.
+
+using shape_t = std::vector<int>;
+using detail::Loc;
+
+inline i32 program_id(int axis = 0, Loc loc = Loc::current()) { return i32(detail::program_id(axis, loc)); }
+inline i32 num_programs(int axis = 0, Loc loc = Loc::current()) { return i32(detail::num_programs(axis, loc)); }
+// [start, end): the length must be a power of two.
+inline i32 arange(int start, int end, Loc loc = Loc::current()) { return i32(detail::arange(start, end, loc)); }
+
+template <class E> tile<elem_t<E>> full(shape_t shape, double value, Loc loc = Loc::current()) {
+  return tile<elem_t<E>>(detail::full(shape, elem_t<E>::dtype, value, int64_t(value), loc));
+}
+template <class E> tile<elem_t<E>> zeros(shape_t shape, Loc loc = Loc::current()) { return full<E>(shape, 0.0, loc); }
+
+template <class E> tile<E> broadcast_to(const tile<E>& a, shape_t shape, Loc loc = Loc::current()) {
+  return tile<E>(detail::broadcast_to(a.get(), shape, loc));
+}
+template <class E> tile<E> expand_dims(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::expand_dims(a.get(), axis, loc));
+}
+template <class E> tile<E> reshape(const tile<E>& a, shape_t shape, Loc loc = Loc::current()) {
+  return tile<E>(detail::reshape(a.get(), shape, loc));
+}
+// Permutes the axes; the default reverses them (a 2-D transpose).
+template <class E> tile<E> trans(const tile<E>& a, shape_t perm = {}, Loc loc = Loc::current()) {
+  return tile<E>(detail::trans(a.get(), perm, loc));
+}
+
+template <class A, class B>
+tile<ty::promote_t<A, B>> where(const tile<ty::i1>& c, const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
+  using R = ty::promote_t<A, B>;
+  return tile<R>(detail::where(c.get(), detail::cast(a.get(), R::dtype, false, loc), detail::cast(b.get(), R::dtype, false, loc), loc));
+}
+template <class A, Arith S>
+tile<A> where(const tile<ty::i1>& c, const tile<A>& a, S b, Loc loc = Loc::current()) {
+  return tile<A>(detail::where(c.get(), a.get(), detail::constant(A::dtype, double(b), int64_t(b), loc), loc));
+}
+template <class A, Arith S>
+tile<A> where(const tile<ty::i1>& c, S a, const tile<A>& b, Loc loc = Loc::current()) {
+  return tile<A>(detail::where(c.get(), detail::constant(A::dtype, double(a), int64_t(a), loc), b.get(), loc));
+}
+
+// ---------------------------------------------------------------------------------
+// Math.
+
+#define TL_UNARY_FN(NAME, KIND)                                                            \
+  template <class E> tile<E> NAME(const tile<E>& a, Loc loc = Loc::current()) {          \
+    return tile<E>(detail::unary(Op::KIND, a.get(), loc));                                 \
+  }
+TL_UNARY_FN(exp, exp)
+TL_UNARY_FN(exp2, exp2)
+TL_UNARY_FN(log, log)
+TL_UNARY_FN(log2, log2)
+TL_UNARY_FN(sqrt, sqrt)
+TL_UNARY_FN(rsqrt, rsqrt)
+TL_UNARY_FN(abs, abs)
+TL_UNARY_FN(sin, sin)
+TL_UNARY_FN(cos, cos)
+TL_UNARY_FN(erf, erf)
+TL_UNARY_FN(floor, floor)
+TL_UNARY_FN(ceil, ceil)
+#undef TL_UNARY_FN
+
+template <class A, class B> tile<ty::promote_t<A, B>> maximum(const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
+  return tile<ty::promote_t<A, B>>(detail::binary(Op::max, a.get(), b.get(), loc));
+}
+template <class A, Arith S> tile<detail::literal_t<A, S>> maximum(const tile<A>& a, S b, Loc loc = Loc::current()) {
+  return tile<detail::literal_t<A, S>>(detail::binary(Op::max, a.get(), detail::literal<A>(b, loc), loc));
+}
+template <class A, class B> tile<ty::promote_t<A, B>> minimum(const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
+  return tile<ty::promote_t<A, B>>(detail::binary(Op::min, a.get(), b.get(), loc));
+}
+template <class A, Arith S> tile<detail::literal_t<A, S>> minimum(const tile<A>& a, S b, Loc loc = Loc::current()) {
+  return tile<detail::literal_t<A, S>>(detail::binary(Op::min, a.get(), detail::literal<A>(b, loc), loc));
+}
+// a * b + c in one rounding
+template <class E> tile<E> fma(const tile<E>& a, const tile<E>& b, const tile<E>& c, Loc loc = Loc::current()) {
+  return tile<E>(detail::fma(a.get(), b.get(), c.get(), loc));
+}
+// Ceiling division, for grid sizes (C++ ints) and for integer tiles.
+constexpr int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+template <class E> tile<E> cdiv(const tile<E>& a, int64_t b, Loc loc = Loc::current()) {
+  return tile<E>(detail::binary(Op::div, detail::binary(Op::add, a.get(), detail::literal<E>(b - 1, loc), loc),
+                                detail::literal<E>(b, loc), loc));
+}
+
+// ---------------------------------------------------------------------------------
+// Reductions and scans along an axis.
+
+template <class E> tile<E> sum(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::reduce(ReduceKind::sum, a.get(), axis, loc));
+}
+template <class E> tile<E> max(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::reduce(ReduceKind::max, a.get(), axis, loc));
+}
+template <class E> tile<E> min(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::reduce(ReduceKind::min, a.get(), axis, loc));
+}
+// Index of the first maximum along the axis.
+template <class E> i32 argmax(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return i32(detail::reduce(ReduceKind::argmax, a.get(), axis, loc));
+}
+template <class E> i32 argmin(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return i32(detail::reduce(ReduceKind::argmin, a.get(), axis, loc));
+}
+template <class E> tile<E> cumsum(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::cumsum(a.get(), axis, loc));
+}
+
+// ---------------------------------------------------------------------------------
+// Memory. `mask` lanes that are false are not accessed; masked-off loads give `other`.
+
+template <class E> tile<E> load(const tile<ty::ptr<E>>& p, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), nullptr, nullptr, loc));
+}
+template <class E> tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), mask.get(), nullptr, loc));
+}
+template <class E, Arith S>
+tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, S other, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), mask.get(), detail::constant(E::dtype, double(other), int64_t(other), loc), loc));
+}
+template <class E>
+tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, const tile<E>& other, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), mask.get(), other.get(), loc));
+}
+template <class E, class V> void store(const tile<ty::ptr<E>>& p, const tile<V>& v, Loc loc = Loc::current()) {
+  static_assert(std::is_same_v<E, V>, "tl::store: the value's element type must be the pointee (use .to<T>())");
+  detail::store(p.get(), v.get(), nullptr, loc);
+}
+template <class E, class V>
+void store(const tile<ty::ptr<E>>& p, const tile<V>& v, const tile<ty::i1>& mask, Loc loc = Loc::current()) {
+  static_assert(std::is_same_v<E, V>, "tl::store: the value's element type must be the pointee (use .to<T>())");
+  detail::store(p.get(), v.get(), mask.get(), loc);
+}
+
+// Atomics return the old values. Default semantics acq_rel and scope gpu, as Triton;
+// `sem::relaxed` is what reductions into memory want (no cache fences on AMD).
+#define TL_ATOMIC(NAME, KIND)                                                                                \
+  template <class E, class V>                                                                                \
+  tile<E> NAME(const tile<ty::ptr<E>>& p, const tile<V>& v, sem s = sem::acq_rel, scope sc = scope::gpu,    \
+               Loc loc = Loc::current()) {                                                                   \
+    return tile<E>(detail::atomic_rmw(AtomicKind::KIND, p.get(), detail::cast(v.get(), E::dtype, false, loc), \
+                                      nullptr, s, sc, loc));                                                 \
+  }                                                                                                          \
+  template <class E, class V>                                                                                \
+  tile<E> NAME(const tile<ty::ptr<E>>& p, const tile<V>& v, const tile<ty::i1>& mask, sem s = sem::acq_rel, \
+               scope sc = scope::gpu, Loc loc = Loc::current()) {                                            \
+    return tile<E>(detail::atomic_rmw(AtomicKind::KIND, p.get(), detail::cast(v.get(), E::dtype, false, loc), \
+                                      mask.get(), s, sc, loc));                                              \
+  }                                                                                                          \
+  template <class E, Arith S>                                                                                \
+  tile<E> NAME(const tile<ty::ptr<E>>& p, S v, sem s = sem::acq_rel, scope sc = scope::gpu,                 \
+               Loc loc = Loc::current()) {                                                                   \
+    return tile<E>(detail::atomic_rmw(AtomicKind::KIND, p.get(), detail::constant(E::dtype, double(v), int64_t(v), loc), \
+                                      nullptr, s, sc, loc));                                                 \
+  }
+TL_ATOMIC(atomic_add, add)
+TL_ATOMIC(atomic_max, max)
+TL_ATOMIC(atomic_min, min)
+TL_ATOMIC(atomic_xchg, xchg)
+TL_ATOMIC(atomic_and, band)
+TL_ATOMIC(atomic_or, bor)
+TL_ATOMIC(atomic_xor, bxor)
+#undef TL_ATOMIC
+
+// Compare-and-swap on scalars or tiles: stores `v` where the old value equals `cmp`.
+template <class E>
+tile<E> atomic_cas(const tile<ty::ptr<E>>& p, const tile<E>& cmp, const tile<E>& v, sem s = sem::acq_rel,
+                   scope sc = scope::gpu, Loc loc = Loc::current()) {
+  return tile<E>(detail::atomic_cas(p.get(), cmp.get(), v.get(), s, sc, loc));
+}
+
+// ---------------------------------------------------------------------------------
+// Control flow.
+
+struct num_stages {
+  int n;
+  explicit num_stages(int n) : n(n) {}
+};
+
+// `for (auto i : tl::range(lo, hi, step))` traces its body once into a loop of the IR.
+// The range-for protocol calls begin(), then `!=` (true: trace the body), then `++`
+// (close the loop), then `!=` again (false: done).
+class range {
+ public:
+  range(i32 end, Loc loc = Loc::current()) : range(i32(0), std::move(end), i32(1), num_stages(1), loc) {}
+  range(i32 start, i32 end, Loc loc = Loc::current()) : range(std::move(start), std::move(end), i32(1), num_stages(1), loc) {}
+  range(i32 start, i32 end, i32 step, Loc loc = Loc::current())
+      : range(std::move(start), std::move(end), std::move(step), num_stages(1), loc) {}
+  range(i32 start, i32 end, i32 step, num_stages stages, Loc loc = Loc::current())
+      : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), stages_(stages.n), loc_(loc) {}
+
+  class iterator {
+   public:
+    explicit iterator(range* r) : r_(r) {}
+    i32 operator*() const { return i32(r_->iv_); }
+    iterator& operator++() {
+      detail::end_for();
+      r_->done_ = true;
+      return *this;
+    }
+    bool operator!=(const iterator&) const { return !r_->done_; }
+
+   private:
+    range* r_;
+  };
+  iterator begin() {
+    iv_ = detail::begin_for(start_.get(), end_.get(), step_.get(), stages_, loc_);
+    return iterator(this);
+  }
+  iterator end() { return iterator(this); }
+
+ private:
+  i32 start_, end_, step_;
+  int stages_;
+  Loc loc_;
+  ir::Value* iv_ = nullptr;
+  bool done_ = false;
+};
+
+// Unrolled while tracing: the loop variable is a plain C++ int.
+inline std::vector<int> static_range(int end) {
+  std::vector<int> r(end > 0 ? end : 0);
+  for (int i = 0; i < end; ++i) r[i] = i;
+  return r;
+}
+inline std::vector<int> static_range(int start, int end, int step = 1) {
+  std::vector<int> r;
+  for (int i = start; step > 0 ? i < end : i > end; i += step) r.push_back(i);
+  return r;
+}
+
+// A run-time branch on a scalar i1: `tl::if_(c, [&] { ... }).else_([&] { ... });`
+// Tiles assigned in either branch hold the branch's value afterwards.
+class if_ {
+ public:
+  template <class F> if_(const i1& cond, F&& then_fn, Loc loc = Loc::current()) {
+    detail::begin_if(cond.get(), loc);
+    then_fn();
+  }
+  template <class F> void else_(F&& else_fn) {
+    detail::begin_else();
+    has_else_ = true;
+    else_fn();
+  }
+  ~if_() noexcept(false) {
+    if (std::uncaught_exceptions() == 0) {
+      if (!has_else_) detail::begin_else();
+      detail::end_if();
+    }
+  }
+  if_(const if_&) = delete;
+  if_& operator=(const if_&) = delete;
+
+ private:
+  bool has_else_ = false;
+};
+
+// ---------------------------------------------------------------------------------
+// Debugging.
+
+// Stops the launch with a tl::kernel_fault naming this line when `cond` is false anywhere.
+inline void device_assert(const i1& cond, const std::string& msg = "", Loc loc = Loc::current()) {
+  detail::device_assert(cond.get(), msg, loc);
+}
+// Prints each element with its program id.
+template <class E> void device_print(const std::string& prefix, const tile<E>& v, Loc loc = Loc::current()) {
+  detail::device_print(prefix, v.get(), loc);
+}
+
+}  // namespace tl

@@ -1,0 +1,374 @@
+// The tile operations as the tracer records them: every user mistake is caught here,
+// with the user's file and line, before anything reaches the compiler.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "dsl/src/trace.hpp"
+
+namespace tl::detail {
+
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
+
+void check_shape(const Shape& s, const char* what, const Loc& loc) {
+  if (s.size() > 3) throw trace_error(fmt::format("{}: tiles have at most 3 dimensions, got {}", what, shape_str(s)), loc);
+  for (int d : s)
+    if (!pow2(d))
+      throw trace_error(fmt::format("{}: every dimension must be a power of two, got {}", what, shape_str(s)), loc);
+}
+
+Trace& T(const Loc& loc) { return Trace::current(loc); }
+
+// numpy broadcasting of two shapes; ranks are aligned on the right.
+Shape broadcast_shape(const Shape& a, const Shape& b, const char* what, const Loc& loc) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  size_t n = std::max(a.size(), b.size());
+  Shape r(n);
+  for (size_t i = 0; i < n; ++i) {
+    int da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      throw trace_error(fmt::format("{}: shapes {} and {} do not broadcast", what, shape_str(a), shape_str(b)), loc);
+    r[i] = std::max(da, db);
+  }
+  return r;
+}
+
+}  // namespace
+
+[[noreturn]] void fail(const std::string& what, const Loc& loc) { throw trace_error(what, loc); }
+
+Value* broadcast_to(Value* a, const Shape& shape, const Loc& loc) {
+  if (a->type.shape == shape) return a;
+  check_shape(shape, "tl::broadcast_to", loc);
+  if (a->type.is_scalar()) return T(loc).emit1(Op::splat, {a}, a->type.with_shape(shape), loc);
+  const Shape& s = a->type.shape;
+  if (s.size() > shape.size())
+    throw trace_error(fmt::format("cannot broadcast {} to {}", shape_str(s), shape_str(shape)), loc);
+  if (s.size() < shape.size()) {
+    Shape padded(shape.size() - s.size(), 1);
+    padded.insert(padded.end(), s.begin(), s.end());
+    a = T(loc).emit1(Op::reshape, {a}, a->type.with_shape(padded), loc);
+  }
+  const Shape& p = a->type.shape;
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != shape[i] && p[i] != 1)
+      throw trace_error(fmt::format("cannot broadcast {} to {}", shape_str(s), shape_str(shape)), loc);
+  return T(loc).emit1(Op::broadcast, {a}, a->type.with_shape(shape), loc);
+}
+
+Value* constant(DType t, double f, int64_t i, const Loc& loc) {
+  if (t == DType::ptr) throw trace_error("a pointer cannot be made from a number", loc);
+  Value* v = T(loc).emit1(Op::constant, {}, Type{t, t, {}}, loc);
+  v->def->f = is_float(t) ? f : double(i);
+  v->def->i0 = is_float(t) ? int64_t(f) : (t == DType::i1 ? (i != 0) : i);
+  return v;
+}
+
+Value* full(const Shape& shape, DType t, double f, int64_t i, const Loc& loc) {
+  check_shape(shape, "tl::full", loc);
+  return broadcast_to(constant(t, f, i, loc), shape, loc);
+}
+
+Value* cast(Value* a, DType to, bool bitcast, const Loc& loc) {
+  if (a->type.dtype == to) return a;
+  if (a->type.is_ptr() || to == DType::ptr) throw trace_error("pointers cannot be cast; use pointer arithmetic", loc);
+  if (bitcast && bit_width(a->type.dtype) != bit_width(to))
+    throw trace_error(fmt::format("bitcast from {} to {} changes the width", name(a->type.dtype), name(to)), loc);
+  return T(loc).emit1(bitcast ? Op::bitcast : Op::cast, {a}, a->type.with_dtype(to), loc);
+}
+
+static void check_binary_dtypes(Op op, DType d, const Loc& loc) {
+  const char* n = op_name(op);
+  switch (op) {
+    case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr:
+      if (!is_int(d)) throw trace_error(fmt::format("'{}' needs integer operands, got {}", n, name(d)), loc);
+      break;
+    default:
+      if (is_fp8(d))
+        throw trace_error(fmt::format("'{}' on {}: FP8 is a storage type; convert with .to<tl::f32>() first", n, name(d)), loc);
+      if (d == DType::i1 && op != Op::min && op != Op::max)
+        throw trace_error(fmt::format("'{}' on i1 tiles: cast to an integer type first", n), loc);
+  }
+}
+
+Value* binary(Op op, Value* a, Value* b, const Loc& loc) {
+  Trace& t = T(loc);
+  if (op == Op::addptr) {
+    if (!a->type.is_ptr() || !is_int(b->type.dtype) || b->type.is_ptr())
+      throw trace_error("pointer arithmetic needs a pointer and an integer offset", loc);
+    Shape s = broadcast_shape(a->type.shape, b->type.shape, "pointer + offset", loc);
+    return t.emit1(Op::addptr, {broadcast_to(a, s, loc), broadcast_to(b, s, loc)}, a->type.with_shape(s), loc);
+  }
+  if (a->type.is_ptr() || b->type.is_ptr())
+    throw trace_error(fmt::format("'{}' is not defined on pointers", op_name(op)), loc);
+  DType d = promote(a->type.dtype, b->type.dtype);
+  check_binary_dtypes(op, d, loc);
+  Shape s = broadcast_shape(a->type.shape, b->type.shape, op_name(op), loc);
+  a = broadcast_to(cast(a, d, false, loc), s, loc);
+  b = broadcast_to(cast(b, d, false, loc), s, loc);
+  return t.emit1(op, {a, b}, Type{d, d, s}, loc);
+}
+
+Value* unary(Op op, Value* a, const Loc& loc) {
+  DType d = a->type.dtype;
+  if (a->type.is_ptr()) throw trace_error(fmt::format("'{}' is not defined on pointers", op_name(op)), loc);
+  if (is_fp8(d)) throw trace_error(fmt::format("'{}' on {}: convert FP8 with .to<tl::f32>() first", op_name(op), name(d)), loc);
+  switch (op) {
+    case Op::neg: case Op::abs:
+      if (d == DType::i1) throw trace_error(fmt::format("'{}' on i1", op_name(op)), loc);
+      break;
+    case Op::bnot:
+      if (!is_int(d)) throw trace_error(fmt::format("'~' needs an integer tile, got {}", name(d)), loc);
+      break;
+    default:
+      if (!is_float(d))
+        throw trace_error(fmt::format("tl::{} needs a floating-point tile, got {} (use .to<tl::f32>())", op_name(op), name(d)), loc);
+  }
+  return T(loc).emit1(op, {a}, a->type, loc);
+}
+
+Value* compare(CmpPred p, Value* a, Value* b, const Loc& loc) {
+  Trace& t = T(loc);
+  Shape s = broadcast_shape(a->type.shape, b->type.shape, "comparison", loc);
+  if (a->type.is_ptr() != b->type.is_ptr()) throw trace_error("a pointer can only be compared with a pointer", loc);
+  if (!a->type.is_ptr()) {
+    DType d = promote(a->type.dtype, b->type.dtype);
+    if (is_fp8(d)) throw trace_error("comparisons on FP8: convert with .to<tl::f32>() first", loc);
+    a = cast(a, d, false, loc);
+    b = cast(b, d, false, loc);
+  }
+  a = broadcast_to(a, s, loc);
+  b = broadcast_to(b, s, loc);
+  Value* r = t.emit1(Op::cmp, {a, b}, Type{DType::i1, DType::i1, s}, loc);
+  r->def->i0 = int64_t(p);
+  return r;
+}
+
+Value* fma(Value* a, Value* b, Value* c, const Loc& loc) {
+  DType d = promote(promote(a->type.dtype, b->type.dtype), c->type.dtype);
+  if (!is_float(d) || is_fp8(d)) throw trace_error("tl::fma needs f16, bf16, f32 or f64 operands", loc);
+  Shape s = broadcast_shape(broadcast_shape(a->type.shape, b->type.shape, "tl::fma", loc), c->type.shape, "tl::fma", loc);
+  a = broadcast_to(cast(a, d, false, loc), s, loc);
+  b = broadcast_to(cast(b, d, false, loc), s, loc);
+  c = broadcast_to(cast(c, d, false, loc), s, loc);
+  return T(loc).emit1(Op::fma, {a, b, c}, Type{d, d, s}, loc);
+}
+
+Value* where(Value* c, Value* a, Value* b, const Loc& loc) {
+  if (c->type.dtype != DType::i1) throw trace_error(fmt::format("tl::where: the condition must be i1, got {}", name(c->type.dtype)), loc);
+  if (a->type != b->type && (a->type.dtype != b->type.dtype || a->type.is_ptr()))
+    throw trace_error(fmt::format("tl::where: branches {} and {} differ", a->type.str(), b->type.str()), loc);
+  Shape s = broadcast_shape(broadcast_shape(c->type.shape, a->type.shape, "tl::where", loc), b->type.shape, "tl::where", loc);
+  c = broadcast_to(c, s, loc);
+  a = broadcast_to(a, s, loc);
+  b = broadcast_to(b, s, loc);
+  return T(loc).emit1(Op::select, {c, a, b}, a->type, loc);
+}
+
+Value* program_id(int axis, const Loc& loc) {
+  if (axis < 0 || axis > 2) throw trace_error(fmt::format("tl::program_id: axis must be 0, 1 or 2, got {}", axis), loc);
+  Value* v = T(loc).emit1(Op::program_id, {}, Type{DType::i32, DType::i32, {}}, loc);
+  v->def->i0 = axis;
+  return v;
+}
+
+Value* num_programs(int axis, const Loc& loc) {
+  if (axis < 0 || axis > 2) throw trace_error(fmt::format("tl::num_programs: axis must be 0, 1 or 2, got {}", axis), loc);
+  Value* v = T(loc).emit1(Op::num_programs, {}, Type{DType::i32, DType::i32, {}}, loc);
+  v->def->i0 = axis;
+  return v;
+}
+
+Value* arange(int start, int end, const Loc& loc) {
+  if (end <= start) throw trace_error(fmt::format("tl::arange({}, {}): end must be greater than start", start, end), loc);
+  if (!pow2(int64_t(end) - start))
+    throw trace_error(fmt::format("tl::arange({}, {}): the length {} is not a power of two", start, end, end - start), loc);
+  check_shape({end - start}, "tl::arange", loc);
+  Value* v = T(loc).emit1(Op::arange, {}, Type{DType::i32, DType::i32, {end - start}}, loc);
+  v->def->i0 = start;
+  v->def->i1 = end;
+  return v;
+}
+
+Value* expand_dims(Value* a, int axis, const Loc& loc) {
+  int r = a->type.rank();
+  if (axis < 0) axis += r + 1;
+  if (axis < 0 || axis > r)
+    throw trace_error(fmt::format("tl::expand_dims: axis {} is out of range for a rank-{} tile", axis, r), loc);
+  Shape s = a->type.shape;
+  s.insert(s.begin() + axis, 1);
+  check_shape(s, "tl::expand_dims", loc);
+  return T(loc).emit1(Op::reshape, {a}, a->type.with_shape(s), loc);
+}
+
+Value* reshape(Value* a, const Shape& shape, const Loc& loc) {
+  check_shape(shape, "tl::reshape", loc);
+  Type to = a->type.with_shape(shape);
+  if (to.numel() != a->type.numel())
+    throw trace_error(fmt::format("tl::reshape: {} has {} elements, {} has {}", shape_str(a->type.shape),
+                                  a->type.numel(), shape_str(shape), to.numel()), loc);
+  if (a->type.shape == shape) return a;
+  return T(loc).emit1(Op::reshape, {a}, to, loc);
+}
+
+Value* trans(Value* a, const Shape& perm_in, const Loc& loc) {
+  int r = a->type.rank();
+  Shape perm = perm_in;
+  if (perm.empty()) {
+    perm.resize(r);
+    std::iota(perm.rbegin(), perm.rend(), 0);
+  }
+  Shape sorted = perm;
+  std::sort(sorted.begin(), sorted.end());
+  bool ok = int(perm.size()) == r;
+  for (int i = 0; ok && i < r; ++i) ok = sorted[i] == i;
+  if (!ok) throw trace_error(fmt::format("tl::trans: {} is not a permutation of the {} axes", shape_str(perm), r), loc);
+  Shape s(r);
+  for (int i = 0; i < r; ++i) s[i] = a->type.shape[perm[i]];
+  Value* v = T(loc).emit1(Op::trans, {a}, a->type.with_shape(s), loc);
+  v->def->ints = perm;
+  return v;
+}
+
+// Masks and other values must match the pointer tile's rank exactly (size-1 dims
+// broadcast); a mask of another rank is almost always an indexing mistake.
+static Value* fit_to_pointer(Value* v, const Shape& ps, const char* what, const char* fn, const Loc& loc) {
+  if (v->type.is_scalar() || v->type.shape == ps) return broadcast_to(v, ps, loc);
+  bool ok = v->type.rank() == int(ps.size());
+  for (size_t i = 0; ok && i < ps.size(); ++i) ok = v->type.shape[i] == ps[i] || v->type.shape[i] == 1;
+  if (!ok)
+    throw trace_error(fmt::format("{}: {} shape {} does not match pointer shape {}", fn, what, shape_str(v->type.shape), shape_str(ps)), loc);
+  return broadcast_to(v, ps, loc);
+}
+
+static void check_pointer(Value* p, const char* fn, const Loc& loc) {
+  if (!p->type.is_ptr()) throw trace_error(fmt::format("{}: expected a pointer tile, got {}", fn, p->type.str()), loc);
+}
+
+static Value* check_mask(Value* mask, const Shape& ps, const char* fn, const Loc& loc) {
+  if (!mask) return nullptr;
+  if (mask->type.dtype != DType::i1)
+    throw trace_error(fmt::format("{}: the mask must be i1, got {}", fn, name(mask->type.dtype)), loc);
+  return fit_to_pointer(mask, ps, "mask", fn, loc);
+}
+
+Value* load(Value* p, Value* mask, Value* other, const Loc& loc) {
+  check_pointer(p, "tl::load", loc);
+  const Shape& ps = p->type.shape;
+  std::vector<Value*> ops{p};
+  if (mask) ops.push_back(check_mask(mask, ps, "tl::load", loc));
+  if (other) {
+    if (!mask) throw trace_error("tl::load: 'other' needs a mask", loc);
+    ops.push_back(fit_to_pointer(cast(other, p->type.pointee, false, loc), ps, "other", "tl::load", loc));
+  }
+  return T(loc).emit1(Op::load, ops, Type{p->type.pointee, p->type.pointee, ps}, loc);
+}
+
+void store(Value* p, Value* v, Value* mask, const Loc& loc) {
+  check_pointer(p, "tl::store", loc);
+  const Shape& ps = p->type.shape;
+  if (v->type.is_ptr()) throw trace_error("tl::store: storing pointers is not supported", loc);
+  if (v->type.dtype != p->type.pointee)
+    throw trace_error(fmt::format("tl::store: value of type {} stored through a pointer to {}", name(v->type.dtype),
+                                  name(p->type.pointee)), loc);
+  std::vector<Value*> ops{p, fit_to_pointer(v, ps, "value", "tl::store", loc)};
+  if (mask) ops.push_back(check_mask(mask, ps, "tl::store", loc));
+  T(loc).emit(Op::store, ops, loc);
+}
+
+static void check_atomic_dtype(AtomicKind k, DType d, const Loc& loc) {
+  bool ok = true;
+  switch (k) {
+    case AtomicKind::add: ok = d == DType::f32 || d == DType::f64 || d == DType::f16 || d == DType::bf16 ||
+                               (is_int(d) && bit_width(d) >= 32); break;
+    case AtomicKind::max: case AtomicKind::min:
+      ok = d == DType::f32 || d == DType::f64 || (is_int(d) && bit_width(d) >= 32); break;
+    case AtomicKind::xchg: ok = bit_width(d) >= 32 && !is_fp8(d); break;
+    default: ok = is_int(d) && bit_width(d) >= 32;
+  }
+  if (!ok) throw trace_error(fmt::format("atomic operation not supported on {} elements", name(d)), loc);
+}
+
+Value* atomic_rmw(AtomicKind k, Value* p, Value* v, Value* mask, sem s, scope sc, const Loc& loc) {
+  check_pointer(p, "tl::atomic", loc);
+  DType d = p->type.pointee;
+  check_atomic_dtype(k, d, loc);
+  const Shape& ps = p->type.shape;
+  std::vector<Value*> ops{p, fit_to_pointer(cast(v, d, false, loc), ps, "value", "tl::atomic", loc)};
+  if (mask) ops.push_back(check_mask(mask, ps, "tl::atomic", loc));
+  Value* r = T(loc).emit1(Op::atomic_rmw, ops, Type{d, d, ps}, loc);
+  r->def->i0 = int64_t(k);
+  r->def->i1 = int64_t(s) | (int64_t(sc) << 8);
+  return r;
+}
+
+Value* atomic_cas(Value* p, Value* cmp, Value* v, sem s, scope sc, const Loc& loc) {
+  check_pointer(p, "tl::atomic_cas", loc);
+  DType d = p->type.pointee;
+  if (!(is_int(d) && bit_width(d) >= 32) && d != DType::f32 && d != DType::f64)
+    throw trace_error(fmt::format("tl::atomic_cas on {} elements is not supported", name(d)), loc);
+  const Shape& ps = p->type.shape;
+  cmp = fit_to_pointer(cast(cmp, d, false, loc), ps, "compare value", "tl::atomic_cas", loc);
+  v = fit_to_pointer(cast(v, d, false, loc), ps, "value", "tl::atomic_cas", loc);
+  Value* r = T(loc).emit1(Op::atomic_cas, {p, cmp, v}, Type{d, d, ps}, loc);
+  r->def->i1 = int64_t(s) | (int64_t(sc) << 8);
+  return r;
+}
+
+static int normalize_axis(int axis, int rank, const char* fn, const Loc& loc) {
+  if (rank == 0) throw trace_error(fmt::format("{}: cannot reduce a scalar", fn), loc);
+  int a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank)
+    throw trace_error(fmt::format("{}: axis {} is out of range for a rank-{} tile", fn, axis, rank), loc);
+  return a;
+}
+
+Value* reduce(ReduceKind k, Value* a, int axis, const Loc& loc) {
+  static const char* names[] = {"tl::sum", "tl::max", "tl::min", "tl::argmax", "tl::argmin"};
+  const char* fn = names[int(k)];
+  int ax = normalize_axis(axis, a->type.rank(), fn, loc);
+  DType d = a->type.dtype;
+  if (a->type.is_ptr() || is_fp8(d) || d == DType::i1)
+    throw trace_error(fmt::format("{}: cannot reduce {} elements (cast first)", fn, name(d)), loc);
+  Shape s = a->type.shape;
+  s.erase(s.begin() + ax);
+  DType rd = (k == ReduceKind::argmax || k == ReduceKind::argmin) ? DType::i32 : d;
+  Value* r = T(loc).emit1(Op::reduce, {a}, Type{rd, rd, s}, loc);
+  r->def->i0 = ax;
+  r->def->i1 = int64_t(k);
+  return r;
+}
+
+Value* cumsum(Value* a, int axis, const Loc& loc) {
+  int ax = normalize_axis(axis, a->type.rank(), "tl::cumsum", loc);
+  DType d = a->type.dtype;
+  if (a->type.is_ptr() || is_fp8(d) || d == DType::i1)
+    throw trace_error(fmt::format("tl::cumsum: cannot scan {} elements (cast first)", name(d)), loc);
+  Value* r = T(loc).emit1(Op::scan, {a}, a->type, loc);
+  r->def->i0 = ax;
+  r->def->i1 = int64_t(ReduceKind::sum);
+  return r;
+}
+
+void device_assert(Value* cond, const std::string& msg, const Loc& loc) {
+  if (cond->type.dtype != DType::i1) throw trace_error("tl::device_assert: the condition must be i1", loc);
+  ir::Operation* op = T(loc).emit(Op::assert_, {cond}, loc);
+  op->str = msg;
+}
+
+void device_print(const std::string& prefix, Value* v, const Loc& loc) {
+  if (is_fp8(v->type.dtype)) throw trace_error("tl::device_print: convert FP8 to f32 first", loc);
+  ir::Operation* op = T(loc).emit(Op::print, {v}, loc);
+  op->str = prefix;
+}
+
+}  // namespace tl::detail

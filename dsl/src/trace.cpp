@@ -1,0 +1,258 @@
+// Tracing: tile cells, loop-carried values and branches.
+//
+// Each tile object is a cell holding its current IR value and the nesting depth at
+// which that value is valid. Reading a cell from inside a loop that began after the
+// value was made gives the loop a block argument for it (the value is then read per
+// iteration); when the loop closes, a block argument whose cell was reassigned becomes
+// a carried value (yielded, and the cell holds the loop's result), and one that was
+// not is folded back into the value from before the loop. Branches record the value
+// each cell had on entry, so that both regions can yield the cells either one changed.
+#include "dsl/src/trace.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tl::detail {
+
+namespace {
+thread_local Trace* g_trace = nullptr;
+
+std::string shape_str(const std::vector<int>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+Loc loc_of(const ir::Value* v, const Loc& fallback) {
+  (void)v;
+  return fallback;
+}
+}  // namespace
+
+// --------------------------------------------------------------------- Trace
+
+Trace::Trace(std::string kernel_name, ir::SrcLoc loc) : fn_(std::make_unique<ir::Function>()), previous_(g_trace) {
+  fn_->name = std::move(kernel_name);
+  fn_->loc = loc;
+  block_ = &fn_->body;
+  g_trace = this;
+}
+
+Trace::~Trace() { g_trace = previous_; }
+
+Trace& Trace::current(const Loc& loc) {
+  if (!g_trace) throw trace_error("tl operations can only be used inside a kernel being traced", loc);
+  return *g_trace;
+}
+Trace* Trace::current_or_null() { return g_trace; }
+
+std::unique_ptr<ir::Function> Trace::finish() {
+  if (!frames_.empty()) throw error("tl: a loop or branch was left open at the end of the kernel");
+  return std::move(fn_);
+}
+
+ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& loc) {
+  auto o = std::make_unique<ir::Operation>();
+  o->op = op;
+  o->operands = std::move(operands);
+  o->parent = block_;
+  o->loc = {loc.file_name(), loc.line()};
+  block_->ops.push_back(std::move(o));
+  return block_->ops.back().get();
+}
+
+ir::Value* Trace::emit1(Op op, std::vector<ir::Value*> operands, ir::Type result, const Loc& loc) {
+  return emit(op, std::move(operands), loc)->add_result(std::move(result));
+}
+
+ir::Value* Trace::add_argument(ir::Type t, std::string name, bool divisible_by_16) {
+  fn_->arg_info.push_back({std::move(name), divisible_by_16});
+  return fn_->body.add_arg(std::move(t));
+}
+
+// --------------------------------------------------------------------- cells
+
+TileBase::TileBase(ir::Value* v) : v_(v) {
+  if (Trace* t = Trace::current_or_null()) level_ = t->depth();
+}
+
+TileBase::TileBase(const TileBase& o) : v_(o.v_ ? o.get() : nullptr) {
+  if (Trace* t = Trace::current_or_null()) level_ = t->depth();
+}
+
+TileBase& TileBase::operator=(const TileBase& o) {
+  if (this != &o) set(o.get());
+  return *this;
+}
+
+TileBase::~TileBase() {
+  Trace* t = Trace::current_or_null();
+  if (!t || level_ == 0) return;
+  // A cell can only be in the frames up to its level; forget it there.
+  for (auto& f : t->frames())
+    f.cells.erase(std::remove_if(f.cells.begin(), f.cells.end(), [&](const CellEntry& e) { return e.cell == this; }),
+                  f.cells.end());
+}
+
+ir::Value* TileBase::get() const {
+  if (!v_) throw error("tl: use of a tile that was never given a value");
+  Trace* t = Trace::current_or_null();
+  if (!t) return v_;
+  auto& frames = t->frames();
+  int depth = int(frames.size());
+  if (level_ > depth)
+    throw error("tl: a tile made inside a tl::range or tl::if_ body was used after the body ended; "
+                "declare it before the loop or branch and assign to it inside");
+  for (int d = level_; d < depth; ++d) {
+    Frame& f = frames[d];
+    auto* self = const_cast<TileBase*>(this);
+    if (f.kind == Frame::Loop) {
+      ir::Operation* loop = f.op;
+      ir::Value* arg = loop->regions[0]->add_arg(v_->type);
+      loop->operands.push_back(v_);
+      f.cells.push_back({self, arg, v_});
+      v_ = arg;
+    } else {
+      f.cells.push_back({self, v_, v_, nullptr, !f.in_else});
+    }
+  }
+  level_ = depth;
+  return v_;
+}
+
+void TileBase::set(ir::Value* v) {
+  Trace* t = Trace::current_or_null();
+  if (!v_ && t && level_ < t->depth())
+    throw error("tl: a tile declared without a value cannot be assigned inside a loop or branch; "
+                "give it an initial value (for example tl::zeros) before the loop");
+  if (v_) get();  // make the enclosing loops carry this cell
+  v_ = v;
+  if (t) level_ = t->depth();
+}
+
+std::vector<int> TileBase::shape() const { return get()->type.shape; }
+DType TileBase::dtype() const { return get()->type.dtype; }
+
+// --------------------------------------------------------------------- loops
+
+ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, const Loc& loc) {
+  Trace& t = Trace::current(loc);
+  for (ir::Value* v : {lb, ub, step})
+    if (!v->type.is_scalar() || v->type.dtype != DType::i32)
+      throw trace_error(fmt::format("tl::range: bounds and step must be scalar i32, got {}", v->type.str()), loc);
+  if (num_stages < 1) throw trace_error("tl::range: num_stages must be at least 1", loc);
+  if (step->def && step->def->op == Op::constant && step->def->i0 == 0)
+    throw trace_error("tl::range: step must not be zero", loc);
+  ir::Operation* loop = t.emit(Op::for_, {lb, ub, step}, loc);
+  loop->i0 = num_stages;
+  ir::Block* body = loop->add_region();
+  ir::Value* iv = body->add_arg(lb->type);
+  t.frames().push_back({Frame::Loop, loop, t.block(), {}});
+  t.set_block(body);
+  return iv;
+}
+
+void end_for() {
+  Trace& t = Trace::current(Loc::current());
+  Frame f = std::move(t.frames().back());
+  t.frames().pop_back();
+  ir::Operation* loop = f.op;
+  ir::Block* body = loop->regions[0].get();
+  Loc loop_loc = Loc::current();
+
+  std::vector<ir::Value*> yields;
+  std::vector<std::unique_ptr<ir::Value>> kept_args;
+  kept_args.push_back(std::move(body->args[0]));  // the induction variable
+  std::vector<ir::Value*> operands(loop->operands.begin(), loop->operands.begin() + 3);
+  std::vector<CellEntry> carried;
+  for (auto& e : f.cells) {
+    TileBase* c = e.cell;
+    ir::Value* now = c->v_;
+    if (now == e.entry) {
+      ir::replace_all_uses(*body, e.entry, e.init);
+      c->v_ = e.init;
+      continue;
+    }
+    if (now->type != e.entry->type) {
+      const ir::SrcLoc& at = now->def ? now->def->loc : loop->loc;
+      throw error(fmt::format("tl::range: a loop-carried tile changes from {} to {} in the loop body",
+                              e.entry->type.str(), now->type.str()),
+                  at.file, at.line);
+    }
+    yields.push_back(now);
+    operands.push_back(e.init);
+    carried.push_back(e);
+  }
+  // Keep the block arguments of carried cells, in the order they were first touched.
+  for (auto& e : carried)
+    for (auto& a : body->args)
+      if (a.get() == e.entry) kept_args.push_back(std::move(a));
+  body->args = std::move(kept_args);
+  for (size_t i = 0; i < body->args.size(); ++i) body->args[i]->index = int(i);
+  loop->operands = std::move(operands);
+
+  t.set_block(body);
+  t.emit(Op::yield, yields, Loc::current());
+  body->ops.back()->loc = loop->loc;
+  t.set_block(f.outer);
+  for (auto& e : carried) e.cell->v_ = loop->add_result(e.entry->type);
+  for (auto& e : f.cells) e.cell->level_ = t.depth();
+  (void)loop_loc;
+}
+
+// --------------------------------------------------------------------- branches
+
+void begin_if(ir::Value* cond, const Loc& loc) {
+  Trace& t = Trace::current(loc);
+  if (!cond->type.is_scalar() || cond->type.dtype != DType::i1)
+    throw trace_error(fmt::format("tl::if_: the condition must be a scalar i1, got {}", cond->type.str()), loc);
+  ir::Operation* op = t.emit(Op::if_, {cond}, loc);
+  ir::Block* then_block = op->add_region();
+  op->add_region();
+  t.frames().push_back({Frame::Branch, op, t.block(), {}});
+  t.set_block(then_block);
+}
+
+void begin_else() {
+  Trace& t = Trace::current(Loc::current());
+  Frame& f = t.frames().back();
+  if (f.kind != Frame::Branch || f.in_else) throw error("tl::if_: else_ without a matching if_");
+  for (auto& e : f.cells) {
+    e.then_value = e.cell->v_;
+    e.cell->v_ = e.entry;
+  }
+  f.in_else = true;
+  t.set_block(f.op->regions[1].get());
+}
+
+void end_if() {
+  Trace& t = Trace::current(Loc::current());
+  Frame f = std::move(t.frames().back());
+  t.frames().pop_back();
+  ir::Operation* op = f.op;
+  std::vector<ir::Value*> then_yields, else_yields;
+  std::vector<TileBase*> changed;
+  for (auto& e : f.cells) {
+    ir::Value* then_v = e.seen_in_then ? e.then_value : e.entry;
+    ir::Value* else_v = e.cell->v_;
+    if (then_v == e.entry && else_v == e.entry) continue;
+    if (then_v->type != else_v->type) {
+      throw error(fmt::format("tl::if_: a tile is {} after one branch and {} after the other",
+                              then_v->type.str(), else_v->type.str()),
+                  op->loc.file, op->loc.line);
+    }
+    then_yields.push_back(then_v);
+    else_yields.push_back(else_v);
+    changed.push_back(e.cell);
+  }
+  for (int r = 0; r < 2; ++r) {
+    t.set_block(op->regions[r].get());
+    t.emit(Op::yield, r == 0 ? then_yields : else_yields, Loc::current());
+    op->regions[r]->ops.back()->loc = op->loc;
+  }
+  t.set_block(f.outer);
+  for (size_t i = 0; i < changed.size(); ++i) changed[i]->v_ = op->add_result(then_yields[i]->type);
+  for (auto& e : f.cells) {
+    if (std::find(changed.begin(), changed.end(), e.cell) == changed.end()) e.cell->v_ = e.entry;
+    e.cell->level_ = t.depth();
+  }
+}
+
+}  // namespace tl::detail

@@ -1,0 +1,60 @@
+// The tracer's state: the function being recorded, the insertion block, and the stack
+// of open loops and branches with the tile cells each one has seen.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "codegen/ir/ir.hpp"
+#include "tl/tile.hpp"
+
+namespace tl::detail {
+
+struct CellEntry {
+  TileBase* cell;
+  ir::Value* entry;  // loops: the body's block argument; branches: the value before the branch
+  ir::Value* init;   // loops: the value before the loop
+  ir::Value* then_value = nullptr;  // branches: the value at the end of the then region
+  bool seen_in_then = false;
+};
+
+struct Frame {
+  enum Kind { Loop, Branch } kind;
+  ir::Operation* op;
+  ir::Block* outer;  // where the loop or branch op sits
+  std::vector<CellEntry> cells;
+  bool in_else = false;
+};
+
+// One trace in progress on this thread. Kernels trace on the launching thread, so
+// concurrent first launches of different kernels each have their own.
+class Trace {
+ public:
+  Trace(std::string kernel_name, ir::SrcLoc loc);
+  ~Trace();
+  Trace(const Trace&) = delete;
+
+  static Trace& current(const Loc& loc);  // throws when no trace is open
+  static Trace* current_or_null();
+
+  ir::Function& function() { return *fn_; }
+  std::unique_ptr<ir::Function> finish();
+
+  // Appends an op at the insertion point.
+  ir::Operation* emit(Op op, std::vector<ir::Value*> operands, const Loc& loc);
+  ir::Value* emit1(Op op, std::vector<ir::Value*> operands, ir::Type result, const Loc& loc);
+  ir::Value* add_argument(ir::Type t, std::string name, bool divisible_by_16);
+
+  int depth() const { return int(frames_.size()); }
+  std::vector<Frame>& frames() { return frames_; }
+  ir::Block* block() { return block_; }
+  void set_block(ir::Block* b) { block_ = b; }
+
+ private:
+  std::unique_ptr<ir::Function> fn_;
+  ir::Block* block_;
+  std::vector<Frame> frames_;
+  Trace* previous_;
+};
+
+}  // namespace tl::detail

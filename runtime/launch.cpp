@@ -1,0 +1,308 @@
+// From a launch to running code: check the launch, find the specialization (trace and
+// compile it once, even when many threads launch it first at the same moment), go
+// through the on-disk cache, load the code object on the device, and launch it.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "codegen/ir/ir.hpp"
+#include "codegen/target.hpp"
+#include "dsl/src/trace.hpp"
+#include "runtime/cache.hpp"
+#include "runtime/device.hpp"
+#include "runtime/env.hpp"
+#include "tl/kernel.hpp"
+#include "tl/numeric.hpp"
+
+namespace tl {
+
+namespace {
+std::atomic<uint64_t> g_traces{0}, g_compiles{0}, g_disk_hits{0}, g_launches{0};
+
+// The launch being traced on this thread: declare_argument reads its arguments to
+// specialize on pointer alignment and on integers equal to 1, as Triton does.
+thread_local std::span<const detail::ArgValue> t_args;
+}  // namespace
+
+jit_stats stats() { return {g_traces.load(), g_compiles.load(), g_disk_hits.load(), g_launches.load()}; }
+
+namespace detail {
+
+void scalar_bits(DType d, double f, int64_t i, uint64_t& bits) {
+  bits = 0;
+  auto put = [&](auto v) { std::memcpy(&bits, &v, sizeof(v)); };
+  switch (d) {
+    case DType::i1: put(uint8_t(i != 0)); break;
+    case DType::i8: case DType::u8: put(uint8_t(i)); break;
+    case DType::i16: case DType::u16: put(uint16_t(i)); break;
+    case DType::i32: case DType::u32: put(uint32_t(i)); break;
+    case DType::i64: case DType::u64: put(uint64_t(i)); break;
+    case DType::f16: put(to_f16(f).bits); break;
+    case DType::bf16: put(to_bf16(f).bits); break;
+    case DType::f32: put(float(f)); break;
+    case DType::f64: put(f); break;
+    default:
+      if (is_fp8(d)) put(to_fp8(d, f));
+      break;
+  }
+}
+
+ir::Value* declare_argument(int index, DType dtype, bool is_pointer) {
+  Trace& t = Trace::current(std::source_location::current());
+  const ArgValue* a = index < int(t_args.size()) ? &t_args[index] : nullptr;
+  bool div16 = false;
+  if (a && is_pointer) div16 = a->bits % 16 == 0;
+  if (a && !is_pointer && is_int(dtype) && dtype != DType::i1) div16 = int64_t(a->bits) % 16 == 0;
+  ir::Type type{is_pointer ? DType::ptr : dtype, dtype, {}};
+  ir::Value* v = t.add_argument(type, fmt::format("arg{}", index), div16);
+  // An integer argument equal to 1 becomes the constant 1 (strides of contiguous rows).
+  if (a && !is_pointer && is_int(dtype) && dtype != DType::i1 && a->bits == 1)
+    return constant(dtype, 1.0, 1, std::source_location::current());
+  return v;
+}
+
+namespace {
+
+// A compiled and loaded specialization.
+struct Specialization {
+  std::mutex once;  // held while tracing and compiling: later launchers wait, then reuse
+  std::atomic<bool> ready{false};
+  codegen::CodeObject code;
+  std::unique_ptr<runtime::LoadedKernel> loaded;
+};
+
+std::string spec_key(const LaunchRequest& r, const codegen::TargetDesc& target, const codegen::CompileOptions& o) {
+  std::string k = target.str();
+  k += '|';
+  k += o.key();
+  k += '|';
+  for (const ArgValue& a : r.args) {
+    if (a.is_pointer) k += a.bits % 16 == 0 ? 'A' : 'a';
+    else if (is_int(a.dtype) && a.dtype != DType::i1) k += a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd';
+    else k += 's';
+  }
+  k += '|';
+  k += r.constants;
+  return k;
+}
+
+codegen::CompileOptions compile_options(const launch_options& o, const codegen::TargetDesc& target) {
+  codegen::CompileOptions c;
+  c.num_warps = o.num_warps;
+  c.num_stages = o.num_stages;
+  c.waves_per_eu = target.kind == codegen::TargetDesc::amdgpu ? o.waves_per_eu : 0;
+  c.bounds_check = target.kind == codegen::TargetDesc::cpu && (o.bounds_check || env::flag("TL_BOUNDS_CHECK"));
+  return c;
+}
+
+void check_options(const launch_options& o, const std::string& kernel) {
+  if (o.num_warps < 1 || o.num_warps > 16 || (o.num_warps & (o.num_warps - 1)))
+    throw launch_error(fmt::format("kernel '{}': num_warps must be a power of two from 1 to 16, got {}", kernel, o.num_warps));
+  if (o.num_stages < 1 || o.num_stages > 8)
+    throw launch_error(fmt::format("kernel '{}': num_stages must be 1 to 8, got {}", kernel, o.num_stages));
+  if (o.waves_per_eu < 0 || o.waves_per_eu > 16)
+    throw launch_error(fmt::format("kernel '{}': waves_per_eu must be 0 to 16, got {}", kernel, o.waves_per_eu));
+}
+
+nlohmann::json metadata(const std::string& kernel, const std::source_location& loc, const codegen::TargetDesc& target,
+                        const codegen::CompileOptions& o, const ir::Function& f, const codegen::CodeObject& code,
+                        const std::string& constants) {
+  nlohmann::json m;
+  m["kernel"] = kernel;
+  m["source"] = {{"file", loc.file_name()}, {"line", loc.line()}};
+  m["target"] = target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch;
+  m["target_full"] = target.str();
+  std::vector<std::string> sig;
+  for (size_t i = 0; i < f.body.args.size(); ++i)
+    sig.push_back(f.body.args[i]->type.str() + (f.arg_info[i].divisible_by_16 ? " div16" : ""));
+  m["signature"] = sig;
+  std::string hex;
+  for (unsigned char c : constants) hex += fmt::format("{:02x}", c);
+  m["constants_hex"] = hex;
+  m["options"] = {{"num_warps", o.num_warps}, {"num_stages", o.num_stages}, {"waves_per_eu", o.waves_per_eu},
+                  {"bounds_check", o.bounds_check}};
+  m["report"] = code.report;
+  m["format"] = code.format;
+  m["kernel_symbol"] = code.kernel_symbol;
+  m["block_threads"] = code.block_threads;
+  m["shared_bytes"] = code.shared_bytes;
+  m["compile_ms"] = code.compile_ms;
+  m["code_bytes"] = code.binary.size();
+  m["compiler"] = TL_VERSION;
+  return m;
+}
+
+codegen::CodeObject from_entry(const cache::Entry& e) {
+  codegen::CodeObject c;
+  const auto& m = e.meta;
+  c.kernel_symbol = m.value("kernel_symbol", "");
+  c.format = m.value("format", "");
+  c.block_threads = m.value("block_threads", 1);
+  c.shared_bytes = m.value("shared_bytes", 0);
+  c.compile_ms = m.value("compile_ms", 0.0);
+  if (m.contains("report"))
+    for (auto& [k, v] : m["report"].items()) c.report[k] = v.get<int64_t>();
+  auto art = [&](const char* n) {
+    auto it = e.artifacts.find(n);
+    return it == e.artifacts.end() ? std::vector<uint8_t>{} : it->second;
+  };
+  c.binary = art("code");
+  auto tir = art("tile_ir"), lir = art("llvm_ir");
+  c.tile_ir.assign(tir.begin(), tir.end());
+  c.llvm_ir.assign(lir.begin(), lir.end());
+  return c;
+}
+
+// Trace, then find the code object in the disk cache or compile it (and store it).
+// Returns the cache key and the metadata with the code object.
+struct Built {
+  codegen::CodeObject code;
+  nlohmann::json meta;
+  std::string key;
+};
+
+Built build(const std::string& name, const std::source_location& loc, std::span<const ArgValue> args,
+            const std::string& constants, const std::function<void()>& trace, const codegen::TargetDesc& target,
+            const codegen::CompileOptions& opts) {
+  std::unique_ptr<ir::Function> f;
+  {
+    Trace t(name, {loc.file_name(), loc.line()});
+    auto saved = t_args;
+    t_args = args;
+    try {
+      trace();
+    } catch (...) {
+      t_args = saved;
+      throw;
+    }
+    t_args = saved;
+    f = t.finish();
+  }
+  ++g_traces;
+  std::string key = ir::hash(*f);
+  {
+    // The key: the canonical program, the exact target, the options and this compiler.
+    std::string full = key + "|" + target.str() + "|" + opts.key() + "|" + TL_VERSION;
+    XXH128_hash_t h = XXH3_128bits(full.data(), full.size());
+    key = fmt::format("{:016x}{:016x}", h.high64, h.low64);
+  }
+  auto& disk = cache::DiskCache::global();
+  if (!env::flag("TL_ALWAYS_COMPILE")) {
+    if (auto e = disk.load(key)) {
+      auto code = from_entry(*e);
+      if (!code.binary.empty() && !code.kernel_symbol.empty()) {
+        ++g_disk_hits;
+        env::debug("cache hit {} for kernel '{}' ({})", key.substr(0, 12), name, target.str());
+        return {std::move(code), e->meta, key};
+      }
+    }
+  }
+  ir::Function& fn = *f;
+  codegen::CodeObject code = codegen::compile(fn, target, opts);
+  ++g_compiles;
+  env::debug("compiled kernel '{}' for {} in {:.1f} ms", name, target.str(), code.compile_ms);
+  cache::Entry e;
+  e.key = key;
+  e.meta = metadata(name, loc, target, opts, fn, code, constants);
+  e.artifacts["code"] = code.binary;
+  e.artifacts["tile_ir"] = std::vector<uint8_t>(code.tile_ir.begin(), code.tile_ir.end());
+  e.artifacts["llvm_ir"] = std::vector<uint8_t>(code.llvm_ir.begin(), code.llvm_ir.end());
+  disk.store(e);
+  return {std::move(code), std::move(e.meta), key};
+}
+
+}  // namespace
+
+struct KernelBase::Impl {
+  std::shared_mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<Specialization>> specs;
+};
+
+KernelBase::KernelBase(std::string name, std::source_location loc)
+    : name_(std::move(name)), loc_(loc), impl_(std::make_unique<Impl>()) {
+  if (name_.empty()) throw error("tl::kernel: a kernel needs a name", loc.file_name(), loc.line());
+}
+KernelBase::~KernelBase() = default;
+
+void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& trace) {
+  const grid& g = *r.g;
+  for (int i = 0; i < 3; ++i) {
+    int64_t v = g.requested[i];
+    if (v <= 0)
+      throw launch_error(fmt::format("kernel '{}': the grid must be positive in every dimension, got ({}, {}, {})",
+                                     name_, g.requested[0], g.requested[1], g.requested[2]));
+    int64_t limit = i == 0 ? 0x7fffffffLL : 65535;
+    if (v > limit)
+      throw launch_error(fmt::format("kernel '{}': grid dimension {} is {}, above the limit {}", name_, "xyz"[i], v, limit));
+  }
+  check_options(*r.opts, name_);
+  for (size_t i = 0; i < r.args.size(); ++i)
+    if (r.args[i].is_pointer && r.args[i].bits == 0)
+      throw launch_error(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
+
+  runtime::Device& dev = *r.dev.impl();
+  codegen::TargetDesc target = dev.target();
+  codegen::CompileOptions opts = compile_options(*r.opts, target);
+  std::string key = spec_key(r, target, opts);
+  key += fmt::format("|dev{}", static_cast<const void*>(&dev));
+
+  std::shared_ptr<Specialization> spec;
+  {
+    std::shared_lock lock(impl_->mu);
+    auto it = impl_->specs.find(key);
+    if (it != impl_->specs.end()) spec = it->second;
+  }
+  if (!spec) {
+    std::unique_lock lock(impl_->mu);
+    auto& slot = impl_->specs[key];
+    if (!slot) slot = std::make_shared<Specialization>();
+    spec = slot;
+  }
+  if (!spec->ready) {
+    std::lock_guard once(spec->once);
+    if (!spec->ready) {
+      try {
+        Built b = build(name_, loc_, r.args, r.constants, trace, target, opts);
+        spec->loaded = dev.load(b.code);
+        spec->code = std::move(b.code);
+        spec->ready = true;
+      } catch (...) {
+        std::unique_lock lock(impl_->mu);
+        impl_->specs.erase(key);  // a later launch traces again (and reports the error again)
+        throw;
+      }
+    }
+  }
+  runtime::LaunchDims dims;
+  dims.grid[0] = g.x;
+  dims.grid[1] = g.y;
+  dims.grid[2] = g.z;
+  dims.block_threads = spec->code.block_threads;
+  dims.shared_bytes = spec->code.shared_bytes;
+  runtime::ArgSlots slots(r.args.size());
+  for (size_t i = 0; i < r.args.size(); ++i) slots[i] = r.args[i].bits;
+  ++g_launches;
+  dev.launch(*spec->loaded, dims, slots, r.stream);
+}
+
+std::string KernelBase::compile_only(const std::string& target_name, const launch_options& o,
+                                     std::span<const ArgValue> args, const std::string& constants,
+                                     const std::function<void()>& trace) {
+  check_options(o, name_);
+  std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
+  codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
+  codegen::CompileOptions opts = compile_options(o, target);
+  Built b = build(name_, loc_, args, constants, trace, target, opts);
+  b.meta["key"] = b.key;
+  return b.meta.dump();
+}
+
+}  // namespace detail
+}  // namespace tl
