@@ -285,7 +285,10 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
   dims.grid[1] = g.y;
   dims.grid[2] = g.z;
   dims.block_threads = spec->code.block_threads;
-  dims.shared_bytes = spec->code.shared_bytes;
+  // Shared memory the kernel declares statically is in its code object; only a
+  // kernel asking for dynamic shared memory gets some at launch.
+  auto dyn = spec->code.report.find("dynamic_shared_bytes");
+  dims.shared_bytes = dyn == spec->code.report.end() ? 0 : uint32_t(dyn->second);
   runtime::ArgSlots slots(r.args.size());
   for (size_t i = 0; i < r.args.size(); ++i) slots[i] = r.args[i].bits;
   ++g_launches;

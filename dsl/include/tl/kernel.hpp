@@ -166,6 +166,9 @@ class KernelBase {
 // Declares kernel argument i while tracing; returns its value.
 ir::Value* declare_argument(int index, DType dtype, bool is_pointer);
 
+// The slot bits of a scalar argument (narrow floats rounded to nearest even).
+void scalar_bits(DType d, double f, int64_t i, uint64_t& bits);
+
 // Converting a launch argument for a parameter of tile type P.
 template <class P, class A> ArgValue to_arg(const A& a) {
   using E = typename P::elem;
@@ -191,7 +194,6 @@ template <class P, class A> ArgValue to_arg(const A& a) {
   }
   return v;
 }
-void scalar_bits(DType d, double f, int64_t i, uint64_t& bits);
 
 template <class T> struct is_tile : std::false_type {};
 template <class E> struct is_tile<tile<E>> : std::true_type {};

@@ -344,6 +344,13 @@ tile<A> where(const tile<ty::i1>& c, S a, const tile<A>& b, Loc loc = Loc::curre
   return tile<A>(detail::where(c.get(), detail::constant(A::dtype, double(a), int64_t(a), loc), b.get(), loc));
 }
 
+template <Arith S>
+auto where(const tile<ty::i1>& c, S a, S b, Loc loc = Loc::current()) {
+  using R = std::conditional_t<std::is_floating_point_v<S>, ty::f32, ty::i32>;
+  return tile<R>(detail::where(c.get(), detail::constant(R::dtype, double(a), int64_t(a), loc),
+                               detail::constant(R::dtype, double(b), int64_t(b), loc), loc));
+}
+
 // ---------------------------------------------------------------------------------
 // Math.
 

@@ -1,0 +1,63 @@
+// Time from first launch to runnable code (trace, compile, load; disk cache off), per
+// target, and steady-state host time per launch of a cached kernel on the CPU.
+//
+//   build/bench/tl-bench-compile --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+
+#include "samples/rmsnorm/rmsnorm.hpp"
+
+namespace {
+
+// The RMSNorm-size kernel of the issues: one bf16 row of 4096 per program, 4 warps.
+auto make_kernel() {
+  return tl::kernel("rmsnorm_bench", [](tl::ptr<tl::bf16> x, tl::ptr<tl::bf16> y, tl::ptr<tl::bf16> w,
+                                        tl::i32 cols, tl::f32 eps, int BLOCK) {
+    auto c = tl::arange(0, BLOCK);
+    auto m = c < cols;
+    auto row = tl::program_id(0);
+    auto v = tl::load(x + row * cols + c, m, 0.0f).to<tl::f32>();
+    auto inv = tl::rsqrt(tl::sum(v * v, 0) / cols.to<tl::f32>() + eps);
+    auto g = tl::load(w + c, m, 0.0f).to<tl::f32>();
+    tl::store(y + row * cols + c, (v * inv * g).to<tl::bf16>(), m);
+  });
+}
+
+void first_launch_cpu(benchmark::State& state) {
+  setenv("TL_ALWAYS_COMPILE", "1", 1);
+  auto dev = tl::cpu_device();
+  auto X = dev.alloc<tl::bf16>(4096 * 4), Y = dev.alloc<tl::bf16>(4096 * 4), W = dev.alloc<tl::bf16>(4096);
+  for (auto _ : state) {
+    auto k = make_kernel();  // a new kernel object: nothing is cached in memory
+    k[tl::grid(4)].on(dev)(X, Y, W, 4096, 1e-6f, 4096);
+  }
+  unsetenv("TL_ALWAYS_COMPILE");
+}
+BENCHMARK(first_launch_cpu)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void compile_for(benchmark::State& state, const char* target) {
+  setenv("TL_ALWAYS_COMPILE", "1", 1);
+  auto* p = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  for (auto _ : state) {
+    auto k = make_kernel();
+    benchmark::DoNotOptimize(k.compile(target, {.num_warps = 4}, p, p, p, 4096, 1e-6f, 4096));
+  }
+  unsetenv("TL_ALWAYS_COMPILE");
+}
+BENCHMARK_CAPTURE(compile_for, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(compile_for, gfx950, "gfx950")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(compile_for, sm_90, "sm_90")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+void cached_launch_cpu(benchmark::State& state) {
+  auto dev = tl::cpu_device();
+  auto k = tl::kernel("tiny", [](tl::ptr<tl::f32> x) { tl::store(x + tl::arange(0, 16), tl::zeros<tl::f32>({16})); });
+  auto X = dev.alloc<tl::f32>(16);
+  k[tl::grid(1)].on(dev)(X);
+  for (auto _ : state) k[tl::grid(1)].on(dev)(X);
+}
+BENCHMARK(cached_launch_cpu)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

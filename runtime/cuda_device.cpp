@@ -1,0 +1,108 @@
+// The NVIDIA device: the CUDA driver API, loaded at run time (runtime/cuda_api.hpp).
+#include <fmt/format.h>
+
+#include "runtime/cuda_api.hpp"
+#include "runtime/device.hpp"
+#include "tl/error.hpp"
+
+namespace tl::runtime {
+namespace {
+
+class CudaKernel : public LoadedKernel {
+ public:
+  CudaKernel(const cuda::Api& api, cuda::CUmodule m, cuda::CUfunction f) : api_(api), module_(m), fn_(f) {}
+  ~CudaKernel() override { api_.cuModuleUnload(module_); }
+  cuda::CUfunction fn() const { return fn_; }
+
+ private:
+  const cuda::Api& api_;
+  cuda::CUmodule module_;
+  cuda::CUfunction fn_;
+};
+
+class CudaDevice : public Device {
+ public:
+  CudaDevice(const cuda::Api& api, int ordinal) : api_(api), ordinal_(ordinal), info_(api.device_info(ordinal)) {
+    api_.bind(ordinal_);
+    target_.kind = codegen::TargetDesc::nvptx;
+    target_.arch = info_.arch();
+    target_.wave_size = info_.warp_size;
+  }
+  DeviceKind kind() const override { return DeviceKind::cuda; }
+  std::string name() const override { return info_.name; }
+  codegen::TargetDesc target() const override { return target_; }
+  int compute_units() const override { return info_.multiprocessors; }
+
+  void* alloc(size_t bytes) override {
+    api_.bind(ordinal_);
+    cuda::CUdeviceptr p = 0;
+    api_.check(api_.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+    return reinterpret_cast<void*>(p);
+  }
+  void free(void* p) override {
+    if (!p) return;
+    api_.bind(ordinal_);
+    api_.cuMemFree(reinterpret_cast<cuda::CUdeviceptr>(p));  // never throws from destructors
+  }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    api_.bind(ordinal_);
+    api_.check(api_.cuMemcpyHtoD(reinterpret_cast<cuda::CUdeviceptr>(dst), src, bytes), "cuMemcpyHtoD");
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    api_.bind(ordinal_);
+    api_.check(api_.cuMemcpyDtoH(dst, reinterpret_cast<cuda::CUdeviceptr>(src), bytes), "cuMemcpyDtoH");
+  }
+  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
+    api_.bind(ordinal_);
+    api_.check(api_.cuMemcpyDtoD(reinterpret_cast<cuda::CUdeviceptr>(dst), reinterpret_cast<cuda::CUdeviceptr>(src), bytes),
+               "cuMemcpyDtoD");
+  }
+  void synchronize() override {
+    api_.bind(ordinal_);
+    api_.check(api_.cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+
+  std::unique_ptr<LoadedKernel> load(const codegen::CodeObject& code) override {
+    if (code.format != "ptx") throw device_error(fmt::format("CUDA device cannot load a '{}' code object", code.format));
+    api_.bind(ordinal_);
+    std::string ptx(code.binary.begin(), code.binary.end());  // NUL-terminated for the driver
+    cuda::CUmodule m = api_.load_module(ptx.c_str());
+    cuda::CUfunction f = nullptr;
+    cuda::CUresult r = api_.cuModuleGetFunction(&f, m, code.kernel_symbol.c_str());
+    if (r != cuda::CUDA_SUCCESS) {
+      api_.cuModuleUnload(m);
+      api_.check(r, "cuModuleGetFunction");
+    }
+    return std::make_unique<CudaKernel>(api_, m, f);
+  }
+
+  void launch(LoadedKernel& k, const LaunchDims& d, const ArgSlots& args, void* stream) override {
+    api_.bind(ordinal_);
+    // Each slot holds its argument in its low bytes, which is what the driver reads
+    // for a parameter of any size up to 8 bytes (little-endian).
+    std::vector<void*> params(args.size());
+    for (size_t i = 0; i < args.size(); ++i) params[i] = const_cast<uint64_t*>(&args[i]);
+    auto& ck = static_cast<CudaKernel&>(k);
+    api_.check(api_.cuLaunchKernel(ck.fn(), d.grid[0], d.grid[1], d.grid[2], d.block_threads, 1, 1, d.shared_bytes,
+                                   static_cast<cuda::CUstream>(stream), params.data(), nullptr),
+               "cuLaunchKernel");
+  }
+
+ private:
+  const cuda::Api& api_;
+  int ordinal_;
+  cuda::DeviceInfo info_;
+  codegen::TargetDesc target_;
+};
+
+}  // namespace
+
+std::shared_ptr<Device> make_cuda_device(int ordinal) {
+  const cuda::Api* api = cuda::Api::get();
+  if (!api) throw device_error("no NVIDIA GPU: the CUDA driver (libcuda.so.1) is not loadable or reports no device");
+  if (ordinal >= api->device_count())
+    throw device_error(fmt::format("no NVIDIA GPU with ordinal {} ({} present)", ordinal, api->device_count()));
+  return std::make_shared<CudaDevice>(*api, ordinal);
+}
+
+}  // namespace tl::runtime

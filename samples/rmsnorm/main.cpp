@@ -1,0 +1,192 @@
+// RMSNorm forward and backward on the detected device, checked against a
+// double-precision reference, with achieved bandwidth.
+//
+//   tl-sample-rmsnorm [--rows M --cols N] [--dtype bf16|f16] [--zero-centered]
+//   tl-sample-rmsnorm --target gfx942 --report      # resource report, nothing runs
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "samples/rmsnorm/rmsnorm.hpp"
+
+namespace {
+
+struct Args {
+  int64_t rows = 0, cols = 0;
+  std::string dtype = "bf16", target;
+  bool report = false, zero_centered = false;
+  int repeats = 5;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(s + " needs a value");
+      return argv[++i];
+    };
+    if (s == "--rows") a.rows = std::stoll(next());
+    else if (s == "--cols") a.cols = std::stoll(next());
+    else if (s == "--dtype") a.dtype = next();
+    else if (s == "--target") a.target = next();
+    else if (s == "--report") a.report = true;
+    else if (s == "--zero-centered") a.zero_centered = true;
+    else if (s == "--repeats") a.repeats = std::stoi(next());
+    else throw std::runtime_error("unknown argument " + s);
+  }
+  if (a.dtype != "bf16" && a.dtype != "f16") throw std::runtime_error("--dtype must be bf16 or f16");
+  return a;
+}
+
+template <class E> using host_t = typename tl::elem_t<E>::host;
+template <class E> host_t<E> narrow(double v) {
+  if constexpr (std::is_same_v<tl::elem_t<E>, tl::ty::bf16>) return tl::to_bf16(v);
+  else return tl::to_f16(v);
+}
+
+// Compiles both kernels for the target and prints their resource reports.
+template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
+  // Compute units of the target's typical part: MI300X has 304, MI355X 256.
+  int cus = a.target.rfind("gfx950", 0) == 0 ? 256 : a.target.rfind("gfx", 0) == 0 ? 304 : 132;
+  for (bool bwd : {false, true}) {
+    auto cfg = rmsnorm::choose(rows, cols, cus, bwd);
+    tl::launch_options o{.num_warps = cfg.num_warps};
+    // The pointers only shape the specialization (16-byte aligned); nothing runs.
+    auto* p = reinterpret_cast<host_t<E>*>(uintptr_t(1) << 20);
+    auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
+    std::string meta = bwd ? rmsnorm::backward_kernel<E>().compile(a.target, o, p, p, p, f, p, f, int(cols), cfg.block,
+                                                                     cfg.rows_per_pid, a.zero_centered, cfg.offsets64)
+                           : rmsnorm::forward_kernel<E>().compile(a.target, o, p, p, p, f, int(cols), 1e-6f, cfg.block,
+                                                                    cfg.rows_per_pid, a.zero_centered, cfg.offsets64);
+    auto j = nlohmann::json::parse(meta);
+    fmt::print("kernel: {}\nshape: {}x{}\ntarget: {}\nblock: {}\nrows_per_pid: {}\nnum_warps: {}\n",
+               bwd ? "rmsnorm_bwd" : "rmsnorm_fwd", rows, cols, j.value("target_full", ""), cfg.block,
+               cfg.rows_per_pid, cfg.num_warps);
+    for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy"})
+      if (j["report"].contains(k)) fmt::print("{}: {}\n", k, j["report"][k].get<int64_t>());
+    fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));
+  }
+}
+
+template <class E> bool run(const Args& a, tl::device dev, int64_t rows, int64_t cols) {
+  std::mt19937 rng(1234 + rows + cols);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  size_t n = size_t(rows * cols);
+  std::vector<host_t<E>> hx(n), hdy(n), hw(cols);
+  for (auto& v : hx) v = narrow<E>(nd(rng));
+  for (auto& v : hdy) v = narrow<E>(nd(rng));
+  for (auto& v : hw) v = narrow<E>(a.zero_centered ? 0.1 * nd(rng) : 1.0 + 0.1 * nd(rng));
+  auto X = dev.alloc<E>(n), Y = dev.alloc<E>(n), DY = dev.alloc<E>(n), DX = dev.alloc<E>(n), W = dev.alloc<E>(cols);
+  auto R = dev.alloc<tl::f32>(rows), DW = dev.alloc<tl::f32>(cols);
+  X.upload(hx);
+  DY.upload(hdy);
+  W.upload(hw);
+  std::vector<uint8_t> junk(n * sizeof(host_t<E>), 0xAB);
+  dev.copy_to_device(Y.data(), junk.data(), junk.size());
+  dev.copy_to_device(DX.data(), junk.data(), junk.size());
+
+  const float eps = 1e-6f;
+  auto fcfg = rmsnorm::choose(rows, cols, dev.compute_units(), false);
+  auto bcfg = rmsnorm::choose(rows, cols, dev.compute_units(), true);
+  int64_t bprogs = rows / bcfg.rows_per_pid;
+  auto DWP = dev.alloc<tl::f32>(size_t(bprogs * cols));
+  auto fwd = [&] {
+    rmsnorm::forward_kernel<E>()[tl::grid(rows / fcfg.rows_per_pid)].with({.num_warps = fcfg.num_warps})(
+        X, Y, W, R, int(cols), eps, fcfg.block, fcfg.rows_per_pid, a.zero_centered, fcfg.offsets64);
+  };
+  auto bwd = [&] {
+    rmsnorm::backward_kernel<E>()[tl::grid(bprogs)].with({.num_warps = bcfg.num_warps})(
+        X, DY, W, R, DX, DWP, int(cols), bcfg.block, bcfg.rows_per_pid, a.zero_centered, bcfg.offsets64);
+    rmsnorm::dgamma_kernel()[tl::grid(tl::cdiv(cols, 256))](DWP, DW, int(bprogs), int(cols), 256);
+  };
+  auto time_ms = [&](auto&& f) {
+    f();
+    dev.synchronize();
+    std::vector<double> t;
+    for (int i = 0; i < a.repeats; ++i) {
+      auto s = std::chrono::steady_clock::now();
+      f();
+      dev.synchronize();
+      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  };
+  double tf = time_ms(fwd), tb = time_ms(bwd);
+
+  // Reference in double precision.
+  auto gy = Y.download(), gdx = DX.download();
+  auto gdw = DW.download();
+  double max_y = 0, max_dx = 0, max_dw = 0;
+  std::vector<double> dw_ref(cols, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0, dot = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = tl::to_float(hx[r * cols + c]);
+      ss += x * x;
+    }
+    double inv = 1.0 / std::sqrt(ss / cols + eps);
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = tl::to_float(hx[r * cols + c]), g = tl::to_float(hw[c]) + (a.zero_centered ? 1.0 : 0.0);
+      double dy = tl::to_float(hdy[r * cols + c]);
+      dot += dy * g * x;
+      max_y = std::max(max_y, std::fabs(tl::to_float(gy[r * cols + c]) - x * inv * g));
+      dw_ref[c] += dy * x * inv;
+    }
+    dot /= cols;
+    for (int64_t c = 0; c < cols; ++c) {
+      double x = tl::to_float(hx[r * cols + c]), g = tl::to_float(hw[c]) + (a.zero_centered ? 1.0 : 0.0);
+      double dy = tl::to_float(hdy[r * cols + c]);
+      double want = inv * g * dy - x * inv * inv * inv * dot;
+      double got = tl::to_float(gdx[r * cols + c]);
+      if (!(std::fabs(got - want) <= 0.02 + 0.02 * std::fabs(want))) max_dx = std::max(max_dx, 1e9);
+      max_dx = std::max(max_dx, std::fabs(got - want) / (1 + std::fabs(want)));
+    }
+  }
+  for (int64_t c = 0; c < cols; ++c)
+    max_dw = std::max(max_dw, std::fabs(gdw[c] - dw_ref[c]) / (1 + std::fabs(dw_ref[c])));
+  bool ok = max_y < 0.05 && max_dx < 0.05 && max_dw < 1e-2;
+  double esz = sizeof(host_t<E>);
+  double fbytes = 2.0 * n * esz + cols * esz + rows * 4.0;
+  double bbytes = 3.0 * n * esz + cols * esz + rows * 4.0 + 2.0 * bprogs * cols * 4.0 + cols * 4.0;
+  fmt::print("{:>6}x{:<6} {:4}  fwd {:8.3f} ms {:8.1f} GB/s (R={:2}, w={})  bwd {:8.3f} ms {:8.1f} GB/s  "
+             "max err y {:.2e} dx {:.2e} dw {:.2e}  {}\n",
+             rows, cols, a.dtype, tf, fbytes / tf / 1e6, fcfg.rows_per_pid, fcfg.num_warps, tb, bbytes / tb / 1e6,
+             max_y, max_dx, max_dw, ok ? "ok" : "WRONG");
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Args a = parse(argc, argv);
+  std::vector<std::pair<int64_t, int64_t>> shapes;
+  if (a.rows && a.cols) shapes.push_back({a.rows, a.cols});
+  if (a.report) {
+    if (a.target.empty()) throw std::runtime_error("--report needs --target NAME (gfx90a, gfx942, gfx950, sm_90, cpu)");
+    if (shapes.empty()) shapes = {{32768, 128}, {8192, 4096}};
+    for (auto [r, c] : shapes) a.dtype == "bf16" ? report<tl::bf16>(a, r, c) : report<tl::f16>(a, r, c);
+    return 0;
+  }
+  tl::device dev = tl::default_device();
+  if (shapes.empty()) {
+    // Small enough for a CPU in seconds; the GPU benchmark uses the 7 design shapes.
+    if (dev.kind() == tl::device_kind::cpu) shapes = {{4096, 128}, {512, 1000}, {256, 4096}};
+    else shapes = {{32768, 128}, {65536, 128}, {8192, 4096}, {4096, 8192}, {16384, 2048}, {2048, 16384}, {1024, 32768}};
+  }
+  fmt::print("RMSNorm on {} ({})\n", dev.name(), dev.target());
+  bool ok = true;
+  for (auto [r, c] : shapes) ok &= a.dtype == "bf16" ? run<tl::bf16>(a, dev, r, c) : run<tl::f16>(a, dev, r, c);
+  return ok ? 0 : 1;
+} catch (const std::exception& e) {
+  fmt::print(stderr, "tl-sample-rmsnorm: {}\n", e.what());
+  return 2;
+}
