@@ -102,13 +102,14 @@ codegen::CompileOptions compile_options(const launch_options& o, const codegen::
   return c;
 }
 
-void check_options(const launch_options& o, const std::string& kernel) {
+void check_options(const launch_options& o, const std::string& kernel, const std::source_location& at) {
+  auto fail = [&](std::string what) { throw launch_error(std::move(what), at.file_name(), at.line()); };
   if (o.num_warps < 1 || o.num_warps > 16 || (o.num_warps & (o.num_warps - 1)))
-    throw launch_error(fmt::format("kernel '{}': num_warps must be a power of two from 1 to 16, got {}", kernel, o.num_warps));
+    fail(fmt::format("kernel '{}': num_warps must be a power of two from 1 to 16, got {}", kernel, o.num_warps));
   if (o.num_stages < 1 || o.num_stages > 8)
-    throw launch_error(fmt::format("kernel '{}': num_stages must be 1 to 8, got {}", kernel, o.num_stages));
+    fail(fmt::format("kernel '{}': num_stages must be 1 to 8, got {}", kernel, o.num_stages));
   if (o.waves_per_eu < 0 || o.waves_per_eu > 16)
-    throw launch_error(fmt::format("kernel '{}': waves_per_eu must be 0 to 16, got {}", kernel, o.waves_per_eu));
+    fail(fmt::format("kernel '{}': waves_per_eu must be 0 to 16, got {}", kernel, o.waves_per_eu));
 }
 
 nlohmann::json metadata(const std::string& kernel, const std::source_location& loc, const codegen::TargetDesc& target,
@@ -233,19 +234,18 @@ KernelBase::~KernelBase() = default;
 
 void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& trace) {
   const grid& g = *r.g;
+  auto fail = [&](std::string what) { throw launch_error(std::move(what), g.loc.file_name(), g.loc.line()); };
   for (int i = 0; i < 3; ++i) {
     int64_t v = g.requested[i];
     if (v <= 0)
-      throw launch_error(fmt::format("kernel '{}': the grid must be positive in every dimension, got ({}, {}, {})",
-                                     name_, g.requested[0], g.requested[1], g.requested[2]));
+      fail(fmt::format("kernel '{}': the grid must be positive in every dimension, got ({}, {}, {})", name_,
+                       g.requested[0], g.requested[1], g.requested[2]));
     int64_t limit = i == 0 ? 0x7fffffffLL : 65535;
-    if (v > limit)
-      throw launch_error(fmt::format("kernel '{}': grid dimension {} is {}, above the limit {}", name_, "xyz"[i], v, limit));
+    if (v > limit) fail(fmt::format("kernel '{}': grid dimension {} is {}, above the limit {}", name_, "xyz"[i], v, limit));
   }
-  check_options(*r.opts, name_);
+  check_options(*r.opts, name_, g.loc);
   for (size_t i = 0; i < r.args.size(); ++i)
-    if (r.args[i].is_pointer && r.args[i].bits == 0)
-      throw launch_error(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
+    if (r.args[i].is_pointer && r.args[i].bits == 0) fail(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
 
   runtime::Device& dev = *r.dev.impl();
   codegen::TargetDesc target = dev.target();
@@ -298,7 +298,7 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
 std::string KernelBase::compile_only(const std::string& target_name, const launch_options& o,
                                      std::span<const ArgValue> args, const std::string& constants,
                                      const std::function<void()>& trace) {
-  check_options(o, name_);
+  check_options(o, name_, loc_);
   std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
   codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
   codegen::CompileOptions opts = compile_options(o, target);

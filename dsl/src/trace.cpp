@@ -172,7 +172,7 @@ void end_for() {
     }
     if (now->type != e.entry->type) {
       const ir::SrcLoc& at = now->def ? now->def->loc : loop->loc;
-      throw error(fmt::format("tl::range: a loop-carried tile changes from {} to {} in the loop body",
+      throw trace_error(fmt::format("tl::range: a loop-carried tile changes from {} to {} in the loop body",
                               e.entry->type.str(), now->type.str()),
                   at.file, at.line);
     }
@@ -234,7 +234,7 @@ void end_if() {
     ir::Value* else_v = e.cell->v_;
     if (then_v == e.entry && else_v == e.entry) continue;
     if (then_v->type != else_v->type) {
-      throw error(fmt::format("tl::if_: a tile is {} after one branch and {} after the other",
+      throw trace_error(fmt::format("tl::if_: a tile is {} after one branch and {} after the other",
                               then_v->type.str(), else_v->type.str()),
                   op->loc.file, op->loc.line);
     }

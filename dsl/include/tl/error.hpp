@@ -26,6 +26,7 @@ class trace_error : public error {
  public:
   trace_error(const std::string& what, const std::source_location& loc)
       : error(what, loc.file_name(), loc.line()) {}
+  trace_error(const std::string& what, std::string file, unsigned line) : error(what, std::move(file), line) {}
 };
 // A launch that cannot run: wrong arguments, null pointers, empty or oversized grid.
 class launch_error : public error { using error::error; };

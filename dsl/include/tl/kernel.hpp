@@ -101,10 +101,14 @@ device cuda_device(int ordinal = 0);  // throws tl::device_error when there is n
 // ---------------------------------------------------------------------------------
 // Launches.
 
+// The launch grid. It also records where the launch is written, so that a bad launch
+// (empty grid, null pointer) is reported at the user's line.
 struct grid {
   uint32_t x = 1, y = 1, z = 1;
-  grid(int64_t x, int64_t y = 1, int64_t z = 1) : x(clamp(x)), y(clamp(y)), z(clamp(z)), requested{x, y, z} {}
+  grid(int64_t x, int64_t y = 1, int64_t z = 1, std::source_location loc = std::source_location::current())
+      : x(clamp(x)), y(clamp(y)), z(clamp(z)), requested{x, y, z}, loc(loc) {}
   std::array<int64_t, 3> requested;
+  std::source_location loc;
 
  private:
   static uint32_t clamp(int64_t v) { return v < 0 ? 0 : v > 0xffffffffLL ? 0xffffffffu : uint32_t(v); }

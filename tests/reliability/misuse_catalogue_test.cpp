@@ -1,0 +1,121 @@
+// The catalogue of malformed programs and misuses: each one must end in a typed tl
+// error that names the user's line, never in a crash. Each case is written on one
+// line so that __LINE__ is the line the error must name. Misuses that C++ rejects
+// at compile time (argument count and types) are in tests/compile_fail.
+#include <functional>
+
+#include "support/reference.hpp"
+
+namespace {
+
+using F32 = tl::ptr<tl::f32>;
+using I32 = tl::ptr<tl::i32>;
+enum Kind { Trace, Launch };
+
+struct Case {
+  const char* name;
+  std::function<void()> run;
+  unsigned line;
+  const char* what;
+  Kind kind;
+};
+
+tl::buffer<tl::ty::f32> X() { return tltest::test_device().alloc<tl::f32>(1 << 16); }
+tl::buffer<tl::ty::i32> XI() { return tltest::test_device().alloc<tl::i32>(1 << 16); }
+template <class K> void go(K& k) { k[tl::grid(1)](X()); }
+template <class K> void go_i(K& k) { k[tl::grid(1)](XI()); }
+
+// clang-format off
+std::vector<Case> catalogue() {
+  std::vector<Case> c;
+  // --- shapes ---
+  c.push_back({"arange not a power of two", [] { auto k = tl::kernel("m1", [](F32 x) { tl::store(x + tl::arange(0, 3), tl::zeros<tl::f32>({4})); }); go(k); }, __LINE__, "not a power of two", Trace});
+  c.push_back({"arange empty", [] { auto k = tl::kernel("m2", [](F32 x) { auto r = tl::arange(8, 8); tl::store(x, r.to<tl::f32>()); }); go(k); }, __LINE__, "end must be greater", Trace});
+  c.push_back({"arange reversed", [] { auto k = tl::kernel("m3", [](F32 x) { auto r = tl::arange(16, 0); tl::store(x, r.to<tl::f32>()); }); go(k); }, __LINE__, "end must be greater", Trace});
+  c.push_back({"zeros of npot shape", [] { auto k = tl::kernel("m4", [](F32 x) { auto z = tl::zeros<tl::f32>({6}); tl::store(x, tl::sum(z, 0)); }); go(k); }, __LINE__, "power of two", Trace});
+  c.push_back({"zeros of rank 4", [] { auto k = tl::kernel("m5", [](F32 x) { auto z = tl::zeros<tl::f32>({2, 2, 2, 2}); tl::store(x, tl::sum(tl::reshape(z, {16}), 0)); }); go(k); }, __LINE__, "at most 3 dimensions", Trace});
+  c.push_back({"add of mismatched shapes", [] { auto k = tl::kernel("m6", [](F32 x) { auto a = tl::zeros<tl::f32>({16}) + tl::zeros<tl::f32>({32}); tl::store(x, tl::sum(a, 0)); }); go(k); }, __LINE__, "do not broadcast", Trace});
+  c.push_back({"2-D shapes that do not broadcast", [] { auto k = tl::kernel("m7", [](F32 x) { auto a = tl::zeros<tl::f32>({4, 8}) * tl::zeros<tl::f32>({8, 4}); tl::store(x, tl::sum(tl::sum(a, 0), 0)); }); go(k); }, __LINE__, "do not broadcast", Trace});
+  c.push_back({"compare of mismatched shapes", [] { auto k = tl::kernel("m8", [](F32 x) { auto m = tl::arange(0, 16) < tl::arange(0, 8); tl::store(x + tl::arange(0, 16), tl::zeros<tl::f32>({16}), m); }); go(k); }, __LINE__, "do not broadcast", Trace});
+  c.push_back({"reshape changes element count", [] { auto k = tl::kernel("m9", [](F32 x) { auto r = tl::reshape(tl::arange(0, 16), {4, 8}); tl::store(x, tl::sum(tl::sum(r, 0), 0).to<tl::f32>()); }); go(k); }, __LINE__, "elements", Trace});
+  c.push_back({"reshape to npot", [] { auto k = tl::kernel("m10", [](F32 x) { auto r = tl::reshape(tl::arange(0, 16), {3, 5}); tl::store(x, tl::sum(tl::sum(r, 0), 0).to<tl::f32>()); }); go(k); }, __LINE__, "power of two", Trace});
+  c.push_back({"trans with a bad permutation", [] { auto k = tl::kernel("m11", [](F32 x) { auto t = tl::trans(tl::zeros<tl::f32>({4, 8}), {0, 0}); tl::store(x, tl::sum(tl::sum(t, 0), 0)); }); go(k); }, __LINE__, "not a permutation", Trace});
+  c.push_back({"expand_dims axis out of range", [] { auto k = tl::kernel("m12", [](F32 x) { auto e = tl::expand_dims(tl::arange(0, 8), 3); tl::store(x, tl::sum(tl::reshape(e, {8}), 0).to<tl::f32>()); }); go(k); }, __LINE__, "out of range", Trace});
+  c.push_back({"broadcast_to an incompatible shape", [] { auto k = tl::kernel("m13", [](F32 x) { auto b = tl::broadcast_to(tl::zeros<tl::f32>({8}), {8, 4}); tl::store(x, tl::sum(tl::sum(b, 0), 0)); }); go(k); }, __LINE__, "cannot broadcast", Trace});
+  c.push_back({"broadcast_to a lower rank", [] { auto k = tl::kernel("m14", [](F32 x) { auto b = tl::broadcast_to(tl::zeros<tl::f32>({2, 8}), {8}); tl::store(x, tl::sum(b, 0)); }); go(k); }, __LINE__, "cannot broadcast", Trace});
+  // --- reductions ---
+  c.push_back({"sum axis out of range", [] { auto k = tl::kernel("m15", [](F32 x) { tl::store(x, tl::sum(tl::zeros<tl::f32>({8}), 1)); }); go(k); }, __LINE__, "axis 1 is out of range", Trace});
+  c.push_back({"max with a negative axis out of range", [] { auto k = tl::kernel("m16", [](F32 x) { tl::store(x, tl::max(tl::zeros<tl::f32>({8}), -2)); }); go(k); }, __LINE__, "out of range", Trace});
+  c.push_back({"reduction of a scalar", [] { auto k = tl::kernel("m17", [](F32 x) { tl::f32 s = 1.0f; tl::store(x, tl::sum(s, 0)); }); go(k); }, __LINE__, "cannot reduce a scalar", Trace});
+  c.push_back({"sum of i1", [] { auto k = tl::kernel("m18", [](I32 x) { tl::store(x, tl::sum(tl::arange(0, 8) < 4, 0).to<tl::i32>()); }); go_i(k); }, __LINE__, "cannot reduce i1", Trace});
+  c.push_back({"cumsum axis out of range", [] { auto k = tl::kernel("m19", [](F32 x) { tl::store(x + tl::arange(0, 8), tl::cumsum(tl::zeros<tl::f32>({8}), 2)); }); go(k); }, __LINE__, "out of range", Trace});
+  c.push_back({"reduction of fp8", [] { auto k = tl::kernel("m20", [](F32 x) { tl::store(x, tl::sum(tl::zeros<tl::f32>({8}).to<tl::f8e4m3fn>(), 0).to<tl::f32>()); }); go(k); }, __LINE__, "cannot reduce f8e4m3fn", Trace});
+  // --- dtypes ---
+  c.push_back({"bitwise and on floats", [] { auto k = tl::kernel("m21", [](F32 x) { auto v = tl::zeros<tl::f32>({8}); tl::store(x + tl::arange(0, 8), v & v); }); go(k); }, __LINE__, "needs integer operands", Trace});
+  c.push_back({"shift of floats", [] { auto k = tl::kernel("m22", [](F32 x) { auto v = tl::zeros<tl::f32>({8}); tl::store(x + tl::arange(0, 8), v << v); }); go(k); }, __LINE__, "needs integer operands", Trace});
+  c.push_back({"exp of an integer tile", [] { auto k = tl::kernel("m23", [](I32 x) { tl::store(x + tl::arange(0, 8), tl::exp(tl::arange(0, 8))); }); go_i(k); }, __LINE__, "floating-point tile", Trace});
+  c.push_back({"sqrt of an integer tile", [] { auto k = tl::kernel("m24", [](I32 x) { tl::store(x + tl::arange(0, 8), tl::sqrt(tl::arange(0, 8))); }); go_i(k); }, __LINE__, "floating-point tile", Trace});
+  c.push_back({"arithmetic on fp8", [] { auto k = tl::kernel("m25", [](F32 x) { auto q = tl::zeros<tl::f32>({8}).to<tl::f8e5m2>(); tl::store(x + tl::arange(0, 8), (q * q).to<tl::f32>()); }); go(k); }, __LINE__, "FP8 is a storage type", Trace});
+  c.push_back({"not of a float", [] { auto k = tl::kernel("m26", [](F32 x) { tl::store(x + tl::arange(0, 8), ~tl::zeros<tl::f32>({8})); }); go(k); }, __LINE__, "needs an integer tile", Trace});
+  c.push_back({"fma of integers", [] { auto k = tl::kernel("m27", [](I32 x) { auto i = tl::arange(0, 8); tl::store(x + i, tl::fma(i, i, i)); }); go_i(k); }, __LINE__, "tl::fma needs", Trace});
+  c.push_back({"comparison of fp8", [] { auto k = tl::kernel("m28", [](F32 x) { auto q = tl::zeros<tl::f32>({8}).to<tl::f8e4m3fn>(); tl::store(x + tl::arange(0, 8), tl::zeros<tl::f32>({8}), q < q); }); go(k); }, __LINE__, "comparisons on FP8", Trace});
+  c.push_back({"neg of i1", [] { auto k = tl::kernel("m29", [](I32 x) { auto b = tl::arange(0, 8) < 4; tl::store(x + tl::arange(0, 8), (-b).to<tl::i32>()); }); go_i(k); }, __LINE__, "on i1", Trace});
+  // --- masks and memory ---
+  c.push_back({"mask of another rank", [] { auto k = tl::kernel("m30", [](F32 x) { auto c = tl::arange(0, 32); auto p = x + tl::expand_dims(tl::arange(0, 4), 1) * 32 + tl::expand_dims(c, 0); tl::store(p, tl::load(p, c < 10)); }); go(k); }, __LINE__, "does not match pointer shape", Trace});
+  c.push_back({"mask of the wrong length", [] { auto k = tl::kernel("m31", [](F32 x) { auto p = x + tl::arange(0, 32); tl::store(p, tl::zeros<tl::f32>({32}), tl::arange(0, 16) < 4); }); go(k); }, __LINE__, "does not match pointer shape", Trace});
+  c.push_back({"store value of another shape", [] { auto k = tl::kernel("m32", [](F32 x) { tl::store(x + tl::arange(0, 32), tl::zeros<tl::f32>({16})); }); go(k); }, __LINE__, "value shape [16] does not match pointer shape [32]", Trace});
+  c.push_back({"other without a mask", [] { auto k = tl::kernel("m33", [](F32 x) { auto p = x + tl::arange(0, 8); tl::store(p, tl::f32(tl::detail::load(p.get(), nullptr, tl::f32(0.0f).get(), std::source_location::current()))); }); go(k); }, __LINE__, "'other' needs a mask", Trace});
+  c.push_back({"mask that is not i1", [] { auto k = tl::kernel("m34", [](F32 x) { auto p = x + tl::arange(0, 8); tl::store(p, tl::f32(tl::detail::load(p.get(), tl::arange(0, 8).get(), nullptr, std::source_location::current()))); }); go(k); }, __LINE__, "the mask must be i1", Trace});
+  c.push_back({"load through a non-pointer", [] { auto k = tl::kernel("m35", [](F32 x) { auto i = tl::arange(0, 8); tl::store(x + i, tl::f32(tl::detail::load(i.get(), nullptr, nullptr, std::source_location::current()))); }); go(k); }, __LINE__, "expected a pointer tile", Trace});
+  c.push_back({"store of a mismatched dtype", [] { auto k = tl::kernel("m36", [](F32 x) { auto p = x + tl::arange(0, 8); tl::detail::store(p.get(), tl::arange(0, 8).get(), nullptr, std::source_location::current()); }); go(k); }, __LINE__, "stored through a pointer to f32", Trace});
+  // --- atomics ---
+  c.push_back({"atomic and on floats", [] { auto k = tl::kernel("m37", [](F32 x) { tl::atomic_and(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "atomic operation not supported on f32", Trace});
+  c.push_back({"cast of a pointer", [] { auto k = tl::kernel("m38", [](F32 x) { tl::i64 v(tl::detail::cast(x.get(), tl::DType::i64, false, std::source_location::current())); tl::store(x, v.to<tl::f32>()); }); go(k); }, __LINE__, "pointers cannot be cast", Trace});
+  c.push_back({"atomic value of another shape", [] { auto k = tl::kernel("m39", [](F32 x) { tl::atomic_add(x + tl::arange(0, 8), tl::zeros<tl::f32>({16}), tl::sem::relaxed); }); go(k); }, __LINE__, "does not match pointer shape", Trace});
+  c.push_back({"atomic_cas on bf16", [] { auto k = tl::kernel("m40", [](tl::ptr<tl::bf16> x) { tl::atomic_cas(x, tl::bf16(0.0f), tl::bf16(1.0f)); }); auto B = tltest::test_device().alloc<tl::bf16>(8); k[tl::grid(1)](B); }, __LINE__, "atomic_cas on bf16", Trace});
+  // --- control flow and tile cells ---
+  c.push_back({"loop-carried tile changes shape", [] { auto k = tl::kernel("m41", [](F32 x) { auto a = tl::zeros<tl::f32>({8}); for (auto i : tl::range(0, 4)) { a = tl::zeros<tl::f32>({16}) + i.to<tl::f32>(); } tl::store(x, tl::sum(a, 0)); }); go(k); }, __LINE__, "loop-carried tile changes", Trace});
+  c.push_back({"branch results of different shapes", [] { auto k = tl::kernel("m42", [](F32 x) { auto a = tl::zeros<tl::f32>({8}); tl::if_(tl::program_id(0) == 0, [&] { a = tl::zeros<tl::f32>({16}); }); tl::store(x, tl::sum(a, 0)); }); go(k); }, __LINE__, "after one branch", Trace});
+  c.push_back({"if on a tile condition", [] { auto k = tl::kernel("m43", [](F32 x) { tl::i1 c = tl::arange(0, 8) < 4; tl::if_(c, [&] {}); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "must be a scalar i1", Trace});
+  c.push_back({"range over a float bound", [] { auto k = tl::kernel("m44", [](F32 x) { tl::i32 e(tl::detail::cast(tl::f32(4.0f).get(), tl::DType::f32, false, std::source_location::current())); for (auto i : tl::range(0, e)) { (void)i; } tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "must be scalar i32", Trace});
+  c.push_back({"range with step zero", [] { auto k = tl::kernel("m45", [](F32 x) { for (auto i : tl::range(0, 8, 0)) { (void)i; } tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "step must not be zero", Trace});
+  c.push_back({"program_id axis 3", [] { auto k = tl::kernel("m46", [](F32 x) { tl::store(x, tl::program_id(3).to<tl::f32>()); }); go(k); }, __LINE__, "axis must be 0, 1 or 2", Trace});
+  c.push_back({"device_assert on floats", [] { auto k = tl::kernel("m47", [](F32 x) { tl::detail::device_assert(tl::f32(1.0f).get(), "x", std::source_location::current()); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "condition must be i1", Trace});
+  // --- launches ---
+  c.push_back({"zero grid", [] { auto k = tl::kernel("l1", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(0)](b); }, __LINE__, "grid must be positive", Launch});
+  c.push_back({"negative grid", [] { auto k = tl::kernel("l2", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(4, -1)](b); }, __LINE__, "grid must be positive", Launch});
+  c.push_back({"oversized grid", [] { auto k = tl::kernel("l3", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1, 70000)](b); }, __LINE__, "above the limit", Launch});
+  c.push_back({"null pointer", [] { auto k = tl::kernel("l4", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); k[tl::grid(1)](static_cast<float*>(nullptr)); }, __LINE__, "pointer argument 0 is null", Launch});
+  c.push_back({"nullptr literal", [] { auto k = tl::kernel("l5", [](F32 x, I32 y) { tl::store(x, tl::f32(1.0f)); tl::store(y, tl::i32(1)); }); auto b = X(); k[tl::grid(1)](b, nullptr); }, __LINE__, "pointer argument 1 is null", Launch});
+  c.push_back({"num_warps not a power of two", [] { auto k = tl::kernel("l6", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.num_warps = 3})(b); }, __LINE__, "num_warps must be a power of two", Launch});
+  c.push_back({"num_stages zero", [] { auto k = tl::kernel("l7", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.num_stages = 0})(b); }, __LINE__, "num_stages must be", Launch});
+  c.push_back({"waves_per_eu negative", [] { auto k = tl::kernel("l8", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.waves_per_eu = -1})(b); }, __LINE__, "waves_per_eu must be", Launch});
+  return c;
+}
+// clang-format on
+
+}  // namespace
+
+TEST(MisuseCatalogue, EveryCaseIsATypedErrorNamingTheUsersLine) {
+  auto cases = catalogue();
+  EXPECT_GE(cases.size(), 40u);
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    try {
+      c.run();
+      ADD_FAILURE() << "no error for: " << c.name;
+    } catch (const tl::trace_error& e) {
+      EXPECT_EQ(c.kind, Trace) << e.what();
+      EXPECT_EQ(e.line(), c.line) << e.what();
+      EXPECT_NE(e.file().find("misuse_catalogue_test.cpp"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();
+    } catch (const tl::launch_error& e) {
+      EXPECT_EQ(c.kind, Launch) << e.what();
+      EXPECT_EQ(e.line(), c.line) << e.what();
+      EXPECT_NE(e.file().find("misuse_catalogue_test.cpp"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "untyped error for " << c.name << ": " << e.what();
+    }
+  }
+}
