@@ -4,7 +4,6 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
-#include <llvm/TargetParser/Host.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -71,68 +70,6 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   dump("LLVM optimization", module);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
-}
-
-std::string TargetDesc::str() const {
-  switch (kind) {
-    case cpu: return fmt::format("cpu-{}{}{}", arch, features.empty() ? "" : ":", features);
-    case amdgpu: return fmt::format("amdgcn-amd-amdhsa--{}{}{}", arch, features.empty() ? "" : ":", features);
-    case nvptx: return fmt::format("nvptx64-nvidia-cuda-{}", arch);
-  }
-  return "?";
-}
-
-std::string CompileOptions::key() const {
-  return fmt::format("w{}s{}e{}b{}o{}", num_warps, num_stages, waves_per_eu, bounds_check ? 1 : 0, opt_level);
-}
-
-TargetDesc host_target() {
-  TargetDesc d;
-  d.kind = TargetDesc::cpu;
-  d.arch = llvm::sys::getHostCPUName().str();
-  d.wave_size = 1;
-  return d;
-}
-
-// "gfx942" / "gfx942:sramecc+:xnack-" (HIP's gcnArchName), "sm_90", "cpu" or "host".
-TargetDesc parse_target(const std::string& name) {
-  if (name.empty() || name == "cpu" || name == "host") return host_target();
-  TargetDesc d;
-  if (name.rfind("gfx", 0) == 0) {
-    d.kind = TargetDesc::amdgpu;
-    auto colon = name.find(':');
-    d.arch = name.substr(0, colon);
-    // gfx10+ (RDNA) runs wave32 by default; CDNA (gfx9xx) is wave64.
-    d.wave_size = d.arch.rfind("gfx9", 0) == 0 ? 64 : 32;
-    std::string rest = colon == std::string::npos ? "" : name.substr(colon + 1);
-    // HIP spells features "sramecc+:xnack-"; LLVM wants "+sramecc,-xnack".
-    std::string feats;
-    size_t pos = 0;
-    while (pos < rest.size()) {
-      size_t next = rest.find(':', pos);
-      std::string f = rest.substr(pos, next == std::string::npos ? std::string::npos : next - pos);
-      if (!f.empty() && (f.back() == '+' || f.back() == '-'))
-        feats += (feats.empty() ? "" : ",") + std::string(1, f.back()) + f.substr(0, f.size() - 1);
-      if (next == std::string::npos) break;
-      pos = next + 1;
-    }
-    d.features = feats;
-    static const char* known[] = {"gfx90a", "gfx940", "gfx941", "gfx942", "gfx950", "gfx1100", "gfx1101",
-                                  "gfx1200", "gfx1201", "gfx1030"};
-    bool ok = false;
-    for (const char* k : known) ok |= d.arch == k;
-    if (!ok) throw compile_error(fmt::format("unknown AMD target '{}' (known: gfx90a, gfx942, gfx950, gfx1030, gfx1100, gfx1200)", name));
-    return d;
-  }
-  if (name.rfind("sm_", 0) == 0) {
-    d.kind = TargetDesc::nvptx;
-    d.arch = name;
-    d.wave_size = 32;
-    int cc = std::atoi(name.c_str() + 3);
-    if (cc < 80) throw compile_error(fmt::format("NVIDIA target '{}' is older than sm_80, which tl requires", name));
-    return d;
-  }
-  throw compile_error(fmt::format("unknown target '{}': expected cpu, gfxNNN or sm_NN", name));
 }
 
 }  // namespace tl::codegen
