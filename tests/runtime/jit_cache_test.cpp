@@ -11,6 +11,8 @@
 #include <fstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "runtime/cache.hpp"
 #include "support/reference.hpp"
 

@@ -278,7 +278,8 @@ template <class F> class kernel_t : public detail::KernelBase {
   }
 
   template <size_t... I, class... A> void trace(std::index_sequence<I...>, const A&... args) {
-    auto ps = std::tuple<std::tuple_element_t<I, params>...>(make_param<I, std::tuple_element_t<I, params>>(args)...);
+    // Braces: list-initialization evaluates left to right, so arguments are declared in order.
+    auto ps = std::tuple<std::tuple_element_t<I, params>...>{make_param<I, std::tuple_element_t<I, params>>(args)...};
     std::apply(fn_, ps);
   }
   template <size_t I, class P, class A> static P make_param(const A& a) {

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds what runs on the GPU machine into .bundle/tl.tar.xz: libtl with LLVM linked
+# statically (one stripped library), the test and benchmark programs, the samples and
+# the Python harness. The GPU machine has no LLVM and no network.
+#   bash bench/make_bundle.sh          then, on the GPU machine:   bash bench/run_on_gpu.sh
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${TL_BUNDLE_BUILD:-$ROOT/build-bundle}
+export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTL_STATIC_LLVM=ON -DTL_BUILD_TESTS=ON >/dev/null
+TESTS=(ops_test trace_errors_test numeric_test driver_test misuse_catalogue_test jit_cache_test cache_test)
+cmake --build "$BUILD" -j"$(nproc)" --target tl tl-bench-gpu tl-sample-rmsnorm tl-sample-vector_add tl-cache "${TESTS[@]}"
+STAGE=$ROOT/.bundle/stage
+rm -rf "$STAGE" && mkdir -p "$STAGE"/{bin,lib,bench}
+cp "$BUILD"/libtl.so "$STAGE"/lib/
+for t in "${TESTS[@]}"; do cp "$BUILD"/tests/"$t" "$STAGE"/bin/; done
+cp "$BUILD"/bench/tl-bench-gpu "$BUILD"/samples/tl-sample-* "$BUILD"/tools/tl-cache "$STAGE"/bin/
+# the few shared libraries the GPU machine's Ubuntu may lack
+cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/libxxhash.so.0 "$STAGE"/lib/
+strip "$STAGE"/lib/libtl.so "$STAGE"/bin/*
+cp "$ROOT"/bench/run_gpu_bench.py "$STAGE"/bench/
+tar -C "$STAGE" -cJf "$ROOT"/.bundle/tl.tar.xz .
+ls -la "$ROOT"/.bundle/tl.tar.xz

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
+# side-by-side benchmark. Logs and results go to $OUT (the device tool's folder) or
+# bench/results.
+set -uo pipefail
+OUT=${OUT:-bench/results}
+mkdir -p /tmp/tl "$OUT" && tar -C /tmp/tl -xJf .bundle/tl.tar.xz
+export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
+date -u +%Y-%m-%dT%H:%MZ >> "$OUT/machine.txt"
+for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test}; do
+  /tmp/tl/bin/$t --gtest_brief=1 2>&1 | tee -a "$OUT/gpu_tests.log" | tail -3
+done
+[[ ${TL_SKIP_BENCH:-0} == 1 ]] || PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_gpu_bench.py --tl /tmp/tl/bin/tl-bench-gpu --out "$OUT"

@@ -1,0 +1,157 @@
+// See amdgpu_hooks.hpp.
+#include "codegen/amdgpu/amdgpu_hooks.hpp"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include "codegen/gpu/lower_context.hpp"
+
+namespace tl::amd {
+
+namespace Intr = llvm::Intrinsic;
+constexpr llvm::ArrayRef<llvm::Type*> kNoTypes;  // non-overloaded intrinsics
+
+void AmdgpuHooks::finish_kernel(llvm::Function& fn, const gpu::KernelInfo& info) {
+  fn.setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+  fn.addFnAttr("amdgpu-flat-work-group-size", fmt::format("{},{}", info.block_threads, info.block_threads));
+  if (info.waves_per_eu > 0) fn.addFnAttr("amdgpu-waves-per-eu", fmt::format("{}", info.waves_per_eu));
+  // Programs are whole workgroups, and the body asks for nothing the ABI does not need:
+  // saying so keeps the hidden inputs (dispatch pointer, queue pointer, ...) out of the
+  // preloaded SGPRs, as AMDGPUAttributor would infer.
+  fn.addFnAttr("uniform-work-group-size", "true");
+  fn.addFnAttr("amdgpu-no-workitem-id-y");
+  fn.addFnAttr("amdgpu-no-workitem-id-z");
+  if (!info.uses_program_id[0]) fn.addFnAttr("amdgpu-no-workgroup-id-x");
+  if (!info.uses_program_id[1]) fn.addFnAttr("amdgpu-no-workgroup-id-y");
+  if (!info.uses_program_id[2]) fn.addFnAttr("amdgpu-no-workgroup-id-z");
+  if (!info.uses_num_programs) fn.addFnAttr("amdgpu-no-dispatch-ptr");
+  if (!info.uses_trap) fn.addFnAttr("amdgpu-no-queue-ptr");
+  for (const char* a : {"amdgpu-no-dispatch-id", "amdgpu-no-implicitarg-ptr", "amdgpu-no-hostcall-ptr",
+                        "amdgpu-no-heap-ptr", "amdgpu-no-multigrid-sync-arg", "amdgpu-no-completion-action",
+                        "amdgpu-no-default-queue", "amdgpu-no-lds-kernel-id"})
+    fn.addFnAttr(a);
+  fn.addFnAttr(llvm::Attribute::NoUnwind);
+}
+
+llvm::Value* AmdgpuHooks::thread_id(llvm::IRBuilderBase& b) {
+  tid_ = b.CreateIntrinsic(Intr::amdgcn_workitem_id_x, kNoTypes, {});
+  lane_ = b.CreateAnd(tid_, b.getInt32(desc_.wave_size - 1));
+  return tid_;
+}
+
+llvm::Value* AmdgpuHooks::warp_id(llvm::IRBuilderBase& b, llvm::Value* tid) {
+  // Uniform across the wave: readfirstlane puts it (and what derives from it) in SGPRs.
+  llvm::Value* w = b.CreateLShr(tid, uint64_t(gpu::log2_exact(desc_.wave_size)));
+  return b.CreateIntrinsic(Intr::amdgcn_readfirstlane, {b.getInt32Ty()}, {w}, nullptr, "warp");
+}
+
+llvm::Value* AmdgpuHooks::program_id(llvm::IRBuilderBase& b, int axis) {
+  static const Intr::ID ids[] = {Intr::amdgcn_workgroup_id_x, Intr::amdgcn_workgroup_id_y,
+                                 Intr::amdgcn_workgroup_id_z};
+  return b.CreateIntrinsic(ids[axis], kNoTypes, {});
+}
+
+llvm::Value* AmdgpuHooks::num_programs(llvm::IRBuilderBase& b, int axis, int block_threads) {
+  // The HSA dispatch packet holds the grid size in work-items (u32 at byte 12 + 4*axis);
+  // a program is block_threads work-items along x and one along y and z. The packet
+  // exists under every code object version, unlike the v5 implicit block counts.
+  llvm::Value* packet = b.CreateIntrinsic(Intr::amdgcn_dispatch_ptr, kNoTypes, {});
+  llvm::Value* p = b.CreateConstGEP1_32(b.getInt8Ty(), packet, 12 + 4 * axis);
+  auto* load = b.CreateAlignedLoad(b.getInt32Ty(), p, llvm::Align(4), "grid_size");
+  load->setMetadata(llvm::LLVMContext::MD_invariant_load, llvm::MDNode::get(b.getContext(), {}));
+  return axis == 0 ? b.CreateUDiv(load, b.getInt32(uint32_t(block_threads))) : static_cast<llvm::Value*>(load);
+}
+
+llvm::Value* AmdgpuHooks::shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) {
+  // xor 1, 2: DPP quad permutes, a VALU operand modifier (no LDS traffic).
+  if (mask == 1 || mask == 2) {
+    int ctrl = mask == 1 ? 0xB1 /* quad_perm [1,0,3,2] */ : 0x4E /* quad_perm [2,3,0,1] */;
+    return b.CreateIntrinsic(Intr::amdgcn_update_dpp, {b.getInt32Ty()},
+                             {llvm::PoisonValue::get(b.getInt32Ty()), v, b.getInt32(ctrl), b.getInt32(0xF),
+                              b.getInt32(0xF), b.getTrue()});
+  }
+  // xor 4..16: ds_swizzle in bitmask mode (and 0x1f, or 0, xor mask) within 32 lanes.
+  if (mask < 32) return b.CreateIntrinsic(Intr::amdgcn_ds_swizzle, kNoTypes, {v, b.getInt32(0x1F | (mask << 10))});
+  if (mask == 32)
+    if (llvm::Value* r = arch_.swap_wave_halves(b, v, lane_)) return r;
+  // Anything else: ds_bpermute, which reads lane (addr / 4).
+  llvm::Value* addr = b.CreateShl(b.CreateXor(lane_, b.getInt32(mask)), 2);
+  return b.CreateIntrinsic(Intr::amdgcn_ds_bpermute, kNoTypes, {addr, v});
+}
+
+void AmdgpuHooks::barrier(llvm::IRBuilderBase& b) {
+  // s_barrier alone does not order LDS accesses on gfx90a+ (back-off barrier): the
+  // workgroup-scope fences make the backend wait for outstanding LDS operations.
+  llvm::LLVMContext& ctx = b.getContext();
+  auto wg = ctx.getOrInsertSyncScopeID("workgroup");
+  b.CreateFence(llvm::AtomicOrdering::Release, wg);
+  b.CreateIntrinsic(Intr::amdgcn_s_barrier, kNoTypes, {});
+  b.CreateFence(llvm::AtomicOrdering::Acquire, wg);
+}
+
+uint8_t AmdgpuHooks::sync_scope(llvm::LLVMContext& ctx, scope sc) {
+  switch (sc) {
+    case scope::cta: return uint8_t(ctx.getOrInsertSyncScopeID("workgroup"));
+    case scope::gpu: return uint8_t(ctx.getOrInsertSyncScopeID("agent"));
+    case scope::sys: return uint8_t(llvm::SyncScope::System);
+  }
+  return uint8_t(llvm::SyncScope::System);
+}
+
+void AmdgpuHooks::decorate_atomic(llvm::Instruction* inst, scope sc) {
+  // Device-scope atomics on ordinary (coarse-grained, local) memory may use the hardware
+  // float atomics instead of a CAS loop; system scope keeps the conservative lowering.
+  if (sc == scope::sys) return;
+  llvm::LLVMContext& ctx = inst->getContext();
+  inst->setMetadata("amdgpu.no.fine.grained.memory", llvm::MDNode::get(ctx, {}));
+  inst->setMetadata("amdgpu.no.remote.memory", llvm::MDNode::get(ctx, {}));
+  // gfx90a's global_atomic_add_f32 flushes denormals; accepting that (as Triton does)
+  // is what lets the backend use it rather than a compare-and-swap loop.
+  if (auto* rmw = llvm::dyn_cast<llvm::AtomicRMWInst>(inst))
+    if (rmw->getOperation() == llvm::AtomicRMWInst::FAdd && rmw->getType()->isFloatTy())
+      inst->setMetadata("amdgpu.ignore.denormal.mode", llvm::MDNode::get(ctx, {}));
+}
+
+static bool is_e5m2(DType fmt) { return fmt == DType::f8e5m2 || fmt == DType::f8e5m2fnuz; }
+
+llvm::Value* AmdgpuHooks::fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) {
+  if (!arch_.hardware_fp8(fmt)) return nullptr;
+  llvm::Value* w = b.CreateZExt(bits, b.getInt32Ty());
+  return b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_f32_bf8 : Intr::amdgcn_cvt_f32_fp8, kNoTypes,
+                           {w, b.getInt32(0)});
+}
+
+llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) {
+  if (!arch_.hardware_fp8(fmt)) return nullptr;
+  // The convert rounds to nearest even but does not saturate: clamp first, keeping NaN.
+  llvm::Value* m = llvm::ConstantFP::get(b.getFloatTy(), gpu::fp8_max_finite(fmt));
+  llvm::Value* c = b.CreateBinaryIntrinsic(Intr::minnum, b.CreateBinaryIntrinsic(Intr::maxnum, x, b.CreateFNeg(m)), m);
+  c = b.CreateSelect(b.CreateFCmpUNO(x, x), x, c);
+  llvm::Value* packed =
+      b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_pk_bf8_f32 : Intr::amdgcn_cvt_pk_fp8_f32, kNoTypes,
+                        {c, c, b.getInt32(0), b.getFalse()});
+  return b.CreateTrunc(packed, b.getInt8Ty());
+}
+
+void AmdgpuHooks::trap(llvm::IRBuilderBase& b, unsigned line) {
+  // The failing line goes to a global the runtime (or a debugger) can read with
+  // hipModuleGetGlobal("tl_assert_line"); s_trap then ends the dispatch with an error,
+  // which the runtime reports as tl::kernel_fault.
+  llvm::Module* m = b.GetInsertBlock()->getModule();
+  auto* g = m->getGlobalVariable("tl_assert_line");
+  if (!g) {
+    g = new llvm::GlobalVariable(*m, b.getInt32Ty(), false, llvm::GlobalValue::ExternalLinkage, b.getInt32(0),
+                                 "tl_assert_line", nullptr, llvm::GlobalValue::NotThreadLocal, 1);
+    g->setVisibility(llvm::GlobalValue::ProtectedVisibility);
+  }
+  b.CreateStore(b.getInt32(line), g, /*volatile=*/true);
+  b.CreateIntrinsic(Intr::trap, kNoTypes, {});
+}
+
+}  // namespace tl::amd

@@ -1,0 +1,38 @@
+// The AMDGPU side of the shared GPU lowering: work-item ids, wave64 lane exchanges
+// (DPP, ds_swizzle, ds_bpermute), barriers, the AMDGPU memory model's sync scopes, FP8
+// hardware converts and kernel attributes.
+#pragma once
+
+#include "codegen/amdgpu/arch.hpp"
+#include "codegen/gpu/hooks.hpp"
+#include "codegen/target.hpp"
+
+namespace tl::amd {
+
+class AmdgpuHooks final : public gpu::GpuHooks {
+ public:
+  explicit AmdgpuHooks(const codegen::TargetDesc& d) : desc_(d), arch_(overlay_for(d.arch)) {}
+
+  std::string target_name() const override { return desc_.arch; }
+  int wave_size() const override { return desc_.wave_size; }
+  void finish_kernel(llvm::Function& fn, const gpu::KernelInfo& info) override;
+  llvm::Value* thread_id(llvm::IRBuilderBase& b) override;
+  llvm::Value* warp_id(llvm::IRBuilderBase& b, llvm::Value* tid) override;
+  llvm::Value* program_id(llvm::IRBuilderBase& b, int axis) override;
+  llvm::Value* num_programs(llvm::IRBuilderBase& b, int axis, int block_threads) override;
+  llvm::Value* shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) override;
+  void barrier(llvm::IRBuilderBase& b) override;
+  uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override;
+  void decorate_atomic(llvm::Instruction* inst, scope sc) override;
+  llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;
+  llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override;
+  void trap(llvm::IRBuilderBase& b, unsigned line) override;
+
+ private:
+  codegen::TargetDesc desc_;
+  const ArchOverlay& arch_;
+  llvm::Value* lane_ = nullptr;  // for swaps that need the lane id
+  llvm::Value* tid_ = nullptr;
+};
+
+}  // namespace tl::amd

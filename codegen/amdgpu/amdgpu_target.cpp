@@ -1,0 +1,138 @@
+// The AMDGPU target: tile IR -> LLVM (the shared GPU lowering with AMD hooks) -> O3 with
+// the AMDGPU TargetMachine -> relocatable object -> HSACO (lld in-process, or comgr) ->
+// the metadata report (registers, spills, LDS, occupancy).
+//
+// Code object version, set on purpose (LLVM 22 would default to v6, which older
+// runtimes reject): v5 by default, what ROCm 6 produces; v4 when linking with comgr
+// (TL_AMDGPU_LINKER=comgr), because Debian's comgr 5.2 links nothing newer. Override
+// with TL_AMDGPU_CODE_OBJECT_VERSION=4|5|6.
+#include <fmt/format.h>
+#include <llvm-c/Target.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "codegen/amdgpu/amdgpu_hooks.hpp"
+#include "codegen/amdgpu/code_object.hpp"
+#include "codegen/gpu/lowering.hpp"
+#include "codegen/gpu/optimize.hpp"
+#include "tl/error.hpp"
+
+namespace tl::amd {
+namespace {
+
+constexpr const char* kTriple = "amdgcn-amd-amdhsa";
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::unique_ptr<llvm::TargetMachine> make_target_machine(const codegen::TargetDesc& d, int opt_level) {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeAMDGPUTargetInfo();
+    LLVMInitializeAMDGPUTarget();
+    LLVMInitializeAMDGPUTargetMC();
+    LLVMInitializeAMDGPUAsmPrinter();
+  });
+  llvm::Triple triple(kTriple);
+  std::string err;
+  const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t) throw compile_error("AMDGPU target is not available in this LLVM: " + err);
+  llvm::TargetOptions options;
+  auto level = opt_level <= 0 ? llvm::CodeGenOptLevel::None
+               : opt_level == 1 ? llvm::CodeGenOptLevel::Less
+               : opt_level == 2 ? llvm::CodeGenOptLevel::Default
+                                : llvm::CodeGenOptLevel::Aggressive;
+  std::unique_ptr<llvm::TargetMachine> tm(
+      t->createTargetMachine(triple, d.arch, d.features, options, llvm::Reloc::PIC_, std::nullopt, level));
+  if (!tm) throw compile_error(fmt::format("cannot create an AMDGPU target machine for {}", d.str()));
+  return tm;
+}
+
+class AmdgpuTarget final : public codegen::Target {
+ public:
+  explicit AmdgpuTarget(const codegen::TargetDesc& d) : desc_(d), hooks_(d) {
+    if (d.wave_size != 64 && d.wave_size != 32) throw compile_error("AMDGPU wave size must be 32 or 64");
+    use_comgr_ = env("TL_AMDGPU_LINKER") == "comgr";
+    std::string cov = env("TL_AMDGPU_CODE_OBJECT_VERSION");
+    code_object_version_ = cov.empty() ? (use_comgr_ ? 4 : 5) : std::atoi(cov.c_str());
+    if (code_object_version_ < 4 || code_object_version_ > 6)
+      throw compile_error(fmt::format("TL_AMDGPU_CODE_OBJECT_VERSION must be 4, 5 or 6, got '{}'", cov));
+  }
+
+  const codegen::TargetDesc& desc() const override { return desc_; }
+
+  void lower(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts) override {
+    tm_ = make_target_machine(desc_, opts.opt_level);
+    m.setTargetTriple(llvm::Triple(kTriple));
+    m.setDataLayout(tm_->createDataLayout());
+    m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", code_object_version_ * 100);
+    lowered_ = gpu::lower_kernel(f, m, opts, hooks_);
+    gpu::verify_module(m, "AMDGPU lowering");
+  }
+
+  void emit(llvm::Module& m, const codegen::CompileOptions& opts, codegen::CodeObject& out) override {
+    gpu::optimize_module(m, *tm_, opts.opt_level);
+    out.llvm_ir = gpu::module_text(m);
+
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw compile_error("the AMDGPU target cannot emit an object file");
+    pm.run(m);
+    std::vector<uint8_t> object(buf.begin(), buf.end());
+
+    std::optional<std::vector<uint8_t>> hsaco;
+    if (use_comgr_) {
+      std::string isa = std::string(kTriple) + "--" + desc_.arch;
+      std::string log;
+      hsaco = link_hsaco_with_comgr(object, isa, &log);
+      if (!hsaco && env("TL_AMDGPU_LINKER_STRICT") == "1")
+        throw compile_error("comgr could not link the AMDGPU object: " + log);
+    }
+    if (!hsaco) hsaco = link_hsaco(object);
+
+    out.kernel_symbol = lowered_.kernel_symbol;
+    out.format = "hsaco";
+    out.binary = std::move(*hsaco);
+    out.block_threads = lowered_.block_threads;
+    ResourceReport r = read_report(out.binary, lowered_.block_threads, lowered_.kernel_symbol);
+    out.shared_bytes = r.lds_bytes;
+    out.report = {{"vgpr", r.vgpr},
+                  {"agpr", r.agpr},
+                  {"sgpr", r.sgpr},
+                  {"spill_vgpr", r.spill_vgpr},
+                  {"spill_sgpr", r.spill_sgpr},
+                  {"lds_bytes", r.lds_bytes},
+                  {"scratch_bytes", r.scratch_bytes},
+                  {"occupancy", r.occupancy},
+                  {"waves_per_workgroup", r.waves_per_workgroup},
+                  {"code_object_version", r.code_object_version},
+                  {"shared_bytes", r.lds_bytes}};
+  }
+
+ private:
+  codegen::TargetDesc desc_;
+  AmdgpuHooks hooks_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  gpu::LoweringResult lowered_;
+  bool use_comgr_ = false;
+  int code_object_version_ = 5;
+};
+
+}  // namespace
+}  // namespace tl::amd
+
+namespace tl::codegen {
+std::unique_ptr<Target> make_amdgpu_target(const TargetDesc& d) { return std::make_unique<amd::AmdgpuTarget>(d); }
+}  // namespace tl::codegen

@@ -1,0 +1,471 @@
+// The CPU lowering's driver: the kernel entry and its arguments, the walk over the
+// tile IR, loops over tiles, and structured control flow (for with carried values, if
+// with results).
+#include "codegen/cpu/lower.hpp"
+
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/Metadata.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "tl/error.hpp"
+
+namespace tl::codegen::cpu {
+
+using llvm::BasicBlock;
+using llvm::PHINode;
+using llvm::Type;
+using llvm::Value;
+
+std::string kernel_symbol(const std::string& function_name) {
+  std::string s = "tl_";
+  for (char c : function_name) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  return s;
+}
+
+Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const CompileOptions& opts, const std::string& symbol,
+                 const std::string& features)
+    : f_(f), mod_(m), ctx_(m.getContext()), opts_(opts), b_(m.getContext()) {
+  auto has = [&](const char* feat) {
+    std::string s = "," + features + ",";
+    return s.find(std::string(",+") + feat + ",") != std::string::npos;
+  };
+  has_avx_ = has("avx");
+  has_avx512bw_ = has("avx512bw");
+  Type* ptr = llvm::PointerType::getUnqual(ctx_);
+  Type* i32 = b_.getInt32Ty();
+  auto* ft = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i32, i32, i32, i32, i32, i32, ptr}, false);
+  fn_ = llvm::Function::Create(ft, llvm::GlobalValue::ExternalLinkage, symbol, mod_);
+  const char* names[] = {"args", "pid_x", "pid_y", "pid_z", "nprog_x", "nprog_y", "nprog_z", "ctx"};
+  for (unsigned i = 0; i < 8; ++i) fn_->getArg(i)->setName(names[i]);
+  fn_->addFnAttr(llvm::Attribute::NoUnwind);
+  // Tiles live on the stack; a probe turns a frame larger than the guard page into a
+  // clean crash instead of a silent write past it.
+  fn_->addFnAttr("probe-stack", "inline-asm");
+  fn_->addParamAttr(0, llvm::Attribute::NoAlias);
+  fn_->addParamAttr(0, llvm::Attribute::ReadOnly);
+
+  alloca_block_ = BasicBlock::Create(ctx_, "entry", fn_);
+  BasicBlock* start = new_block("start");
+  llvm::BranchInst::Create(start, alloca_block_);
+  b_.SetInsertPoint(start);
+  args_ = fn_->getArg(0);
+  for (int a = 0; a < 3; ++a) {
+    pid_[a] = fn_->getArg(1 + a);
+    nprog_[a] = fn_->getArg(4 + a);
+  }
+  rt_ctx_ = fn_->getArg(7);
+
+  std::string ptr_args;
+  for (size_t i = 0; i < f_.body.args.size(); ++i) {
+    const ir::Value* a = f_.body.args[i].get();
+    if (!a->type.is_scalar())
+      throw compile_error(fmt::format("tl cpu: kernel argument {} is a tile; arguments must be scalars", i),
+                          f_.loc.file, f_.loc.line);
+    Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt8Ty(), args_, 8 * i);
+    Value* v = b_.CreateAlignedLoad(mem_type(a->type.dtype), slot, llvm::Align(8),
+                                    i < f_.arg_info.size() ? f_.arg_info[i].name : "");
+    rep(a).scalar = from_mem(v, a->type.dtype);
+    ptr_args += a->type.is_ptr() ? 'p' : '-';
+  }
+  auto* init = llvm::ConstantDataArray::getString(ctx_, ptr_args, true);
+  new llvm::GlobalVariable(mod_, init->getType(), true, llvm::GlobalValue::ExternalLinkage, init,
+                           symbol + kPtrArgsSuffix);
+}
+
+void Lowerer::run() {
+  plan_fusion();
+  lower_block(f_.body);
+  b_.CreateRetVoid();
+}
+
+// ------------------------------------------------------------------------- types
+
+Type* Lowerer::reg_type(DType t) {
+  switch (t) {
+    case DType::i1: return b_.getInt1Ty();
+    case DType::f32: return b_.getFloatTy();
+    case DType::f64: return b_.getDoubleTy();
+    case DType::ptr: return llvm::PointerType::getUnqual(ctx_);
+    default: return b_.getIntNTy(bit_width(t));  // ints, and narrow floats as their codes
+  }
+}
+
+Type* Lowerer::mem_type(DType t) { return t == DType::i1 ? b_.getInt8Ty() : reg_type(t); }
+
+Value* Lowerer::to_mem(Value* reg, DType t) { return t == DType::i1 ? b_.CreateZExt(reg, b_.getInt8Ty()) : reg; }
+
+Value* Lowerer::from_mem(Value* mem, DType t) {
+  return t == DType::i1 ? b_.CreateICmpNE(mem, b_.getInt8(0)) : mem;
+}
+
+Value* Lowerer::zero(DType t) { return llvm::Constant::getNullValue(reg_type(t)); }
+
+// ------------------------------------------------------------------------- tiles
+
+TileRep& Lowerer::rep(const ir::Value* v) { return reps_[v]; }
+
+BasicBlock* Lowerer::new_block(const char* name) { return BasicBlock::Create(ctx_, name, fn_); }
+
+Value* Lowerer::alloc_buffer(const ir::Type& t, const char* name) {
+  llvm::IRBuilder<> ab(alloca_block_->getTerminator());
+  auto* a = ab.CreateAlloca(llvm::ArrayType::get(mem_type(t.dtype), uint64_t(t.numel())), nullptr, name);
+  a->setAlignment(llvm::Align(64));
+  return a;
+}
+
+Value* Lowerer::alloc_scalar(Type* t, const char* name) {
+  llvm::IRBuilder<> ab(alloca_block_->getTerminator());
+  return ab.CreateAlloca(t, nullptr, name);
+}
+
+Value* Lowerer::buf_ptr(Value* buf, DType t, Value* flat) {
+  return b_.CreateInBoundsGEP(mem_type(t), buf, flat ? flat : b_.getInt64(0));
+}
+
+Value* Lowerer::load_buf(Value* buf, DType t, Value* flat) {
+  return from_mem(b_.CreateLoad(mem_type(t), buf_ptr(buf, t, flat)), t);
+}
+
+void Lowerer::store_buf(Value* buf, DType t, Value* flat, Value* reg) {
+  b_.CreateStore(to_mem(reg, t), buf_ptr(buf, t, flat));
+}
+
+Idx Lowerer::idx_from_dims(const std::vector<int>& shape, std::vector<Value*> dims) {
+  Idx idx;
+  Value* flat = b_.getInt64(0);
+  int64_t stride = 1;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] != 1) {
+      Value* term = stride == 1 ? dims[d] : b_.CreateMul(dims[d], b_.getInt64(stride), "", true, true);
+      flat = b_.CreateAdd(flat, term, "", true, true);
+    } else {
+      dims[d] = b_.getInt64(0);
+    }
+    stride *= shape[d];
+  }
+  idx.dims = std::move(dims);
+  idx.flat = flat;
+  return idx;
+}
+
+Idx Lowerer::idx_from_flat(const std::vector<int>& shape, Value* flat) {
+  Idx idx;
+  idx.flat = flat;
+  idx.dims.resize(shape.size());
+  int64_t stride = 1;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] == 1) {
+      idx.dims[d] = b_.getInt64(0);
+    } else {
+      Value* q = stride == 1 ? flat : b_.CreateLShr(flat, std::countr_zero(uint64_t(stride)));
+      idx.dims[d] = d == 0 ? q : b_.CreateAnd(q, b_.getInt64(shape[d] - 1));
+    }
+    stride *= shape[d];
+  }
+  return idx;
+}
+
+// Long tile loops are vectorized (and interleaved) by LoopVectorize; unrolling the
+// vector loop again afterwards, or fully unrolling an outer loop of a 2-D tile,
+// multiplies the code LLVM must schedule and encode (a large share of the compile time)
+// for little gain. Loops nests of a few iterations may still be unrolled.
+llvm::MDNode* Lowerer::loop_metadata(bool unroll, bool vectorize) {
+  llvm::SmallVector<llvm::Metadata*, 3> ops{nullptr};
+  if (!unroll) ops.push_back(llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")));
+  if (!vectorize)
+    ops.push_back(llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+                                           llvm::ConstantAsMetadata::get(b_.getFalse())}));
+  llvm::MDNode* self = llvm::MDNode::getDistinct(ctx_, ops);
+  self->replaceOperandWith(0, self);
+  return self;
+}
+
+void Lowerer::loop_nest(const std::vector<int>& shape, const std::function<void(const Idx&)>& body) {
+  std::vector<Value*> dims(shape.size());
+  // Returns the iterations of the innermost code per entry into level d, loops emitted
+  // by the body included.
+  std::function<int64_t(size_t)> level = [&](size_t d) -> int64_t {
+    if (d == shape.size()) {
+      int64_t saved_enclosing = enclosing_trips_, saved_nested = nested_work_;
+      for (int e : shape) enclosing_trips_ *= e;
+      nested_work_ = 1;
+      forget_elements();
+      body(idx_from_dims(shape, dims));
+      forget_elements();
+      int64_t inner = nested_work_;
+      enclosing_trips_ = saved_enclosing;
+      nested_work_ = saved_nested;
+      return inner;
+    }
+    if (shape[d] == 1) {
+      dims[d] = b_.getInt64(0);
+      return level(d + 1);
+    }
+    // Bottom-tested: a tile dimension is never empty. The shape of the loop (one i64
+    // induction variable from 0, unit step, constant trip count) is what the vectorizer
+    // handles best.
+    BasicBlock* pre = b_.GetInsertBlock();
+    BasicBlock* loop = new_block("loop");
+    BasicBlock* exit = new_block("loop.end");
+    b_.CreateBr(loop);
+    b_.SetInsertPoint(loop);
+    PHINode* iv = b_.CreatePHI(b_.getInt64Ty(), 2, "i");
+    iv->addIncoming(b_.getInt64(0), pre);
+    dims[d] = iv;
+    int64_t outer = enclosing_trips_;
+    for (size_t e = 0; e < d; ++e) outer *= shape[e];
+    int64_t work = shape[d] * level(d + 1);
+    Value* next = b_.CreateAdd(iv, b_.getInt64(1), "", true, true);
+    iv->addIncoming(next, b_.GetInsertBlock());
+    auto* br = b_.CreateCondBr(b_.CreateICmpULT(next, b_.getInt64(shape[d])), loop, exit);
+    // Tiny loops may unroll; a larger one only when everything around it is tiny too
+    // (else LLVM unrolls it and vectorizes the loop outside across it, with gathers).
+    bool unroll = !(work > kUnrollLimit || (work > kSmallLoop && outer * work > kUnrollLimit));
+    if (!unroll || scalar_loops_) br->setMetadata(llvm::LLVMContext::MD_loop, loop_metadata(unroll, !scalar_loops_));
+    b_.SetInsertPoint(exit);
+    return work;
+  };
+  int64_t work = level(0);
+  nested_work_ = std::max(nested_work_, work);
+}
+
+Value* Lowerer::elem(const ir::Value* v, const Idx& idx) {
+  TileRep& t = rep(v);
+  if (t.scalar) return t.scalar;
+  if (t.buf) return load_buf(t.buf, v->type.dtype, idx.flat);
+  if (!t.remat || !v->def) throw compile_error("tl cpu: a value is used before it is defined (lowering bug)");
+  auto key = std::make_pair(static_cast<const void*>(v), static_cast<const void*>(idx.flat));
+  if (auto it = memo_.find(key); it != memo_.end()) return it->second;
+  Value* r = compute(*v->def, idx);
+  memo_[key] = r;
+  return r;
+}
+
+void Lowerer::copy_into(Value* buf, const ir::Value* v) {
+  if (rep(v).buf == buf) return;
+  DType t = v->type.dtype;
+  loop_nest(v->type.shape, [&](const Idx& idx) { store_buf(buf, t, idx.flat, elem(v, idx)); });
+}
+
+// ------------------------------------------------------------------------- ops
+
+void Lowerer::lower_block(const ir::Block& blk) {
+  for (auto& op : blk.ops) lower_op(*op);
+}
+
+void Lowerer::lower_op(const ir::Operation& op) {
+  switch (op.op) {
+    case Op::yield: return;  // the enclosing for/if reads it
+    case Op::for_: return lower_for(op);
+    case Op::if_: return lower_if(op);
+    case Op::reduce: return lower_reduce(op);
+    case Op::scan: return lower_scan(op);
+    case Op::assert_: return lower_assert(op);
+    case Op::print: return lower_print(op);
+    case Op::store:
+      if (op.operands[0]->type.is_scalar()) store_elem(op, Idx{});
+      else memory_loop(op, [&](const Idx& idx) { store_elem(op, idx); });
+      return;
+    default: break;
+  }
+  if (op.results.size() != 1) throw compile_error(fmt::format("tl cpu: unexpected op '{}'", op_name(op.op)), op.loc.file, op.loc.line);
+  const ir::Value* r = op.result();
+  if (r->type.is_scalar()) rep(r).scalar = compute(op, Idx{});
+  else if (is_rematerializable(op)) rep(r).remat = true;
+  else materialize(op);
+}
+
+void Lowerer::materialize(const ir::Operation& op) {
+  const ir::Value* r = op.result();
+  Value* buf = alloc_buffer(r->type, op_name(op.op));
+  DType t = r->type.dtype;
+  auto body = [&](const Idx& idx) { store_buf(buf, t, idx.flat, compute(op, idx)); };
+  if (op.op == Op::load) memory_loop(op, body);
+  else loop_nest(r->type.shape, body);
+  rep(r).buf = buf;
+}
+
+// ------------------------------------------------------------------------- for
+
+void Lowerer::reads_of_carried(const ir::Value* v, bool remapped, const std::vector<Value*>& carried,
+                               std::vector<std::pair<Value*, bool>>& out, std::vector<const ir::Value*>& seen) {
+  TileRep& t = rep(v);
+  if (t.scalar) return;
+  if (t.buf) {
+    if (std::find(carried.begin(), carried.end(), t.buf) != carried.end()) out.push_back({t.buf, remapped});
+    return;
+  }
+  if (std::find(seen.begin(), seen.end(), v) != seen.end()) return;
+  seen.push_back(v);
+  const ir::Operation& op = *v->def;
+  bool moves = op.op == Op::broadcast || op.op == Op::trans;  // element i reads elsewhere
+  for (const ir::Value* o : op.operands) reads_of_carried(o, remapped || moves, carried, out, seen);
+}
+
+void Lowerer::yield_tiles(const std::vector<Value*>& carried, const std::vector<const ir::Value*>& yielded) {
+  // A copy into carried buffer i is safe in place if it reads no carried buffer other
+  // than i, and i only at the element being written. Others go through a temporary,
+  // all of which are filled before any carried buffer changes (a swap of two carried
+  // tiles, a transposed carried tile).
+  std::vector<std::pair<size_t, Value*>> staged;
+  std::vector<size_t> direct;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    if (!carried[i] || rep(yielded[i]).buf == carried[i]) continue;
+    std::vector<std::pair<Value*, bool>> reads;
+    std::vector<const ir::Value*> seen;
+    reads_of_carried(yielded[i], false, carried, reads, seen);
+    bool safe = std::all_of(reads.begin(), reads.end(), [&](auto& r) { return r.first == carried[i] && !r.second; });
+    if (safe) {
+      direct.push_back(i);
+    } else {
+      Value* tmp = alloc_buffer(yielded[i]->type, "yield.tmp");
+      copy_into(tmp, yielded[i]);
+      staged.push_back({i, tmp});
+    }
+  }
+  // Direct copies may read their own destination only, so their order does not matter,
+  // but they must not run before a staged copy has read the buffer they write.
+  for (size_t i : direct) copy_into(carried[i], yielded[i]);
+  for (auto& [i, tmp] : staged) {
+    DType t = yielded[i]->type.dtype;
+    Value* dst = carried[i];
+    Value* src = tmp;
+    loop_nest(yielded[i]->type.shape, [&](const Idx& idx) { store_buf(dst, t, idx.flat, load_buf(src, t, idx.flat)); });
+  }
+}
+
+void Lowerer::lower_for(const ir::Operation& op) {
+  Value* lb = elem(op.operands[0], Idx{});
+  Value* ub = elem(op.operands[1], Idx{});
+  Value* step = elem(op.operands[2], Idx{});
+  const ir::Block& body = *op.regions[0];
+  const size_t n = op.results.size();
+
+  std::vector<Value*> bufs(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body.args[1 + i].get();
+    if (arg->type.is_scalar()) continue;
+    bufs[i] = alloc_buffer(arg->type, "carried");
+    copy_into(bufs[i], op.operands[3 + i]);
+    rep(arg).buf = bufs[i];
+  }
+  BasicBlock* pre = b_.GetInsertBlock();
+  BasicBlock* header = new_block("for.header");
+  BasicBlock* loop_body = new_block("for.body");
+  BasicBlock* exit = new_block("for.end");
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  PHINode* iv = b_.CreatePHI(b_.getInt32Ty(), 2, "iv");
+  iv->addIncoming(lb, pre);
+  rep(body.args[0].get()).scalar = iv;
+  std::vector<PHINode*> phis(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* arg = body.args[1 + i].get();
+    if (!arg->type.is_scalar()) continue;
+    phis[i] = b_.CreatePHI(reg_type(arg->type.dtype), 2, "carried");
+    phis[i]->addIncoming(elem(op.operands[3 + i], Idx{}), pre);
+    rep(arg).scalar = phis[i];
+  }
+  b_.CreateCondBr(b_.CreateICmpSLT(iv, ub), loop_body, exit);
+
+  b_.SetInsertPoint(loop_body);
+  lower_block(body);
+  const ir::Operation* y = body.terminator();
+  std::vector<const ir::Value*> yielded(y->operands.begin(), y->operands.end());
+  std::vector<Value*> scalar_next(n, nullptr);
+  for (size_t i = 0; i < n; ++i)
+    if (phis[i]) scalar_next[i] = elem(yielded[i], Idx{});
+  yield_tiles(bufs, yielded);
+  Value* next = b_.CreateAdd(iv, step, "iv.next");
+  BasicBlock* latch = b_.GetInsertBlock();
+  iv->addIncoming(next, latch);
+  for (size_t i = 0; i < n; ++i)
+    if (phis[i]) phis[i]->addIncoming(scalar_next[i], latch);
+  b_.CreateBr(header);
+
+  b_.SetInsertPoint(exit);
+  for (size_t i = 0; i < n; ++i) {
+    // The carried buffer holds the final value; nothing writes it again before the
+    // result's last use (the loop runs again only in a later iteration of an enclosing
+    // loop, after this one's uses).
+    if (phis[i]) rep(op.result(int(i))).scalar = phis[i];
+    else rep(op.result(int(i))).buf = bufs[i];
+  }
+}
+
+// ------------------------------------------------------------------------- if
+
+void Lowerer::lower_if(const ir::Operation& op) {
+  Value* cond = elem(op.operands[0], Idx{});
+  const size_t n = op.results.size();
+  std::vector<Value*> bufs(n, nullptr);
+  for (size_t i = 0; i < n; ++i)
+    if (!op.result(int(i))->type.is_scalar()) bufs[i] = alloc_buffer(op.result(int(i))->type, "if.result");
+  BasicBlock* blocks[2] = {new_block("then"), new_block("else")};
+  BasicBlock* join = new_block("if.end");
+  b_.CreateCondBr(cond, blocks[0], blocks[1]);
+  std::vector<Value*> scalars[2];
+  BasicBlock* ends[2];
+  for (int r = 0; r < 2; ++r) {
+    b_.SetInsertPoint(blocks[r]);
+    const ir::Block& region = *op.regions[r];
+    lower_block(region);
+    const ir::Operation* y = region.terminator();
+    for (size_t i = 0; i < n; ++i) {
+      if (bufs[i]) copy_into(bufs[i], y->operands[i]);
+      scalars[r].push_back(bufs[i] ? nullptr : elem(y->operands[i], Idx{}));
+    }
+    ends[r] = b_.GetInsertBlock();
+    b_.CreateBr(join);
+  }
+  b_.SetInsertPoint(join);
+  for (size_t i = 0; i < n; ++i) {
+    if (bufs[i]) {
+      rep(op.result(int(i))).buf = bufs[i];
+      continue;
+    }
+    PHINode* phi = b_.CreatePHI(reg_type(op.result(int(i))->type.dtype), 2);
+    phi->addIncoming(scalars[0][i], ends[0]);
+    phi->addIncoming(scalars[1][i], ends[1]);
+    rep(op.result(int(i))).scalar = phi;
+  }
+}
+
+// ------------------------------------------------------------------------- runtime
+
+llvm::FunctionCallee Lowerer::fault_fn() {
+  Type* ptr = llvm::PointerType::getUnqual(ctx_);
+  Type* i32 = b_.getInt32Ty();
+  auto* ft = llvm::FunctionType::get(b_.getVoidTy(), {ptr, i32, ptr, i32, ptr, i32, i32, i32}, false);
+  auto c = mod_.getOrInsertFunction(kFaultFn, ft);
+  if (auto* fn = llvm::dyn_cast<llvm::Function>(c.getCallee())) {
+    fn->addFnAttr(llvm::Attribute::Cold);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+  }
+  return c;
+}
+
+llvm::FunctionCallee Lowerer::print_fn() {
+  Type* ptr = llvm::PointerType::getUnqual(ctx_);
+  Type* i32 = b_.getInt32Ty();
+  auto* ft = llvm::FunctionType::get(b_.getVoidTy(),
+                                     {ptr, ptr, i32, i32, i32, b_.getInt64Ty(), b_.getDoubleTy(), i32}, false);
+  auto c = mod_.getOrInsertFunction(kPrintFn, ft);
+  if (auto* fn = llvm::dyn_cast<llvm::Function>(c.getCallee())) fn->addFnAttr(llvm::Attribute::NoUnwind);
+  return c;
+}
+
+llvm::FunctionCallee Lowerer::check_fn() {
+  Type* ptr = llvm::PointerType::getUnqual(ctx_);
+  auto* ft = llvm::FunctionType::get(b_.getInt32Ty(), {ptr, b_.getInt64Ty(), b_.getInt64Ty()}, false);
+  auto c = mod_.getOrInsertFunction(kCheckFn, ft);
+  if (auto* fn = llvm::dyn_cast<llvm::Function>(c.getCallee())) fn->addFnAttr(llvm::Attribute::NoUnwind);
+  return c;
+}
+
+}  // namespace tl::codegen::cpu

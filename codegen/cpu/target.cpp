@@ -1,0 +1,162 @@
+// The host CPU target: lowering into the CPU kernel ABI, LLVM's O3 pipeline for the
+// host's ISA, and a relocatable ELF object that runtime/cpu_device.cpp links in-process.
+//
+// The CPU kernel ABI (one call runs one program):
+//   void @tl_<name>(ptr %args, i32 %pid_x, i32 %pid_y, i32 %pid_z,
+//                   i32 %nprog_x, i32 %nprog_y, i32 %nprog_z, ptr %ctx)
+// %args points at one 8-byte slot per kernel argument (runtime::ArgSlots); %ctx is the
+// launch's runtime context, passed back to tl_cpu_fault / tl_cpu_print / tl_cpu_check.
+#include <fmt/format.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Host.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <memory>
+#include <mutex>
+
+#include "codegen/cpu/lower.hpp"
+#include "codegen/target.hpp"
+#include "tl/error.hpp"
+
+namespace tl::codegen {
+namespace {
+
+void init_native_target() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+  });
+}
+
+std::string host_features() {
+  std::string s;
+  for (auto& f : llvm::sys::getHostCPUFeatures()) s += fmt::format("{}{}{}", s.empty() ? "" : ",", f.second ? '+' : '-', f.first().str());
+  return s;
+}
+
+llvm::CodeGenOptLevel codegen_level(int opt) {
+  switch (opt) {
+    case 0: return llvm::CodeGenOptLevel::None;
+    case 1: return llvm::CodeGenOptLevel::Less;
+    case 2: return llvm::CodeGenOptLevel::Default;
+    default: return llvm::CodeGenOptLevel::Aggressive;
+  }
+}
+
+class CpuTarget final : public Target {
+ public:
+  explicit CpuTarget(const TargetDesc& d) : desc_(d) {
+    init_native_target();
+    // An unspecified feature list means "this machine's" when compiling for this machine.
+    features_ = !desc_.features.empty() ? desc_.features
+                : desc_.arch == llvm::sys::getHostCPUName() ? host_features() : std::string();
+  }
+
+  const TargetDesc& desc() const override { return desc_; }
+
+  void lower(const ir::Function& f, llvm::Module& m, const CompileOptions& opts) override {
+    llvm::TargetMachine& tm = machine(opts.opt_level);
+    m.setTargetTriple(tm.getTargetTriple());
+    m.setDataLayout(tm.createDataLayout());
+    symbol_ = cpu::kernel_symbol(f.name);
+    cpu::Lowerer lowerer(f, m, opts, symbol_, features_);
+    lowerer.run();
+    llvm::Function* fn = lowerer.function();
+    fn->addFnAttr("target-cpu", desc_.arch);
+    if (!features_.empty()) fn->addFnAttr("target-features", features_);
+  }
+
+  void emit(llvm::Module& m, const CompileOptions& opts, CodeObject& out) override {
+    llvm::TargetMachine& tm = machine(opts.opt_level);
+    std::string problems;
+    llvm::raw_string_ostream vos(problems);
+    if (llvm::verifyModule(m, &vos))
+      throw compile_error("tl cpu: the lowering produced invalid LLVM IR (a tl bug):\n" + problems);
+
+    optimize(m, tm, opts.opt_level);
+    {
+      llvm::raw_string_ostream os(out.llvm_ir);
+      m.print(os, nullptr);
+    }
+    llvm::SmallVector<char, 0> object;
+    llvm::raw_svector_ostream os(object);
+    llvm::legacy::PassManager pm;
+    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+      throw compile_error("tl cpu: LLVM cannot emit an object file for " + desc_.arch);
+    pm.run(m);
+    out.binary.assign(object.begin(), object.end());
+    out.format = "elf";
+    out.kernel_symbol = symbol_;
+    out.block_threads = 1;
+    out.shared_bytes = 0;
+    out.report["shared_bytes"] = 0;
+  }
+
+ private:
+  // One machine per thread and setting: they are costly to build, and a TargetMachine
+  // must not run two code generations at once.
+  llvm::TargetMachine& machine(int opt_level) {
+    struct Cached {
+      std::string key;
+      std::unique_ptr<llvm::TargetMachine> tm;
+    };
+    thread_local std::vector<Cached> cache;
+    std::string key = fmt::format("{}|{}|{}", desc_.arch, features_, opt_level);
+    for (auto& c : cache)
+      if (c.key == key) return *c.tm;
+    llvm::Triple triple(llvm::sys::getProcessTriple());
+    std::string error;
+    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target) throw compile_error("tl cpu: no LLVM target for " + triple.str() + ": " + error);
+    llvm::TargetOptions options;
+    // PIC: the JIT linker places the object anywhere and reaches libm through its GOT.
+    std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+        triple, desc_.arch, features_, options, llvm::Reloc::PIC_, llvm::CodeModel::Small, codegen_level(opt_level)));
+    if (!tm) throw compile_error("tl cpu: cannot create a target machine for " + desc_.arch);
+    cache.push_back({key, std::move(tm)});
+    return *cache.back().tm;
+  }
+
+  static void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PipelineTuningOptions pto;
+    pto.LoopVectorization = opt_level >= 2;
+    pto.SLPVectorization = opt_level >= 2;
+    llvm::PassBuilder pb(&tm, pto);
+    pb.registerModuleAnalyses(mam);
+    pb.registerCGSCCAnalyses(cgam);
+    pb.registerFunctionAnalyses(fam);
+    pb.registerLoopAnalyses(lam);
+    pb.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager mpm;
+    switch (opt_level) {
+      case 0: mpm = pb.buildO0DefaultPipeline(llvm::OptimizationLevel::O0); break;
+      case 1: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O1); break;
+      case 2: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2); break;
+      default: mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3); break;
+    }
+    mpm.run(m, mam);
+  }
+
+  TargetDesc desc_;
+  std::string features_;
+  std::string symbol_;
+};
+
+}  // namespace
+
+std::unique_ptr<Target> make_cpu_target(const TargetDesc& d) { return std::make_unique<CpuTarget>(d); }
+
+}  // namespace tl::codegen

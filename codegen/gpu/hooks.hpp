@@ -1,0 +1,82 @@
+// What the shared GPU lowering asks of a target (AMDGPU, NVPTX): the few places where
+// the hardware differs. Everything else (layouts, elementwise maps, vectorized memory
+// access, reductions, layout conversions) lives once in codegen/gpu.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tl/dtype.hpp"
+#include "tl/opcode.hpp"
+
+namespace llvm {
+class Function;
+class Instruction;
+class LLVMContext;
+class Value;
+class Module;
+class IRBuilderBase;
+}  // namespace llvm
+
+namespace tl::gpu {
+
+// Facts about the kernel that the target turns into attributes and ABI choices.
+struct KernelInfo {
+  int block_threads = 0;        // num_warps * wave_size
+  int waves_per_eu = 0;         // AMD occupancy hint; 0 = none
+  bool uses_program_id[3] = {false, false, false};
+  bool uses_num_programs = false;
+  bool uses_trap = false;
+};
+
+class GpuHooks {
+ public:
+  virtual ~GpuHooks() = default;
+
+  virtual std::string target_name() const = 0;  // "gfx942", "sm_90": for messages
+  virtual int wave_size() const = 0;
+  virtual unsigned shared_address_space() const { return 3; }
+  virtual unsigned global_address_space() const { return 1; }
+
+  // Calling convention and kernel attributes, once lowering knows what the body uses.
+  virtual void finish_kernel(llvm::Function& fn, const KernelInfo& info) = 0;
+
+  // Work-item id within the program (0 .. block_threads-1), i32.
+  virtual llvm::Value* thread_id(llvm::IRBuilderBase& b) = 0;
+  // The warp (wavefront) index of this thread, uniform across the warp, i32.
+  virtual llvm::Value* warp_id(llvm::IRBuilderBase& b, llvm::Value* tid) = 0;
+  virtual llvm::Value* program_id(llvm::IRBuilderBase& b, int axis) = 0;
+  virtual llvm::Value* num_programs(llvm::IRBuilderBase& b, int axis, int block_threads) = 0;
+
+  // Lane exchange within a warp: the i32 `v` of lane (lane ^ mask). Every lane active.
+  virtual llvm::Value* shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) = 0;
+
+  // Workgroup barrier that also orders shared-memory accesses across it.
+  virtual void barrier(llvm::IRBuilderBase& b) = 0;
+
+  // The LLVM sync scope of an atomic at `sc` (cta / gpu / sys).
+  virtual uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) = 0;
+  // Target metadata on an atomic instruction (AMD: no fine-grained memory).
+  virtual void decorate_atomic(llvm::Instruction* inst, scope sc) {}
+  // True when the backend drops the ordering of atomicrmw (LLVM 22's NVPTX emits a
+  // relaxed `atom` whatever the ordering): the lowering then brackets a relaxed atomic
+  // with scoped fences, release before and acquire after.
+  virtual bool order_rmw_with_fences() const { return false; }
+  // Largest static shared memory a program may allocate.
+  virtual int max_shared_bytes() const { return 64 * 1024; }
+
+  // Elementwise math on f32 (or f64) where the target has its own implementation;
+  // nullptr means "use LLVM's intrinsic".
+  virtual llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) { return nullptr; }
+
+  // FP8 conversions where the hardware has them; nullptr selects the portable software
+  // path (codegen/gpu/fp8.cpp). `bits` is i8; f32 in and out. Saturation and NaN
+  // handling must match docs/ir.md (saturate to max finite, keep NaN).
+  virtual llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) { return nullptr; }
+  virtual llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) { return nullptr; }
+
+  // A failed device_assert: record `line` where a debugger can find it, then stop.
+  virtual void trap(llvm::IRBuilderBase& b, unsigned line) = 0;
+};
+
+}  // namespace tl::gpu

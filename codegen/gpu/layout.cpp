@@ -1,0 +1,278 @@
+// Distributed layouts as linear maps from hardware bits to flat element indices (see
+// layout.hpp). Everything here is host-side bookkeeping; no LLVM.
+#include "codegen/gpu/layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+
+int log2_exact(int64_t n) {
+  int k = 0;
+  while ((int64_t(1) << k) < n) ++k;
+  if ((int64_t(1) << k) != n) throw compile_error(fmt::format("gpu layout: {} is not a power of two", n));
+  return k;
+}
+
+int64_t Layout::numel() const {
+  int64_t n = 1;
+  for (int d : shape) n *= d;
+  return n;
+}
+
+uint32_t Layout::reg_part(uint32_t r) const {
+  uint32_t f = 0;
+  for (size_t i = 0; i < reg.size(); ++i)
+    if (r >> i & 1) f ^= reg[i];
+  return f;
+}
+
+uint32_t Layout::thread_part(uint32_t l, uint32_t w) const {
+  uint32_t f = 0;
+  for (size_t i = 0; i < lane.size(); ++i)
+    if (l >> i & 1) f ^= lane[i];
+  for (size_t i = 0; i < warp.size(); ++i)
+    if (w >> i & 1) f ^= warp[i];
+  return f;
+}
+
+uint32_t Layout::duplicate_reg_mask() const {
+  uint32_t m = 0;
+  for (size_t i = 0; i < reg.size(); ++i)
+    if (reg[i] == 0) m |= 1u << i;
+  return m;
+}
+
+std::string Layout::str() const {
+  auto list = [](const std::vector<uint32_t>& v) { return fmt::format("[{}]", fmt::join(v, ",")); };
+  return fmt::format("shape=[{}] reg={} lane={} warp={}", fmt::join(shape, ","), list(reg), list(lane), list(warp));
+}
+
+int dim_offset(const std::vector<int>& shape, int d) {
+  int off = 0;
+  for (int e = int(shape.size()) - 1; e > d; --e) off += log2_exact(shape[e]);
+  return off;
+}
+
+int dim_of_bit(const std::vector<int>& shape, int bit) {
+  int off = 0;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) {
+    int w = log2_exact(shape[d]);
+    if (bit < off + w) return d;
+    off += w;
+  }
+  throw compile_error(fmt::format("gpu layout: flat-index bit {} is outside the tile", bit));
+}
+
+uint32_t coord(const std::vector<int>& shape, uint32_t flat, int d) {
+  return (flat >> dim_offset(shape, d)) & uint32_t(shape[d] - 1);
+}
+
+namespace {
+
+// Applies a map defined on single flat-index bits to every basis (linear over F2).
+template <class F> uint32_t map_bits(uint32_t b, F&& f) {
+  uint32_t r = 0;
+  for (int bit = 0; b; ++bit, b >>= 1)
+    if (b & 1) r ^= f(bit);
+  return r;
+}
+
+template <class F> Layout map_layout(const Layout& in, std::vector<int> shape, F&& f) {
+  Layout out;
+  out.shape = std::move(shape);
+  auto m = [&](uint32_t b) { return map_bits(b, f); };
+  for (uint32_t b : in.reg) out.reg.push_back(m(b));
+  for (uint32_t b : in.lane) out.lane.push_back(m(b));
+  for (uint32_t b : in.warp) out.warp.push_back(m(b));
+  return out;
+}
+
+}  // namespace
+
+Layout blocked_layout(const std::vector<int>& shape, const std::vector<int>& spt, const std::vector<int>& tpw,
+                      const std::vector<int>& wpc, const std::vector<int>& order, int wave_size, int num_warps) {
+  int r = int(shape.size());
+  Layout l;
+  l.shape = shape;
+  std::vector<int> next(r, 0);  // next coordinate bit to hand out, per dim
+  auto push = [&](std::vector<uint32_t>& list, int d) {
+    if ((1 << next[d]) < shape[d]) {
+      list.push_back(uint32_t(1) << (dim_offset(shape, d) + next[d]));
+      ++next[d];
+    } else {
+      list.push_back(0);  // beyond the tile: a copy
+    }
+  };
+  for (int d : order)
+    for (int i = 0; i < log2_exact(spt[d]); ++i) push(l.reg, d);
+  for (int d : order)
+    for (int i = 0; i < log2_exact(tpw[d]); ++i) push(l.lane, d);
+  for (int d : order)
+    for (int i = 0; i < log2_exact(wpc[d]); ++i) push(l.warp, d);
+  if (int(l.lane.size()) != log2_exact(wave_size) || int(l.warp.size()) != log2_exact(num_warps))
+    throw compile_error("gpu layout: threads_per_warp/warps_per_cta do not cover the program");
+  // repetitions: what the CTA tile does not cover wraps into more registers
+  for (int d : order)
+    while ((1 << next[d]) < shape[d]) push(l.reg, d);
+  return l;
+}
+
+Layout scalar_layout(int wave_size, int num_warps) {
+  Layout l;
+  l.lane.assign(log2_exact(wave_size), 0);
+  l.warp.assign(log2_exact(num_warps), 0);
+  return l;
+}
+
+Layout default_layout(const std::vector<int>& shape, const std::vector<int>& order, int vec, int wave_size,
+                      int num_warps) {
+  int rank = int(shape.size());
+  if (rank == 0) return scalar_layout(wave_size, num_warps);
+  int64_t numel = 1;
+  for (int d : shape) numel *= d;
+  int threads = wave_size * num_warps;
+  std::vector<int> spt(rank, 1), tpw(rank, 1), wpc(rank, 1);
+  int fast = order[0];
+  int64_t per_thread = std::max<int64_t>(1, numel / threads);
+  spt[fast] = int(std::clamp<int64_t>(std::min<int64_t>(vec, per_thread), 1, shape[fast]));
+  int lanes = wave_size, warps = num_warps, remaining = threads, prev_lanes = 1, prev_warps = 1;
+  for (int k = 0; k < rank - 1; ++k) {
+    int i = order[k];
+    int per_cta = std::clamp(remaining, 1, std::max(1, shape[i] / spt[i]));
+    tpw[i] = std::clamp(per_cta, 1, lanes);
+    wpc[i] = std::clamp(per_cta / tpw[i], 1, warps);
+    warps /= wpc[i];
+    lanes /= tpw[i];
+    remaining /= per_cta;
+    prev_lanes *= tpw[i];
+    prev_warps *= wpc[i];
+  }
+  tpw[order[rank - 1]] = wave_size / prev_lanes;
+  wpc[order[rank - 1]] = num_warps / prev_warps;
+  return blocked_layout(shape, spt, tpw, wpc, order, wave_size, num_warps);
+}
+
+std::vector<int> reduce_kept_reg_bits(const Layout& in, int axis) {
+  std::vector<int> kept;
+  for (size_t i = 0; i < in.reg.size(); ++i) {
+    uint32_t b = in.reg[i];
+    if (b == 0) continue;  // a duplicate register: combining it would count twice
+    bool along = false;
+    for (int bit = 0; (b >> bit) != 0; ++bit)
+      if ((b >> bit & 1) && dim_of_bit(in.shape, bit) == axis) along = true;
+    if (!along) kept.push_back(int(i));
+  }
+  return kept;
+}
+
+Layout reduce_layout(const Layout& in, int axis) {
+  std::vector<int> shape = in.shape;
+  shape.erase(shape.begin() + axis);
+  auto f = [&](int bit) -> uint32_t {
+    int d = dim_of_bit(in.shape, bit);
+    if (d == axis) return 0;
+    int c = bit - dim_offset(in.shape, d);
+    int nd = d < axis ? d : d - 1;
+    return uint32_t(1) << (dim_offset(shape, nd) + c);
+  };
+  Layout out = map_layout(in, shape, f);
+  out.reg.clear();
+  for (int i : reduce_kept_reg_bits(in, axis)) out.reg.push_back(map_bits(in.reg[i], f));
+  return out;
+}
+
+Layout reshape_layout(const Layout& in, const std::vector<int>& shape) {
+  Layout out = in;
+  out.shape = shape;
+  return out;
+}
+
+Layout trans_layout(const Layout& in, const std::vector<int>& perm) {
+  int r = in.rank();
+  std::vector<int> shape(r), inv(r);
+  for (int i = 0; i < r; ++i) {
+    shape[i] = in.shape[perm[i]];
+    inv[perm[i]] = i;
+  }
+  return map_layout(in, shape, [&](int bit) -> uint32_t {
+    int d = dim_of_bit(in.shape, bit);
+    int c = bit - dim_offset(in.shape, d);
+    return uint32_t(1) << (dim_offset(shape, inv[d]) + c);
+  });
+}
+
+Layout trans_source_layout(const Layout& out, const std::vector<int>& perm) {
+  int r = out.rank();
+  std::vector<int> shape(r);
+  for (int i = 0; i < r; ++i) shape[perm[i]] = out.shape[i];
+  return map_layout(out, shape, [&](int bit) -> uint32_t {
+    int i = dim_of_bit(out.shape, bit);
+    int c = bit - dim_offset(out.shape, i);
+    return uint32_t(1) << (dim_offset(shape, perm[i]) + c);
+  });
+}
+
+Layout broadcast_source_layout(const Layout& out, const std::vector<int>& src_shape) {
+  return map_layout(out, src_shape, [&](int bit) -> uint32_t {
+    int d = dim_of_bit(out.shape, bit);
+    if (src_shape[d] == 1) return 0;
+    int c = bit - dim_offset(out.shape, d);
+    return uint32_t(1) << (dim_offset(src_shape, d) + c);
+  });
+}
+
+std::optional<std::vector<int>> register_only_conversion(const Layout& src, const Layout& dst) {
+  if (src.lane != dst.lane || src.warp != dst.warp) return std::nullopt;
+  // Gaussian elimination over F2: express each dst register image in src's registers.
+  struct Row {
+    uint32_t image;
+    uint32_t regs;  // which src register bits XOR to `image`
+  };
+  std::vector<Row> basis;
+  for (size_t i = 0; i < src.reg.size(); ++i) {
+    Row row{src.reg[i], 1u << i};
+    for (const Row& b : basis) {
+      uint32_t top = 1u << (31 - __builtin_clz(b.image));
+      if (row.image & top) row.image ^= b.image, row.regs ^= b.regs;
+    }
+    if (row.image) {
+      basis.push_back(row);
+      std::sort(basis.begin(), basis.end(), [](const Row& a, const Row& b) { return a.image > b.image; });
+    }
+  }
+  auto solve = [&](uint32_t image) -> std::optional<uint32_t> {
+    uint32_t regs = 0;
+    for (const Row& b : basis) {
+      uint32_t top = 1u << (31 - __builtin_clz(b.image));
+      if (image & top) image ^= b.image, regs ^= b.regs;
+    }
+    if (image) return std::nullopt;
+    return regs;
+  };
+  std::vector<uint32_t> bit_src(dst.reg.size());
+  for (size_t j = 0; j < dst.reg.size(); ++j) {
+    auto s = solve(dst.reg[j]);
+    if (!s) return std::nullopt;
+    bit_src[j] = *s;
+  }
+  std::vector<int> map(dst.num_regs());
+  for (int r = 0; r < dst.num_regs(); ++r) {
+    uint32_t s = 0;
+    for (size_t j = 0; j < dst.reg.size(); ++j)
+      if (r >> j & 1) s ^= bit_src[j];
+    map[r] = int(s);
+  }
+  return map;
+}
+
+int contiguous_run(const Layout& l, uint32_t stride) {
+  size_t k = 0;
+  while (k < l.reg.size() && l.reg[k] == (stride << k)) ++k;
+  return 1 << k;
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,94 @@
+// Distributed layouts: which thread of a program holds which element of a tile.
+//
+// The representation is Triton's linear layout, specialised to one output: every
+// hardware bit (a bit of the register index, of the lane id, of the warp id) maps to a
+// row-major flat element index, and the element held at (register r, lane l, warp w)
+// is the XOR of the images of the bits set in r, l and w. Tile dims are powers of two,
+// so flat-index bits split cleanly into per-dimension fields and Triton's blocked and
+// slice encodings are all of this form. A zero image means replication: the threads
+// (or registers) that differ only in that bit hold the same element.
+//
+// One representation serves every GPU target; the wave size only decides how many lane
+// bits there are. Reshape is free (the flat index does not change), transposition
+// permutes flat-index bits, a reduction zeroes the bits of the reduced axis, and a
+// broadcast reads its source through the projection that clears the broadcast dims.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tl::gpu {
+
+struct Layout {
+  std::vector<int> shape;        // the tile's shape; empty for scalars
+  std::vector<uint32_t> reg;     // image of register-index bit i
+  std::vector<uint32_t> lane;    // image of lane-id bit i (log2(wave size) entries)
+  std::vector<uint32_t> warp;    // image of warp-id bit i (log2(num_warps) entries)
+
+  int rank() const { return int(shape.size()); }
+  int num_regs() const { return 1 << reg.size(); }
+  int64_t numel() const;
+  // flat index contributed by register r (the thread part is XORed in at run time)
+  uint32_t reg_part(uint32_t r) const;
+  uint32_t thread_part(uint32_t lane_id, uint32_t warp_id) const;
+  // True when some register bit has a zero image: registers that differ in it are copies.
+  uint32_t duplicate_reg_mask() const;
+  bool operator==(const Layout& o) const = default;
+  std::string str() const;
+};
+
+// --- flat-index helpers for power-of-two shapes ---
+int log2_exact(int64_t n);
+// Bit offset of dim d's field in the row-major flat index.
+int dim_offset(const std::vector<int>& shape, int d);
+// The dim whose field holds flat-index bit `bit`.
+int dim_of_bit(const std::vector<int>& shape, int bit);
+// Coordinate of `flat` along dim d.
+uint32_t coord(const std::vector<int>& shape, uint32_t flat, int d);
+
+// Triton's BlockedEncoding: sizePerThread, threadsPerWarp, warpsPerCTA per dim and an
+// order (fastest-varying dim first). Extra elements wrap into more registers; lanes and
+// warps beyond the shape hold copies (zero images).
+Layout blocked_layout(const std::vector<int>& shape, const std::vector<int>& size_per_thread,
+                      const std::vector<int>& threads_per_warp, const std::vector<int>& warps_per_cta,
+                      const std::vector<int>& order, int wave_size, int num_warps);
+
+// The default blocked layout of a shape: `vec` contiguous elements per thread along
+// order[0] (clamped so every thread still gets work), lanes and then warps filled along
+// the order, like Triton's getDefaultBlockedEncoding.
+Layout default_layout(const std::vector<int>& shape, const std::vector<int>& order, int vec, int wave_size,
+                      int num_warps);
+
+// A scalar seen as a layout: one register, every thread a copy.
+Layout scalar_layout(int wave_size, int num_warps);
+
+// Triton's SliceEncoding: the layout of reduce(axis) of a tile held in `in`, after the
+// reduction has combined the registers, lanes and warps along `axis` (they become
+// copies). Registers along the axis (and duplicate registers) disappear.
+Layout reduce_layout(const Layout& in, int axis);
+// Which register bits of `in` survive in reduce_layout(in, axis), in order.
+std::vector<int> reduce_kept_reg_bits(const Layout& in, int axis);
+
+// The same registers seen with another shape of equal element count.
+Layout reshape_layout(const Layout& in, const std::vector<int>& shape);
+// The layout of trans(perm) of a tile held in `in`.
+Layout trans_layout(const Layout& in, const std::vector<int>& perm);
+// The layout in which trans(perm)'s operand must be held so that the result is `out`.
+Layout trans_source_layout(const Layout& out, const std::vector<int>& perm);
+// The layout in which broadcast's operand (shape `src_shape`, size-1 dims where it is
+// broadcast) must be held so that register i of the result is register i of the
+// operand: `out` with the broadcast dims projected away (their images become zero).
+Layout broadcast_source_layout(const Layout& out, const std::vector<int>& src_shape);
+
+// For a conversion that needs no data movement between threads: the register of `src`
+// holding, in the same thread, the element of each register of `dst`. nullopt when some
+// thread of `dst` needs an element that thread does not hold in `src`.
+std::optional<std::vector<int>> register_only_conversion(const Layout& src, const Layout& dst);
+
+// Length of the run of registers 0, 1, 2, ... that hold consecutive elements along
+// flat-index stride `stride` (the vectorizable run); a power of two.
+int contiguous_run(const Layout& l, uint32_t stride);
+
+}  // namespace tl::gpu

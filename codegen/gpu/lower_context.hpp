@@ -1,0 +1,162 @@
+// The state of one GPU kernel lowering, shared by the lower_*.cpp files of this folder
+// (each handles one family of ops). Private to codegen/gpu.
+//
+// A tile value becomes, in each thread, the list of LLVM values it owns under a
+// distributed layout (layout.hpp). Values are lowered in one of two ways:
+//  - eagerly, at their op, in their natural layout (loads, reductions, loop results,
+//    arithmetic on those): `natural()`;
+//  - lazily, where they are used and in the layout the user wants, for cheap pure
+//    index computations (splat, arange, broadcast, reshape, integer/pointer arithmetic
+//    on those): "rematerialization", as Triton's RemoveLayoutConversions does.
+// `get(v, layout)` hands out any value in any layout: a lazy value is re-emitted, an
+// eager one converted in registers when each thread already holds what it needs, and
+// through shared memory otherwise.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Module.h>
+
+#include <functional>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "codegen/gpu/hooks.hpp"
+#include "codegen/gpu/layout.hpp"
+#include "codegen/gpu/lowering.hpp"
+#include "codegen/passes/axis_analysis.hpp"
+
+namespace tl::gpu {
+
+using Values = std::vector<llvm::Value*>;
+
+struct Regs {
+  Layout layout;
+  Values v;
+};
+
+// Chooses, per tile shape, the layout that loads, stores and elementwise ops of that
+// shape use (layout_selection.cpp).
+std::map<std::vector<int>, Layout> select_layouts(const ir::Function& f, const passes::AxisAnalysis& axis,
+                                                  int wave_size, int num_warps);
+
+// Software FP8 conversions (fp8.cpp): i8 bits <-> f32, saturating, NaN kept.
+llvm::Value* fp8_to_f32_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits);
+llvm::Value* f32_to_fp8_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x);
+double fp8_max_finite(DType fmt);
+
+class Lowerer {
+ public:
+  Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks);
+  LoweringResult run();
+
+  // ---- values (lower_kernel.cpp)
+  llvm::Value* scalar(const ir::Value* v);
+  Values get(const ir::Value* v, const Layout& l);
+  const Regs& natural(const ir::Value* v);
+  // The layout an eager op works in when it has no reason to prefer another.
+  const Layout& default_layout(const std::vector<int>& shape);
+  // The natural layout of a tile operand if it has one, else the default of its shape.
+  Layout preferred_layout(const ir::Value* v);
+  bool is_lazy(const ir::Value* v) const { return lazy_.count(v) != 0; }
+  bool has_uses(const ir::Value* v) const { return used_.count(v) != 0; }
+  void set_natural(const ir::Value* v, Regs r);
+  void set_scalar(const ir::Value* v, llvm::Value* x) { scalars_[v] = x; }
+
+  // ---- thread geometry (lower_kernel.cpp)
+  // Flat-index part that the thread's lane and warp contribute under `l` (i32).
+  llvm::Value* thread_offset(const Layout& l);
+  // Flat element index of register r under `l` (i32).
+  llvm::Value* element_index(const Layout& l, int r);
+  // i1 true in exactly one of the threads that hold copies of the same elements
+  // (nullptr when no thread holds a copy).
+  llvm::Value* owner_predicate(const Layout& l, bool ignore_warp_copies = false);
+  llvm::Value* lane_id() { return lane_; }
+  llvm::Value* warp_id() { return warp_; }
+  llvm::Value* thread_id() { return tid_; }
+
+  // ---- control-flow helpers
+  // Runs `body` in a block entered only when `cond` holds (cond may be nullptr: always).
+  void if_then(llvm::Value* cond, const std::function<void()>& body);
+  // Like if_then, and merges the value `body` returns with `otherwise`.
+  llvm::Value* if_then_value(llvm::Value* cond, const std::function<llvm::Value*()>& body, llvm::Value* otherwise);
+  [[noreturn]] void fail(const ir::Operation& op, const std::string& what);
+
+  // ---- elementwise (lower_elementwise.cpp)
+  llvm::Type* reg_type(DType t);      // in registers (i1 as i1, FP8 as i8, ptr as global ptr)
+  llvm::Type* mem_type(DType t);      // in memory (i1 as i8)
+  llvm::Value* constant(DType t, double f, int64_t i);
+  llvm::Value* element(const ir::Operation& op, const Values& args);
+  llvm::Value* cast(llvm::Value* x, DType from, DType to);
+  llvm::Value* to_mem(llvm::Value* x, DType t);    // i1 -> i8
+  llvm::Value* from_mem(llvm::Value* x, DType t);  // i8 -> i1
+  Values lazy_value(const ir::Value* v, const Layout& l);
+  void lower_elementwise_tile(const ir::Operation& op);
+  void lower_shape_op(const ir::Operation& op);  // broadcast/reshape/trans of eager values
+
+  // ---- memory (lower_memory.cpp)
+  void lower_load(const ir::Operation& op);
+  void lower_store(const ir::Operation& op);
+  void lower_atomic(const ir::Operation& op);
+
+  // ---- reductions (lower_reduce.cpp)
+  void lower_reduce(const ir::Operation& op);
+  void lower_scan(const ir::Operation& op);
+
+  // ---- layout conversion and shared memory (convert_layout.cpp)
+  Values convert(const Values& v, const Layout& from, const Layout& to, DType t);
+  // Shared memory: one static buffer per kernel, reused by every conversion; its size
+  // is the largest use. `smem_ptr` points at byte offset `byte_offset`.
+  llvm::Value* smem_ptr(llvm::Value* byte_offset);
+  void smem_reserve(int64_t bytes);
+  // Call before writing shared memory: a barrier if earlier reads may still be pending.
+  void smem_before_write();
+  // Call after the reads of a use: the next write needs a barrier first.
+  void smem_after_read() { smem_busy_ = true; }
+  void barrier() { hooks_.barrier(b); }
+  // Writes each thread's registers of `l` to shared memory at their flat index
+  // (vectorized), and reads back the elements `to` wants.
+  void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
+  Values smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
+  // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
+  Values broadcast_from_owners(const Values& v, const Layout& l, DType t);
+
+  // ---- control flow (lower_kernel.cpp)
+  void lower_block(const ir::Block& blk);
+  void lower_op(const ir::Operation& op);
+  void lower_for(const ir::Operation& op);
+  void lower_if(const ir::Operation& op);
+  void lower_assert(const ir::Operation& op);
+
+  const ir::Function& f_;
+  llvm::Module& m_;
+  llvm::LLVMContext& ctx_;
+  codegen::CompileOptions opts_;
+  GpuHooks& hooks_;
+  llvm::IRBuilder<> b;
+  llvm::Function* fn_ = nullptr;
+  passes::AxisAnalysis axis_;
+  int ws_, nw_, threads_;
+  KernelInfo info_;
+
+ private:
+  void analyze_uses(const ir::Block& blk);
+  bool lazy_candidate(const ir::Operation& op) const;
+
+  std::map<std::vector<int>, Layout> layouts_;
+  std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
+  std::unordered_map<const ir::Value*, Regs> natural_;
+  // caches of lazily emitted / converted values, one map per open region
+  std::vector<std::map<std::pair<const ir::Value*, std::string>, Values>> scopes_;
+  std::unordered_set<const ir::Value*> lazy_, used_;
+  std::map<std::string, llvm::Value*> thread_offsets_;
+  llvm::BasicBlock* entry_ = nullptr;
+  llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
+  llvm::GlobalVariable* smem_ = nullptr;
+  int64_t smem_bytes_ = 0;
+  bool smem_busy_ = false;
+};
+
+}  // namespace tl::gpu

@@ -1,0 +1,287 @@
+// Elementwise ops, casts, constants and shape ops: a tile op maps over the registers a
+// thread owns, so all of them reduce to `element()` on single LLVM values.
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Intrinsics.h>
+
+#include <cmath>
+
+#include "codegen/gpu/lower_context.hpp"
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+
+using llvm::Intrinsic::ID;
+namespace Intr = llvm::Intrinsic;
+
+llvm::Type* Lowerer::reg_type(DType t) {
+  switch (t) {
+    case DType::i1: return b.getInt1Ty();
+    case DType::i8: case DType::u8: return b.getInt8Ty();
+    case DType::f8e4m3fn: case DType::f8e5m2: case DType::f8e4m3fnuz: case DType::f8e5m2fnuz: return b.getInt8Ty();
+    case DType::i16: case DType::u16: return b.getInt16Ty();
+    case DType::i32: case DType::u32: return b.getInt32Ty();
+    case DType::i64: case DType::u64: return b.getInt64Ty();
+    case DType::f16: return b.getHalfTy();
+    case DType::bf16: return b.getBFloatTy();
+    case DType::f32: return b.getFloatTy();
+    case DType::f64: return b.getDoubleTy();
+    case DType::ptr: return llvm::PointerType::get(ctx_, hooks_.global_address_space());
+  }
+  return nullptr;
+}
+
+llvm::Type* Lowerer::mem_type(DType t) { return t == DType::i1 ? b.getInt8Ty() : reg_type(t); }
+
+llvm::Value* Lowerer::to_mem(llvm::Value* x, DType t) { return t == DType::i1 ? b.CreateZExt(x, b.getInt8Ty()) : x; }
+llvm::Value* Lowerer::from_mem(llvm::Value* x, DType t) {
+  return t == DType::i1 ? b.CreateICmpNE(x, b.getInt8(0)) : x;
+}
+
+llvm::Value* Lowerer::constant(DType t, double f, int64_t i) {
+  llvm::Type* ty = reg_type(t);
+  if (is_fp8(t)) return b.getInt8(uint8_t(i));
+  if (is_float(t)) return llvm::ConstantFP::get(ty, f);
+  if (t == DType::ptr) return llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ty));
+  return llvm::ConstantInt::get(ty, uint64_t(i), is_signed(t));
+}
+
+namespace {
+
+bool narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
+
+llvm::CmpInst::Predicate int_pred(CmpPred p, bool is_signed_cmp) {
+  switch (p) {
+    case CmpPred::lt: return is_signed_cmp ? llvm::CmpInst::ICMP_SLT : llvm::CmpInst::ICMP_ULT;
+    case CmpPred::le: return is_signed_cmp ? llvm::CmpInst::ICMP_SLE : llvm::CmpInst::ICMP_ULE;
+    case CmpPred::gt: return is_signed_cmp ? llvm::CmpInst::ICMP_SGT : llvm::CmpInst::ICMP_UGT;
+    case CmpPred::ge: return is_signed_cmp ? llvm::CmpInst::ICMP_SGE : llvm::CmpInst::ICMP_UGE;
+    case CmpPred::eq: return llvm::CmpInst::ICMP_EQ;
+    case CmpPred::ne: return llvm::CmpInst::ICMP_NE;
+  }
+  return llvm::CmpInst::ICMP_EQ;
+}
+
+// Ordered compares; != is unordered so that NaN != x holds, as in C++ and Triton.
+llvm::CmpInst::Predicate float_pred(CmpPred p) {
+  switch (p) {
+    case CmpPred::lt: return llvm::CmpInst::FCMP_OLT;
+    case CmpPred::le: return llvm::CmpInst::FCMP_OLE;
+    case CmpPred::gt: return llvm::CmpInst::FCMP_OGT;
+    case CmpPred::ge: return llvm::CmpInst::FCMP_OGE;
+    case CmpPred::eq: return llvm::CmpInst::FCMP_OEQ;
+    case CmpPred::ne: return llvm::CmpInst::FCMP_UNE;
+  }
+  return llvm::CmpInst::FCMP_OEQ;
+}
+
+// erf for f32 from exp: Numerical Recipes' erfc Chebyshev fit (fractional error below
+// 1.2e-7), written as erf = 1 - erfc for x >= 0 and mirrored.
+llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, const std::function<llvm::Value*(llvm::Value*)>& exp) {
+  llvm::Type* f = x->getType();
+  auto c = [&](double v) { return llvm::ConstantFP::get(f, v); };
+  llvm::Value* z = b.CreateUnaryIntrinsic(Intr::fabs, x);
+  llvm::Value* t = b.CreateFDiv(c(1.0), b.CreateFAdd(c(1.0), b.CreateFMul(c(0.5), z)));
+  static const double k[] = {-1.26551223, 1.00002368, 0.37409196,  0.09678418, -0.18628806,
+                             0.27886807,  -1.13520398, 1.48851587, -0.82215223, 0.17087277};
+  llvm::Value* poly = c(k[9]);
+  for (int i = 8; i >= 0; --i) poly = b.CreateIntrinsic(Intr::fma, {f}, {t, poly, c(k[i])});
+  llvm::Value* arg = b.CreateFSub(poly, b.CreateFMul(z, z));
+  llvm::Value* erfc = b.CreateFMul(t, exp(arg));
+  llvm::Value* r = b.CreateFSub(c(1.0), erfc);
+  return b.CreateIntrinsic(Intr::copysign, {f}, {r, x});
+}
+
+}  // namespace
+
+llvm::Value* Lowerer::cast(llvm::Value* x, DType from, DType to) {
+  if (from == to) return x;
+  llvm::Type* ty = reg_type(to);
+  if (is_fp8(from)) {
+    llvm::Value* f = hooks_.fp8_to_f32(b, from, x);
+    if (!f) f = fp8_to_f32_soft(b, from, x);
+    return cast(f, DType::f32, to);
+  }
+  if (is_fp8(to)) {
+    llvm::Value* f = cast(x, from, DType::f32);
+    llvm::Value* r = hooks_.f32_to_fp8(b, to, f);
+    return r ? r : f32_to_fp8_soft(b, to, f);
+  }
+  if (to == DType::i1) {
+    if (is_float(from)) return b.CreateFCmpUNE(x, llvm::ConstantFP::get(x->getType(), 0.0));
+    return b.CreateICmpNE(x, llvm::ConstantInt::get(x->getType(), 0));
+  }
+  if (is_int(from) && is_int(to)) return b.CreateIntCast(x, ty, is_signed(from));
+  if (is_int(from)) return is_signed(from) ? b.CreateSIToFP(x, ty) : b.CreateUIToFP(x, ty);
+  if (is_int(to))  // truncation toward zero, saturating, NaN -> 0: exactly fptosi.sat
+    return b.CreateIntrinsic(is_signed(to) ? Intr::fptosi_sat : Intr::fptoui_sat, {ty, x->getType()}, {x});
+  if (narrow_float(from) && narrow_float(to)) return b.CreateFPTrunc(b.CreateFPExt(x, b.getFloatTy()), ty);
+  return bit_width(to) > bit_width(from) ? b.CreateFPExt(x, ty) : b.CreateFPTrunc(x, ty);
+}
+
+llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
+  DType in = op.operands.empty() ? op.result()->type.dtype : op.operands[0]->type.dtype;
+  DType out = op.result()->type.dtype;
+  bool fl = is_float(in), sg = is_signed(in);
+  switch (op.op) {
+    case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : b.CreateAdd(a[0], a[1], "", false, sg);
+    case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : b.CreateSub(a[0], a[1], "", false, sg);
+    case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : b.CreateMul(a[0], a[1], "", false, sg);
+    case Op::div: return fl ? b.CreateFDiv(a[0], a[1]) : sg ? b.CreateSDiv(a[0], a[1]) : b.CreateUDiv(a[0], a[1]);
+    case Op::rem:
+      if (narrow_float(in)) {
+        // Exact in f32, and AMDGPU has no bf16 frem; the fence stops InstCombine from
+        // shrinking the f32 frem back to the narrow type.
+        llvm::Value* x = b.CreateArithmeticFence(b.CreateFPExt(a[0], b.getFloatTy()), b.getFloatTy());
+        llvm::Value* r = b.CreateFRem(x, b.CreateFPExt(a[1], b.getFloatTy()));
+        return b.CreateFPTrunc(r, a[0]->getType());
+      }
+      return fl ? b.CreateFRem(a[0], a[1]) : sg ? b.CreateSRem(a[0], a[1]) : b.CreateURem(a[0], a[1]);
+    case Op::min:
+      return b.CreateBinaryIntrinsic(fl ? Intr::minnum : sg ? Intr::smin : Intr::umin, a[0], a[1]);
+    case Op::max:
+      return b.CreateBinaryIntrinsic(fl ? Intr::maxnum : sg ? Intr::smax : Intr::umax, a[0], a[1]);
+    case Op::band: return b.CreateAnd(a[0], a[1]);
+    case Op::bor: return b.CreateOr(a[0], a[1]);
+    case Op::bxor: return b.CreateXor(a[0], a[1]);
+    case Op::shl: return b.CreateShl(a[0], a[1]);
+    case Op::shr: return sg ? b.CreateAShr(a[0], a[1]) : b.CreateLShr(a[0], a[1]);
+    case Op::neg: return fl ? b.CreateFNeg(a[0]) : b.CreateNeg(a[0]);
+    case Op::bnot: return b.CreateNot(a[0]);
+    case Op::abs:
+      return fl ? b.CreateUnaryIntrinsic(Intr::fabs, a[0]) : sg ? b.CreateBinaryIntrinsic(Intr::abs, a[0], b.getFalse())
+                                                               : a[0];
+    case Op::fma: return b.CreateIntrinsic(Intr::fma, {a[0]->getType()}, {a[0], a[1], a[2]});
+    case Op::cmp: {
+      auto p = CmpPred(op.i0);
+      if (fl) return b.CreateFCmp(float_pred(p), a[0], a[1]);
+      return b.CreateICmp(int_pred(p, sg), a[0], a[1]);
+    }
+    case Op::select: return b.CreateSelect(a[0], a[1], a[2]);
+    case Op::cast: return cast(a[0], in, out);
+    case Op::bitcast: return a[0]->getType() == reg_type(out) ? a[0] : b.CreateBitCast(a[0], reg_type(out));
+    case Op::addptr: {
+      DType od = op.operands[1]->type.dtype;
+      llvm::Value* off = b.CreateIntCast(a[1], b.getInt64Ty(), is_signed(od));
+      return b.CreateGEP(mem_type(op.operands[0]->type.pointee), a[0], off);
+    }
+    case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::sin:
+    case Op::cos: case Op::erf: case Op::floor: case Op::ceil: {
+      llvm::Value* x = a[0];
+      if (narrow_float(in)) x = b.CreateFPExt(x, b.getFloatTy());  // f16/bf16 math runs in f32
+      if (x->getType()->isDoubleTy() && op.op != Op::sqrt && op.op != Op::floor && op.op != Op::ceil &&
+          op.op != Op::rsqrt)
+        fail(op, fmt::format("{} on f64 is not supported on {} yet (no device math library)", op_name(op.op),
+                             hooks_.target_name()));
+      auto math = [&](Op m, llvm::Value* v) -> llvm::Value* {
+        if (llvm::Value* r = hooks_.math(b, m, v)) return r;
+        switch (m) {
+          case Op::exp: return b.CreateUnaryIntrinsic(Intr::exp, v);
+          case Op::exp2: return b.CreateUnaryIntrinsic(Intr::exp2, v);
+          case Op::log: return b.CreateUnaryIntrinsic(Intr::log, v);
+          case Op::log2: return b.CreateUnaryIntrinsic(Intr::log2, v);
+          case Op::sqrt: return b.CreateUnaryIntrinsic(Intr::sqrt, v);
+          case Op::sin: return b.CreateUnaryIntrinsic(Intr::sin, v);
+          case Op::cos: return b.CreateUnaryIntrinsic(Intr::cos, v);
+          case Op::floor: return b.CreateUnaryIntrinsic(Intr::floor, v);
+          case Op::ceil: return b.CreateUnaryIntrinsic(Intr::ceil, v);
+          case Op::rsqrt: {
+            // 1/sqrt with approximate-function flags: the targets select their rsq.
+            llvm::FastMathFlags fmf;
+            fmf.setApproxFunc();
+            llvm::Value* s = b.CreateUnaryIntrinsic(Intr::sqrt, v, fmf);
+            auto* d = b.CreateFDiv(llvm::ConstantFP::get(v->getType(), 1.0), s);
+            llvm::cast<llvm::Instruction>(d)->setFastMathFlags(fmf);
+            return d;
+          }
+          default: return nullptr;
+        }
+      };
+      llvm::Value* r = op.op == Op::erf ? erf_f32(b, x, [&](llvm::Value* v) { return math(Op::exp, v); })
+                                        : math(op.op, x);
+      if (narrow_float(in)) r = b.CreateFPTrunc(r, reg_type(in));
+      return r;
+    }
+    default:
+      fail(op, fmt::format("gpu lowering: '{}' is not an elementwise op", op_name(op.op)));
+  }
+}
+
+// Emits a lazy (pure, cheap) value in the layout its user asks for.
+Values Lowerer::lazy_value(const ir::Value* v, const Layout& l) {
+  const ir::Operation& op = *v->def;
+  int n = l.num_regs();
+  switch (op.op) {
+    case Op::splat: return Values(n, scalar(op.operands[0]));
+    case Op::arange: {
+      Values out;
+      for (int r = 0; r < n; ++r) {
+        llvm::Value* idx = element_index(l, r);
+        out.push_back(op.i0 ? b.CreateAdd(idx, b.getInt32(uint32_t(op.i0)), "", false, true) : idx);
+      }
+      return out;
+    }
+    case Op::broadcast:
+      return get(op.operands[0], broadcast_source_layout(l, op.operands[0]->type.shape));
+    case Op::reshape: case Op::expand_dims:
+      return get(op.operands[0], reshape_layout(l, op.operands[0]->type.shape));
+    case Op::trans:
+      return get(op.operands[0], trans_source_layout(l, op.ints));
+    default: {
+      std::vector<Values> args;
+      for (const ir::Value* o : op.operands) args.push_back(get(o, l));
+      Values out;
+      for (int r = 0; r < n; ++r) {
+        Values a;
+        for (auto& x : args) a.push_back(x[r]);
+        out.push_back(element(op, a));
+      }
+      return out;
+    }
+  }
+}
+
+void Lowerer::lower_elementwise_tile(const ir::Operation& op) {
+  // Work in the layout of the first operand that has one of its own; the others follow.
+  Layout l = default_layout(op.result()->type.shape);
+  for (const ir::Value* o : op.operands)
+    if (!o->type.is_scalar() && !is_lazy(o)) {
+      l = natural(o).layout;
+      break;
+    }
+  std::vector<Values> args;
+  for (const ir::Value* o : op.operands) args.push_back(get(o, l));
+  Values out;
+  for (int r = 0; r < l.num_regs(); ++r) {
+    Values a;
+    for (auto& x : args) a.push_back(x[r]);
+    out.push_back(element(op, a));
+  }
+  set_natural(op.result(), Regs{l, std::move(out)});
+}
+
+// Shape ops on eager values: reshape and trans only rename registers; broadcast reads
+// its operand in the projection of the result's layout (in registers when the operand
+// is a reduction of that layout, the common `x - mean[:, None]`).
+void Lowerer::lower_shape_op(const ir::Operation& op) {
+  const ir::Value* src = op.operands[0];
+  const ir::Value* res = op.result();
+  switch (op.op) {
+    case Op::reshape: case Op::expand_dims: {
+      const Regs& n = natural(src);
+      return set_natural(res, Regs{reshape_layout(n.layout, res->type.shape), n.v});
+    }
+    case Op::trans: {
+      const Regs& n = natural(src);
+      return set_natural(res, Regs{trans_layout(n.layout, op.ints), n.v});
+    }
+    case Op::broadcast: {
+      Layout l = default_layout(res->type.shape);
+      return set_natural(res, Regs{l, get(src, broadcast_source_layout(l, src->type.shape))});
+    }
+    default:
+      fail(op, fmt::format("gpu lowering: unexpected shape op '{}'", op_name(op.op)));
+  }
+}
+
+}  // namespace tl::gpu

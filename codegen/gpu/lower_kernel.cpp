@@ -1,0 +1,461 @@
+// The GPU lowering's driver: the kernel function and its ABI, the value maps (eager,
+// lazy, converted), thread geometry, and structured control flow (for, if).
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+
+#include "codegen/gpu/lower_context.hpp"
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+
+std::string kernel_symbol(const std::string& name) {
+  std::string s = name.empty() ? "kernel" : name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
+  if (std::isdigit(static_cast<unsigned char>(s[0]))) s = "k_" + s;
+  return s;
+}
+
+Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks)
+    : f_(f), m_(m), ctx_(m.getContext()), opts_(opts), hooks_(hooks), b(m.getContext()), axis_(f) {
+  ws_ = hooks.wave_size();
+  nw_ = opts.num_warps;
+  if (nw_ < 1 || (nw_ & (nw_ - 1)) != 0 || nw_ > 32)
+    throw compile_error(fmt::format("num_warps must be a power of two in 1..32, got {}", nw_));
+  threads_ = ws_ * nw_;
+  if (threads_ > 1024) throw compile_error(fmt::format("{} threads per program exceed the GPU limit of 1024", threads_));
+  info_.block_threads = threads_;
+  info_.waves_per_eu = opts.waves_per_eu;
+  layouts_ = select_layouts(f, axis_, ws_, nw_);
+}
+
+void Lowerer::fail(const ir::Operation& op, const std::string& what) {
+  throw compile_error(what, op.loc.file, op.loc.line);
+}
+
+// ------------------------------------------------------------------ the kernel
+
+LoweringResult Lowerer::run() {
+  std::vector<llvm::Type*> params;
+  for (auto& a : f_.body.args) {
+    DType t = a->type.dtype;
+    params.push_back(t == DType::i1 ? b.getInt8Ty() : reg_type(t));  // bool travels as a byte
+  }
+  auto* fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  std::string name = kernel_symbol(f_.name);
+  fn_ = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, name, m_);
+  for (size_t i = 0; i < f_.body.args.size(); ++i) {
+    const ir::Value* a = f_.body.args[i].get();
+    llvm::Argument* arg = fn_->getArg(unsigned(i));
+    arg->setName(i < f_.arg_info.size() && !f_.arg_info[i].name.empty() ? f_.arg_info[i].name : fmt::format("arg{}", i));
+    arg->addAttr(llvm::Attribute::NoUndef);
+    if (a->type.is_ptr() && i < f_.arg_info.size() && f_.arg_info[i].divisible_by_16)
+      arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(16)));
+  }
+
+  entry_ = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+  auto* body = llvm::BasicBlock::Create(ctx_, "body", fn_);
+  b.SetInsertPoint(entry_);
+  tid_ = hooks_.thread_id(b);
+  lane_ = ws_ == 1 ? b.getInt32(0) : b.CreateAnd(tid_, b.getInt32(ws_ - 1), "lane");
+  warp_ = hooks_.warp_id(b, tid_);
+  b.CreateBr(body);
+  b.SetInsertPoint(body);
+
+  for (size_t i = 0; i < f_.body.args.size(); ++i) {
+    const ir::Value* a = f_.body.args[i].get();
+    llvm::Value* v = fn_->getArg(unsigned(i));
+    if (a->type.dtype == DType::i1) v = b.CreateTrunc(v, b.getInt1Ty());
+    scalars_[a] = v;
+  }
+  analyze_uses(f_.body);
+  scopes_.emplace_back();
+  lower_block(f_.body);
+  b.CreateRetVoid();
+  scopes_.pop_back();
+
+  if (smem_) {
+    // The placeholder of size 0 becomes the buffer every use fits in.
+    auto* ty = llvm::ArrayType::get(b.getInt8Ty(), uint64_t(smem_bytes_));
+    auto* g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
+                                       "tl_shared", nullptr, llvm::GlobalValue::NotThreadLocal,
+                                       hooks_.shared_address_space());
+    g->setAlignment(llvm::Align(16));
+    smem_->replaceAllUsesWith(g);
+    smem_->eraseFromParent();
+    smem_ = g;
+  }
+  hooks_.finish_kernel(*fn_, info_);
+  return LoweringResult{name, threads_, int(smem_bytes_)};
+}
+
+LoweringResult lower_kernel(const ir::Function& f, llvm::Module& module, const codegen::CompileOptions& opts,
+                            GpuHooks& hooks) {
+  Lowerer l(f, module, opts, hooks);
+  return l.run();
+}
+
+// ------------------------------------------------------------------ values
+
+bool Lowerer::lazy_candidate(const ir::Operation& op) const {
+  if (op.results.size() != 1 || op.result()->type.is_scalar()) return false;
+  switch (op.op) {
+    case Op::splat: case Op::arange: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
+    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
+    case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
+    case Op::abs: case Op::cmp: case Op::select: case Op::bitcast: case Op::addptr:
+      return true;
+    case Op::cast:
+      return !is_fp8(op.result()->type.dtype) && !is_fp8(op.operands[0]->type.dtype);
+    default:
+      return false;
+  }
+}
+
+void Lowerer::analyze_uses(const ir::Block& blk) {
+  for (auto& op : blk.ops) {
+    for (const ir::Value* v : op->operands) used_.insert(v);
+    for (auto& r : op->regions) analyze_uses(*r);
+    if (lazy_candidate(*op)) {
+      bool ok = true;
+      for (const ir::Value* v : op->operands) ok &= v->type.is_scalar() || lazy_.count(v);
+      if (ok) lazy_.insert(op->result());
+    }
+  }
+}
+
+llvm::Value* Lowerer::scalar(const ir::Value* v) {
+  auto it = scalars_.find(v);
+  if (it == scalars_.end())
+    throw compile_error(fmt::format("gpu lowering: scalar {} used before it was lowered", v->type.str()));
+  return it->second;
+}
+
+const Layout& Lowerer::default_layout(const std::vector<int>& shape) {
+  auto it = layouts_.find(shape);
+  if (it != layouts_.end()) return it->second;
+  std::vector<int> order;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) order.push_back(d);
+  return layouts_[shape] = gpu::default_layout(shape, order, 1, ws_, nw_);
+}
+
+Layout Lowerer::preferred_layout(const ir::Value* v) {
+  if (v->type.is_scalar()) return scalar_layout(ws_, nw_);
+  auto it = natural_.find(v);
+  if (it != natural_.end()) return it->second.layout;
+  return default_layout(v->type.shape);
+}
+
+const Regs& Lowerer::natural(const ir::Value* v) {
+  auto it = natural_.find(v);
+  if (it == natural_.end())
+    throw compile_error(fmt::format("gpu lowering: tile {} used before it was lowered", v->type.str()));
+  return it->second;
+}
+
+void Lowerer::set_natural(const ir::Value* v, Regs r) {
+  if (int(r.v.size()) != r.layout.num_regs())
+    throw compile_error(fmt::format("gpu lowering: {} registers for a layout of {}", r.v.size(), r.layout.num_regs()));
+  natural_[v] = std::move(r);
+}
+
+Values Lowerer::get(const ir::Value* v, const Layout& l) {
+  if (v->type.is_scalar()) return Values(l.num_regs(), scalar(v));
+  auto key = std::make_pair(v, l.str());
+  for (auto it = scopes_.rbegin(); it != scopes_.rend(); ++it) {
+    auto f = it->find(key);
+    if (f != it->end()) return f->second;
+  }
+  Values out;
+  if (lazy_.count(v)) {
+    out = lazy_value(v, l);
+  } else {
+    const Regs& n = natural(v);
+    if (n.layout == l) return n.v;
+    out = convert(n.v, n.layout, l, v->type.dtype);
+  }
+  scopes_.back()[key] = out;
+  return out;
+}
+
+// ------------------------------------------------------------------ thread geometry
+
+namespace {
+// Sum of ((id >> i) & 1) * bases[i], grouped into runs of consecutive powers of two so
+// that a blocked layout costs one shift-and-mask per dim.
+llvm::Value* bits_to_offset(llvm::IRBuilderBase& b, const std::vector<uint32_t>& bases, llvm::Value* id) {
+  llvm::Value* sum = nullptr;
+  size_t i = 0;
+  while (i < bases.size()) {
+    if (bases[i] == 0) { ++i; continue; }
+    llvm::Value* term;
+    if ((bases[i] & (bases[i] - 1)) == 0) {
+      size_t j = i;
+      while (j + 1 < bases.size() && bases[j + 1] == bases[j] << 1) ++j;
+      int width = int(j - i + 1);
+      llvm::Value* field = b.CreateAnd(b.CreateLShr(id, uint64_t(i)), uint64_t((1u << width) - 1));
+      int shift = __builtin_ctz(bases[i]);
+      term = shift ? b.CreateShl(field, uint64_t(shift), "", true, true) : field;
+      i = j + 1;
+    } else {  // an XOR image (not produced by today's layouts, handled for completeness)
+      llvm::Value* bit = b.CreateAnd(b.CreateLShr(id, uint64_t(i)), uint64_t(1));
+      term = b.CreateMul(bit, b.getInt32(bases[i]));
+      ++i;
+    }
+    sum = sum ? b.CreateOr(sum, term) : term;
+  }
+  return sum;
+}
+}  // namespace
+
+llvm::Value* Lowerer::thread_offset(const Layout& l) {
+  std::string key = fmt::format("{}|{}", fmt::join(l.lane, ","), fmt::join(l.warp, ","));
+  auto it = thread_offsets_.find(key);
+  if (it != thread_offsets_.end()) return it->second;
+  llvm::IRBuilderBase::InsertPointGuard guard(b);
+  b.SetInsertPoint(entry_->getTerminator());
+  llvm::Value* lp = bits_to_offset(b, l.lane, lane_);
+  llvm::Value* wp = bits_to_offset(b, l.warp, warp_);
+  llvm::Value* off = lp && wp ? b.CreateAdd(lp, wp, "", true, true) : lp ? lp : wp ? wp : b.getInt32(0);
+  return thread_offsets_[key] = off;
+}
+
+llvm::Value* Lowerer::element_index(const Layout& l, int r) {
+  llvm::Value* t = thread_offset(l);
+  uint32_t rp = l.reg_part(uint32_t(r));
+  return rp ? b.CreateAdd(t, b.getInt32(rp), "", true, true) : t;
+}
+
+llvm::Value* Lowerer::owner_predicate(const Layout& l, bool ignore_warp_copies) {
+  uint32_t lm = 0, wm = 0;
+  for (size_t i = 0; i < l.lane.size(); ++i)
+    if (l.lane[i] == 0) lm |= 1u << i;
+  if (!ignore_warp_copies)
+    for (size_t i = 0; i < l.warp.size(); ++i)
+      if (l.warp[i] == 0) wm |= 1u << i;
+  if (!lm && !wm) return nullptr;
+  std::string key = fmt::format("owner|{}|{}", lm, wm);
+  auto it = thread_offsets_.find(key);
+  if (it != thread_offsets_.end()) return it->second;
+  llvm::IRBuilderBase::InsertPointGuard guard(b);
+  b.SetInsertPoint(entry_->getTerminator());
+  llvm::Value* c = nullptr;
+  if (lm) c = b.CreateICmpEQ(b.CreateAnd(lane_, lm), b.getInt32(0));
+  if (wm) {
+    llvm::Value* w = b.CreateICmpEQ(b.CreateAnd(warp_, wm), b.getInt32(0));
+    c = c ? b.CreateAnd(c, w) : w;
+  }
+  return thread_offsets_[key] = c;
+}
+
+// ------------------------------------------------------------------ control-flow helpers
+
+void Lowerer::if_then(llvm::Value* cond, const std::function<void()>& body) {
+  if (!cond) return body();
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+  auto* cont = llvm::BasicBlock::Create(ctx_, "cont", fn_);
+  b.CreateCondBr(cond, then_bb, cont);
+  b.SetInsertPoint(then_bb);
+  body();
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+}
+
+llvm::Value* Lowerer::if_then_value(llvm::Value* cond, const std::function<llvm::Value*()>& body,
+                                    llvm::Value* otherwise) {
+  if (!cond) return body();
+  llvm::BasicBlock* from = b.GetInsertBlock();
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "then", fn_);
+  auto* cont = llvm::BasicBlock::Create(ctx_, "cont", fn_);
+  b.CreateCondBr(cond, then_bb, cont);
+  b.SetInsertPoint(then_bb);
+  llvm::Value* v = body();
+  llvm::BasicBlock* then_end = b.GetInsertBlock();
+  b.CreateBr(cont);
+  b.SetInsertPoint(cont);
+  llvm::PHINode* phi = b.CreatePHI(v->getType(), 2);
+  phi->addIncoming(v, then_end);
+  phi->addIncoming(otherwise, from);
+  return phi;
+}
+
+// ------------------------------------------------------------------ ops and regions
+
+void Lowerer::lower_block(const ir::Block& blk) {
+  for (auto& op : blk.ops)
+    if (op->op != Op::yield) lower_op(*op);
+}
+
+void Lowerer::lower_op(const ir::Operation& op) {
+  switch (op.op) {
+    case Op::for_: return lower_for(op);
+    case Op::if_: return lower_if(op);
+    case Op::load: return lower_load(op);
+    case Op::store: return lower_store(op);
+    case Op::atomic_rmw: case Op::atomic_cas: return lower_atomic(op);
+    case Op::reduce: return lower_reduce(op);
+    case Op::scan: return lower_scan(op);
+    case Op::assert_: return lower_assert(op);
+    case Op::print:
+      fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
+    case Op::constant:
+      return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));
+    case Op::program_id:
+      info_.uses_program_id[op.i0] = true;
+      return set_scalar(op.result(), hooks_.program_id(b, int(op.i0)));
+    case Op::num_programs:
+      info_.uses_num_programs = true;
+      return set_scalar(op.result(), hooks_.num_programs(b, int(op.i0), threads_));
+    default:
+      break;
+  }
+  const ir::Value* res = op.result();
+  switch (op.op) {
+    case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans: case Op::arange:
+      if (res->type.is_scalar()) {  // a one-element tile back to a scalar: every thread holds it
+        const ir::Value* src = op.operands[0];
+        set_scalar(res, get(src, default_layout(src->type.shape))[0]);
+        return;
+      }
+      if (!lazy_.count(res)) lower_shape_op(op);
+      return;
+    default:
+      break;
+  }
+  if (res->type.is_scalar()) {
+    Values args;
+    for (const ir::Value* v : op.operands) args.push_back(scalar(v));
+    return set_scalar(res, element(op, args));
+  }
+  if (!lazy_.count(res)) lower_elementwise_tile(op);
+}
+
+void Lowerer::lower_for(const ir::Operation& op) {
+  const ir::Block& body = *op.regions[0];
+  llvm::Value* lb = scalar(op.operands[0]);
+  llvm::Value* ub = scalar(op.operands[1]);
+  llvm::Value* step = scalar(op.operands[2]);
+  size_t n = op.results.size();
+  std::vector<Layout> layouts(n);
+  std::vector<Values> inits(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* init = op.operands[3 + i];
+    layouts[i] = preferred_layout(init);
+    if (init->type.is_scalar()) inits[i] = {scalar(init)};
+    else inits[i] = get(init, layouts[i]);
+  }
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "loop.exit", fn_);
+  b.CreateCondBr(b.CreateICmpSLT(lb, ub), loop, exit);
+
+  b.SetInsertPoint(loop);
+  llvm::PHINode* iv = b.CreatePHI(b.getInt32Ty(), 2, "iv");
+  iv->addIncoming(lb, pre);
+  scalars_[body.args[0].get()] = iv;
+  std::vector<std::vector<llvm::PHINode*>> phis(n);
+  for (size_t i = 0; i < n; ++i) {
+    Values vals;
+    for (llvm::Value* init : inits[i]) {
+      llvm::PHINode* p = b.CreatePHI(init->getType(), 2);
+      p->addIncoming(init, pre);
+      phis[i].push_back(p);
+      vals.push_back(p);
+    }
+    const ir::Value* arg = body.args[1 + i].get();
+    if (arg->type.is_scalar()) scalars_[arg] = vals[0];
+    else natural_[arg] = Regs{layouts[i], vals};
+  }
+  bool busy_before = smem_busy_;
+  smem_busy_ = true;  // the previous iteration's reads
+  scopes_.emplace_back();
+  lower_block(body);
+  const ir::Operation* y = body.terminator();
+  std::vector<Values> yields(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* v = y->operands[i];
+    yields[i] = v->type.is_scalar() ? Values{scalar(v)} : get(v, layouts[i]);
+  }
+  scopes_.pop_back();
+  llvm::Value* next = b.CreateAdd(iv, step, "iv.next", false, true);
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateCondBr(b.CreateICmpSLT(next, ub), loop, exit);
+  iv->addIncoming(next, latch);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
+  smem_busy_ = smem_busy_ || busy_before;
+
+  b.SetInsertPoint(exit);
+  for (size_t i = 0; i < n; ++i) {
+    Values vals;
+    for (size_t r = 0; r < inits[i].size(); ++r) {
+      llvm::PHINode* p = b.CreatePHI(inits[i][r]->getType(), 2);
+      p->addIncoming(inits[i][r], pre);
+      p->addIncoming(yields[i][r], latch);
+      vals.push_back(p);
+    }
+    const ir::Value* res = op.result(int(i));
+    if (res->type.is_scalar()) scalars_[res] = vals[0];
+    else natural_[res] = Regs{layouts[i], vals};
+  }
+}
+
+void Lowerer::lower_if(const ir::Operation& op) {
+  llvm::Value* cond = scalar(op.operands[0]);
+  size_t n = op.results.size();
+  std::vector<Layout> layouts(n);
+  for (size_t i = 0; i < n; ++i) layouts[i] = preferred_layout(op.regions[0]->terminator()->operands[i]);
+  auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
+  auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
+  auto* merge = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
+  b.CreateCondBr(cond, then_bb, else_bb);
+  bool busy_before = smem_busy_, busy_after = false;
+  std::vector<std::pair<llvm::BasicBlock*, std::vector<Values>>> arms;
+  for (int k = 0; k < 2; ++k) {
+    b.SetInsertPoint(k == 0 ? then_bb : else_bb);
+    smem_busy_ = busy_before;
+    scopes_.emplace_back();
+    lower_block(*op.regions[k]);
+    const ir::Operation* y = op.regions[k]->terminator();
+    std::vector<Values> vals(n);
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* v = y->operands[i];
+      vals[i] = v->type.is_scalar() ? Values{scalar(v)} : get(v, layouts[i]);
+    }
+    scopes_.pop_back();
+    arms.emplace_back(b.GetInsertBlock(), std::move(vals));
+    b.CreateBr(merge);
+    busy_after = busy_after || smem_busy_;
+  }
+  smem_busy_ = busy_after;
+  b.SetInsertPoint(merge);
+  for (size_t i = 0; i < n; ++i) {
+    Values vals;
+    for (size_t r = 0; r < arms[0].second[i].size(); ++r) {
+      llvm::PHINode* p = b.CreatePHI(arms[0].second[i][r]->getType(), 2);
+      p->addIncoming(arms[0].second[i][r], arms[0].first);
+      p->addIncoming(arms[1].second[i][r], arms[1].first);
+      vals.push_back(p);
+    }
+    const ir::Value* res = op.result(int(i));
+    if (res->type.is_scalar()) scalars_[res] = vals[0];
+    else natural_[res] = Regs{layouts[i], vals};
+  }
+}
+
+void Lowerer::lower_assert(const ir::Operation& op) {
+  const ir::Value* c = op.operands[0];
+  llvm::Value* ok = nullptr;
+  if (c->type.is_scalar()) {
+    ok = scalar(c);
+  } else {
+    Layout l = preferred_layout(c);
+    for (llvm::Value* v : get(c, l)) ok = ok ? b.CreateAnd(ok, v) : v;
+  }
+  info_.uses_trap = true;
+  if_then(b.CreateNot(ok), [&] { hooks_.trap(b, op.loc.line); });
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,204 @@
+// Global-memory ops: loads and stores vectorized as wide as the layout's per-thread runs,
+// axis analysis (contiguity, alignment) and the mask's constancy allow; masked-off
+// elements are not accessed (a branch around the access, `other` merged after it).
+// Elements held by several threads (replication) are stored, and atomics executed,
+// by exactly one of them; an atomic's old value is then shared with the copies.
+#include <fmt/format.h>
+#include <llvm/IR/Constants.h>
+
+#include <algorithm>
+
+#include "codegen/gpu/lower_context.hpp"
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+namespace {
+
+int floor_pow2(int64_t x) {
+  int v = 1;
+  while (int64_t(v) * 2 <= x) v *= 2;
+  return v;
+}
+
+llvm::AtomicOrdering ordering(sem s) {
+  switch (s) {
+    case sem::relaxed: return llvm::AtomicOrdering::Monotonic;
+    case sem::acquire: return llvm::AtomicOrdering::Acquire;
+    case sem::release: return llvm::AtomicOrdering::Release;
+    case sem::acq_rel: return llvm::AtomicOrdering::AcquireRelease;
+  }
+  return llvm::AtomicOrdering::SequentiallyConsistent;
+}
+
+}  // namespace
+
+// How many consecutive registers one access may cover: the layout's run along its
+// fastest dim, the pointer's contiguity and alignment, and the mask's constancy.
+static int access_width(Lowerer& L, const Layout& l, const ir::Value* ptr, const ir::Value* mask) {
+  if (l.reg.empty() || l.reg[0] == 0 || (l.reg[0] & (l.reg[0] - 1)) != 0) return 1;
+  int bit = __builtin_ctz(l.reg[0]);
+  int d = dim_of_bit(l.shape, bit);
+  int run = contiguous_run(l, uint32_t(1) << dim_offset(l.shape, d));
+  int v = std::min(run, L.axis_.vector_width(ptr, d));
+  if (mask) v = std::min(v, floor_pow2(L.axis_.mask_constancy(mask, d)));
+  return std::max(1, v);
+}
+
+void Lowerer::lower_load(const ir::Operation& op) {
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
+  const ir::Value* other = op.operands.size() > 2 ? op.operands[2] : nullptr;
+  DType t = op.result()->type.dtype;
+  llvm::Type* ty = mem_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  if (ptr->type.is_scalar()) {
+    llvm::Value* other_v = other ? to_mem(scalar(other), t) : llvm::Constant::getNullValue(ty);
+    llvm::Value* v = if_then_value(mask ? scalar(mask) : nullptr,
+                                   [&] { return b.CreateAlignedLoad(ty, scalar(ptr), llvm::Align(eb)); }, other_v);
+    return set_scalar(op.result(), from_mem(v, t));
+  }
+  Layout l = default_layout(ptr->type.shape);
+  Values ptrs = get(ptr, l);
+  Values masks = mask ? get(mask, l) : Values{};
+  Values others = other ? get(other, l) : Values{};
+  int v = access_width(*this, l, ptr, mask);
+  llvm::Type* vty = v > 1 ? llvm::FixedVectorType::get(ty, v) : ty;
+  uint32_t dup = l.duplicate_reg_mask();
+  Values out(l.num_regs());
+  for (int r = 0; r < l.num_regs(); r += v) {
+    if (r & dup) continue;
+    llvm::Value* fallback = llvm::Constant::getNullValue(vty);
+    if (other) {
+      if (v == 1) {
+        fallback = to_mem(others[r], t);
+      } else {
+        fallback = llvm::PoisonValue::get(vty);
+        for (int k = 0; k < v; ++k) fallback = b.CreateInsertElement(fallback, to_mem(others[r + k], t), uint64_t(k));
+      }
+    }
+    llvm::Value* val = if_then_value(mask ? masks[r] : nullptr,
+                                     [&] { return b.CreateAlignedLoad(vty, ptrs[r], llvm::Align(eb * v)); }, fallback);
+    for (int k = 0; k < v; ++k) out[r + k] = from_mem(v > 1 ? b.CreateExtractElement(val, uint64_t(k)) : val, t);
+  }
+  for (int r = 0; r < l.num_regs(); ++r)
+    if (!out[r]) out[r] = out[r & ~dup];
+  set_natural(op.result(), Regs{l, std::move(out)});
+}
+
+void Lowerer::lower_store(const ir::Operation& op) {
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* val = op.operands[1];
+  const ir::Value* mask = op.operands.size() > 2 ? op.operands[2] : nullptr;
+  DType t = val->type.dtype;
+  llvm::Type* ty = mem_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  if (ptr->type.is_scalar()) {  // every thread holds it; thread 0 stores
+    llvm::Value* cond = owner_predicate(scalar_layout(ws_, nw_));
+    if (mask) cond = cond ? b.CreateAnd(cond, scalar(mask)) : scalar(mask);
+    llvm::Value* p = scalar(ptr);
+    llvm::Value* x = to_mem(scalar(val), t);
+    return if_then(cond, [&] { b.CreateAlignedStore(x, p, llvm::Align(eb)); });
+  }
+  Layout l = default_layout(ptr->type.shape);
+  Values ptrs = get(ptr, l);
+  Values vals = get(val, l);
+  Values masks = mask ? get(mask, l) : Values{};
+  llvm::Value* owner = owner_predicate(l);
+  int v = access_width(*this, l, ptr, mask);
+  uint32_t dup = l.duplicate_reg_mask();
+  for (int r = 0; r < l.num_regs(); r += v) {
+    if (r & dup) continue;
+    llvm::Value* cond = owner;
+    if (mask) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
+    llvm::Value* x;
+    if (v == 1) {
+      x = to_mem(vals[r], t);
+    } else {
+      x = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, v));
+      for (int k = 0; k < v; ++k) x = b.CreateInsertElement(x, to_mem(vals[r + k], t), uint64_t(k));
+    }
+    if_then(cond, [&] { b.CreateAlignedStore(x, ptrs[r], llvm::Align(eb * v)); });
+  }
+}
+
+void Lowerer::lower_atomic(const ir::Operation& op) {
+  bool cas = op.op == Op::atomic_cas;
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* mask = (!cas && op.operands.size() > 2) ? op.operands[2] : nullptr;
+  DType t = op.result()->type.dtype;
+  llvm::Type* ty = reg_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  sem s = sem(op.i1 & 0xff);
+  scope sc = scope((op.i1 >> 8) & 0xff);
+  auto ssid = llvm::SyncScope::ID(hooks_.sync_scope(ctx_, sc));
+
+  auto emit = [&](llvm::Value* p, llvm::Value* x, llvm::Value* cmp) -> llvm::Value* {
+    llvm::Instruction* inst;
+    llvm::Value* old;
+    if (cas) {
+      // cmpxchg is integer-only: floats travel as their bits
+      llvm::Type* ity = b.getIntNTy(eb * 8);
+      llvm::Value* c = ty->isFloatingPointTy() ? b.CreateBitCast(cmp, ity) : cmp;
+      llvm::Value* n = ty->isFloatingPointTy() ? b.CreateBitCast(x, ity) : x;
+      llvm::AtomicOrdering fail_order = s == sem::acquire || s == sem::acq_rel ? llvm::AtomicOrdering::Acquire
+                                                                                : llvm::AtomicOrdering::Monotonic;
+      auto* i = b.CreateAtomicCmpXchg(p, c, n, llvm::MaybeAlign(eb), ordering(s), fail_order, ssid);
+      inst = i;
+      old = b.CreateExtractValue(i, 0);
+      if (ty->isFloatingPointTy()) old = b.CreateBitCast(old, ty);
+    } else {
+      bool fl = is_float(t), sg = is_signed(t);
+      llvm::AtomicRMWInst::BinOp k;
+      switch (AtomicKind(op.i0)) {
+        case AtomicKind::add: k = fl ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add; break;
+        case AtomicKind::max: k = fl ? llvm::AtomicRMWInst::FMax : sg ? llvm::AtomicRMWInst::Max : llvm::AtomicRMWInst::UMax; break;
+        case AtomicKind::min: k = fl ? llvm::AtomicRMWInst::FMin : sg ? llvm::AtomicRMWInst::Min : llvm::AtomicRMWInst::UMin; break;
+        case AtomicKind::xchg: k = llvm::AtomicRMWInst::Xchg; break;
+        case AtomicKind::band: k = llvm::AtomicRMWInst::And; break;
+        case AtomicKind::bor: k = llvm::AtomicRMWInst::Or; break;
+        case AtomicKind::bxor: k = llvm::AtomicRMWInst::Xor; break;
+        default: fail(op, "unknown atomic kind");
+      }
+      bool fenced = hooks_.order_rmw_with_fences() && s != sem::relaxed;
+      if (fenced && (s == sem::release || s == sem::acq_rel)) b.CreateFence(llvm::AtomicOrdering::Release, ssid);
+      auto* i = b.CreateAtomicRMW(k, p, x, llvm::MaybeAlign(eb),
+                                  fenced ? llvm::AtomicOrdering::Monotonic : ordering(s), ssid);
+      if (fenced && (s == sem::acquire || s == sem::acq_rel)) b.CreateFence(llvm::AtomicOrdering::Acquire, ssid);
+      inst = i;
+      old = i;
+    }
+    hooks_.decorate_atomic(inst, sc);
+    return old;
+  };
+
+  llvm::Value* zero = llvm::Constant::getNullValue(ty);
+  if (ptr->type.is_scalar()) {
+    Layout l = scalar_layout(ws_, nw_);
+    llvm::Value* cond = owner_predicate(l);
+    if (mask) cond = cond ? b.CreateAnd(cond, scalar(mask)) : scalar(mask);
+    llvm::Value* p = scalar(ptr);
+    llvm::Value* x = scalar(op.operands[cas ? 2 : 1]);
+    llvm::Value* c = cas ? scalar(op.operands[1]) : nullptr;
+    llvm::Value* old = if_then_value(cond, [&] { return emit(p, x, c); }, zero);
+    if (has_uses(op.result())) old = broadcast_from_owners({old}, l, t)[0];
+    return set_scalar(op.result(), old);
+  }
+  Layout l = default_layout(ptr->type.shape);
+  Values ptrs = get(ptr, l);
+  Values vals = get(op.operands[cas ? 2 : 1], l);
+  Values cmps = cas ? get(op.operands[1], l) : Values{};
+  Values masks = mask ? get(mask, l) : Values{};
+  llvm::Value* owner = owner_predicate(l);
+  uint32_t dup = l.duplicate_reg_mask();
+  Values old(l.num_regs(), zero);
+  for (int r = 0; r < l.num_regs(); ++r) {
+    if (r & dup) continue;
+    llvm::Value* cond = owner;
+    if (mask) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
+    old[r] = if_then_value(cond, [&] { return emit(ptrs[r], vals[r], cas ? cmps[r] : nullptr); }, zero);
+  }
+  if (has_uses(op.result())) old = broadcast_from_owners(old, l, t);
+  set_natural(op.result(), Regs{l, std::move(old)});
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,189 @@
+// The NVIDIA target: the shared GPU lowering with NVPTX hooks (warp 32, shfl.sync,
+// bar.sync, CTA/device sync scopes, approximate transcendental instructions in place of
+// libdevice), then LLVM's NVPTX backend to PTX text, which is the binary (the CUDA
+// driver JIT-compiles it with cuModuleLoadData).
+//
+// Atomics: LLVM 22's NVPTX backend emits `atom` (relaxed, .gpu scope) for atomicrmw
+// whatever its ordering and scope, so non-relaxed ones are bracketed by scoped fences
+// (fence.acq_rel.cta/.gpu/.sys); a sys-scope atomicrmw is therefore only gpu-scope
+// atomic (cmpxchg keeps its scope and ordering).
+//
+// device_assert traps (`trap;`): __assertfail lives in libdevice/the CUDA runtime,
+// which tl does not link; the failing line is stored in the global tl_assert_line
+// first. FP8 converts use the portable software path (cvt.*.e4m3x2 needs PTX 8.1).
+#include <fmt/format.h>
+#include <llvm-c/Target.h>
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/Function.h>
+#include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/Target/TargetOptions.h>
+#include <llvm/TargetParser/Triple.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+
+#include "codegen/gpu/hooks.hpp"
+#include "codegen/gpu/lowering.hpp"
+#include "codegen/gpu/optimize.hpp"
+#include "codegen/target.hpp"
+#include "tl/error.hpp"
+
+namespace tl::nvptx {
+namespace {
+
+namespace Intr = llvm::Intrinsic;
+constexpr llvm::ArrayRef<llvm::Type*> kNoTypes;  // non-overloaded intrinsics
+constexpr const char* kTriple = "nvptx64-nvidia-cuda";
+
+// The PTX ISA version to ask for: 7.8 (CUDA 11.8) covers sm_80..sm_90, newer chips need
+// the version that introduced them. The CUDA 13 driver JIT accepts all of these.
+int ptx_version(const std::string& arch) {
+  int sm = std::atoi(arch.c_str() + 3);
+  bool accel = !arch.empty() && (arch.back() == 'a' || arch.back() == 'f');
+  if (sm >= 120) return sm >= 121 ? 88 : 87;
+  if (sm >= 100) return sm >= 103 ? 88 : 86;
+  if (sm >= 90 && accel) return 80;
+  return 78;
+}
+
+class NvptxHooks final : public gpu::GpuHooks {
+ public:
+  explicit NvptxHooks(const codegen::TargetDesc& d) : desc_(d) {}
+  std::string target_name() const override { return desc_.arch; }
+  int wave_size() const override { return 32; }
+
+  void finish_kernel(llvm::Function& fn, const gpu::KernelInfo& info) override {
+    fn.setCallingConv(llvm::CallingConv::PTX_Kernel);
+    fn.addFnAttr("nvvm.maxntid", fmt::format("{}", info.block_threads));
+    fn.addFnAttr(llvm::Attribute::NoUnwind);
+  }
+  llvm::Value* thread_id(llvm::IRBuilderBase& b) override {
+    return b.CreateIntrinsic(Intr::nvvm_read_ptx_sreg_tid_x, kNoTypes, {});
+  }
+  llvm::Value* warp_id(llvm::IRBuilderBase& b, llvm::Value* tid) override { return b.CreateLShr(tid, 5, "warp"); }
+  llvm::Value* program_id(llvm::IRBuilderBase& b, int axis) override {
+    static const Intr::ID ids[] = {Intr::nvvm_read_ptx_sreg_ctaid_x, Intr::nvvm_read_ptx_sreg_ctaid_y,
+                                   Intr::nvvm_read_ptx_sreg_ctaid_z};
+    return b.CreateIntrinsic(ids[axis], kNoTypes, {});
+  }
+  llvm::Value* num_programs(llvm::IRBuilderBase& b, int axis, int) override {
+    static const Intr::ID ids[] = {Intr::nvvm_read_ptx_sreg_nctaid_x, Intr::nvvm_read_ptx_sreg_nctaid_y,
+                                   Intr::nvvm_read_ptx_sreg_nctaid_z};
+    return b.CreateIntrinsic(ids[axis], kNoTypes, {});
+  }
+  llvm::Value* shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) override {
+    return b.CreateIntrinsic(Intr::nvvm_shfl_sync_bfly_i32, kNoTypes,
+                             {b.getInt32(0xffffffffu), v, b.getInt32(uint32_t(mask)), b.getInt32(0x1f)});
+  }
+  void barrier(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(Intr::nvvm_barrier_cta_sync_aligned_all, kNoTypes, {b.getInt32(0)});
+  }
+  bool order_rmw_with_fences() const override { return true; }
+  // Static __shared__ is limited to 48 KiB; more needs dynamic shared memory.
+  int max_shared_bytes() const override { return 48 * 1024; }
+  uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override {
+    switch (sc) {
+      case scope::cta: return uint8_t(ctx.getOrInsertSyncScopeID("block"));
+      case scope::gpu: return uint8_t(ctx.getOrInsertSyncScopeID("device"));
+      case scope::sys: return uint8_t(llvm::SyncScope::System);
+    }
+    return uint8_t(llvm::SyncScope::System);
+  }
+  // Without libdevice: the hardware's approximate instructions (what CUDA's fast-math
+  // intrinsics use); sqrt stays the correctly rounded sqrt.rn.
+  llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override {
+    if (!x->getType()->isFloatTy()) return nullptr;
+    auto f = [&](double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); };
+    switch (op) {
+      case Op::exp2: return b.CreateIntrinsic(Intr::nvvm_ex2_approx, {b.getFloatTy()}, {x});
+      case Op::exp:
+        return b.CreateIntrinsic(Intr::nvvm_ex2_approx, {b.getFloatTy()}, {b.CreateFMul(x, f(M_LOG2E))});
+      case Op::log2: return b.CreateIntrinsic(Intr::nvvm_lg2_approx_f, kNoTypes, {x});
+      case Op::log: return b.CreateFMul(b.CreateIntrinsic(Intr::nvvm_lg2_approx_f, kNoTypes, {x}), f(M_LN2));
+      case Op::sin: return b.CreateIntrinsic(Intr::nvvm_sin_approx_f, kNoTypes, {x});
+      case Op::cos: return b.CreateIntrinsic(Intr::nvvm_cos_approx_f, kNoTypes, {x});
+      case Op::rsqrt: return b.CreateIntrinsic(Intr::nvvm_rsqrt_approx_f, kNoTypes, {x});
+      default: return nullptr;
+    }
+  }
+  void trap(llvm::IRBuilderBase& b, unsigned line) override {
+    llvm::Module* m = b.GetInsertBlock()->getModule();
+    auto* g = m->getGlobalVariable("tl_assert_line");
+    if (!g)
+      g = new llvm::GlobalVariable(*m, b.getInt32Ty(), false, llvm::GlobalValue::ExternalLinkage, b.getInt32(0),
+                                   "tl_assert_line", nullptr, llvm::GlobalValue::NotThreadLocal, 1);
+    b.CreateStore(b.getInt32(line), g, /*volatile=*/true);
+    b.CreateIntrinsic(Intr::trap, kNoTypes, {});
+  }
+
+ private:
+  codegen::TargetDesc desc_;
+};
+
+class NvptxTarget final : public codegen::Target {
+ public:
+  explicit NvptxTarget(const codegen::TargetDesc& d) : desc_(d), hooks_(d) {}
+  const codegen::TargetDesc& desc() const override { return desc_; }
+
+  void lower(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts) override {
+    static std::once_flag once;
+    std::call_once(once, [] {
+      LLVMInitializeNVPTXTargetInfo();
+      LLVMInitializeNVPTXTarget();
+      LLVMInitializeNVPTXTargetMC();
+      LLVMInitializeNVPTXAsmPrinter();
+    });
+    llvm::Triple triple(kTriple);
+    std::string err;
+    const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
+    if (!t) throw compile_error("NVPTX target is not available in this LLVM: " + err);
+    llvm::TargetOptions options;
+    std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx_version(desc_.arch)) : desc_.features;
+    tm_.reset(t->createTargetMachine(triple, desc_.arch, features, options, std::nullopt, std::nullopt,
+                                     opts.opt_level >= 3 ? llvm::CodeGenOptLevel::Aggressive
+                                                         : llvm::CodeGenOptLevel::Default));
+    if (!tm_) throw compile_error(fmt::format("cannot create an NVPTX target machine for {}", desc_.arch));
+    m.setTargetTriple(triple);
+    m.setDataLayout(tm_->createDataLayout());
+    lowered_ = gpu::lower_kernel(f, m, opts, hooks_);
+    gpu::verify_module(m, "NVPTX lowering");
+  }
+
+  void emit(llvm::Module& m, const codegen::CompileOptions& opts, codegen::CodeObject& out) override {
+    gpu::optimize_module(m, *tm_, opts.opt_level);
+    out.llvm_ir = gpu::module_text(m);
+    llvm::SmallVector<char, 0> buf;
+    llvm::raw_svector_ostream os(buf);
+    llvm::legacy::PassManager pm;
+    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+      throw compile_error("the NVPTX target cannot emit PTX");
+    pm.run(m);
+    out.kernel_symbol = lowered_.kernel_symbol;
+    out.format = "ptx";
+    out.binary.assign(buf.begin(), buf.end());
+    out.block_threads = lowered_.block_threads;
+    out.shared_bytes = lowered_.shared_bytes;
+    out.report = {{"shared_bytes", lowered_.shared_bytes}, {"block_threads", lowered_.block_threads}};
+  }
+
+ private:
+  codegen::TargetDesc desc_;
+  NvptxHooks hooks_;
+  std::unique_ptr<llvm::TargetMachine> tm_;
+  gpu::LoweringResult lowered_;
+};
+
+}  // namespace
+}  // namespace tl::nvptx
+
+namespace tl::codegen {
+std::unique_ptr<Target> make_nvptx_target(const TargetDesc& d) { return std::make_unique<nvptx::NvptxTarget>(d); }
+}  // namespace tl::codegen

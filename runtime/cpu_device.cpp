@@ -1,0 +1,401 @@
+// The host CPU as a tl device: host memory, kernels linked in-process by LLVM's ORC JIT,
+// and a persistent thread pool that runs a launch's grid of programs.
+//
+// Kernels follow the CPU kernel ABI of codegen/cpu/target.cpp. Every launch hands its
+// programs a LaunchContext (the ABI's %ctx); the generated code calls back into
+// tl_cpu_fault, tl_cpu_print and tl_cpu_check below.
+//
+// Bounds checking (CompileOptions::bounds_check). Every allocation this device makes is
+// recorded as [base, base + size). An access is in bounds when it lies entirely inside
+// one live allocation. An access that straddles an allocation's edge is always out of
+// bounds. An access that touches no allocation at all is out of bounds, unless one of
+// the launch's pointer arguments points outside every allocation (a raw host pointer
+// the user passed): the extent of such memory is unknown, so accesses outside all
+// device allocations are then let through. Device buffers are thus checked exactly
+// (including after they are freed) in every launch that only uses device buffers.
+#include <fmt/format.h>
+#include <llvm/ExecutionEngine/Orc/AbsoluteSymbols.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/TargetParser/Host.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cfenv>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include "runtime/device.hpp"
+#include "tl/error.hpp"
+
+namespace tl::runtime {
+namespace {
+
+// ------------------------------------------------------------------ allocations
+
+class Registry {
+ public:
+  enum class Where { inside, straddles, outside };
+
+  void add(const void* p, size_t bytes) {
+    std::unique_lock lock(m_);
+    allocs_[reinterpret_cast<uintptr_t>(p)] = bytes;
+  }
+  void remove(const void* p) {
+    std::unique_lock lock(m_);
+    allocs_.erase(reinterpret_cast<uintptr_t>(p));
+  }
+  Where classify(uint64_t addr, uint64_t bytes) const {
+    std::shared_lock lock(m_);
+    const uint64_t end = addr + bytes;
+    // The last allocation starting at or below addr, and the first one above it.
+    auto above = allocs_.upper_bound(addr);
+    if (above != allocs_.begin()) {
+      auto below = std::prev(above);
+      const uint64_t b_end = below->first + below->second;
+      if (end <= b_end && end >= addr) return Where::inside;
+      if (addr < b_end) return Where::straddles;
+    }
+    if (above != allocs_.end() && above->first < end) return Where::straddles;
+    return Where::outside;
+  }
+  // Whether a pointer points into an allocation or just past its end.
+  bool known(uint64_t addr) const { return classify(addr, 0) == Where::inside; }
+
+ private:
+  mutable std::shared_mutex m_;
+  std::map<uintptr_t, size_t> allocs_;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+// ------------------------------------------------------------------ the kernel's ctx
+
+struct LaunchContext {
+  std::atomic<bool> faulted{false};
+  bool foreign_pointers = false;  // see the bounds-checking rule at the top
+  // The first fault, written once by the program that set `faulted`.
+  int kind = 0;
+  std::string file, msg;
+  int line = 0;
+  int pid[3] = {0, 0, 0};
+  uint64_t bad_addr = 0, bad_bytes = 0;
+};
+
+// tl_cpu_check records the access it refused here; the kernel calls tl_cpu_fault next,
+// on the same thread.
+thread_local uint64_t t_bad_addr = 0, t_bad_bytes = 0;
+
+void tl_cpu_fault(void* ctx, int32_t kind, const char* file, int32_t line, const char* msg, int32_t x, int32_t y,
+                  int32_t z) {
+  auto* c = static_cast<LaunchContext*>(ctx);
+  bool expected = false;
+  if (!c->faulted.compare_exchange_strong(expected, true)) return;  // keep the first
+  c->kind = kind;
+  c->file = file ? file : "";
+  c->line = line;
+  c->msg = msg ? msg : "";
+  c->pid[0] = x;
+  c->pid[1] = y;
+  c->pid[2] = z;
+  c->bad_addr = t_bad_addr;
+  c->bad_bytes = t_bad_bytes;
+}
+
+std::mutex g_print_mutex;
+
+void tl_cpu_print(void*, const char* prefix, int32_t x, int32_t y, int32_t z, int64_t index, double value,
+                  int32_t is_int) {
+  std::string v = is_int ? fmt::format("{}", int64_t(value)) : fmt::format("{:.9g}", value);
+  std::string line = index < 0 ? fmt::format("pid ({}, {}, {}) {}: {}\n", x, y, z, prefix, v)
+                               : fmt::format("pid ({}, {}, {}) {} [{}]: {}\n", x, y, z, prefix, index, v);
+  std::lock_guard lock(g_print_mutex);
+  std::fwrite(line.data(), 1, line.size(), stdout);
+  std::fflush(stdout);
+}
+
+int32_t tl_cpu_check(void* ctx, int64_t addr, int64_t bytes) {
+  auto* c = static_cast<LaunchContext*>(ctx);
+  auto where = registry().classify(uint64_t(addr), uint64_t(bytes));
+  if (where == Registry::Where::inside) return 1;
+  if (where == Registry::Where::outside && c->foreign_pointers) return 1;
+  t_bad_addr = uint64_t(addr);
+  t_bad_bytes = uint64_t(bytes);
+  return 0;
+}
+
+// ------------------------------------------------------------------ thread pool
+
+// Runs launches on hardware_concurrency() threads. Each launch is a job split into
+// chunks of consecutive programs; the threads take chunks from the oldest job first,
+// and the launching thread sleeps until its own job's chunks are all done, so any
+// number of user threads may launch at once.
+class ThreadPool {
+ public:
+  struct Job {
+    std::function<void(uint64_t, uint64_t)> run;  // programs [begin, end)
+    uint64_t total = 0, chunk = 1, chunks = 0;
+    std::atomic<uint64_t> next{0};
+    std::atomic<uint64_t> finished{0};
+    std::mutex m;
+    std::condition_variable cv;
+    bool complete = false;
+  };
+
+  static ThreadPool& get() {
+    static ThreadPool* pool = new ThreadPool();  // never destroyed: threads may outlive static destructors
+    return *pool;
+  }
+
+  int size() const { return int(threads_.size()); }
+
+  void run(uint64_t total, std::function<void(uint64_t, uint64_t)> fn) {
+    auto job = std::make_shared<Job>();
+    job->run = std::move(fn);
+    job->total = total;
+    // A few chunks per thread balance uneven programs without much queue traffic.
+    uint64_t target = uint64_t(threads_.size()) * 4;
+    job->chunk = std::max<uint64_t>(1, (total + target - 1) / target);
+    job->chunks = (total + job->chunk - 1) / job->chunk;
+    {
+      std::lock_guard lock(m_);
+      queue_.push_back(job);
+    }
+    cv_.notify_all();
+    std::unique_lock lock(job->m);
+    job->cv.wait(lock, [&] { return job->complete; });
+  }
+
+ private:
+  ThreadPool() {
+    unsigned n = std::max(1u, std::thread::hardware_concurrency());
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    // Tiles live on the kernel's stack frame; large tiles need more than the default.
+    pthread_attr_setstacksize(&attr, size_t(64) << 20);
+    for (unsigned i = 0; i < n; ++i) {
+      pthread_t t;
+      if (pthread_create(&t, &attr, &ThreadPool::entry, this) == 0) threads_.push_back(t);
+    }
+    pthread_attr_destroy(&attr);
+    if (threads_.empty()) throw device_error("tl cpu: cannot start worker threads");
+  }
+
+  static void* entry(void* self) {
+    // IEEE default environment whatever the launching thread set (no flush-to-zero):
+    // kernels compute the same on every thread.
+    std::fesetenv(FE_DFL_ENV);
+    static_cast<ThreadPool*>(self)->work();
+    return nullptr;
+  }
+
+  void work() {
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock lock(m_);
+        cv_.wait(lock, [&] { return !queue_.empty(); });
+        job = queue_.front();
+      }
+      uint64_t c = job->next.fetch_add(1);
+      if (c >= job->chunks) {
+        std::lock_guard lock(m_);
+        if (!queue_.empty() && queue_.front() == job) queue_.pop_front();
+        continue;
+      }
+      uint64_t begin = c * job->chunk;
+      job->run(begin, std::min(job->total, begin + job->chunk));
+      if (job->finished.fetch_add(1) + 1 == job->chunks) {
+        std::lock_guard lock(job->m);
+        job->complete = true;
+        job->cv.notify_all();
+      }
+    }
+  }
+
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  std::vector<pthread_t> threads_;
+};
+
+// ------------------------------------------------------------------ loading
+
+using KernelFn = void (*)(const uint64_t*, int32_t, int32_t, int32_t, int32_t, int32_t, int32_t, void*);
+
+// One JIT for the process, one JITDylib per loaded code object (removed with the kernel).
+class Jit {
+ public:
+  static Jit& get() {
+    static Jit* jit = new Jit();  // kernels may be released during static destruction
+    return *jit;
+  }
+
+  struct Loaded {
+    llvm::orc::JITDylib* dylib = nullptr;
+    KernelFn fn = nullptr;
+    std::string ptr_args;  // 'p' per pointer argument, '-' otherwise
+  };
+
+  Loaded load(const codegen::CodeObject& code) {
+    std::lock_guard lock(m_);
+    auto& es = jit_->getExecutionSession();
+    std::string name = fmt::format("{}#{}", code.kernel_symbol, counter_++);
+    auto jd = jit_->createJITDylib(name);
+    if (!jd) fail("cannot create a JIT dylib", jd.takeError());
+    llvm::orc::JITDylib& dylib = *jd;
+    auto gen = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(jit_->getDataLayout().getGlobalPrefix());
+    if (!gen) fail("cannot search the process for symbols", gen.takeError());
+    dylib.addGenerator(std::move(*gen));
+    llvm::orc::SymbolMap runtime;
+    auto flags = llvm::JITSymbolFlags::Exported;
+    runtime[jit_->mangleAndIntern("tl_cpu_fault")] = llvm::orc::ExecutorSymbolDef::fromPtr(&tl_cpu_fault, flags);
+    runtime[jit_->mangleAndIntern("tl_cpu_print")] = llvm::orc::ExecutorSymbolDef::fromPtr(&tl_cpu_print, flags);
+    runtime[jit_->mangleAndIntern("tl_cpu_check")] = llvm::orc::ExecutorSymbolDef::fromPtr(&tl_cpu_check, flags);
+    if (auto err = dylib.define(llvm::orc::absoluteSymbols(std::move(runtime)))) fail("cannot define runtime symbols", std::move(err));
+
+    Loaded out;
+    out.dylib = &dylib;
+    auto drop = [&] { llvm::consumeError(es.removeJITDylib(dylib)); };
+    llvm::StringRef bytes(reinterpret_cast<const char*>(code.binary.data()), code.binary.size());
+    if (auto err = jit_->addObjectFile(dylib, llvm::MemoryBuffer::getMemBufferCopy(bytes, name))) {
+      drop();
+      fail("cannot add the kernel object", std::move(err));
+    }
+    auto sym = jit_->lookup(dylib, code.kernel_symbol);
+    if (!sym) {
+      drop();
+      fail("cannot link kernel " + code.kernel_symbol, sym.takeError());
+    }
+    out.fn = sym->toPtr<KernelFn>();
+    if (auto args = jit_->lookup(dylib, code.kernel_symbol + ".ptrargs")) out.ptr_args = args->toPtr<const char*>();
+    else llvm::consumeError(args.takeError());
+    return out;
+  }
+
+  void unload(llvm::orc::JITDylib* dylib) {
+    std::lock_guard lock(m_);
+    llvm::consumeError(jit_->getExecutionSession().removeJITDylib(*dylib));
+  }
+
+ private:
+  Jit() {
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto j = llvm::orc::LLJITBuilder().create();
+    if (!j) fail("cannot start the JIT", j.takeError());
+    jit_ = std::move(*j);
+  }
+
+  [[noreturn]] static void fail(const std::string& what, llvm::Error err) {
+    throw device_error("tl cpu: " + what + ": " + llvm::toString(std::move(err)));
+  }
+
+  std::mutex m_;
+  std::unique_ptr<llvm::orc::LLJIT> jit_;
+  uint64_t counter_ = 0;
+};
+
+class CpuKernel final : public LoadedKernel {
+ public:
+  CpuKernel(Jit::Loaded l, std::string name) : loaded_(std::move(l)), name_(std::move(name)) {}
+  ~CpuKernel() override { Jit::get().unload(loaded_.dylib); }
+  const Jit::Loaded& loaded() const { return loaded_; }
+  const std::string& name() const { return name_; }
+
+ private:
+  Jit::Loaded loaded_;
+  std::string name_;
+};
+
+// ------------------------------------------------------------------ the device
+
+class CpuDevice final : public Device {
+ public:
+  DeviceKind kind() const override { return DeviceKind::cpu; }
+  std::string name() const override { return "host CPU (" + llvm::sys::getHostCPUName().str() + ")"; }
+  codegen::TargetDesc target() const override { return codegen::host_target(); }
+  int compute_units() const override { return int(std::max(1u, std::thread::hardware_concurrency())); }
+
+  void* alloc(size_t bytes) override {
+    // 64-byte aligned (a cache line, the widest vector); aligned_alloc wants a multiple.
+    size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
+    void* p = std::aligned_alloc(64, rounded);
+    if (!p) throw device_error(fmt::format("tl cpu: out of memory allocating {} bytes", bytes));
+    registry().add(p, bytes);
+    return p;
+  }
+  void free(void* p) override {
+    if (!p) return;
+    registry().remove(p);
+    std::free(p);
+  }
+  void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void copy_device_to_device(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
+  void synchronize() override {}  // launches are synchronous
+
+  std::unique_ptr<LoadedKernel> load(const codegen::CodeObject& code) override {
+    if (code.format != "elf")
+      throw device_error(fmt::format("tl cpu: cannot load a '{}' code object on the CPU", code.format));
+    std::string name = code.kernel_symbol.rfind("tl_", 0) == 0 ? code.kernel_symbol.substr(3) : code.kernel_symbol;
+    return std::make_unique<CpuKernel>(Jit::get().load(code), std::move(name));
+  }
+
+  void launch(LoadedKernel& k, const LaunchDims& dims, const ArgSlots& args, void*) override {
+    auto& kernel = static_cast<CpuKernel&>(k);
+    const Jit::Loaded& l = kernel.loaded();
+    if (args.size() < l.ptr_args.size())
+      throw launch_error(fmt::format("tl cpu: kernel {} takes {} arguments, got {}", kernel.name(), l.ptr_args.size(),
+                                     args.size()));
+    const uint64_t gx = dims.grid[0], gy = dims.grid[1], gz = dims.grid[2];
+    const uint64_t total = gx * gy * gz;
+    if (total == 0) return;
+    if (gx > INT32_MAX || gy > INT32_MAX || gz > INT32_MAX)
+      throw launch_error(fmt::format("tl cpu: grid ({}, {}, {}) exceeds the i32 program ids", gx, gy, gz));
+
+    LaunchContext ctx;
+    for (size_t i = 0; i < l.ptr_args.size(); ++i)
+      if (l.ptr_args[i] == 'p' && args[i] != 0 && !registry().known(args[i])) ctx.foreign_pointers = true;
+
+    KernelFn fn = l.fn;
+    const uint64_t* slots = args.data();
+    ThreadPool::get().run(total, [&](uint64_t begin, uint64_t end) {
+      for (uint64_t p = begin; p < end; ++p) {
+        if (ctx.faulted.load(std::memory_order_relaxed)) return;  // one fault stops the rest
+        uint64_t x = p % gx, y = (p / gx) % gy, z = p / (gx * gy);
+        fn(slots, int32_t(x), int32_t(y), int32_t(z), int32_t(gx), int32_t(gy), int32_t(gz), &ctx);
+      }
+    });
+    if (ctx.faulted.load()) throw fault_error(kernel, ctx);
+  }
+
+ private:
+  static kernel_fault fault_error(const CpuKernel& k, const LaunchContext& c) {
+    std::string where = fmt::format("in kernel {}, program ({}, {}, {})", k.name(), c.pid[0], c.pid[1], c.pid[2]);
+    if (c.kind == 0) return kernel_fault(fmt::format("device_assert failed: \"{}\" {}", c.msg, where), c.file, unsigned(c.line));
+    return kernel_fault(fmt::format("out-of-bounds {} {}: {} bytes at {:#x} are not inside a device allocation",
+                                    c.msg, where, c.bad_bytes, c.bad_addr),
+                        c.file, unsigned(c.line));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Device> make_cpu_device() { return std::make_shared<CpuDevice>(); }
+
+}  // namespace tl::runtime

@@ -1,0 +1,230 @@
+// The NVPTX lowering, checked on the PTX text (no GPU needed here; the lead runs the
+// kernels on the H100 machine): kernel entry and thread count, 128-bit loads where
+// alignment allows and not otherwise, warp shuffles and CTA barriers in reductions,
+// atomics' ordering and scope.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "codegen/target.hpp"
+#include "dsl/src/trace.hpp"
+#include "tl/tile.hpp"
+
+namespace {
+
+using namespace tl;
+using tl::detail::Trace;
+
+template <class E> tile<ty::ptr<E>> ptr_arg(Trace& t, const char* name, bool aligned) {
+  return tile<ty::ptr<E>>(t.add_argument(ir::Type{DType::ptr, E::dtype, {}}, name, aligned));
+}
+template <class E> tile<E> scalar_arg(Trace& t, const char* name, bool div16) {
+  return tile<E>(t.add_argument(ir::Type{E::dtype, E::dtype, {}}, name, div16));
+}
+template <class F> std::unique_ptr<ir::Function> trace(const char* name, F&& body) {
+  Trace t(name, ir::SrcLoc{__FILE__, unsigned(__LINE__)});
+  body(t);
+  return t.finish();
+}
+
+codegen::CodeObject compile_for(const std::string& arch, ir::Function& f, int num_warps = 4) {
+  codegen::CompileOptions o;
+  o.num_warps = num_warps;
+  return codegen::compile(f, codegen::parse_target(arch), o);
+}
+
+std::string ptx(const codegen::CodeObject& co) { return std::string(co.binary.begin(), co.binary.end()); }
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+std::unique_ptr<ir::Function> rmsnorm_kernel(int block, bool aligned) {
+  return trace("rmsnorm_fwd", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", aligned);
+    auto w = ptr_arg<ty::bf16>(t, "w", aligned);
+    auto y = ptr_arg<ty::bf16>(t, "y", aligned);
+    auto stride = scalar_arg<ty::i32>(t, "stride", aligned);
+    auto n = scalar_arg<ty::i32>(t, "n", aligned);
+    auto eps = scalar_arg<ty::f32>(t, "eps", false);
+    auto row = tl::program_id(0);
+    auto cols = tl::arange(0, block);
+    auto mask = cols < n;
+    auto xv = tl::load(x + row * stride + cols, mask, 0.0).to<ty::f32>();
+    auto rstd = tl::rsqrt(tl::sum(xv * xv, 0) / n + eps);
+    auto wv = tl::load(w + cols, mask, 0.0).to<ty::f32>();
+    tl::store(y + row * stride + cols, (xv * rstd * wv).to<ty::bf16>(), mask);
+  });
+}
+
+TEST(NvptxLowering, RmsNormAlignedRow) {
+  auto f = rmsnorm_kernel(4096, true);
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p = ptx(co);
+  EXPECT_EQ(co.format, "ptx");
+  EXPECT_EQ(co.block_threads, 128);
+  EXPECT_NE(p.find(".entry rmsnorm_fwd"), std::string::npos) << p;
+  EXPECT_NE(p.find(".maxntid 128"), std::string::npos) << p;
+  EXPECT_NE(p.find(".target sm_90"), std::string::npos) << p;
+  EXPECT_EQ(count(p, "ld.global.v4"), 8) << p;  // 32 bf16 per thread of x and w: 4+4 16-byte loads
+  EXPECT_EQ(count(p, "st.global.v4"), 4) << p;
+  EXPECT_NE(p.find("shfl.sync.bfly"), std::string::npos) << p;
+  EXPECT_NE(p.find("bar.sync"), std::string::npos) << p;
+  EXPECT_NE(p.find(".shared"), std::string::npos) << p;
+  EXPECT_GT(co.shared_bytes, 0);
+}
+
+TEST(NvptxLowering, UnalignedRowHasNoVectorLoads) {
+  auto f = rmsnorm_kernel(4096, false);
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p = ptx(co);
+  EXPECT_EQ(p.find("ld.global.v"), std::string::npos) << p;
+  EXPECT_NE(p.find("ld.global.b16"), std::string::npos) << p;
+}
+
+TEST(NvptxLowering, OneWarpReductionNeedsNoBarrier) {
+  auto f = trace("warp_sum", [&](Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto out = ptr_arg<ty::f32>(t, "out", true);
+    tl::store(out + tl::program_id(0), tl::sum(tl::load(x + tl::arange(0, 128)), 0));
+  });
+  auto co = compile_for("sm_80", *f, 1);
+  std::string p = ptx(co);
+  EXPECT_EQ(count(p, "shfl.sync.bfly"), 5) << p;  // 32 lanes: xor 1, 2, 4, 8, 16
+  EXPECT_EQ(p.find("bar.sync"), std::string::npos) << p;
+  EXPECT_EQ(co.shared_bytes, 0);
+}
+
+TEST(NvptxLowering, AtomicOrderingAndScope) {
+  auto make = [](sem s, scope sc) {
+    return trace("atomics", [&](Trace& t) {
+      auto p = ptr_arg<ty::f32>(t, "p", true);
+      tl::atomic_add(p + tl::arange(0, 128), tl::full<ty::f32>({128}, 1.0), s, sc);
+    });
+  };
+  auto relaxed = make(sem::relaxed, scope::gpu);
+  std::string r = ptx(compile_for("sm_90", *relaxed));
+  EXPECT_NE(r.find(".add.f32"), std::string::npos) << r;
+  EXPECT_EQ(r.find("acq_rel"), std::string::npos) << r;
+  EXPECT_EQ(r.find("fence"), std::string::npos) << r;
+  auto ar = make(sem::acq_rel, scope::cta);
+  std::string a = ptx(compile_for("sm_90", *ar));
+  EXPECT_TRUE(a.find("acq_rel") != std::string::npos || a.find("fence") != std::string::npos) << a;
+  EXPECT_NE(a.find(".cta"), std::string::npos) << a;
+}
+
+TEST(NvptxLowering, ProgramIdsAndLoops) {
+  auto f = trace("grid_loop", [&](Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto n = scalar_arg<ty::i32>(t, "n", true);
+    auto step = tl::num_programs(0) * 256;
+    for (auto start : tl::range(tl::program_id(0) * 256, n, step)) {
+      auto offs = start + tl::arange(0, 256);
+      auto m = offs < n;
+      tl::store(x + offs, tl::exp(tl::load(x + offs, m, 0.0f)), m);
+    }
+  });
+  auto co = compile_for("sm_90", *f, 2);
+  std::string p = ptx(co);
+  EXPECT_NE(p.find("%nctaid.x"), std::string::npos) << p;
+  EXPECT_NE(p.find("%ctaid.x"), std::string::npos) << p;
+  EXPECT_NE(p.find("ex2.approx"), std::string::npos) << p;
+  EXPECT_NE(p.find("ld.global.v4"), std::string::npos) << p;
+}
+
+// Every elementwise op and cast on every dtype the tracer accepts: each must lower and
+// select on the target (no "cannot select", no unresolved libm call).
+std::unique_ptr<ir::Function> kitchen_sink_kernel() {
+  return trace("kitchen_sink", [&](Trace& t) {
+    auto loc = std::source_location::current();
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto offs = tl::arange(0, 256);
+    ir::Value* v = tl::load(x + offs).get();
+    ir::Value* acc = v;
+    for (DType d : {DType::f32, DType::f16, DType::bf16}) {
+      ir::Value* a = detail::cast(v, d, false, loc);
+      for (Op op : {Op::exp, Op::exp2, Op::log, Op::log2, Op::sqrt, Op::rsqrt, Op::sin, Op::cos, Op::erf,
+                    Op::floor, Op::ceil, Op::abs, Op::neg})
+        a = detail::unary(op, a, loc);
+      for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::rem, Op::min, Op::max}) a = detail::binary(op, a, a, loc);
+      a = detail::fma(a, a, a, loc);
+      a = detail::where(detail::compare(CmpPred::ne, a, a, loc), a, a, loc);
+      acc = detail::binary(Op::add, acc, detail::cast(a, DType::f32, false, loc), loc);
+    }
+    for (DType d : {DType::i8, DType::u8, DType::i16, DType::i32, DType::u32, DType::i64, DType::u64}) {
+      ir::Value* a = detail::cast(v, d, false, loc);
+      // a second operand in 1..7: no division by zero, no over-wide shift (both UB)
+      ir::Value* k = detail::binary(Op::add, detail::binary(Op::band, a, detail::constant(d, 0, 6, loc), loc),
+                                    detail::constant(d, 0, 1, loc), loc);
+      for (Op op : {Op::add, Op::sub, Op::mul, Op::div, Op::rem, Op::min, Op::max, Op::band, Op::bor, Op::bxor,
+                    Op::shl, Op::shr})
+        a = detail::binary(op, a, k, loc);
+      a = detail::unary(Op::bnot, a, loc);
+      if (is_signed(d)) a = detail::unary(Op::abs, detail::unary(Op::neg, a, loc), loc);
+      acc = detail::binary(Op::add, acc, detail::cast(a, DType::f32, false, loc), loc);
+    }
+    for (DType d : {DType::f64, DType::i1, DType::f8e4m3fn, DType::f8e5m2, DType::f8e4m3fnuz, DType::f8e5m2fnuz}) {
+      ir::Value* a = detail::cast(detail::cast(v, d, false, loc), DType::f16, false, loc);
+      acc = detail::binary(Op::add, acc, detail::cast(a, DType::f32, false, loc), loc);
+    }
+    ir::Value* bits = detail::cast(acc, DType::i32, true, loc);
+    acc = detail::cast(detail::binary(Op::bxor, bits, detail::constant(DType::i32, 0, 0x1234, loc), loc), DType::f32, true, loc);
+    tl::store(x + offs, tile<ty::f32>(acc));
+  });
+}
+
+TEST(NvptxLowering, EveryElementwiseOpAndCastSelects) {
+  auto f = kitchen_sink_kernel();
+  auto co = compile_for("sm_80", *f, 2);
+  std::string p = ptx(co);
+  EXPECT_EQ(p.find(".extern"), std::string::npos) << p;  // no libm calls left
+}
+
+// Every reduction kind on every reducible dtype, along both axes of a tile spread over
+// lanes and warps (shuffles of 8- to 64-bit values, LDS combines), plus scans.
+std::unique_ptr<ir::Function> reduction_sink_kernel() {
+  return trace("reduction_sink", [&](Trace& t) {
+    auto loc = std::source_location::current();
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto r = tl::expand_dims(tl::arange(0, 8), 1);
+    auto c = tl::expand_dims(tl::arange(0, 128), 0);
+    auto offs = r * 128 + c;
+    ir::Value* v = tl::load(x + offs).get();
+    ir::Value* acc = nullptr;
+    for (DType d : {DType::f32, DType::f16, DType::bf16, DType::f64, DType::i8, DType::i32, DType::u32, DType::i64}) {
+      ir::Value* a = detail::cast(v, d, false, loc);
+      for (int axis : {0, 1})
+        for (ReduceKind k : {ReduceKind::sum, ReduceKind::max, ReduceKind::min, ReduceKind::argmax, ReduceKind::argmin}) {
+          ir::Value* red = detail::cast(detail::reduce(k, a, axis, loc), DType::f32, false, loc);
+          ir::Value* s = detail::reduce(ReduceKind::sum, red, 0, loc);
+          acc = acc ? detail::binary(Op::add, acc, s, loc) : s;
+        }
+      ir::Value* scan = detail::cast(detail::cumsum(a, 1, loc), DType::f32, false, loc);
+      acc = detail::binary(Op::add, acc, detail::reduce(ReduceKind::max, detail::reduce(ReduceKind::max, scan, 1, loc), 0, loc), loc);
+    }
+    tl::store(x, tile<ty::f32>(acc));
+  });
+}
+
+TEST(NvptxLowering, EveryReductionSelects) {
+  auto f = reduction_sink_kernel();
+  auto co = compile_for("sm_80", *f, 4);
+  EXPECT_NE(ptx(co).find("shfl.sync.bfly"), std::string::npos);
+}
+
+TEST(NvptxLowering, DevicePrintIsAClearCompileError) {
+  auto f = trace("printer", [&](Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    detail::device_print("x", tl::load(x + tl::arange(0, 64)).get(), std::source_location::current());
+  });
+  try {
+    compile_for("sm_90", *f);
+    FAIL() << "device_print compiled";
+  } catch (const compile_error& e) {
+    EXPECT_NE(std::string(e.what()).find("device_print is not supported on sm_90 yet"), std::string::npos);
+  }
+}
+
+}  // namespace
