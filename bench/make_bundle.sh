@@ -20,4 +20,5 @@ cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/libxxhash.
 strip "$STAGE"/lib/libtl.so "$STAGE"/bin/*
 cp "$ROOT"/bench/run_gpu_bench.py "$STAGE"/bench/
 tar -C "$STAGE" -cJf "$ROOT"/.bundle/tl.tar.xz .
+rm -rf "$STAGE"
 ls -la "$ROOT"/.bundle/tl.tar.xz

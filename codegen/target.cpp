@@ -1,5 +1,6 @@
 // Target names: what "gfx942:sramecc+:xnack-", "sm_90" or "cpu" mean to the compiler.
 #include <fmt/format.h>
+#include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
 #include <llvm/TargetParser/Host.h>
 
@@ -27,6 +28,12 @@ TargetDesc host_target() {
   TargetDesc d;
   d.kind = TargetDesc::cpu;
   d.arch = llvm::sys::getHostCPUName().str();
+  // The features are part of the target (and so of the cache key): two machines with
+  // the same CPU name can differ in them (a VM without AVX-512, say).
+  std::string feats;
+  for (auto& [name, on] : llvm::sys::getHostCPUFeatures())
+    if (on) feats += (feats.empty() ? "+" : ",+") + name.str();
+  d.features = feats;
   d.wave_size = 1;
   return d;
 }

@@ -262,9 +262,9 @@ int cmd_isa(DiskCache& cache, const std::vector<std::string>& args) {
   if (o.positional.empty()) throw UsageError{"isa needs a KEY", true};
   tl::cache::Entry e = find(cache, o.positional[0]);
   if (e.artifacts.count("isa")) return print_artifact(e, "isa", "");
-  // AMD code objects can be disassembled on demand, when the compiler provides that.
-  const std::string target = cell(e.meta, {"target"});
-  if (auto provider = tl::cache::isa_provider(); provider && target.starts_with("gfx")) {
+  // AMD code objects are disassembled on demand and PTX is shown as it is, through the
+  // provider libtl registers (runtime/isa_text.cpp).
+  if (auto provider = tl::cache::isa_provider()) {
     std::string text = provider(e);
     if (!text.empty()) {
       fmt::print("{}{}", text, text.back() == '\n' ? "" : "\n");
