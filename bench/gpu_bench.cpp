@@ -95,18 +95,14 @@ nlohmann::json bench_rmsnorm(tl::device dev, RowsCols s, int repeats) {
   int cus = dev.compute_units();
   auto fc = rmsnorm::choose(s.rows, s.cols, cus, false);
   auto bc = rmsnorm::choose(s.rows, s.cols, cus, true);
-  int64_t bprogs = s.rows / bc.rows_per_pid;
-  auto DWP = dev.alloc<tl::f32>(size_t(bprogs * s.cols));
+  auto DWP = dev.alloc<tl::f32>(size_t(bc.programs * s.cols));
   auto fwd = [&](int i) {
     auto& b = bufs[i % sets];
-    rmsnorm::forward_kernel<E>()[tl::grid(s.rows / fc.rows_per_pid)].with({.num_warps = fc.num_warps})(
-        b.x, b.y, W, b.r, int(s.cols), eps, fc.block, fc.rows_per_pid, false, fc.offsets64);
+    rmsnorm::forward<E>(fc, b.x, b.y, W, b.r, s.cols, eps, false);
   };
   auto bwd = [&](int i) {
     auto& b = bufs[i % sets];
-    rmsnorm::backward_kernel<E>()[tl::grid(bprogs)].with({.num_warps = bc.num_warps})(
-        b.x, b.dy, W, b.r, b.dx, DWP, int(s.cols), bc.block, bc.rows_per_pid, false, bc.offsets64);
-    rmsnorm::dgamma_kernel()[tl::grid(tl::cdiv(s.cols, 256))](DWP, DW, int(bprogs), int(s.cols), 256);
+    rmsnorm::backward<E>(bc, b.x, b.dy, W, b.r, b.dx, DWP, DW, s.rows, s.cols, false);
   };
   // Check before timing: poison, run once, compare every element with the reference.
   std::vector<uint8_t> junk(n * 2, 0xAB);

@@ -46,32 +46,39 @@ def rms_fwd_packed(X, Y, W, M, N, eps, BLOCK: tl.constexpr, R: tl.constexpr):
 
 
 @triton.jit
-def rms_bwd(X, DY, W, RSTD, DX, DWP, N, BLOCK: tl.constexpr, R: tl.constexpr):
-    # the algorithm of samples/rmsnorm: R rows per program, partial dgamma per program
+def rms_bwd(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr):
+    # the algorithm of samples/rmsnorm: persistent programs over blocks of R rows,
+    # one partial dgamma per program
     pid = tl.program_id(0)
     c = tl.arange(0, BLOCK)
     m = c < N
     g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
     dg = tl.zeros([BLOCK], dtype=tl.float32)
-    for i in tl.static_range(R):
-        row = (pid * R + i).to(tl.int64)
-        x = tl.load(X + row * N + c, mask=m, other=0.0).to(tl.float32)
-        dy = tl.load(DY + row * N + c, mask=m, other=0.0).to(tl.float32)
-        r = tl.load(RSTD + row)
-        dot = tl.sum(dy * g * x, 0) / N
-        tl.store(DX + row * N + c, (r * g * dy - x * (r * r * r * dot)).to(tl.bfloat16), mask=m)
-        dg += dy * x * r
+    for first in range(pid * R, M, tl.num_programs(0) * R):
+        rows = first + tl.arange(0, R)
+        rm = rows < M
+        m2 = rm[:, None] & m[None, :]
+        offs = rows[:, None].to(tl.int64) * N + c[None, :]
+        x = tl.load(X + offs, mask=m2, other=0.0).to(tl.float32)
+        dy = tl.load(DY + offs, mask=m2, other=0.0).to(tl.float32)
+        r = tl.load(RSTD + rows, mask=rm, other=0.0)
+        dot = tl.sum(dy * g[None, :] * x, 1) / N
+        d = r[:, None] * g[None, :] * dy - x * (r * r * r * dot)[:, None]
+        tl.store(DX + offs, d.to(tl.bfloat16), mask=m2)
+        dg += tl.sum(dy * x * r[:, None], 0)
     tl.store(DWP + pid * N + c, dg, mask=m)
 
 
 @triton.jit
-def rms_dgamma(DWP, DW, P, N, BLOCK: tl.constexpr):
-    c = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = c < N
-    acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for p in range(P):
-        acc += tl.load(DWP + p * N + c, mask=m, other=0.0)
-    tl.store(DW + c, acc, mask=m)
+def rms_dgamma(DWP, DW, P, N, BP: tl.constexpr, BC: tl.constexpr):
+    c = tl.program_id(0) * BC + tl.arange(0, BC)
+    cm = c < N
+    p = tl.arange(0, BP)
+    acc = tl.zeros([BP, BC], dtype=tl.float32)
+    for p0 in range(0, P, BP):
+        rows = p0 + p
+        acc += tl.load(DWP + rows[:, None] * N + c[None, :], mask=(rows < P)[:, None] & cm[None, :], other=0.0)
+    tl.store(DW + c, tl.sum(acc, 0), mask=cm)
 
 
 def warps_for(B):
@@ -125,19 +132,15 @@ def triton_side(sms):
         res["torch"] = gbs(fbytes, bench([lambda s=s: tf(s) for s in sets]))
         # backward, the same algorithm as tl's (R rows per program, deterministic dgamma)
         rstd = torch.rsqrt(x.float().pow(2).mean(1) + eps).contiguous()
-        Rb = 1
-        if B <= 512:
-            for r in (4, 2):
-                if M % r == 0 and M // r >= 2 * sms:
-                    Rb = r
-                    break
-        P = M // Rb
+        # the same configuration as rmsnorm::choose(..., backward=True)
+        Rb = min(4, 2048 // B) if B <= 512 else 1
+        P = min((M + Rb - 1) // Rb, 4 * sms)
         dwp = torch.empty(P, N, device="cuda", dtype=torch.float32)
         dw = torch.empty(N, device="cuda", dtype=torch.float32)
-        nwb = warps_for(B) if Rb * B < 1024 else 4
+        nwb = 4 if (B <= 512 and Rb * B >= 1024) else warps_for(B)
         def bwd(s):
-            rms_bwd[(P,)](s[0], s[2], w, rstd, s[3], dwp, N, BLOCK=B, R=Rb, num_warps=nwb)
-            rms_dgamma[(triton.cdiv(N, 256),)](dwp, dw, P, N, BLOCK=256, num_warps=4)
+            rms_bwd[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, BLOCK=B, R=Rb, num_warps=nwb)
+            rms_dgamma[(triton.cdiv(N, 64),)](dwp, dw, P, N, BP=32, BC=64, num_warps=4)
         dx.fill_(float("nan"))
         bwd(sets[0]); torch.cuda.synchronize()
         xd = x.double().requires_grad_()

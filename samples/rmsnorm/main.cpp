@@ -62,8 +62,9 @@ template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
     // The pointers only shape the specialization (16-byte aligned); nothing runs.
     auto* p = reinterpret_cast<host_t<E>*>(uintptr_t(1) << 20);
     auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
-    std::string meta = bwd ? rmsnorm::backward_kernel<E>().compile(a.target, o, p, p, p, f, p, f, int(cols), cfg.block,
-                                                                     cfg.rows_per_pid, a.zero_centered, cfg.offsets64)
+    std::string meta = bwd ? rmsnorm::backward_kernel<E>().compile(a.target, o, p, p, p, f, p, f, int(rows), int(cols),
+                                                                     cfg.block, cfg.rows_per_pid, a.zero_centered,
+                                                                     cfg.offsets64)
                            : rmsnorm::forward_kernel<E>().compile(a.target, o, p, p, p, f, int(cols), 1e-6f, cfg.block,
                                                                     cfg.rows_per_pid, a.zero_centered, cfg.offsets64);
     auto j = nlohmann::json::parse(meta);
@@ -96,17 +97,10 @@ template <class E> bool run(const Args& a, tl::device dev, int64_t rows, int64_t
   const float eps = 1e-6f;
   auto fcfg = rmsnorm::choose(rows, cols, dev.compute_units(), false);
   auto bcfg = rmsnorm::choose(rows, cols, dev.compute_units(), true);
-  int64_t bprogs = rows / bcfg.rows_per_pid;
+  int64_t bprogs = bcfg.programs;
   auto DWP = dev.alloc<tl::f32>(size_t(bprogs * cols));
-  auto fwd = [&] {
-    rmsnorm::forward_kernel<E>()[tl::grid(rows / fcfg.rows_per_pid)].with({.num_warps = fcfg.num_warps})(
-        X, Y, W, R, int(cols), eps, fcfg.block, fcfg.rows_per_pid, a.zero_centered, fcfg.offsets64);
-  };
-  auto bwd = [&] {
-    rmsnorm::backward_kernel<E>()[tl::grid(bprogs)].with({.num_warps = bcfg.num_warps})(
-        X, DY, W, R, DX, DWP, int(cols), bcfg.block, bcfg.rows_per_pid, a.zero_centered, bcfg.offsets64);
-    rmsnorm::dgamma_kernel()[tl::grid(tl::cdiv(cols, 256))](DWP, DW, int(bprogs), int(cols), 256);
-  };
+  auto fwd = [&] { rmsnorm::forward<E>(fcfg, X, Y, W, R, cols, eps, a.zero_centered); };
+  auto bwd = [&] { rmsnorm::backward<E>(bcfg, X, DY, W, R, DX, DWP, DW, rows, cols, a.zero_centered); };
   auto time_ms = [&](auto&& f) {
     f();
     dev.synchronize();
