@@ -555,8 +555,17 @@ bool update_stats_file(int root, const FileCounters& delta, bool reset) {
 
 std::atomic<bool> g_warned{false};
 
-std::mutex g_isa_mu;
-IsaProvider g_isa_provider;
+// Constructed on first use: libtl's own static initializers register the provider
+// (runtime/isa_text.cpp), and a plain global here could still be unconstructed then
+// (ASan: initialization-order-fiasco), or be reset by its constructor afterwards.
+struct IsaRegistry {
+  std::mutex mu;
+  IsaProvider provider;
+};
+IsaRegistry& isa_registry() {
+  static IsaRegistry r;
+  return r;
+}
 
 }  // namespace
 
@@ -651,13 +660,15 @@ std::optional<std::string> normalize_key(std::string_view key) {
 }
 
 void set_isa_provider(IsaProvider provider) {
-  std::lock_guard lock(g_isa_mu);
-  g_isa_provider = std::move(provider);
+  IsaRegistry& r = isa_registry();
+  std::lock_guard lock(r.mu);
+  r.provider = std::move(provider);
 }
 
 IsaProvider isa_provider() {
-  std::lock_guard lock(g_isa_mu);
-  return g_isa_provider;
+  IsaRegistry& r = isa_registry();
+  std::lock_guard lock(r.mu);
+  return r.provider;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -191,6 +191,13 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   {
     // The key: the canonical program, the exact target, the options and this compiler.
     std::string full = key + "|" + target.str() + "|" + opts.key() + "|" + TL_VERSION;
+    // The canonical program leaves source locations out, so that an edit elsewhere in the
+    // file reuses the code. But code that reports a line (a device_assert; every access
+    // under bounds checking) has the lines compiled in: key it with them, or a cached
+    // entry would name the lines of an older version of the source.
+    bool reports_lines = opts.bounds_check;
+    ir::walk(f->body, [&](ir::Operation& op) { reports_lines |= op.op == Op::assert_; });
+    if (reports_lines) full += "|" + f->str(/*with_locations=*/true);
     XXH128_hash_t h = XXH3_128bits(full.data(), full.size());
     key = fmt::format("{:016x}{:016x}", h.high64, h.low64);
   }

@@ -143,8 +143,10 @@ inline Config choose(int64_t rows, int64_t cols, int compute_units, bool backwar
   c.offsets64 = rows * cols >= (int64_t(1) << 31);
   if (c.block <= 512) {
     int cap = std::min(backward ? 4 : 16, 2048 / c.block);
+    // Both directions keep at least two blocks of rows per compute unit; the forward
+    // also needs r to divide the rows (it has no row mask; the backward masks its last block).
     for (int r = cap; r > 1; r /= 2)
-      if (backward || (rows % r == 0 && rows / r >= 2 * int64_t(compute_units))) {
+      if ((backward || rows % r == 0) && (rows + r - 1) / r >= 2 * int64_t(compute_units)) {
         c.rows_per_pid = r;
         break;
       }

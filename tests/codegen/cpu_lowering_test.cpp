@@ -208,7 +208,9 @@ TEST(CpuLowering, IntegerDivisionAndShiftsDoNotTrap) {
     int32_t q = hb[i] == 0 ? 0 : hb[i] == -1 ? int32_t(0u - uint32_t(ha[i])) : ha[i] / hb[i];
     int32_t r = hb[i] == 0 || hb[i] == -1 ? 0 : ha[i] % hb[i];
     int sh = hb[i] + 31;
-    int32_t shifted = (sh >= 32 ? (ha[i] < 0 ? -1 : 0) : ha[i] >> sh) + (sh >= 32 ? 0 : int32_t(uint32_t(ha[i]) << sh));
+    // The kernel's i32 add wraps; add in u32 here (a signed overflow would be UB in C++).
+    int32_t shifted = int32_t(uint32_t(sh >= 32 ? (ha[i] < 0 ? -1 : 0) : ha[i] >> sh) +
+                              (sh >= 32 ? 0u : uint32_t(ha[i]) << sh));
     EXPECT_EQ(got[i], q) << i;
     EXPECT_EQ(got[BLOCK + i], r) << i;
     EXPECT_EQ(got[2 * BLOCK + i], shifted) << i;

@@ -1,4 +1,4 @@
-// expect: no match for .operator\*
+// expect: no match for .+operator\*
 // Multiplying a pointer does not compile.
 #include "tl/tl.hpp"
 void f() {

@@ -8,7 +8,9 @@ SRC=$1 BUILD=$2 SECONDS_EACH=${3:-20}
 CXX=${TL_FUZZ_CXX:-clang++-22}
 OUT_DIR=$BUILD/fuzz
 mkdir -p "$OUT_DIR"
-LLVM_CXXFLAGS=$(llvm-config-22 --cxxflags | sed 's/-fno-exceptions//')
+# llvm-config's flags carry -std=c++17 (which, coming later, would override our c++20) and
+# -fno-exceptions (tl reports errors by throwing): drop both.
+LLVM_CXXFLAGS=$(llvm-config-22 --cxxflags | sed -e 's/-fno-exceptions//' -e 's/-std=[^ ]*//')
 COMMON=(-std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
         -I"$SRC" -I"$SRC/dsl/include" -DTL_VERSION=\"fuzz\")
 build() {  # name sources... -- libs...
@@ -24,14 +26,20 @@ build target_name_fuzz "$SRC/tests/fuzz/target_name_fuzz.cpp" "$SRC/codegen/targ
   -L/usr/lib/llvm-22/lib -lLLVM-22 -lfmt
 build code_object_fuzz "$SRC/tests/fuzz/code_object_fuzz.cpp" "$SRC/codegen/amdgpu/code_object.cpp" \
   $(ls "$SRC"/codegen/amdgpu/comgr.cpp 2>/dev/null) -- \
-  -L/usr/lib/llvm-22/lib -llldELF -llldCommon -lLLVM-22 -lfmt -ldl
+  -L/usr/lib/llvm-22/lib -llldELF -llldCommon -lLLVM-22 -lfmt -lz -lzstd -ldl
 status=0
 for t in cache_entry_fuzz target_name_fuzz code_object_fuzz; do
   corpus="$OUT_DIR/corpus_$t"; mkdir -p "$corpus"
-  seeds=("$SRC/tests/fuzz/regressions/$t")
-  [[ -d ${seeds[0]} ]] || seeds=()
-  # Regression inputs first: each must run clean.
-  if ((${#seeds[@]})); then "$OUT_DIR/$t" -runs=0 "${seeds[@]}" >/dev/null 2>&1 || { echo "regression input crashes $t"; status=1; }; fi
+  # regressions/<target>: inputs that once crashed; seeds/<target>: valid inputs that
+  # start the fuzzer deep in the format. Both are replayed first and must run clean.
+  seeds=()
+  for d in "$SRC/tests/fuzz/regressions/$t" "$SRC/tests/fuzz/seeds/$t"; do [[ -d $d ]] && seeds+=("$d"); done
+  if ((${#seeds[@]})); then
+    if ! "$OUT_DIR/$t" -runs=0 "${seeds[@]}" >"$OUT_DIR/$t.replay.log" 2>&1; then
+      echo "$t: a regression or seed input crashes:"; tail -30 "$OUT_DIR/$t.replay.log"; status=1
+      continue
+    fi
+  fi
   if "$OUT_DIR/$t" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=65536 \
        -artifact_prefix="$OUT_DIR/crash-$t-" "$corpus" "${seeds[@]}" >"$OUT_DIR/$t.log" 2>&1; then
     echo "$t: $(grep -oE 'Done [0-9]+ runs' "$OUT_DIR/$t.log" | tail -1), no crash"

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The sanitizer job (.ci/run runs it after tools/test.sh): tl and its tests built with
+# AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ and with ThreadSanitizer
+# into build-tsan/, next to build/, and the test suite run under each. Any report fails
+# the job (halt_on_error); the suppression files in tests/sanitizers/ say what may be
+# suppressed (only false positives from uninstrumented code, never tl's own).
+#
+#   tools/sanitize.sh            both
+#   tools/sanitize.sh address    ASan + UBSan only
+#   tools/sanitize.sh thread     TSan only
+#
+# Left out under the sanitizers: fuzz.bounded (the fuzzers are built with ASan + UBSan by
+# clang already, and run in the normal suite) and compile_fail.* (they only run the
+# compiler on files that must not compile). libLLVM is not instrumented; JIT-compiled
+# kernels run uninstrumented on tl's (instrumented) thread pool.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+SUPP=$ROOT/tests/sanitizers
+JOBS=$(nproc)
+EXCLUDE='^(fuzz|compile_fail)\.'
+
+"$ROOT/tools/install-deps.sh"
+
+# A private cache per run, so tests never see another run's (or another build's) entries.
+export TL_CACHE_DIR=${TL_CACHE_DIR:-$(mktemp -d)/tl-cache}
+
+kinds=("$@")
+((${#kinds[@]})) || kinds=(address thread)
+
+status=0
+for kind in "${kinds[@]}"; do
+  case $kind in
+    address) dir=$ROOT/build-asan ;;
+    thread) dir=$ROOT/build-tsan ;;
+    *) echo "sanitize.sh: unknown sanitizer '$kind' (address or thread)" >&2; exit 2 ;;
+  esac
+  start=$SECONDS
+  echo "== tl: building with TL_SANITIZE=$kind into $dir"
+  if ! TL_BUILD_DIR=$dir "$ROOT/tools/build.sh" -DTL_SANITIZE="$kind" -DTL_BUILD_TESTS=ON; then
+    echo "== tl: the $kind build failed"
+    status=1
+    continue
+  fi
+  built=$SECONDS
+  echo "== tl: running the tests under $kind sanitizers"
+  if [[ $kind == address ]]; then
+    # strict_init_order: a static initializer may not touch another file's globals at all
+    # (whatever the link order happens to be today).
+    env ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:suppressions=$SUPP/asan.supp" \
+        LSAN_OPTIONS="suppressions=$SUPP/lsan.supp" \
+        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp" \
+        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E "$EXCLUDE" || status=1
+  else
+    env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp" \
+        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E "$EXCLUDE" || status=1
+  fi
+  echo "== tl: $kind: build $((built - start)) s, tests $((SECONDS - built)) s"
+done
+exit $status
