@@ -6,6 +6,7 @@
 // several buffer sets so that small shapes are not measured out of L2.
 //
 //   tl-bench-gpu [--json out.json] [--repeats 20]
+//   tl-bench-gpu --sweep [--json out.json] [--repeats 5]     (RMSNorm launch configurations)
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -66,89 +67,152 @@ struct RowsCols {
   int64_t rows, cols;
 };
 
-nlohmann::json bench_rmsnorm(tl::device dev, RowsCols s, int repeats) {
+// One RMSNorm shape: random bf16 inputs, their double-precision reference (computed once,
+// whatever the number of configurations measured), and rotating device buffer sets.
+struct Shape {
   using E = tl::bf16;
-  const int64_t n = s.rows * s.cols;
-  const float eps = 1e-6f;
-  // Enough buffer sets that one pass over all of them exceeds the 50 MB L2 several times.
-  int sets = int(std::clamp<int64_t>((int64_t(256) << 20) / (n * 2 * 3), 1, 16));
-  std::mt19937 rng(7);
-  std::normal_distribution<double> nd;
-  std::vector<tl::bfloat16> hx(n), hdy(n), hw(s.cols);
-  for (auto& v : hx) v = tl::to_bf16(nd(rng));
-  for (auto& v : hdy) v = tl::to_bf16(nd(rng));
-  for (auto& v : hw) v = tl::to_bf16(1.0 + 0.1 * nd(rng));
+  static constexpr float eps = 1e-6f;
   struct Set {
     tl::buffer<tl::ty::bf16> x, y, dy, dx;
     tl::buffer<tl::ty::f32> r;
   };
+  RowsCols s;
+  int64_t n;
+  int sets;
+  std::vector<tl::bfloat16> hx, hdy, hw;
+  std::vector<double> want_y, want_dx, want_dw;
   std::vector<Set> bufs;
-  for (int i = 0; i < sets; ++i) {
-    Set b{dev.alloc<E>(n), dev.alloc<E>(n), dev.alloc<E>(n), dev.alloc<E>(n), dev.alloc<tl::f32>(s.rows)};
-    b.x.upload(hx);
-    b.dy.upload(hdy);
-    bufs.push_back(std::move(b));
-  }
-  auto W = dev.alloc<E>(s.cols);
-  W.upload(hw);
-  auto DW = dev.alloc<tl::f32>(s.cols);
-  int cus = dev.compute_units();
-  auto fc = rmsnorm::choose(s.rows, s.cols, cus, false);
-  auto bc = rmsnorm::choose(s.rows, s.cols, cus, true);
-  auto DWP = dev.alloc<tl::f32>(size_t(bc.programs * s.cols));
-  auto fwd = [&](int i) {
-    auto& b = bufs[i % sets];
-    rmsnorm::forward<E>(fc, b.x, b.y, W, b.r, s.cols, eps, false);
-  };
-  auto bwd = [&](int i) {
-    auto& b = bufs[i % sets];
-    rmsnorm::backward<E>(bc, b.x, b.dy, W, b.r, b.dx, DWP, DW, s.rows, s.cols, false);
-  };
-  // Check before timing: poison, run once, compare every element with the reference.
-  std::vector<uint8_t> junk(n * 2, 0xAB);
-  dev.copy_to_device(bufs[0].y.data(), junk.data(), junk.size());
-  dev.copy_to_device(bufs[0].dx.data(), junk.data(), junk.size());
-  fwd(0);
-  bwd(0);
-  dev.synchronize();
-  auto gy = bufs[0].y.download(), gdx = bufs[0].dx.download();
-  auto gdw = DW.download();
-  double err_y = 0, err_dx = 0, err_dw = 0;
-  std::vector<double> dw(s.cols, 0.0);
-  for (int64_t r = 0; r < s.rows; ++r) {
-    double ss = 0, dot = 0;
-    const tl::bfloat16* xr = &hx[r * s.cols];
-    for (int64_t c = 0; c < s.cols; ++c) ss += double(tl::to_float(xr[c])) * tl::to_float(xr[c]);
-    double inv = 1 / std::sqrt(ss / s.cols + eps);
-    for (int64_t c = 0; c < s.cols; ++c) {
-      double x = tl::to_float(xr[c]), g = tl::to_float(hw[c]), d = tl::to_float(hdy[r * s.cols + c]);
-      err_y = std::max(err_y, std::fabs(tl::to_float(gy[r * s.cols + c]) - x * inv * g) / (1 + std::fabs(x * inv * g)));
-      dot += d * g * x;
-      dw[c] += d * x * inv;
-    }
-    dot /= s.cols;
-    for (int64_t c = 0; c < s.cols; ++c) {
-      double x = tl::to_float(xr[c]), g = tl::to_float(hw[c]), d = tl::to_float(hdy[r * s.cols + c]);
-      double want = inv * g * d - x * inv * inv * inv * dot;
-      double got = tl::to_float(gdx[r * s.cols + c]);
-      err_dx = std::isnan(got) ? 1e9 : std::max(err_dx, std::fabs(got - want) / (1 + std::fabs(want)));
-    }
-  }
-  for (int64_t c = 0; c < s.cols; ++c) err_dw = std::max(err_dw, std::fabs(gdw[c] - dw[c]) / (1 + std::fabs(dw[c])));
-  bool ok = err_y < 2e-2 && err_dx < 5e-2 && err_dw < 1e-2;
+  tl::buffer<tl::ty::bf16> W;
+  tl::buffer<tl::ty::f32> DW;
 
-  double fwd_ms = time_ms(fwd, repeats, 20), bwd_ms = time_ms(bwd, repeats, 10);
-  double fbytes = 2.0 * n * 2 + s.cols * 2 + s.rows * 4;
-  double bbytes = 3.0 * n * 2 + s.cols * 2 + s.rows * 4;  // the algorithm's floor: x, dy, dx, w, rstd
-  nlohmann::json j{{"rows", s.rows}, {"cols", s.cols}, {"ok", ok}, {"err_y", err_y}, {"err_dx", err_dx},
-                   {"err_dw", err_dw}, {"fwd_us", fwd_ms * 1e3}, {"fwd_gbs", fbytes / fwd_ms / 1e6},
-                   {"bwd_us", bwd_ms * 1e3}, {"bwd_gbs", bbytes / bwd_ms / 1e6},
-                   {"fwd_rows_per_pid", fc.rows_per_pid}, {"fwd_warps", fc.num_warps},
-                   {"bwd_rows_per_pid", bc.rows_per_pid}, {"sets", sets}};
-  fmt::print("rmsnorm {:>6}x{:<6} fwd {:8.2f} us {:7.0f} GB/s  bwd {:8.2f} us {:7.0f} GB/s  R={} w={}  {}\n", s.rows,
-             s.cols, fwd_ms * 1e3, fbytes / fwd_ms / 1e6, bwd_ms * 1e3, bbytes / bwd_ms / 1e6, fc.rows_per_pid,
-             fc.num_warps, ok ? "ok" : "WRONG");
-  return j;
+  Shape(tl::device dev, RowsCols shape) : s(shape), n(shape.rows * shape.cols) {
+    // Enough buffer sets that one pass over all of them exceeds the 50 MB L2 several times.
+    sets = int(std::clamp<int64_t>((int64_t(256) << 20) / (n * 2 * 3), 1, 16));
+    std::mt19937 rng(7);
+    std::normal_distribution<double> nd;
+    hx.resize(n), hdy.resize(n), hw.resize(s.cols);
+    for (auto& v : hx) v = tl::to_bf16(nd(rng));
+    for (auto& v : hdy) v = tl::to_bf16(nd(rng));
+    for (auto& v : hw) v = tl::to_bf16(1.0 + 0.1 * nd(rng));
+    for (int i = 0; i < sets; ++i) {
+      Set b{dev.alloc<E>(n), dev.alloc<E>(n), dev.alloc<E>(n), dev.alloc<E>(n), dev.alloc<tl::f32>(s.rows)};
+      b.x.upload(hx);
+      b.dy.upload(hdy);
+      bufs.push_back(std::move(b));
+    }
+    W = dev.alloc<E>(s.cols);
+    W.upload(hw);
+    DW = dev.alloc<tl::f32>(s.cols);
+    want_y.resize(n), want_dx.resize(n), want_dw.assign(s.cols, 0.0);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      double ss = 0, dot = 0;
+      const tl::bfloat16* xr = &hx[r * s.cols];
+      for (int64_t c = 0; c < s.cols; ++c) ss += double(tl::to_float(xr[c])) * tl::to_float(xr[c]);
+      double inv = 1 / std::sqrt(ss / s.cols + eps);
+      for (int64_t c = 0; c < s.cols; ++c) {
+        double x = tl::to_float(xr[c]), g = tl::to_float(hw[c]), d = tl::to_float(hdy[r * s.cols + c]);
+        want_y[r * s.cols + c] = x * inv * g;
+        dot += d * g * x;
+        want_dw[c] += d * x * inv;
+      }
+      dot /= s.cols;
+      for (int64_t c = 0; c < s.cols; ++c) {
+        double x = tl::to_float(xr[c]), g = tl::to_float(hw[c]), d = tl::to_float(hdy[r * s.cols + c]);
+        want_dx[r * s.cols + c] = inv * g * d - x * inv * inv * inv * dot;
+      }
+    }
+  }
+
+  // Checks then times forward config fc and backward config bc.
+  nlohmann::json measure(tl::device dev, const rmsnorm::Config& fc, const rmsnorm::Config& bc, int repeats) {
+    auto DWP = dev.alloc<tl::f32>(size_t(bc.programs * s.cols));
+    auto fwd = [&](int i) {
+      auto& b = bufs[i % sets];
+      rmsnorm::forward<E>(fc, b.x, b.y, W, b.r, s.cols, eps, false);
+    };
+    auto bwd = [&](int i) {
+      auto& b = bufs[i % sets];
+      rmsnorm::backward<E>(bc, b.x, b.dy, W, b.r, b.dx, DWP, DW, s.rows, s.cols, false);
+    };
+    // Check before timing: poison, run once, compare every element with the reference.
+    std::vector<uint8_t> junk(n * 2, 0xAB);
+    dev.copy_to_device(bufs[0].y.data(), junk.data(), junk.size());
+    dev.copy_to_device(bufs[0].dx.data(), junk.data(), junk.size());
+    fwd(0);
+    bwd(0);
+    dev.synchronize();
+    auto gy = bufs[0].y.download(), gdx = bufs[0].dx.download();
+    auto gdw = DW.download();
+    auto rel = [](double got, double want) { return std::isnan(got) ? 1e9 : std::fabs(got - want) / (1 + std::fabs(want)); };
+    double err_y = 0, err_dx = 0, err_dw = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      err_y = std::max(err_y, rel(tl::to_float(gy[i]), want_y[i]));
+      err_dx = std::max(err_dx, rel(tl::to_float(gdx[i]), want_dx[i]));
+    }
+    for (int64_t c = 0; c < s.cols; ++c) err_dw = std::max(err_dw, rel(gdw[c], want_dw[c]));
+    bool ok = err_y < 2e-2 && err_dx < 5e-2 && err_dw < 1e-2;
+
+    double fwd_ms = time_ms(fwd, repeats, 20), bwd_ms = time_ms(bwd, repeats, 10);
+    double fbytes = 2.0 * n * 2 + s.cols * 2 + s.rows * 4;
+    double bbytes = 3.0 * n * 2 + s.cols * 2 + s.rows * 4;  // the algorithm's floor: x, dy, dx, w, rstd
+    nlohmann::json j{{"rows", s.rows}, {"cols", s.cols}, {"ok", ok}, {"err_y", err_y}, {"err_dx", err_dx},
+                     {"err_dw", err_dw}, {"fwd_us", fwd_ms * 1e3}, {"fwd_gbs", fbytes / fwd_ms / 1e6},
+                     {"bwd_us", bwd_ms * 1e3}, {"bwd_gbs", bbytes / bwd_ms / 1e6},
+                     {"fwd_rows_per_pid", fc.rows_per_pid}, {"fwd_warps", fc.num_warps},
+                     {"bwd_rows_per_pid", bc.rows_per_pid}, {"bwd_warps", bc.num_warps},
+                     {"bwd_programs", bc.programs}, {"bwd_prefetch", bc.prefetch}, {"sets", sets}};
+    fmt::print("rmsnorm {:>6}x{:<6} fwd {:8.2f} us {:7.0f} GB/s (R={} w={})  bwd {:8.2f} us {:7.0f} GB/s "
+               "(R={} w={} P={}{})  {}\n",
+               s.rows, s.cols, fwd_ms * 1e3, fbytes / fwd_ms / 1e6, fc.rows_per_pid, fc.num_warps, bwd_ms * 1e3,
+               bbytes / bwd_ms / 1e6, bc.rows_per_pid, bc.num_warps, bc.programs, bc.prefetch ? " prefetch" : "",
+               ok ? "ok" : "WRONG");
+    return j;
+  }
+};
+
+nlohmann::json bench_rmsnorm(tl::device dev, RowsCols s, int repeats) {
+  Shape shape(dev, s);
+  int cus = dev.compute_units();
+  return shape.measure(dev, rmsnorm::choose(s.rows, s.cols, cus, false), rmsnorm::choose(s.rows, s.cols, cus, true),
+                       repeats);
+}
+
+// Every launch configuration near the heuristic's, each checked and timed: the data
+// rmsnorm::choose is tuned from. Forward variants run with the chosen backward and
+// backward variants with the chosen forward.
+nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats) {
+  Shape shape(dev, s);
+  int cus = dev.compute_units();
+  const auto f0 = rmsnorm::choose(s.rows, s.cols, cus, false), b0 = rmsnorm::choose(s.rows, s.cols, cus, true);
+  nlohmann::json out = nlohmann::json::array();
+  auto run = [&](const rmsnorm::Config& f, const rmsnorm::Config& b, const char* what) {
+    nlohmann::json j = shape.measure(dev, f, b, repeats);
+    j["varied"] = what;
+    out.push_back(j);
+  };
+  run(f0, b0, "chosen");
+  for (int r : {1, 2, 4, 8, 16})
+    for (int w : {1, 2, 4, 8, 16}) {
+      if (s.rows % r || int64_t(r) * f0.block > 8192 || (f0.block > 512 && r > 1)) continue;
+      if (int64_t(r) * f0.block < int64_t(w) * 32 || int64_t(r) * f0.block / (w * 32) > 256) continue;
+      auto f = f0;
+      f.rows_per_pid = r, f.num_warps = w, f.programs = s.rows / r;
+      run(f, b0, "fwd");
+    }
+  for (bool prefetch : {false, true})
+    for (int r : {1, 2, 4, 8, 16})
+      for (int w : {1, 2, 4, 8, 16})
+        for (int per_cu : {1, 2, 4, 8, 16}) {
+          if ((b0.block > 512 && r > 1) || (r > 1 && int64_t(r) * b0.block > 4096)) continue;
+          if (int64_t(r) * b0.block < int64_t(w) * 32 * 2 || int64_t(r) * b0.block / (w * 32) > 128) continue;
+          if (b0.block > 512 ? per_cu > 4 || w < 4 : per_cu < 4 || w > 4) continue;
+          auto b = b0;
+          int64_t blocks = (s.rows + r - 1) / r;
+          b.rows_per_pid = r, b.num_warps = w, b.prefetch = prefetch;
+          b.programs = std::min<int64_t>(blocks, int64_t(per_cu) * cus);
+          run(f0, b, "bwd");
+        }
+  return out;
 }
 
 // Host time per launch of a cached tl kernel, against cuLaunchKernel of the same code.
@@ -201,10 +265,12 @@ nlohmann::json bench_launch(tl::device dev) {
 int main(int argc, char** argv) try {
   std::string out;
   int repeats = 20;
+  bool sweep = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) out = argv[++i];
     else if (a == "--repeats" && i + 1 < argc) repeats = std::stoi(argv[++i]);
+    else if (a == "--sweep") sweep = true;
   }
   cu = tl::cuda::Api::get();
   if (!cu) {
@@ -213,14 +279,21 @@ int main(int argc, char** argv) try {
   }
   tl::device dev = tl::cuda_device(0);
   tl::set_default_device(dev);
+  const std::vector<RowsCols> shapes{{32768, 128}, {65536, 128}, {8192, 4096}, {4096, 8192},
+                                     {16384, 2048}, {2048, 16384}, {1024, 32768}};
   nlohmann::json all;
+  if (sweep) {
+    all["device"] = dev.name();
+    for (RowsCols s : shapes) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats));
+    if (!out.empty()) std::ofstream(out) << all.dump(2);
+    return 0;
+  }
   all["device"] = dev.name();
   all["target"] = dev.target();
   all["copy_gbs"] = copy_bandwidth(dev, repeats);
   fmt::print("device {} ({}), copy {:.0f} GB/s\n", dev.name(), dev.target(), all["copy_gbs"].get<double>());
   all["launch"] = bench_launch(dev);
-  for (RowsCols s : std::vector<RowsCols>{{32768, 128}, {65536, 128}, {8192, 4096}, {4096, 8192}, {16384, 2048},
-                                          {2048, 16384}, {1024, 32768}})
+  for (RowsCols s : shapes)
     all["rmsnorm"].push_back(bench_rmsnorm(dev, s, repeats));
   if (!out.empty()) std::ofstream(out) << all.dump(2);
   return 0;

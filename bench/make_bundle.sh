@@ -8,7 +8,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${TL_BUNDLE_BUILD:-$ROOT/build-bundle}
 export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTL_STATIC_LLVM=ON -DTL_BUILD_TESTS=ON >/dev/null
-TESTS=(ops_test trace_errors_test numeric_test driver_test misuse_catalogue_test jit_cache_test cache_test)
+TESTS=(ops_test trace_errors_test numeric_test driver_test misuse_catalogue_test jit_cache_test cache_test rmsnorm_test)
 cmake --build "$BUILD" -j"$(nproc)" --target tl tl-bench-gpu tl-sample-rmsnorm tl-sample-vector_add tl-cache "${TESTS[@]}"
 STAGE=$ROOT/.bundle/stage
 rm -rf "$STAGE" && mkdir -p "$STAGE"/{bin,lib,bench}

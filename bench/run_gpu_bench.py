@@ -17,7 +17,6 @@ import triton
 import triton.language as tl
 from triton.testing import do_bench
 
-SHAPES = [(32768, 128), (65536, 128), (8192, 4096), (4096, 8192), (16384, 2048), (2048, 16384), (1024, 32768)]
 
 
 @triton.jit
@@ -70,6 +69,65 @@ def rms_bwd(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr)
 
 
 @triton.jit
+def rms_bwd_prefetch(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr):
+    # tl's backward with PREFETCH, statement for statement: the next block of rows is
+    # loaded before the current one is computed (a two-stage pipeline written out)
+    pid = tl.program_id(0)
+    step = tl.num_programs(0) * R
+    c = tl.arange(0, BLOCK)
+    m = c < N
+    g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
+    dg = tl.zeros([BLOCK], dtype=tl.float32)
+    rn = pid * R + tl.arange(0, R)
+    on = rn[:, None].to(tl.int64) * N + c[None, :]
+    mn = (rn < M)[:, None] & m[None, :]
+    x_next = tl.load(X + on, mask=mn, other=0.0)
+    dy_next = tl.load(DY + on, mask=mn, other=0.0)
+    r_next = tl.load(RSTD + rn, mask=rn < M, other=0.0)
+    for first in range(pid * R, M, step):
+        rows = first + tl.arange(0, R)
+        x = x_next.to(tl.float32)
+        dy = dy_next.to(tl.float32)
+        r = r_next
+        rn = rows + step
+        on = rn[:, None].to(tl.int64) * N + c[None, :]
+        mn = (rn < M)[:, None] & m[None, :]
+        x_next = tl.load(X + on, mask=mn, other=0.0)
+        dy_next = tl.load(DY + on, mask=mn, other=0.0)
+        r_next = tl.load(RSTD + rn, mask=rn < M, other=0.0)
+        offs = rows[:, None].to(tl.int64) * N + c[None, :]
+        m2 = (rows < M)[:, None] & m[None, :]
+        dot = tl.sum(dy * g[None, :] * x, 1) / N
+        d = r[:, None] * g[None, :] * dy - x * (r * r * r * dot)[:, None]
+        tl.store(DX + offs, d.to(tl.bfloat16), mask=m2)
+        dg += tl.sum(dy * x * r[:, None], 0)
+    tl.store(DWP + pid * N + c, dg, mask=m)
+
+
+@triton.jit
+def rms_bwd_pipelined(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr, STAGES: tl.constexpr):
+    # the plain loop, pipelined by Triton's own software pipeliner (tl.range num_stages)
+    pid = tl.program_id(0)
+    c = tl.arange(0, BLOCK)
+    m = c < N
+    g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
+    dg = tl.zeros([BLOCK], dtype=tl.float32)
+    for first in tl.range(pid * R, M, tl.num_programs(0) * R, num_stages=STAGES):
+        rows = first + tl.arange(0, R)
+        rm = rows < M
+        m2 = rm[:, None] & m[None, :]
+        offs = rows[:, None].to(tl.int64) * N + c[None, :]
+        x = tl.load(X + offs, mask=m2, other=0.0).to(tl.float32)
+        dy = tl.load(DY + offs, mask=m2, other=0.0).to(tl.float32)
+        r = tl.load(RSTD + rows, mask=rm, other=0.0)
+        dot = tl.sum(dy * g[None, :] * x, 1) / N
+        d = r[:, None] * g[None, :] * dy - x * (r * r * r * dot)[:, None]
+        tl.store(DX + offs, d.to(tl.bfloat16), mask=m2)
+        dg += tl.sum(dy * x * r[:, None], 0)
+    tl.store(DWP + pid * N + c, dg, mask=m)
+
+
+@triton.jit
 def rms_dgamma(DWP, DW, P, N, BP: tl.constexpr, BC: tl.constexpr):
     c = tl.program_id(0) * BC + tl.arange(0, BC)
     cm = c < N
@@ -103,9 +161,10 @@ def bench(fn_sets):
     return do_bench(step, warmup=25, rep=200, return_mode="median")
 
 
-def triton_side(sms):
+def triton_side(tl_rows):
     rows = []
-    for M, N in SHAPES:
+    for t in tl_rows:
+        M, N = t["rows"], t["cols"]
         B = triton.next_power_of_2(N)
         eps = 1e-6
         n_bytes = M * N * 2 * 3
@@ -132,27 +191,30 @@ def triton_side(sms):
         res["torch"] = gbs(fbytes, bench([lambda s=s: tf(s) for s in sets]))
         # backward, the same algorithm as tl's (R rows per program, deterministic dgamma)
         rstd = torch.rsqrt(x.float().pow(2).mean(1) + eps).contiguous()
-        # the same configuration as rmsnorm::choose(..., backward=True)
-        Rb = min(4, 2048 // B) if B <= 512 else 1
-        P = min((M + Rb - 1) // Rb, 4 * sms)
+        # the configuration tl's heuristic chose (rmsnorm::choose), as tl's harness reports it
+        Rb, P, nwb, prefetch = t["bwd_rows_per_pid"], t["bwd_programs"], t["bwd_warps"], t["bwd_prefetch"]
         dwp = torch.empty(P, N, device="cuda", dtype=torch.float32)
         dw = torch.empty(N, device="cuda", dtype=torch.float32)
-        nwb = 4 if (B <= 512 and Rb * B >= 1024) else warps_for(B)
-        def bwd(s):
-            rms_bwd[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, BLOCK=B, R=Rb, num_warps=nwb)
-            rms_dgamma[(triton.cdiv(N, 64),)](dwp, dw, P, N, BP=32, BC=64, num_warps=4)
-        dx.fill_(float("nan"))
-        bwd(sets[0]); torch.cuda.synchronize()
         xd = x.double().requires_grad_()
         wd = w.double().requires_grad_()
         torch.nn.functional.rms_norm(xd, (N,), wd, eps).backward(dy.double())
-        err = ((dx.double() - xd.grad).norm() / xd.grad.norm()).item()
-        assert err < 2e-2, ("triton_bwd", M, N, err)
-        bbytes = 3 * M * N * 2 + N * 2 + M * 4
-        res["triton_bwd"] = gbs(bbytes, bench([lambda s=s: bwd(s) for s in sets]))
+        # Triton's same algorithm (with the prefetch written out when tl prefetches), and
+        # the plain loop under Triton's own pipeliner (2 stages): tl is held to the faster.
+        variants = {"triton_bwd": rms_bwd_prefetch if prefetch else rms_bwd, "triton_bwd_pipelined": rms_bwd_pipelined}
+        for name, kern in variants.items():
+            extra = {"STAGES": 2} if kern is rms_bwd_pipelined else {}
+            def bwd(s, kern=kern, extra=extra):
+                kern[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, BLOCK=B, R=Rb, num_warps=nwb, **extra)
+                rms_dgamma[(triton.cdiv(N, 64),)](dwp, dw, P, N, BP=32, BC=64, num_warps=4)
+            dx.fill_(float("nan"))
+            bwd(sets[0]); torch.cuda.synchronize()
+            err = ((dx.double() - xd.grad).norm() / xd.grad.norm()).item()
+            assert err < 2e-2, (name, M, N, err)
+            res[name] = gbs(3 * M * N * 2 + N * 2 + M * 4, bench([lambda s=s: bwd(s) for s in sets]))
         rows.append(res)
         print(f"triton {M:>6}x{N:<6} row {res['triton_row']:6.0f}  packed {res['triton_packed']:6.0f}  "
-              f"torch {res['torch']:6.0f}  bwd {res['triton_bwd']:6.0f} GB/s", flush=True)
+              f"torch {res['torch']:6.0f}  bwd {res['triton_bwd']:6.0f}  bwd pipelined {res['triton_bwd_pipelined']:6.0f} GB/s",
+              flush=True)
         del sets
         torch.cuda.empty_cache()
     return rows
@@ -186,22 +248,26 @@ def main():
     tl_json = os.path.join(a.out, "tl_gpu_bench.json")
     subprocess.run([a.tl, "--json", tl_json], check=True)
     tlr = json.load(open(tl_json))
-    tri = triton_side(props.multi_processor_count)
+    tri = triton_side(tlr["rmsnorm"])
     tri_launch = triton_launch_us()
     copy = tlr["copy_gbs"]
     with open(os.path.join(a.out, "rmsnorm.csv"), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["rows", "cols", "tl_fwd_gbs", "triton_row_gbs", "triton_packed_gbs", "torch_gbs", "tl_over_triton_packed",
-                     "tl_pct_copy", "tl_bwd_gbs", "triton_bwd_gbs", "tl_ok"])
-        lines = ["| shape | tl fwd | Triton row | Triton packed | torch | tl / Triton packed | tl % of copy | tl bwd | Triton bwd |",
-                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                     "tl_pct_copy", "tl_bwd_gbs", "triton_bwd_gbs", "triton_bwd_pipelined_gbs", "bwd_config", "tl_ok"])
+        lines = ["| shape | tl fwd | Triton row | Triton packed | torch | tl / Triton packed | tl % of copy | tl bwd | "
+                 "Triton bwd (same algorithm) | Triton bwd (own pipeliner) | bwd config |",
+                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for t, r in zip(tlr["rmsnorm"], tri):
             ratio = t["fwd_gbs"] / r["triton_packed"]
+            cfg = (f"R{t['bwd_rows_per_pid']} w{t['bwd_warps']} P{t['bwd_programs']}"
+                   + (" prefetch" if t["bwd_prefetch"] else ""))
             wr.writerow([t["rows"], t["cols"], round(t["fwd_gbs"]), round(r["triton_row"]), round(r["triton_packed"]),
                          round(r["torch"]), round(ratio, 3), round(100 * t["fwd_gbs"] / copy, 1), round(t["bwd_gbs"]),
-                         round(r["triton_bwd"]), t["ok"]])
+                         round(r["triton_bwd"]), round(r["triton_bwd_pipelined"]), cfg, t["ok"]])
             lines.append(f"| {t['rows']}x{t['cols']} | {t['fwd_gbs']:.0f} | {r['triton_row']:.0f} | {r['triton_packed']:.0f} | "
-                         f"{r['torch']:.0f} | {ratio:.2f} | {100 * t['fwd_gbs'] / copy:.0f} % | {t['bwd_gbs']:.0f} | {r['triton_bwd']:.0f} |")
+                         f"{r['torch']:.0f} | {ratio:.2f} | {100 * t['fwd_gbs'] / copy:.0f} % | {t['bwd_gbs']:.0f} | "
+                         f"{r['triton_bwd']:.0f} | {r['triton_bwd_pipelined']:.0f} | {cfg} |")
     with open(os.path.join(a.out, "launch.csv"), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(["tl_launch_us", "driver_launch_us", "triton_launch_us"])

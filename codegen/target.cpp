@@ -25,17 +25,22 @@ std::string CompileOptions::key() const {
 }
 
 TargetDesc host_target() {
-  TargetDesc d;
-  d.kind = TargetDesc::cpu;
-  d.arch = llvm::sys::getHostCPUName().str();
-  // The features are part of the target (and so of the cache key): two machines with
-  // the same CPU name can differ in them (a VM without AVX-512, say).
-  std::string feats;
-  for (auto& [name, on] : llvm::sys::getHostCPUFeatures())
-    if (on) feats += (feats.empty() ? "+" : ",+") + name.str();
-  d.features = feats;
-  d.wave_size = 1;
-  return d;
+  // Asked on every CPU launch (the target is part of the specialization key), and
+  // getHostCPUFeatures runs cpuid, which traps to the hypervisor in a VM: ask once.
+  static const TargetDesc host = [] {
+    TargetDesc d;
+    d.kind = TargetDesc::cpu;
+    d.arch = llvm::sys::getHostCPUName().str();
+    // The features are part of the target (and so of the cache key): two machines with
+    // the same CPU name can differ in them (a VM without AVX-512, say).
+    std::string feats;
+    for (auto& [name, on] : llvm::sys::getHostCPUFeatures())
+      if (on) feats += (feats.empty() ? "+" : ",+") + name.str();
+    d.features = feats;
+    d.wave_size = 1;
+    return d;
+  }();
+  return host;
 }
 
 // "gfx942" / "gfx942:sramecc+:xnack-" (HIP's gcnArchName), "sm_90", "cpu" or "host".

@@ -142,8 +142,13 @@ int32_t tl_cpu_check(void* ctx, int64_t addr, int64_t bytes) {
 
 // Runs launches on hardware_concurrency() threads. Each launch is a job split into
 // chunks of consecutive programs; the threads take chunks from the oldest job first,
-// and the launching thread sleeps until its own job's chunks are all done, so any
-// number of user threads may launch at once.
+// so any number of user threads may launch at once.
+//
+// The launching thread works too, when its stack can hold the kernel's frame (see
+// caller_can_run): it takes chunks of its own job beside the workers, and a job of one
+// chunk (a small grid) runs on it alone, with no hand-off at all. Waking a sleeping
+// worker and being woken back costs tens of microseconds, far more than a small
+// kernel takes.
 class ThreadPool {
  public:
   struct Job {
@@ -154,6 +159,20 @@ class ThreadPool {
     std::mutex m;
     std::condition_variable cv;
     bool complete = false;
+
+    // Takes and runs one chunk; false when none is left to take.
+    bool run_one() {
+      uint64_t c = next.fetch_add(1);
+      if (c >= chunks) return false;
+      uint64_t begin = c * chunk;
+      run(begin, std::min(total, begin + chunk));
+      if (finished.fetch_add(1) + 1 == chunks) {
+        std::lock_guard lock(m);
+        complete = true;
+        cv.notify_all();
+      }
+      return true;
+    }
   };
 
   static ThreadPool& get() {
@@ -163,7 +182,7 @@ class ThreadPool {
 
   int size() const { return int(threads_.size()); }
 
-  void run(uint64_t total, std::function<void(uint64_t, uint64_t)> fn) {
+  void run(uint64_t total, std::function<void(uint64_t, uint64_t)> fn, bool caller_runs) {
     auto job = std::make_shared<Job>();
     job->run = std::move(fn);
     job->total = total;
@@ -171,14 +190,40 @@ class ThreadPool {
     uint64_t target = uint64_t(threads_.size()) * 4;
     job->chunk = std::max<uint64_t>(1, (total + target - 1) / target);
     job->chunks = (total + job->chunk - 1) / job->chunk;
+    if (caller_runs && job->chunks == 1) {
+      DefaultFloatingPoint ieee;
+      job->run(0, total);
+      return;
+    }
     {
       std::lock_guard lock(m_);
       queue_.push_back(job);
     }
     cv_.notify_all();
-    std::unique_lock lock(job->m);
-    job->cv.wait(lock, [&] { return job->complete; });
+    if (caller_runs) {
+      DefaultFloatingPoint ieee;
+      while (job->run_one()) {
+      }
+    }
+    {
+      std::unique_lock lock(job->m);
+      job->cv.wait(lock, [&] { return job->complete; });
+    }
+    // Every chunk is taken: drop the job now rather than when a worker next looks.
+    std::lock_guard lock(m_);
+    if (auto it = std::find(queue_.begin(), queue_.end(), job); it != queue_.end()) queue_.erase(it);
   }
+
+  // Kernels run in the IEEE default environment (no flush-to-zero, round to nearest)
+  // whatever the thread's own, so they compute the same on every thread.
+  struct DefaultFloatingPoint {
+    std::fenv_t saved;
+    DefaultFloatingPoint() {
+      std::fegetenv(&saved);
+      std::fesetenv(FE_DFL_ENV);
+    }
+    ~DefaultFloatingPoint() { std::fesetenv(&saved); }
+  };
 
  private:
   ThreadPool() {
@@ -211,18 +256,9 @@ class ThreadPool {
         cv_.wait(lock, [&] { return !queue_.empty(); });
         job = queue_.front();
       }
-      uint64_t c = job->next.fetch_add(1);
-      if (c >= job->chunks) {
+      if (!job->run_one()) {
         std::lock_guard lock(m_);
         if (!queue_.empty() && queue_.front() == job) queue_.pop_front();
-        continue;
-      }
-      uint64_t begin = c * job->chunk;
-      job->run(begin, std::min(job->total, begin + job->chunk));
-      if (job->finished.fetch_add(1) + 1 == job->chunks) {
-        std::lock_guard lock(job->m);
-        job->complete = true;
-        job->cv.notify_all();
       }
     }
   }
@@ -312,15 +348,42 @@ class Jit {
 
 class CpuKernel final : public LoadedKernel {
  public:
-  CpuKernel(Jit::Loaded l, std::string name) : loaded_(std::move(l)), name_(std::move(name)) {}
+  // stack_bytes: the kernel's frame (the code object's report), or -1 when unknown.
+  CpuKernel(Jit::Loaded l, std::string name, int64_t stack_bytes)
+      : loaded_(std::move(l)), name_(std::move(name)), stack_bytes_(stack_bytes) {}
   ~CpuKernel() override { Jit::get().unload(loaded_.dylib); }
   const Jit::Loaded& loaded() const { return loaded_; }
   const std::string& name() const { return name_; }
+  int64_t stack_bytes() const { return stack_bytes_; }
 
  private:
   Jit::Loaded loaded_;
   std::string name_;
+  int64_t stack_bytes_;
 };
+
+// Bytes of stack left below the caller on this thread; 0 when the thread cannot say.
+size_t stack_left() {
+  thread_local const uintptr_t lowest = [] {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0) return uintptr_t(0);
+    void* base = nullptr;
+    size_t size = 0, guard = 0;
+    pthread_attr_getstack(&attr, &base, &size);
+    pthread_attr_getguardsize(&attr, &guard);
+    pthread_attr_destroy(&attr);
+    return base ? uintptr_t(base) + guard : uintptr_t(0);
+  }();
+  auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return lowest && here > lowest ? here - lowest : 0;
+}
+
+// Whether a kernel may run on the launching thread: its frame known, and small enough
+// to leave room for what it calls (printing, the bounds checker) and for the user.
+bool caller_can_run(const CpuKernel& k) {
+  constexpr int64_t kHeadroom = 512 << 10;
+  return k.stack_bytes() >= 0 && size_t(k.stack_bytes() + kHeadroom) <= stack_left();
+}
 
 // ------------------------------------------------------------------ the device
 
@@ -353,7 +416,9 @@ class CpuDevice final : public Device {
     if (code.format != "elf")
       throw device_error(fmt::format("tl cpu: cannot load a '{}' code object on the CPU", code.format));
     std::string name = code.kernel_symbol.rfind("tl_", 0) == 0 ? code.kernel_symbol.substr(3) : code.kernel_symbol;
-    return std::make_unique<CpuKernel>(Jit::get().load(code), std::move(name));
+    auto frame = code.report.find("stack_bytes");
+    int64_t stack_bytes = frame == code.report.end() ? -1 : frame->second;
+    return std::make_unique<CpuKernel>(Jit::get().load(code), std::move(name), stack_bytes);
   }
 
   void launch(LoadedKernel& k, const LaunchDims& dims, const ArgSlots& args, void*) override {
@@ -380,7 +445,7 @@ class CpuDevice final : public Device {
         uint64_t x = p % gx, y = (p / gx) % gy, z = p / (gx * gy);
         fn(slots, int32_t(x), int32_t(y), int32_t(z), int32_t(gx), int32_t(gy), int32_t(gz), &ctx);
       }
-    });
+    }, caller_can_run(kernel));
     if (ctx.faulted.load()) throw fault_error(kernel, ctx);
   }
 

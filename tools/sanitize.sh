@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The sanitizer job (.ci/run runs it after tools/test.sh): tl and its tests built with
-# AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ and with ThreadSanitizer
-# into build-tsan/, next to build/, and the test suite run under each. Any report fails
-# the job (halt_on_error); the suppression files in tests/sanitizers/ say what may be
+# AddressSanitizer + UndefinedBehaviorSanitizer into build-asan/ (the whole test suite)
+# and with ThreadSanitizer into build-tsan/ (the concurrency tests), next to build/.
+# Any report fails the job (halt_on_error); the suppression files in tests/sanitizers/ say what may be
 # suppressed (only false positives from uninstrumented code, never tl's own).
 #
 #   tools/sanitize.sh            both
 #   tools/sanitize.sh address    ASan + UBSan only
-#   tools/sanitize.sh thread     TSan only
+#   tools/sanitize.sh thread     TSan only (the tests labelled `concurrency`)
 #
 # Left out under the sanitizers: fuzz.bounded (the fuzzers are built with ASan + UBSan by
 # clang already, and run in the normal suite) and compile_fail.* (they only run the
@@ -18,6 +18,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SUPP=$ROOT/tests/sanitizers
 JOBS=$(nproc)
 EXCLUDE='^(fuzz|compile_fail)\.'
+# The executables whose tests carry the ctest label `concurrency` (tests/CMakeLists.txt).
+CONCURRENCY_TESTS=$(sed -n 's/^set(TL_CONCURRENCY_TESTS \(.*\))$/\1/p' "$ROOT/tests/CMakeLists.txt")
+[[ -n $CONCURRENCY_TESTS ]] || { echo "sanitize.sh: no TL_CONCURRENCY_TESTS in tests/CMakeLists.txt" >&2; exit 2; }
 
 "$ROOT/tools/install-deps.sh"
 
@@ -36,7 +39,12 @@ for kind in "${kinds[@]}"; do
   esac
   start=$SECONDS
   echo "== tl: building with TL_SANITIZE=$kind into $dir"
-  if ! TL_BUILD_DIR=$dir "$ROOT/tools/build.sh" -DTL_SANITIZE="$kind" -DTL_BUILD_TESTS=ON; then
+  # TSan covers the concurrency tests (ctest label `concurrency`, tests/CMakeLists.txt):
+  # only those are built. -O1: the instrumented builds are compiled for the tests only.
+  targets=""
+  [[ $kind == thread ]] && targets="tl tl-cache $CONCURRENCY_TESTS"
+  if ! TL_BUILD_DIR=$dir TL_BUILD_TARGETS=$targets "$ROOT/tools/build.sh" -DTL_SANITIZE="$kind" -DTL_BUILD_TESTS=ON \
+       -DTL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"; then
     echo "== tl: the $kind build failed"
     status=1
     continue
@@ -52,7 +60,7 @@ for kind in "${kinds[@]}"; do
         ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E "$EXCLUDE" || status=1
   else
     env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp" \
-        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E "$EXCLUDE" || status=1
+        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -L concurrency -E "$EXCLUDE" || status=1
   fi
   echo "== tl: $kind: build $((built - start)) s, tests $((SECONDS - built)) s"
 done

@@ -7,6 +7,8 @@
 // %args points at one 8-byte slot per kernel argument (runtime::ArgSlots); %ctx is the
 // launch's runtime context, passed back to tl_cpu_fault / tl_cpu_print / tl_cpu_check.
 #include <fmt/format.h>
+#include <llvm/IR/DataLayout.h>
+#include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
@@ -83,6 +85,7 @@ class CpuTarget final : public Target {
       throw compile_error("tl cpu: the lowering produced invalid LLVM IR (a tl bug):\n" + problems);
 
     optimize(m, tm, opts.opt_level);
+    out.report["stack_bytes"] = int64_t(frame_bytes(m));
     {
       llvm::raw_string_ostream os(out.llvm_ir);
       m.print(os, nullptr);
@@ -102,6 +105,20 @@ class CpuTarget final : public Target {
   }
 
  private:
+  // The tiles the kernel keeps on its stack: its static allocas, all in the entry
+  // block (cpu::Lowerer puts them there). The device runs a kernel on the launching
+  // thread only when this fits its stack with room to spare (runtime/cpu_device.cpp).
+  uint64_t frame_bytes(const llvm::Module& m) const {
+    const llvm::Function* fn = m.getFunction(symbol_);
+    if (!fn || fn->empty()) return 0;
+    uint64_t bytes = 0;
+    const llvm::DataLayout& dl = m.getDataLayout();
+    for (const llvm::Instruction& inst : fn->getEntryBlock())
+      if (auto* a = llvm::dyn_cast<llvm::AllocaInst>(&inst))
+        if (auto size = a->getAllocationSize(dl)) bytes += size->getFixedValue() + a->getAlign().value();
+    return bytes;
+  }
+
   // One machine per thread and setting: they are costly to build, and a TargetMachine
   // must not run two code generations at once.
   llvm::TargetMachine& machine(int opt_level) {

@@ -17,13 +17,6 @@ namespace tl::detail {
 
 namespace {
 thread_local Trace* g_trace = nullptr;
-
-std::string shape_str(const std::vector<int>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
-
-Loc loc_of(const ir::Value* v, const Loc& fallback) {
-  (void)v;
-  return fallback;
-}
 }  // namespace
 
 // --------------------------------------------------------------------- Trace

@@ -64,7 +64,7 @@ template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
     auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
     std::string meta = bwd ? rmsnorm::backward_kernel<E>().compile(a.target, o, p, p, p, f, p, f, int(rows), int(cols),
                                                                      cfg.block, cfg.rows_per_pid, a.zero_centered,
-                                                                     cfg.offsets64)
+                                                                     cfg.offsets64, cfg.prefetch)
                            : rmsnorm::forward_kernel<E>().compile(a.target, o, p, p, p, f, int(cols), 1e-6f, cfg.block,
                                                                     cfg.rows_per_pid, a.zero_centered, cfg.offsets64);
     auto j = nlohmann::json::parse(meta);

@@ -29,14 +29,20 @@ template <class E> auto& forward_kernel() {
     using Out = typename tl::elem_t<E>;
     auto c = tl::arange(0, BLOCK);
     auto m = c < cols;
-    auto g = tl::load(w + c, m, 0.0f).template to<tl::f32>();
-    if (ZERO_CENTERED) g = g + 1.0f;
     auto n = cols.to<tl::f32>();
+    auto gamma = [&] {
+      auto g = tl::load(w + c, m, 0.0f).template to<tl::f32>();
+      if (ZERO_CENTERED) g = g + 1.0f;
+      return g;
+    };
     if (ROWS_PER_PID == 1) {
       auto row = tl::program_id(0);
       auto run = [&](auto base) {
         auto v = tl::load(x + base + c, m, 0.0f).template to<tl::f32>();
         auto inv = tl::rsqrt(tl::sum(v * v, 0) / n + eps);
+        // gamma only after the reduction: one row has no reuse for it, and a wide row's
+        // registers are better spent on the row (gamma comes from L2 by then).
+        auto g = gamma();
         tl::store(y + base + c, (v * inv * g).template to<Out>(), m);
         tl::store(rstd + row, inv);
       };
@@ -44,6 +50,7 @@ template <class E> auto& forward_kernel() {
       else run(offset_of<false>(row, cols));
       return;
     }
+    auto g = gamma();  // loaded once, used for every packed row
     auto rows = tl::program_id(0) * ROWS_PER_PID + tl::arange(0, ROWS_PER_PID);
     auto m2 = tl::broadcast_to(tl::expand_dims(m, 0), {ROWS_PER_PID, BLOCK});
     auto run = [&](auto offs) {
@@ -60,13 +67,16 @@ template <class E> auto& forward_kernel() {
 
 // Backward, persistent: each program walks blocks of ROWS_PER_PID rows with a stride of
 // the grid, accumulating its partial dgamma in registers, so the partials to reduce
-// afterwards number a few per compute unit rather than one per row.
+// afterwards number a few per compute unit rather than one per row. With PREFETCH the
+// loop loads the next block's x, dy and rstd before computing the current one (a
+// two-stage software pipeline written out: the loads of one iteration overlap the
+// arithmetic and stores of the previous), at the cost of a second block in registers.
 //   dx = r*g*dy - x * r^3/N * sum(dy*g*x),   dgamma = sum over rows of dy*x*r
 template <class E> auto& backward_kernel() {
   static auto k = tl::kernel("rmsnorm_bwd", [](tl::ptr<E> x, tl::ptr<E> dy, tl::ptr<E> w, tl::ptr<tl::f32> rstd,
                                                tl::ptr<E> dx, tl::ptr<tl::f32> dw_partial, tl::i32 rows,
                                                tl::i32 cols, int BLOCK, int ROWS_PER_PID, bool ZERO_CENTERED,
-                                               bool OFFSETS64) {
+                                               bool OFFSETS64, bool PREFETCH) {
     using Out = typename tl::elem_t<E>;
     const int R = ROWS_PER_PID;
     auto c = tl::arange(0, BLOCK);
@@ -77,22 +87,50 @@ template <class E> auto& backward_kernel() {
     auto n = cols.to<tl::f32>();
     auto dg = tl::zeros<tl::f32>({BLOCK});
     auto pid = tl::program_id(0);
-    for (auto first : tl::range(pid * R, rows, tl::num_programs(0) * R)) {
-      auto r_idx = first + tl::arange(0, R);
-      auto rm = r_idx < rows;
-      auto m2 = tl::expand_dims(rm, 1) & tl::expand_dims(m, 0);
-      auto run = [&](auto offs) {
-        auto xv = tl::load(x + offs, m2, 0.0f).template to<tl::f32>();
-        auto gv = tl::load(dy + offs, m2, 0.0f).template to<tl::f32>();
-        auto r = tl::load(rstd + r_idx, rm, 0.0f);
+    auto step = tl::num_programs(0) * R;
+    auto body = [&](auto offsets_of) {
+      auto mask_of = [&](const auto& r_idx) { return tl::expand_dims(r_idx < rows, 1) & tl::expand_dims(m, 0); };
+      // One block: the rows r_idx, their x, dy (in E) and rstd, as loaded.
+      auto compute = [&](const auto& r_idx, const auto& xe, const auto& ge, const auto& r) {
+        auto xv = xe.template to<tl::f32>();
+        auto gv = ge.template to<tl::f32>();
         auto dot = tl::sum(gv * g2 * xv, 1) / n;
         auto d = tl::expand_dims(r, 1) * g2 * gv - xv * tl::expand_dims(r * r * r * dot, 1);
-        tl::store(dx + offs, d.template to<Out>(), m2);
+        tl::store(dx + offsets_of(r_idx), d.template to<Out>(), mask_of(r_idx));
         dg = dg + tl::sum(gv * xv * tl::expand_dims(r, 1), 0);
       };
-      if (OFFSETS64) run(tl::expand_dims(r_idx.to<tl::i64>() * cols.to<tl::i64>(), 1) + tl::expand_dims(c, 0));
-      else run(tl::expand_dims(r_idx * cols, 1) + tl::expand_dims(c, 0));
-    }
+      if (!PREFETCH) {
+        for (auto first : tl::range(pid * R, rows, step)) {
+          auto r_idx = first + tl::arange(0, R);
+          auto m2 = mask_of(r_idx);
+          auto offs = offsets_of(r_idx);
+          compute(r_idx, tl::load(x + offs, m2, 0.0f), tl::load(dy + offs, m2, 0.0f),
+                  tl::load(rstd + r_idx, r_idx < rows, 0.0f));
+        }
+        return;
+      }
+      auto r_next = pid * R + tl::arange(0, R);
+      auto x_next = tl::load(x + offsets_of(r_next), mask_of(r_next), 0.0f);
+      auto dy_next = tl::load(dy + offsets_of(r_next), mask_of(r_next), 0.0f);
+      auto rstd_next = tl::load(rstd + r_next, r_next < rows, 0.0f);
+      for (auto first : tl::range(pid * R, rows, step)) {
+        auto r_idx = first + tl::arange(0, R);
+        auto xe = x_next, ge = dy_next;
+        auto r = rstd_next;
+        // The next block (past the last row: masked off, nothing read).
+        r_next = r_idx + step;
+        x_next = tl::load(x + offsets_of(r_next), mask_of(r_next), 0.0f);
+        dy_next = tl::load(dy + offsets_of(r_next), mask_of(r_next), 0.0f);
+        rstd_next = tl::load(rstd + r_next, r_next < rows, 0.0f);
+        compute(r_idx, xe, ge, r);
+      }
+    };
+    if (OFFSETS64)
+      body([&](const auto& r_idx) {
+        return tl::expand_dims(r_idx.template to<tl::i64>() * cols.to<tl::i64>(), 1) + tl::expand_dims(c, 0);
+      });
+    else
+      body([&](const auto& r_idx) { return tl::expand_dims(r_idx * cols, 1) + tl::expand_dims(c, 0); });
     tl::store(dw_partial + pid * cols + c, dg, m);
   });
   return k;
@@ -121,6 +159,7 @@ struct Config {
   int block = 0;
   int rows_per_pid = 1;
   int num_warps = 4;
+  bool prefetch = false;  // backward only: load the next block of rows while computing this one
   bool offsets64 = false;
   int64_t programs = 0;  // the grid
 };
@@ -134,26 +173,52 @@ inline int next_pow2(int64_t n) {
 // The launch configuration. Forward packing only applies to narrow rows (BLOCK <= 512)
 // and only when the rows divide evenly and it keeps at least two programs per compute
 // unit: it exists to amortize per-program overhead, and must never cost the wide
-// shapes (seed 004's regression). The backward is persistent: a few programs per
-// compute unit, each looping over blocks of up to 4 rows (narrow rows only).
+// shapes (seed 004's regression).
+//
+// The backward is persistent. Its settings come from measuring every nearby
+// configuration on the H100 (tl-bench-gpu --sweep; bench/results/h100-2026-11-22/):
+// narrow rows take blocks of up to 16 rows (2048 elements) with 2 warps and 4 programs
+// per compute unit; wider rows use more warps and fewer programs as they grow (one
+// program per compute unit from 8192 columns), and every row that leaves registers to
+// spare prefetches the next block (rows up to 8192 columns).
 inline Config choose(int64_t rows, int64_t cols, int compute_units, bool backward) {
   Config c;
   c.block = next_pow2(cols);
-  c.num_warps = c.block <= 256 ? 1 : c.block <= 1024 ? 2 : c.block <= 4096 ? 4 : 8;
   c.offsets64 = rows * cols >= (int64_t(1) << 31);
+  const int64_t cus = std::max(compute_units, 1);
+  if (!backward) {
+    c.num_warps = c.block <= 256 ? 1 : c.block <= 1024 ? 2 : c.block <= 4096 ? 4 : 8;
+    if (c.block <= 512) {
+      // At least two programs per compute unit, and r must divide the rows (no row mask).
+      for (int r = std::min(16, 2048 / c.block); r > 1; r /= 2)
+        if (rows % r == 0 && rows / r >= 2 * cus) {
+          c.rows_per_pid = r;
+          break;
+        }
+      if (c.rows_per_pid * c.block >= 1024) c.num_warps = 4;
+    }
+    c.programs = rows / c.rows_per_pid;
+    return c;
+  }
+  int per_cu = 4;
   if (c.block <= 512) {
-    int cap = std::min(backward ? 4 : 16, 2048 / c.block);
-    // Both directions keep at least two blocks of rows per compute unit; the forward
-    // also needs r to divide the rows (it has no row mask; the backward masks its last block).
-    for (int r = cap; r > 1; r /= 2)
-      if ((backward || rows % r == 0) && (rows + r - 1) / r >= 2 * int64_t(compute_units)) {
+    // Blocks of r rows (the last one masked), still at least two per compute unit.
+    for (int r = std::min(16, 2048 / c.block); r > 1; r /= 2)
+      if ((rows + r - 1) / r >= 2 * cus) {
         c.rows_per_pid = r;
         break;
       }
-    if (c.rows_per_pid * c.block >= 1024) c.num_warps = 4;
+    c.num_warps = c.rows_per_pid * c.block >= 1024 ? 2 : 1;
+  } else if (c.block <= 2048) {
+    c.num_warps = 4;
+  } else if (c.block <= 4096) {
+    c.num_warps = 8, per_cu = 2;
+  } else {
+    c.num_warps = 16, per_cu = 1;
   }
+  c.prefetch = c.block <= 8192;
   int64_t blocks = (rows + c.rows_per_pid - 1) / c.rows_per_pid;
-  c.programs = backward ? std::min<int64_t>(blocks, 4 * int64_t(std::max(compute_units, 1))) : blocks;
+  c.programs = std::min<int64_t>(blocks, per_cu * cus);
   return c;
 }
 
@@ -170,7 +235,8 @@ template <class E, class B, class F>
 void backward(const Config& c, const B& x, const B& dy, const B& w, const F& rstd, const B& dx, const F& dw_partial,
               const F& dw, int64_t rows, int64_t cols, bool zero_centered) {
   backward_kernel<E>()[tl::grid(c.programs)].with({.num_warps = c.num_warps})(
-      x, dy, w, rstd, dx, dw_partial, int(rows), int(cols), c.block, c.rows_per_pid, zero_centered, c.offsets64);
+      x, dy, w, rstd, dx, dw_partial, int(rows), int(cols), c.block, c.rows_per_pid, zero_centered, c.offsets64,
+      c.prefetch);
   dgamma_kernel()[tl::grid(tl::cdiv(cols, 64))].with({.num_warps = 4})(dw_partial, dw, int(c.programs), int(cols), 32, 64);
 }
 

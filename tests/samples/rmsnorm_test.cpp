@@ -139,7 +139,7 @@ std::string describe(int64_t rows, int64_t cols, const char* dtype, bool zc, con
   return std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype + (zc ? " zero-centered" : "") +
          " fwd B" + std::to_string(f.block) + " R" + std::to_string(f.rows_per_pid) + " w" +
          std::to_string(f.num_warps) + (f.offsets64 ? " off64" : "") + ", bwd R" + std::to_string(b.rows_per_pid) +
-         " w" + std::to_string(b.num_warps) + " P" + std::to_string(b.programs);
+         " w" + std::to_string(b.num_warps) + " P" + std::to_string(b.programs) + (b.prefetch ? " prefetch" : "");
 }
 
 // One shape, both element types, zero-centered gamma off and on, with the heuristic's
@@ -177,21 +177,22 @@ TEST(RMSNormSample, RaggedWideRows) {
 
 TEST(RMSNormSample, RaggedNarrowRowsWithOddRowCount) {
   // 129 rows: no forward packing factor divides them, so one row per program; the
-  // backward packs 4 and masks the 3 missing rows of its last block.
+  // backward packs 16 and masks the 15 missing rows of its last block.
   auto [f, b] = run_shape(129, 77);
   EXPECT_EQ(f.block, 128);
   EXPECT_EQ(f.rows_per_pid, 1);
-  EXPECT_EQ(b.rows_per_pid, 4);
+  EXPECT_EQ(b.rows_per_pid, 16);
   EXPECT_EQ(b.programs, 4 * kCUs);
 }
 
 TEST(RMSNormSample, PowerOfTwoNarrowRowsPacked) {
-  // 64x128 with 2 compute units: 16 rows per program forward (4 programs), 4 backward.
+  // 64x128 with 2 compute units: 16 rows per program forward (4 programs) and backward.
   auto [f, b] = run_shape(64, 128);
   EXPECT_EQ(f.rows_per_pid, 16);
   EXPECT_EQ(f.programs, 4);
   EXPECT_EQ(f.num_warps, 4);  // 16 rows of 128: 2048 elements a program
-  EXPECT_EQ(b.rows_per_pid, 4);
+  EXPECT_EQ(b.rows_per_pid, 16);
+  EXPECT_EQ(b.num_warps, 2);
 }
 
 TEST(RMSNormSample, PowerOfTwoWideRows) {
@@ -206,30 +207,51 @@ TEST(RMSNormSample, RaggedColumnsPacked) {
   // 96x77: BLOCK 128 with 51 masked columns in each of 16 packed rows.
   auto [f, b] = run_shape(96, 77);
   EXPECT_EQ(f.rows_per_pid, 16);
-  EXPECT_EQ(b.rows_per_pid, 4);
+  EXPECT_EQ(b.rows_per_pid, 16);
 }
 
 TEST(RMSNormSample, RowCountNotDivisibleByTheLargestPackingFactor) {
   // 36 rows of 128: the forward cap is 16 but 36 is divisible by neither 16 nor 8;
-  // the heuristic must take 4 (9 programs >= 2 per compute unit), never 16 or 8.
+  // the heuristic must take 4 (9 programs >= 2 per compute unit), never 16 or 8. The
+  // backward masks its last block: 16 would leave 3 blocks (< 4), 8 leaves 5.
   auto f = rmsnorm::choose(36, 128, kCUs, false), b = rmsnorm::choose(36, 128, kCUs, true);
   EXPECT_EQ(f.rows_per_pid, 4);
   EXPECT_EQ(f.programs, 9);
-  EXPECT_EQ(b.rows_per_pid, 4);
+  EXPECT_EQ(b.rows_per_pid, 8);
   // 200 rows of 256 (cap 2048/256 = 8): 8 divides 200 -> 8; 20 rows -> 4; 6 rows, 1 CU -> 2.
   EXPECT_EQ(rmsnorm::choose(200, 256, kCUs, false).rows_per_pid, 8);
   EXPECT_EQ(rmsnorm::choose(20, 256, kCUs, false).rows_per_pid, 4);
   EXPECT_EQ(rmsnorm::choose(6, 256, 1, false).rows_per_pid, 2);
   // 6 rows with 2 compute units: packing by 2 would leave 3 programs < 4: none.
   EXPECT_EQ(rmsnorm::choose(6, 256, kCUs, false).rows_per_pid, 1);
-  // 38 rows of 128: 2 divides, 4 does not; the backward (masked) still takes 4.
+  // 38 rows of 128: 2 divides, 4 does not; the backward (masked) takes 8.
   EXPECT_EQ(rmsnorm::choose(38, 128, kCUs, false).rows_per_pid, 2);
-  EXPECT_EQ(rmsnorm::choose(38, 128, kCUs, true).rows_per_pid, 4);
+  EXPECT_EQ(rmsnorm::choose(38, 128, kCUs, true).rows_per_pid, 8);
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{36, 128}, {20, 200}, {38, 128}, {6, 256}}) {
     auto [rf, rb] = run_shape(rows, cols);
     EXPECT_EQ(rf.rows_per_pid, rmsnorm::choose(rows, cols, kCUs, false).rows_per_pid);
     EXPECT_EQ(rows % rf.rows_per_pid, 0);
   }
+}
+
+TEST(RMSNormSample, PrefetchingBackwardOnRaggedRowsAndGrids) {
+  // The two-stage backward: every program's last prefetch lies past the rows (masked);
+  // 129 rows in blocks of 4 leave a ragged last block; 37 rows over 8 programs leave
+  // programs with 4 and 5 blocks; a grid of 1 walks every block itself.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{129, 77}, {37, 1000}, {64, 128}})
+    for (int64_t programs : {int64_t(1), int64_t(3), int64_t(0)}) {
+      auto f = rmsnorm::choose(rows, cols, kCUs, false), b = rmsnorm::choose(rows, cols, kCUs, true);
+      b.prefetch = true;
+      if (programs > 0) b.programs = programs;
+      for (bool wide : {false, true}) {
+        auto bw = b;
+        bw.offsets64 = wide;
+        Problem<tl::bf16> pb(rows, cols, true);
+        check(pb, run(pb, f, bw), bw, describe(rows, cols, "bf16", true, f, bw));
+        Problem<tl::f16> ph(rows, cols, false);
+        check(ph, run(ph, f, bw), bw, describe(rows, cols, "f16", false, f, bw));
+      }
+    }
 }
 
 TEST(RMSNormSample, Offsets64GivesTheSameResultsAsOffsets32) {
@@ -285,15 +307,22 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
           auto c = rmsnorm::choose(rows, cols, cus, bwd);
           std::string at = std::to_string(rows) + "x" + std::to_string(cols) + " cus " + std::to_string(cus) +
                            (bwd ? " bwd" : " fwd");
-          const int cap = bwd ? 4 : 16;
+          const int cap = 16;
           const int64_t blocks = (rows + c.rows_per_pid - 1) / c.rows_per_pid;
+          // Backward programs per compute unit: 4 up to 2048 columns, 2 at 4096, then 1.
+          const int64_t per_cu = c.block <= 2048 ? 4 : c.block <= 4096 ? 2 : 1;
           ASSERT_EQ(c.block, rmsnorm::next_pow2(cols)) << at;
           ASSERT_GE(c.block, cols) << at;
           ASSERT_GE(c.rows_per_pid, 1) << at;
           ASSERT_EQ(c.rows_per_pid & (c.rows_per_pid - 1), 0) << at;  // a power of two
           // The grid: the forward one program per block of rows, the backward persistent.
-          if (bwd) ASSERT_EQ(c.programs, std::min<int64_t>(blocks, 4 * int64_t(cus))) << at;
-          else ASSERT_EQ(c.programs, blocks) << at;
+          if (bwd) {
+            ASSERT_EQ(c.programs, std::min<int64_t>(blocks, per_cu * cus)) << at;
+            ASSERT_EQ(c.prefetch, c.block <= 8192) << at;
+          } else {
+            ASSERT_EQ(c.programs, blocks) << at;
+            ASSERT_FALSE(c.prefetch) << at;
+          }
           if (c.block > 512) ASSERT_EQ(c.rows_per_pid, 1) << at << ": packed a wide row";
           if (c.rows_per_pid == 1) continue;
           ++packed[bwd];
@@ -319,23 +348,27 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
 }
 
 TEST(RMSNormChoose, DesignShapesOnMI300XAndMI355X) {
-  // The seed-004 shapes: narrow rows pack (forward 16, backward 4); wide rows never.
+  // The seed-004 shapes: narrow rows pack (16 rows a program both ways); wide rows never.
   for (int cus : {304, 256}) {
     for (int64_t rows : {32768, 65536}) {
       auto f = rmsnorm::choose(rows, 128, cus, false), b = rmsnorm::choose(rows, 128, cus, true);
       EXPECT_EQ(f.rows_per_pid, 16);
       EXPECT_EQ(f.programs, rows / 16);
       EXPECT_EQ(f.num_warps, 4);
-      EXPECT_EQ(b.rows_per_pid, 4);
+      EXPECT_EQ(b.rows_per_pid, 16);
       EXPECT_EQ(b.programs, 4 * cus);
-      EXPECT_EQ(b.num_warps, 1);
+      EXPECT_EQ(b.num_warps, 2);
+      EXPECT_TRUE(b.prefetch);
     }
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{8192, 4096}, {4096, 8192}, {16384, 2048}, {2048, 16384},
                               {1024, 32768}})
       for (bool bwd : {false, true}) {
         auto c = rmsnorm::choose(rows, cols, cus, bwd);
         EXPECT_EQ(c.rows_per_pid, 1) << rows << "x" << cols;
-        EXPECT_EQ(c.programs, bwd ? std::min<int64_t>(rows, 4 * cus) : rows) << rows << "x" << cols;
+        int64_t per_cu = cols <= 2048 ? 4 : cols <= 4096 ? 2 : 1;
+        EXPECT_EQ(c.programs, bwd ? std::min<int64_t>(rows, per_cu * cus) : rows) << rows << "x" << cols;
+        EXPECT_EQ(c.num_warps, bwd ? (cols <= 2048 ? 4 : cols <= 4096 ? 8 : 16) : cols <= 4096 ? 4 : 8)
+            << rows << "x" << cols;
         EXPECT_FALSE(c.offsets64) << rows << "x" << cols;
       }
   }

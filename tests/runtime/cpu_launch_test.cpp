@@ -1,0 +1,121 @@
+// How the CPU device runs a launch: on the launching thread when the kernel's frame fits
+// its stack (small grids then cost no thread hand-off), on the pool's big-stack workers
+// otherwise, and always in the IEEE default floating-point environment.
+#include <nlohmann/json.hpp>
+#include <pthread.h>
+
+#include <cfenv>
+#include <cmath>
+#include <functional>
+
+#include "support/reference.hpp"
+
+using namespace tltest;
+
+namespace {
+
+// Runs fn on a new thread with a stack of `bytes`, and joins it.
+void on_thread_with_stack(size_t bytes, std::function<void()> fn) {
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, bytes), 0);
+  pthread_t t;
+  auto entry = [](void* p) -> void* {
+    (*static_cast<std::function<void()>*>(p))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&t, &attr, entry, &fn), 0);
+  pthread_join(t, nullptr);
+  pthread_attr_destroy(&attr);
+}
+
+// x * sum(x) over a tile of BLOCK elements: x must stay live across the reduction, so
+// the CPU lowering keeps the whole tile in its frame.
+auto scale_by_sum_kernel() {
+  return tl::kernel("scale_by_sum", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, int BLOCK) {
+    auto c = tl::arange(0, BLOCK);
+    auto row = tl::program_id(0).to<tl::i64>() * BLOCK;
+    auto v = tl::load(x + row + c);
+    tl::store(y + row + c, v * tl::sum(v, 0));
+  });
+}
+
+void check_scale_by_sum(int rows, int block) {
+  auto dev = tl::cpu_device();
+  std::vector<float> hx = random_floats(size_t(rows) * block, -1.0f, 1.0f);
+  auto x = dev.alloc<tl::f32>(hx.size());
+  x.upload(hx);
+  auto y = dev.alloc<tl::f32>(hx.size());
+  poison(y);
+  auto k = scale_by_sum_kernel();
+  k[tl::grid(rows)].on(dev)(x, y, block);
+  std::vector<float> got = y.download();
+  for (int r = 0; r < rows; ++r) {
+    double s = 0, magnitude = 0;
+    for (int i = 0; i < block; ++i) {
+      s += hx[size_t(r) * block + i];
+      magnitude += std::abs(hx[size_t(r) * block + i]);
+    }
+    for (int i = 0; i < block; ++i) {
+      size_t at = size_t(r) * block + i;
+      // An f32 sum of `block` terms is off by a small multiple of eps * sum |x|.
+      double tol = std::abs(hx[at]) * 1e-7 * magnitude + 1e-6 * std::abs(hx[at] * s) + 1e-6;
+      ASSERT_NEAR(got[at], hx[at] * s, tol) << "row " << r << " element " << i;
+    }
+  }
+}
+
+TEST(CpuLaunch, TheReportGivesTheKernelsFrame) {
+  auto k = scale_by_sum_kernel();
+  auto* p = reinterpret_cast<float*>(uintptr_t(1) << 20);
+  auto meta = nlohmann::json::parse(k.compile("cpu", {}, p, p, 1 << 18));
+  // 2^18 f32 kept across the reduction: at least 1 MiB of frame.
+  EXPECT_GE(meta["report"]["stack_bytes"].get<int64_t>(), int64_t(1) << 20) << meta["report"].dump();
+  auto small = nlohmann::json::parse(k.compile("cpu", {}, p, p, 16));
+  EXPECT_LT(small["report"]["stack_bytes"].get<int64_t>(), 4096) << small["report"].dump();
+}
+
+TEST(CpuLaunch, BigFrameFromASmallStackRunsOnTheWorkers) {
+  // A 1 MiB tile launched from a thread with 256 KiB of stack: running it there would
+  // overflow; the device must hand it to the pool (64 MiB stacks) and get it right.
+  on_thread_with_stack(256 << 10, [] {
+    check_scale_by_sum(1, 1 << 18);
+    check_scale_by_sum(3, 1 << 18);
+  });
+}
+
+TEST(CpuLaunch, SmallGridsRunOnTheLaunchingThreadAndLargeOnesOnAll) {
+  check_scale_by_sum(1, 64);
+  check_scale_by_sum(2, 64);
+  check_scale_by_sum(257, 64);
+  on_thread_with_stack(256 << 10, [] { check_scale_by_sum(1, 64); });
+}
+
+TEST(CpuLaunch, KernelsRunInTheDefaultFloatingPointEnvironment) {
+  // The launching thread rounds upward; the kernel (run on this thread or a worker)
+  // must still round to nearest, and the thread gets its own mode back.
+  auto dev = tl::cpu_device();
+  auto k = tl::kernel("divide", [](tl::ptr<tl::f32> a, tl::ptr<tl::f32> b, tl::ptr<tl::f32> out) {
+    auto c = tl::arange(0, 256);
+    tl::store(out + c, tl::load(a + c) / tl::load(b + c));
+  });
+  std::vector<float> ha = random_floats(256, 0.5f, 2.0f), hb = random_floats(256, 0.5f, 2.0f);
+  auto a = dev.alloc<tl::f32>(256), b = dev.alloc<tl::f32>(256), out = dev.alloc<tl::f32>(256);
+  a.upload(ha);
+  b.upload(hb);
+  for (int grid : {1, 8}) {
+    poison(out);
+    int saved = std::fegetround();
+    ASSERT_EQ(std::fesetround(FE_UPWARD), 0);
+    k[tl::grid(grid)].on(dev)(a, b, out);
+    int after = std::fegetround();
+    std::fesetround(saved);
+    EXPECT_EQ(after, FE_UPWARD);
+    std::vector<float> got = out.download();
+    // The double quotient rounded once to f32 is the correctly rounded f32 quotient.
+    for (int i = 0; i < 256; ++i)
+      EXPECT_EQ(got[i], float(double(ha[i]) / double(hb[i]))) << "grid " << grid << " element " << i;
+  }
+}
+
+}  // namespace
