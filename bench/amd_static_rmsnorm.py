@@ -55,12 +55,9 @@ def rmsnorm_fwd(X, Y, W, RSTD, cols, eps, BLOCK: tl.constexpr, ROWS_PER_PID: tl.
                 ZERO_CENTERED: tl.constexpr, OFFSETS64: tl.constexpr):
     c = tl.arange(0, BLOCK)
     m = c < cols
-    g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
-    if ZERO_CENTERED:
-        g = g + 1.0
     n = cols.to(tl.float32)
     if ROWS_PER_PID == 1:
-        # One row per program, a 1-D tile.
+        # One row per program, a 1-D tile; gamma loaded after the reduction.
         row = tl.program_id(0)
         if OFFSETS64:
             base = row.to(tl.int64) * cols.to(tl.int64)
@@ -68,10 +65,16 @@ def rmsnorm_fwd(X, Y, W, RSTD, cols, eps, BLOCK: tl.constexpr, ROWS_PER_PID: tl.
             base = row * cols
         v = tl.load(X + base + c, mask=m, other=0.0).to(tl.float32)
         inv = tl.rsqrt(tl.sum(v * v, 0) / n + eps)
+        g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
+        if ZERO_CENTERED:
+            g = g + 1.0
         tl.store(Y + base + c, (v * inv * g).to(Y.dtype.element_ty), mask=m)
         tl.store(RSTD + row, inv)
     else:
         # ROWS_PER_PID rows (which divide the rows: no row mask) as one 2-D tile.
+        g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
+        if ZERO_CENTERED:
+            g = g + 1.0
         rows = tl.program_id(0) * ROWS_PER_PID + tl.arange(0, ROWS_PER_PID)
         m2 = tl.broadcast_to(m[None, :], (ROWS_PER_PID, BLOCK))
         if OFFSETS64:
@@ -86,9 +89,10 @@ def rmsnorm_fwd(X, Y, W, RSTD, cols, eps, BLOCK: tl.constexpr, ROWS_PER_PID: tl.
 
 @triton.jit
 def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr, ROWS_PER_PID: tl.constexpr,
-                ZERO_CENTERED: tl.constexpr, OFFSETS64: tl.constexpr):
+                ZERO_CENTERED: tl.constexpr, OFFSETS64: tl.constexpr, PREFETCH: tl.constexpr):
     # Persistent: blocks of ROWS_PER_PID rows with a stride of the grid; partial dgamma
-    # in registers, one row of partials per program.
+    # in registers, one row of partials per program. PREFETCH loads the next block
+    # before computing the current one.
     R: tl.constexpr = ROWS_PER_PID
     c = tl.arange(0, BLOCK)
     m = c < cols
@@ -99,7 +103,18 @@ def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr,
     n = cols.to(tl.float32)
     dg = tl.zeros([BLOCK], dtype=tl.float32)
     pid = tl.program_id(0)
-    for first in range(pid * R, rows, tl.num_programs(0) * R):
+    step = tl.num_programs(0) * R
+    if PREFETCH:
+        rn = pid * R + tl.arange(0, R)
+        if OFFSETS64:
+            on = (rn.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
+        else:
+            on = (rn * cols)[:, None] + c[None, :]
+        mn = (rn < rows)[:, None] & m[None, :]
+        x_next = tl.load(X + on, mask=mn, other=0.0)
+        dy_next = tl.load(DY + on, mask=mn, other=0.0)
+        rstd_next = tl.load(RSTD + rn, mask=rn < rows, other=0.0)
+    for first in range(pid * R, rows, step):
         r_idx = first + tl.arange(0, R)
         rm = r_idx < rows
         m2 = rm[:, None] & m[None, :]
@@ -107,14 +122,70 @@ def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr,
             offs = (r_idx.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
         else:
             offs = (r_idx * cols)[:, None] + c[None, :]
-        xv = tl.load(X + offs, mask=m2, other=0.0).to(tl.float32)
-        gv = tl.load(DY + offs, mask=m2, other=0.0).to(tl.float32)
-        r = tl.load(RSTD + r_idx, mask=rm, other=0.0)
+        if PREFETCH:
+            xe = x_next
+            ge = dy_next
+            r = rstd_next
+            rn = r_idx + step
+            if OFFSETS64:
+                on = (rn.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
+            else:
+                on = (rn * cols)[:, None] + c[None, :]
+            mn = (rn < rows)[:, None] & m[None, :]
+            x_next = tl.load(X + on, mask=mn, other=0.0)
+            dy_next = tl.load(DY + on, mask=mn, other=0.0)
+            rstd_next = tl.load(RSTD + rn, mask=rn < rows, other=0.0)
+        else:
+            xe = tl.load(X + offs, mask=m2, other=0.0)
+            ge = tl.load(DY + offs, mask=m2, other=0.0)
+            r = tl.load(RSTD + r_idx, mask=rm, other=0.0)
+        xv = xe.to(tl.float32)
+        gv = ge.to(tl.float32)
         dot = tl.sum(gv * g2 * xv, 1) / n
         d = r[:, None] * g2 * gv - xv * (r * r * r * dot)[:, None]
         tl.store(DX + offs, d.to(DX.dtype.element_ty), mask=m2)
         dg = dg + tl.sum(gv * xv * r[:, None], 0)
     tl.store(DW_PARTIAL + pid * cols + c, dg, mask=m)
+
+
+@triton.jit
+def rmsnorm_bwd_chunked(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, CHUNK: tl.constexpr,
+                        ZERO_CENTERED: tl.constexpr, OFFSETS64: tl.constexpr):
+    # Very wide rows: per row, one pass over column chunks for sum(dy*g*x), a second that
+    # writes dx and updates the program's partial dgamma row in DW_PARTIAL.
+    c = tl.arange(0, CHUNK)
+    n = cols.to(tl.float32)
+    pid = tl.program_id(0)
+    partial = DW_PARTIAL + pid.to(tl.int64) * cols.to(tl.int64)
+    for c0 in range(0, cols, CHUNK):
+        tl.store(partial + c0 + c, tl.zeros([CHUNK], dtype=tl.float32), mask=c0 + c < cols)
+    for row in range(pid, rows, tl.num_programs(0)):
+        if OFFSETS64:
+            base = row.to(tl.int64) * cols.to(tl.int64)
+        else:
+            base = row * cols
+        r = tl.load(RSTD + row)
+        acc = tl.zeros([CHUNK], dtype=tl.float32)
+        for c0 in range(0, cols, CHUNK):
+            cc = c0 + c
+            m = cc < cols
+            xv = tl.load(X + base + cc, mask=m, other=0.0).to(tl.float32)
+            gv = tl.load(DY + base + cc, mask=m, other=0.0).to(tl.float32)
+            g = tl.load(W + cc, mask=m, other=0.0).to(tl.float32)
+            if ZERO_CENTERED:
+                g = g + 1.0
+            acc = acc + gv * g * xv
+        k3 = r * r * r * (tl.sum(acc, 0) / n)
+        for c0 in range(0, cols, CHUNK):
+            cc = c0 + c
+            m = cc < cols
+            xv = tl.load(X + base + cc, mask=m, other=0.0).to(tl.float32)
+            gv = tl.load(DY + base + cc, mask=m, other=0.0).to(tl.float32)
+            g = tl.load(W + cc, mask=m, other=0.0).to(tl.float32)
+            if ZERO_CENTERED:
+                g = g + 1.0
+            tl.store(DX + base + cc, (r * g * gv - xv * k3).to(DX.dtype.element_ty), mask=m)
+            tl.store(partial + cc, tl.load(partial + cc, mask=m, other=0.0) + gv * xv * r, mask=m)
 
 
 def specialization(sig, values):
@@ -201,7 +272,7 @@ def tl_report(build, arch, rows, cols):
 # ---------------------------------------------------------------------------------------
 # Triton: the same kernels, the same configuration.
 
-def triton_compile(arch, kernel, rows, cols, block, rpp, warps, offsets64, dtype="bf16"):
+def triton_compile(arch, kernel, rows, cols, block, rpp, warps, offsets64, prefetch, chunk=0, dtype="bf16"):
     if kernel == "rmsnorm_fwd":
         fn = rmsnorm_fwd
         sig = {"X": f"*{dtype}", "Y": f"*{dtype}", "W": f"*{dtype}", "RSTD": "*fp32", "cols": "i32", "eps": "fp32",
@@ -212,9 +283,17 @@ def triton_compile(arch, kernel, rows, cols, block, rpp, warps, offsets64, dtype
         fn = rmsnorm_bwd
         sig = {"X": f"*{dtype}", "DY": f"*{dtype}", "W": f"*{dtype}", "RSTD": "*fp32", "DX": f"*{dtype}",
                "DW_PARTIAL": "*fp32", "rows": "i32", "cols": "i32", "BLOCK": "constexpr", "ROWS_PER_PID": "constexpr",
-               "ZERO_CENTERED": "constexpr", "OFFSETS64": "constexpr"}
+               "ZERO_CENTERED": "constexpr", "OFFSETS64": "constexpr", "PREFETCH": "constexpr"}
         values = {"rows": rows, "cols": cols}
     consts = {"BLOCK": block, "ROWS_PER_PID": rpp, "ZERO_CENTERED": False, "OFFSETS64": offsets64}
+    if kernel != "rmsnorm_fwd":
+        consts["PREFETCH"] = prefetch
+    if chunk:
+        fn = rmsnorm_bwd_chunked
+        for k in ("BLOCK", "ROWS_PER_PID", "PREFETCH"):
+            del sig[k], consts[k]
+        sig["CHUNK"] = "constexpr"
+        consts["CHUNK"] = chunk
     t0 = time.perf_counter()
     k = triton.compile(ASTSource(fn=fn, signature=sig, constexprs=consts, attrs=specialization(sig, values)),
                        target=GPUTarget("hip", arch, 64), options={"num_warps": warps})
@@ -236,7 +315,7 @@ def triton_compile(arch, kernel, rows, cols, block, rpp, warps, offsets64, dtype
 
 def triton_all(configs):
     """Triton's results for [(arch, kernel, rows, cols, block, rpp, warps, offsets64)]."""
-    triton_compile("gfx942", "rmsnorm_fwd", 16, 16, 16, 1, 1, False)  # warm-up: imports, first-use set-up
+    triton_compile("gfx942", "rmsnorm_fwd", 16, 16, 16, 1, 1, False, False)  # warm-up: imports, first-use set-up
     return [triton_compile(*c) for c in configs]
 
 
@@ -260,11 +339,11 @@ def main():
         for rows, cols in SHAPES:
             cmds.append(f"{args.build}/samples/tl-sample-rmsnorm --target {arch} --report --rows {rows} --cols {cols}")
             _, blocks = tl_report(args.build, arch, rows, cols)
-            for kernel in ("rmsnorm_fwd", "rmsnorm_bwd"):
+            for kernel in blocks:  # the forward's, then the backward's (plain or chunked)
                 t = blocks[kernel]
                 off64 = rows * cols >= 2 ** 31  # rmsnorm::choose's rule; false for all 7 shapes
                 configs.append((arch, kernel, rows, cols, int(t["block"]), int(t["rows_per_pid"]),
-                                int(t["num_warps"]), off64))
+                                int(t["num_warps"]), off64, t.get("prefetch", "0") == "1", int(t.get("chunk", "0"))))
                 tl_rows.append(t)
     results = triton_all(configs)
     other = None
@@ -276,11 +355,11 @@ def main():
         other = json.loads(p.stdout)
 
     rows_md, flags, rows2_md = [], [], []
-    for i, (arch, kernel, rows, cols, block, rpp, warps, off64) in enumerate(configs):
+    for i, (arch, kernel, rows, cols, block, rpp, warps, off64, prefetch, chunk) in enumerate(configs):
         t, tr = tl_rows[i], results[i]
         tv = {k: int(t[k]) for k in ("vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes",
                                      "scratch_bytes", "occupancy")}
-        cfg = f"B{block} R{rpp} w{warps}"
+        cfg = f"B{block} R{rpp} w{warps}" + (" prefetch" if prefetch else "") + (f" chunk{chunk}" if chunk else "")
         flag = []
         if tv["spill_vgpr"] + tv["spill_sgpr"] > 0 or tv["scratch_bytes"] > 0:
             flag.append("**tl SPILLS**")
@@ -323,7 +402,9 @@ def main():
         "Both compile the same algorithm (`samples/rmsnorm/rmsnorm.hpp`; the Triton kernels in "
         "`bench/amd_static_rmsnorm.py` mirror it statement for statement: forward one-row (R1) or "
         "row-packed as one [R, BLOCK] tile, backward persistent over blocks of R rows with a partial "
-        "dgamma row per program; the small dgamma reduction kernel is not compared), bf16, "
+        "dgamma row per program, loading the next block before computing the current one where the "
+        "config says prefetch, or, for rows wider than 16384, two passes over column chunks of `chunk` "
+        "columns (`rmsnorm_bwd_chunked`); the small dgamma reduction kernel is not compared), bf16, "
         "zero-centered gamma off, for the configuration tl's heuristic "
         "`rmsnorm::choose` picks with 304 CUs (gfx942, MI300X) and 256 CUs (gfx950, MI355X): "
         "B = BLOCK, R = ROWS_PER_PID, w = num_warps (waves of 64). 64-bit offsets are off for all "
@@ -354,10 +435,10 @@ def main():
     ]
     # Where anything spills: would twice the warps (half the row per lane) avoid it in Triton?
     probes = []
-    for i, (arch, kernel, rows, cols, block, rpp, warps, off64) in enumerate(configs):
+    for i, (arch, kernel, rows, cols, block, rpp, warps, off64, prefetch, chunk) in enumerate(configs):
         t, tr = tl_rows[i], results[i]
         if int(t["spill_vgpr"]) + tr["spill_vgpr"] > 0 and warps < 16:
-            p2 = triton_compile(arch, kernel, rows, cols, block, rpp, 2 * warps, off64)
+            p2 = triton_compile(arch, kernel, rows, cols, block, rpp, 2 * warps, off64, prefetch, chunk)
             probes.append(f"- {arch} {kernel[8:]} {rows}x{cols} B{block} R{rpp}: Triton {v} with w{2 * warps}: "
                           f"{p2['vgpr']} VGPRs, {p2['spill_vgpr']} VGPR spills, {p2['scratch_bytes']} B scratch, "
                           f"occupancy {p2['occupancy']} (at w{warps}: {tr['vgpr']} VGPRs, {tr['spill_vgpr']} spills)")

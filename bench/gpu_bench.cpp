@@ -6,7 +6,7 @@
 // several buffer sets so that small shapes are not measured out of L2.
 //
 //   tl-bench-gpu [--json out.json] [--repeats 20]
-//   tl-bench-gpu --sweep [--json out.json] [--repeats 5]     (RMSNorm launch configurations)
+//   tl-bench-gpu --sweep [--min-cols N] [--json out.json] [--repeats 5]   (RMSNorm launch configurations)
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -160,12 +160,13 @@ struct Shape {
                      {"bwd_us", bwd_ms * 1e3}, {"bwd_gbs", bbytes / bwd_ms / 1e6},
                      {"fwd_rows_per_pid", fc.rows_per_pid}, {"fwd_warps", fc.num_warps},
                      {"bwd_rows_per_pid", bc.rows_per_pid}, {"bwd_warps", bc.num_warps},
-                     {"bwd_programs", bc.programs}, {"bwd_prefetch", bc.prefetch}, {"sets", sets}};
+                     {"bwd_programs", bc.programs}, {"bwd_prefetch", bc.prefetch}, {"bwd_chunk", bc.chunk},
+                     {"sets", sets}};
     fmt::print("rmsnorm {:>6}x{:<6} fwd {:8.2f} us {:7.0f} GB/s (R={} w={})  bwd {:8.2f} us {:7.0f} GB/s "
-               "(R={} w={} P={}{})  {}\n",
+               "(R={} w={} P={}{}{})  {}\n",
                s.rows, s.cols, fwd_ms * 1e3, fbytes / fwd_ms / 1e6, fc.rows_per_pid, fc.num_warps, bwd_ms * 1e3,
                bbytes / bwd_ms / 1e6, bc.rows_per_pid, bc.num_warps, bc.programs, bc.prefetch ? " prefetch" : "",
-               ok ? "ok" : "WRONG");
+               bc.chunk ? fmt::format(" chunk={}", bc.chunk) : "", ok ? "ok" : "WRONG");
     return j;
   }
 };
@@ -212,6 +213,16 @@ nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats) {
           b.programs = std::min<int64_t>(blocks, int64_t(per_cu) * cus);
           run(f0, b, "bwd");
         }
+  // Very wide rows: the backward in column chunks.
+  for (int chunk : {2048, 4096, 8192})
+    for (int w : {4, 8, 16})
+      for (int per_cu : {1, 2, 4, 8}) {
+        if (b0.block < 16384 || chunk / (w * 32) < 4) continue;
+        auto b = b0;
+        b.chunk = chunk, b.rows_per_pid = 1, b.num_warps = w, b.prefetch = false;
+        b.programs = std::min<int64_t>(s.rows, int64_t(per_cu) * cus);
+        run(f0, b, "bwd");
+      }
   return out;
 }
 
@@ -266,11 +277,13 @@ int main(int argc, char** argv) try {
   std::string out;
   int repeats = 20;
   bool sweep = false;
+  int64_t min_cols = 0;  // --sweep: only shapes at least this wide
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) out = argv[++i];
     else if (a == "--repeats" && i + 1 < argc) repeats = std::stoi(argv[++i]);
     else if (a == "--sweep") sweep = true;
+    else if (a == "--min-cols" && i + 1 < argc) min_cols = std::stoll(argv[++i]);
   }
   cu = tl::cuda::Api::get();
   if (!cu) {
@@ -284,7 +297,8 @@ int main(int argc, char** argv) try {
   nlohmann::json all;
   if (sweep) {
     all["device"] = dev.name();
-    for (RowsCols s : shapes) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats));
+    for (RowsCols s : shapes)
+      if (s.cols >= min_cols) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats));
     if (!out.empty()) std::ofstream(out) << all.dump(2);
     return 0;
   }

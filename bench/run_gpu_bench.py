@@ -105,6 +105,38 @@ def rms_bwd_prefetch(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.c
 
 
 @triton.jit
+def rms_bwd_chunked(X, DY, W, RSTD, DX, DWP, M, N, CHUNK: tl.constexpr):
+    # tl's backward for very wide rows, statement for statement: per row a pass over
+    # column chunks for sum(dy*g*x), a second that writes dx; the partial dgamma row of
+    # the program kept in DWP and updated chunk by chunk
+    pid = tl.program_id(0)
+    c = tl.arange(0, CHUNK)
+    partial = DWP + pid.to(tl.int64) * N
+    for c0 in range(0, N, CHUNK):
+        tl.store(partial + c0 + c, tl.zeros([CHUNK], dtype=tl.float32), mask=c0 + c < N)
+    for row in range(pid, M, tl.num_programs(0)):
+        base = row.to(tl.int64) * N
+        r = tl.load(RSTD + row)
+        acc = tl.zeros([CHUNK], dtype=tl.float32)
+        for c0 in range(0, N, CHUNK):
+            cc = c0 + c
+            m = cc < N
+            x = tl.load(X + base + cc, mask=m, other=0.0).to(tl.float32)
+            dy = tl.load(DY + base + cc, mask=m, other=0.0).to(tl.float32)
+            g = tl.load(W + cc, mask=m, other=0.0).to(tl.float32)
+            acc += dy * g * x
+        k3 = r * r * r * (tl.sum(acc, 0) / N)
+        for c0 in range(0, N, CHUNK):
+            cc = c0 + c
+            m = cc < N
+            x = tl.load(X + base + cc, mask=m, other=0.0).to(tl.float32)
+            dy = tl.load(DY + base + cc, mask=m, other=0.0).to(tl.float32)
+            g = tl.load(W + cc, mask=m, other=0.0).to(tl.float32)
+            tl.store(DX + base + cc, (r * g * dy - x * k3).to(tl.bfloat16), mask=m)
+            tl.store(partial + cc, tl.load(partial + cc, mask=m, other=0.0) + dy * x * r, mask=m)
+
+
+@triton.jit
 def rms_bwd_pipelined(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr, STAGES: tl.constexpr):
     # the plain loop, pipelined by Triton's own software pipeliner (tl.range num_stages)
     pid = tl.program_id(0)
@@ -193,6 +225,7 @@ def triton_side(tl_rows):
         rstd = torch.rsqrt(x.float().pow(2).mean(1) + eps).contiguous()
         # the configuration tl's heuristic chose (rmsnorm::choose), as tl's harness reports it
         Rb, P, nwb, prefetch = t["bwd_rows_per_pid"], t["bwd_programs"], t["bwd_warps"], t["bwd_prefetch"]
+        chunk = t.get("bwd_chunk", 0)
         dwp = torch.empty(P, N, device="cuda", dtype=torch.float32)
         dw = torch.empty(N, device="cuda", dtype=torch.float32)
         xd = x.double().requires_grad_()
@@ -200,11 +233,19 @@ def triton_side(tl_rows):
         torch.nn.functional.rms_norm(xd, (N,), wd, eps).backward(dy.double())
         # Triton's same algorithm (with the prefetch written out when tl prefetches), and
         # the plain loop under Triton's own pipeliner (2 stages): tl is held to the faster.
-        variants = {"triton_bwd": rms_bwd_prefetch if prefetch else rms_bwd, "triton_bwd_pipelined": rms_bwd_pipelined}
+        # (For very wide rows tl runs its chunked kernel: Triton runs the same, and the plain
+        # loop under its pipeliner, with the one-pass configuration, as the second column.)
+        same = rms_bwd_chunked if chunk else rms_bwd_prefetch if prefetch else rms_bwd
+        variants = {"triton_bwd": same, "triton_bwd_pipelined": rms_bwd_pipelined}
         for name, kern in variants.items():
-            extra = {"STAGES": 2} if kern is rms_bwd_pipelined else {}
-            def bwd(s, kern=kern, extra=extra):
-                kern[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, BLOCK=B, R=Rb, num_warps=nwb, **extra)
+            if kern is rms_bwd_chunked:
+                args = {"CHUNK": chunk}
+            elif kern is rms_bwd_pipelined:
+                args = {"BLOCK": B, "R": Rb, "STAGES": 2}
+            else:
+                args = {"BLOCK": B, "R": Rb}
+            def bwd(s, kern=kern, args=args):
+                kern[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, num_warps=nwb, **args)
                 rms_dgamma[(triton.cdiv(N, 64),)](dwp, dw, P, N, BP=32, BC=64, num_warps=4)
             dx.fill_(float("nan"))
             bwd(sets[0]); torch.cuda.synchronize()
@@ -261,7 +302,8 @@ def main():
         for t, r in zip(tlr["rmsnorm"], tri):
             ratio = t["fwd_gbs"] / r["triton_packed"]
             cfg = (f"R{t['bwd_rows_per_pid']} w{t['bwd_warps']} P{t['bwd_programs']}"
-                   + (" prefetch" if t["bwd_prefetch"] else ""))
+                   + (" prefetch" if t["bwd_prefetch"] else "")
+                   + (f" chunk {t['bwd_chunk']}" if t.get("bwd_chunk") else ""))
             wr.writerow([t["rows"], t["cols"], round(t["fwd_gbs"]), round(r["triton_row"]), round(r["triton_packed"]),
                          round(r["torch"]), round(ratio, 3), round(100 * t["fwd_gbs"] / copy, 1), round(t["bwd_gbs"]),
                          round(r["triton_bwd"]), round(r["triton_bwd_pipelined"]), cfg, t["ok"]])

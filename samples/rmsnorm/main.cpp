@@ -58,19 +58,12 @@ template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
   int cus = a.target.rfind("gfx950", 0) == 0 ? 256 : a.target.rfind("gfx", 0) == 0 ? 304 : 132;
   for (bool bwd : {false, true}) {
     auto cfg = rmsnorm::choose(rows, cols, cus, bwd);
-    tl::launch_options o{.num_warps = cfg.num_warps};
-    // The pointers only shape the specialization (16-byte aligned); nothing runs.
-    auto* p = reinterpret_cast<host_t<E>*>(uintptr_t(1) << 20);
-    auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
-    std::string meta = bwd ? rmsnorm::backward_kernel<E>().compile(a.target, o, p, p, p, f, p, f, int(rows), int(cols),
-                                                                     cfg.block, cfg.rows_per_pid, a.zero_centered,
-                                                                     cfg.offsets64, cfg.prefetch)
-                           : rmsnorm::forward_kernel<E>().compile(a.target, o, p, p, p, f, int(cols), 1e-6f, cfg.block,
-                                                                    cfg.rows_per_pid, a.zero_centered, cfg.offsets64);
+    std::string meta = rmsnorm::compile<E>(cfg, a.target, rows, cols, a.zero_centered, bwd);
     auto j = nlohmann::json::parse(meta);
-    fmt::print("kernel: {}\nshape: {}x{}\ntarget: {}\nblock: {}\nrows_per_pid: {}\nnum_warps: {}\n",
-               bwd ? "rmsnorm_bwd" : "rmsnorm_fwd", rows, cols, j.value("target_full", ""), cfg.block,
-               cfg.rows_per_pid, cfg.num_warps);
+    fmt::print("kernel: {}\nshape: {}x{}\ntarget: {}\nblock: {}\nrows_per_pid: {}\nnum_warps: {}\nprograms: {}\n"
+               "prefetch: {}\nchunk: {}\n",
+               j.value("kernel", ""), rows, cols, j.value("target_full", ""), cfg.block,
+               cfg.rows_per_pid, cfg.num_warps, cfg.programs, int(cfg.prefetch), cfg.chunk);
     for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy"})
       if (j["report"].contains(k)) fmt::print("{}: {}\n", k, j["report"][k].get<int64_t>());
     fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));

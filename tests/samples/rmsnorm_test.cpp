@@ -109,7 +109,8 @@ Outputs<E> run(const Problem<E>& p, const rmsnorm::Config& f, const rmsnorm::Con
   EXPECT_EQ(f.programs * f.rows_per_pid, p.rows);
   // The backward is persistent: any grid of at most ceil(rows / rows_per_pid) programs.
   EXPECT_GE(b.programs, 1);
-  EXPECT_LE(b.programs, (p.rows + b.rows_per_pid - 1) / b.rows_per_pid);
+  // (The chunked backward also accepts more programs than rows.)
+  if (b.chunk == 0) EXPECT_LE(b.programs, (p.rows + b.rows_per_pid - 1) / b.rows_per_pid);
   auto X = upload<tl::elem_t<E>>(p.x), DY = upload<tl::elem_t<E>>(p.dy), W = upload<tl::elem_t<E>>(p.w);
   auto Y = dev.alloc<E>(size_t(n)), DX = dev.alloc<E>(size_t(n));
   auto R = dev.alloc<tl::f32>(size_t(p.rows)), DW = dev.alloc<tl::f32>(size_t(p.cols));
@@ -139,7 +140,8 @@ std::string describe(int64_t rows, int64_t cols, const char* dtype, bool zc, con
   return std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype + (zc ? " zero-centered" : "") +
          " fwd B" + std::to_string(f.block) + " R" + std::to_string(f.rows_per_pid) + " w" +
          std::to_string(f.num_warps) + (f.offsets64 ? " off64" : "") + ", bwd R" + std::to_string(b.rows_per_pid) +
-         " w" + std::to_string(b.num_warps) + " P" + std::to_string(b.programs) + (b.prefetch ? " prefetch" : "");
+         " w" + std::to_string(b.num_warps) + " P" + std::to_string(b.programs) + (b.prefetch ? " prefetch" : "") +
+         (b.chunk ? " chunk" + std::to_string(b.chunk) : "");
 }
 
 // One shape, both element types, zero-centered gamma off and on, with the heuristic's
@@ -254,6 +256,33 @@ TEST(RMSNormSample, PrefetchingBackwardOnRaggedRowsAndGrids) {
     }
 }
 
+TEST(RMSNormSample, ChunkedBackwardOnWideAndRaggedRows) {
+  // The backward of very wide rows, forced onto small shapes: a ragged last chunk
+  // (1000 = 3 * 256 + 232), several chunks per row, a chunk wider than the row; grids of
+  // one program, of three, and of more programs than rows (idle programs still write a
+  // zero partial row).
+  struct Case {
+    int64_t rows, cols;
+    int chunk;
+  };
+  for (Case k : {Case{37, 1000, 256}, Case{5, 3000, 1024}, Case{16, 4096, 8192}})
+    for (int64_t programs : {int64_t(1), int64_t(3), int64_t(40)}) {
+      auto f = rmsnorm::choose(k.rows, k.cols, kCUs, false), b = rmsnorm::choose(k.rows, k.cols, kCUs, true);
+      b.chunk = k.chunk;
+      b.rows_per_pid = 1;
+      b.prefetch = false;
+      b.programs = programs;
+      for (bool wide : {false, true}) {
+        auto bw = b;
+        bw.offsets64 = wide;
+        Problem<tl::bf16> pb(k.rows, k.cols, true);
+        check(pb, run(pb, f, bw), bw, describe(k.rows, k.cols, "bf16", true, f, bw));
+        Problem<tl::f16> ph(k.rows, k.cols, false);
+        check(ph, run(ph, f, bw), bw, describe(k.rows, k.cols, "f16", false, f, bw));
+      }
+    }
+}
+
 TEST(RMSNormSample, Offsets64GivesTheSameResultsAsOffsets32) {
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{64, 128}, {129, 77}, {37, 1000}}) {
     auto f = rmsnorm::choose(rows, cols, kCUs, false), b = rmsnorm::choose(rows, cols, kCUs, true);
@@ -319,9 +348,11 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
           if (bwd) {
             ASSERT_EQ(c.programs, std::min<int64_t>(blocks, per_cu * cus)) << at;
             ASSERT_EQ(c.prefetch, c.block <= 8192) << at;
+            ASSERT_EQ(c.chunk, c.block > 16384 ? 8192 : 0) << at;
           } else {
             ASSERT_EQ(c.programs, blocks) << at;
             ASSERT_FALSE(c.prefetch) << at;
+            ASSERT_EQ(c.chunk, 0) << at;
           }
           if (c.block > 512) ASSERT_EQ(c.rows_per_pid, 1) << at << ": packed a wide row";
           if (c.rows_per_pid == 1) continue;
