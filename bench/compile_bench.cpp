@@ -1,5 +1,6 @@
 // Time from first launch to runnable code (trace, compile, load; disk cache off), per
-// target, and steady-state host time per launch of a cached kernel on the CPU.
+// target, and steady-state host time per launch of a cached kernel on the CPU beside a
+// plain function call doing the same work.
 //
 //   build/bench/tl-bench-compile --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -57,6 +58,32 @@ void cached_launch_cpu(benchmark::State& state) {
   for (auto _ : state) k[tl::grid(1)].on(dev)(X);
 }
 BENCHMARK(cached_launch_cpu)->Unit(benchmark::kMicrosecond);
+
+// The CPU's "bare launch": the kernel's work as a plain call of a C++ function, what no
+// launcher can go under (the CPU has no driver to compare with).
+__attribute__((noinline)) void store_zeros(float* x) {
+  for (int i = 0; i < 16; ++i) x[i] = 0;
+}
+void direct_call_cpu(benchmark::State& state) {
+  alignas(64) float x[16];
+  for (auto _ : state) {
+    store_zeros(x);
+    benchmark::ClobberMemory();
+  }
+}
+BENCHMARK(direct_call_cpu)->Unit(benchmark::kMicrosecond);
+
+// A grid of 64 programs: the pool's workers take part (the hand-off cost shows here).
+void cached_launch_cpu_grid64(benchmark::State& state) {
+  auto dev = tl::cpu_device();
+  auto k = tl::kernel("tiny64", [](tl::ptr<tl::f32> x) {
+    tl::store(x + tl::program_id(0) * 16 + tl::arange(0, 16), tl::zeros<tl::f32>({16}));
+  });
+  auto X = dev.alloc<tl::f32>(64 * 16);
+  k[tl::grid(64)].on(dev)(X);
+  for (auto _ : state) k[tl::grid(64)].on(dev)(X);
+}
+BENCHMARK(cached_launch_cpu_grid64)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 

@@ -147,6 +147,20 @@ TEST_P(PerArch, LinkedHsacoHasAmdgpuHeaderKernelsAndNote) {
   EXPECT_NE(reloc, hsaco);
 }
 
+// An e_flags processor value that names no processor (reserved 0x27, or 0xff) is read as
+// none: LLVM's own lookup would hit llvm_unreachable (found by the code-object fuzzer,
+// tests/fuzz/regressions/code_object_fuzz/).
+TEST_P(PerArch, UnknownProcessorInEflagsIsNoProcessor) {
+  for (uint8_t mach : {uint8_t(0x27), uint8_t(0xff)}) {
+    auto hsaco = atomics_hsaco(GetParam());
+    hsaco[48] = mach;  // e_flags (offset 48 in ELF64): the low byte is EF_AMDGPU_MACH
+    tl::amd::ElfInfo info = inspect_elf(hsaco);
+    EXPECT_TRUE(info.is_amdgpu);
+    EXPECT_EQ(info.mach, "") << int(mach);
+    EXPECT_EQ(info.kernels, (std::vector<std::string>{"relaxed_add", "acq_rel_add"}));
+  }
+}
+
 // The metadata note gives registers for a trivial kernel: some VGPRs, no spills, wave64,
 // the default workgroup limit, and full occupancy.
 TEST_P(PerArch, ReportFromMetadataNote) {
