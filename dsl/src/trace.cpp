@@ -90,9 +90,14 @@ ir::Value* TileBase::get() const {
   if (!t) return v_;
   auto& frames = t->frames();
   int depth = int(frames.size());
-  if (level_ > depth)
-    throw error("tl: a tile made inside a tl::range or tl::if_ body was used after the body ended; "
-                "declare it before the loop or branch and assign to it inside");
+  if (level_ > depth) {
+    std::string what =
+        "tl: a tile made inside a tl::range or tl::if_ body was used after the body ended; "
+        "declare it before the loop or branch and assign to it inside";
+    // The use's own line is not known here; the line that made the tile is.
+    if (v_->def) throw trace_error(what + " (the tile was made on this line)", v_->def->loc.file, v_->def->loc.line);
+    throw error(what);
+  }
   for (int d = level_; d < depth; ++d) {
     Frame& f = frames[d];
     auto* self = const_cast<TileBase*>(this);

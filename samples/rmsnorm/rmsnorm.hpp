@@ -216,10 +216,11 @@ struct Config {
   int64_t programs = 0;  // the grid
 };
 
+// The tile width for a row of n columns (n <= 2^30: tl tiles are far smaller anyway).
 inline int next_pow2(int64_t n) {
-  int p = 1;
-  while (p < n) p <<= 1;
-  return p;
+  int64_t p = 1;
+  while (p < n && p < (int64_t(1) << 30)) p <<= 1;
+  return int(p);
 }
 
 // The launch configuration. Forward packing only applies to narrow rows (BLOCK <= 512)

@@ -2,6 +2,7 @@
 // and saying what was expected. Misuse the C++ compiler can see is a compile error,
 // asserted here with requires-expressions.
 #include <string>
+#include <vector>
 
 #include "support/reference.hpp"
 
@@ -52,6 +53,20 @@ TEST(TraceErrors, MaskOfTheWrongShape) {
     tl::store(p, v);
   });
   expect_trace_error(k, line, "mask shape [1024] does not match pointer shape [16, 1024]");
+}
+
+TEST(TraceErrors, TileMadeInsideALoopUsedAfterIt) {
+  // A tile escapes its loop body through a C++ container: the error names the line
+  // that made it (the use's own line is not known to the tracer).
+  const unsigned line = __LINE__ + 4;
+  auto k = tl::kernel("e_escape", [](tl::ptr<tl::f32> x) {
+    std::vector<tl::tile<ty::f32>> kept;
+    for (auto i : tl::range(0, 4)) {
+      kept.push_back(tl::load(x + tl::arange(0, 16)) + i.to<tl::f32>());
+    }
+    tl::store(x + tl::arange(0, 16), kept[0]);
+  });
+  expect_trace_error(k, line, "used after the body ended");
 }
 
 TEST(TraceErrors, LoopCarriedTileChangesShape) {

@@ -3,7 +3,9 @@
 #include "runtime/cache.hpp"
 
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -130,6 +132,16 @@ class CacheTest : public ::testing::Test {
 
 // Runs `fn` in a forked child (a fresh process: its own once-per-process warning, its own
 // rlimits) and returns its exit code.
+// Drops, from this process's effective set, the capabilities that let root ignore file
+// mode bits; true when the process then has none of them.
+bool drop_file_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  for (int cap : {CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER}) data[cap / 32].effective &= ~(1u << (cap % 32));
+  return ::syscall(SYS_capset, &header, data) == 0;
+}
+
 int in_child(const std::function<int()>& fn) {
   std::fflush(nullptr);
   pid_t pid = ::fork();
@@ -857,12 +869,19 @@ int check_memory_fallback(const fs::path& dir, const fs::path& err) {
 }
 
 TEST_F(CacheTest, ReadOnlyDirectoryFallsBackToMemory) {
-  // Root ignores mode bits, so when running as root a plain chmod 0500 would not make the
-  // directory read-only; test what is real for this uid, and always test the case below.
+  // Root writes through mode bits (CAP_DAC_OVERRIDE): the child gives up the capabilities
+  // that bypass them, so that the 0500 directory is read-only for it whoever runs the test.
   fs::create_directories(dir_);
   ASSERT_EQ(::chmod(dir_.c_str(), 0500), 0);
-  if (::access(dir_.c_str(), W_OK) == 0) GTEST_SKIP() << "this uid can write a 0500 directory (root)";
-  EXPECT_EQ(in_child([&] { return check_memory_fallback(dir_, tmp_ / "stderr"); }), 0);
+  constexpr int kCannot = 77;
+  int rc = in_child([&] {
+    if (!drop_file_capabilities()) return kCannot;
+    int fd = ::open((dir_ / "probe").c_str(), O_CREAT | O_WRONLY, 0600);
+    if (fd >= 0) return kCannot;  // still writable: nothing to test here
+    return check_memory_fallback(dir_, tmp_ / "stderr");
+  });
+  if (rc == kCannot) GTEST_SKIP() << "cannot make a directory read-only for this process";
+  EXPECT_EQ(rc, 0);
   std::string err = slurp(tmp_ / "stderr");
   EXPECT_EQ(count_of(err, "is not writable"), 1u) << err;
   EXPECT_EQ(names_in(dir_).size(), 0u);
