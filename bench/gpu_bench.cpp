@@ -6,7 +6,8 @@
 // several buffer sets so that small shapes are not measured out of L2.
 //
 //   tl-bench-gpu [--json out.json] [--repeats 20]
-//   tl-bench-gpu --sweep [--min-cols N] [--json out.json] [--repeats 5]   (RMSNorm launch configurations)
+//   tl-bench-gpu --sweep [--min-cols N] [--max-cols N] [--json out.json] [--repeats 5]
+//                                                    (RMSNorm launch configurations)
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -192,7 +193,7 @@ nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats) {
     out.push_back(j);
   };
   run(f0, b0, "chosen");
-  for (int r : {1, 2, 4, 8, 16})
+  for (int r : {1, 2, 4, 8, 16, 32})
     for (int w : {1, 2, 4, 8, 16}) {
       if (s.rows % r || int64_t(r) * f0.block > 8192 || (f0.block > 512 && r > 1)) continue;
       if (int64_t(r) * f0.block < int64_t(w) * 32 || int64_t(r) * f0.block / (w * 32) > 256) continue;
@@ -277,13 +278,14 @@ int main(int argc, char** argv) try {
   std::string out;
   int repeats = 20;
   bool sweep = false;
-  int64_t min_cols = 0;  // --sweep: only shapes at least this wide
+  int64_t min_cols = 0, max_cols = INT64_MAX;  // --sweep: only shapes this wide
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) out = argv[++i];
     else if (a == "--repeats" && i + 1 < argc) repeats = std::stoi(argv[++i]);
     else if (a == "--sweep") sweep = true;
     else if (a == "--min-cols" && i + 1 < argc) min_cols = std::stoll(argv[++i]);
+    else if (a == "--max-cols" && i + 1 < argc) max_cols = std::stoll(argv[++i]);
   }
   cu = tl::cuda::Api::get();
   if (!cu) {
@@ -298,7 +300,7 @@ int main(int argc, char** argv) try {
   if (sweep) {
     all["device"] = dev.name();
     for (RowsCols s : shapes)
-      if (s.cols >= min_cols) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats));
+      if (s.cols >= min_cols && s.cols <= max_cols) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats));
     if (!out.empty()) std::ofstream(out) << all.dump(2);
     return 0;
   }
