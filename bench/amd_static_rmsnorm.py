@@ -77,14 +77,20 @@ def rmsnorm_fwd(X, Y, W, RSTD, cols, eps, BLOCK: tl.constexpr, ROWS_PER_PID: tl.
             g = g + 1.0
         rows = tl.program_id(0) * ROWS_PER_PID + tl.arange(0, ROWS_PER_PID)
         m2 = tl.broadcast_to(m[None, :], (ROWS_PER_PID, BLOCK))
-        if OFFSETS64:
-            offs = (rows.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
-        else:
-            offs = (rows * cols)[:, None] + c[None, :]
+        offs = block_offsets(rows, cols, c, OFFSETS64)
         v = tl.load(X + offs, mask=m2, other=0.0).to(tl.float32)
         inv = tl.rsqrt(tl.sum(v * v, 1) / n + eps)
         tl.store(Y + offs, (v * inv[:, None] * g[None, :]).to(Y.dtype.element_ty), mask=m2)
         tl.store(RSTD + rows, inv)
+
+
+@triton.jit
+def block_offsets(r_idx, cols, c, OFFSETS64: tl.constexpr):
+    # The [R, BLOCK] element offsets of rows r_idx (tl's offsets_of), 64-bit if asked.
+    if OFFSETS64:
+        return (r_idx.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
+    else:
+        return (r_idx * cols)[:, None] + c[None, :]
 
 
 @triton.jit
@@ -106,10 +112,7 @@ def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr,
     step = tl.num_programs(0) * R
     if PREFETCH:
         rn = pid * R + tl.arange(0, R)
-        if OFFSETS64:
-            on = (rn.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
-        else:
-            on = (rn * cols)[:, None] + c[None, :]
+        on = block_offsets(rn, cols, c, OFFSETS64)
         mn = (rn < rows)[:, None] & m[None, :]
         x_next = tl.load(X + on, mask=mn, other=0.0)
         dy_next = tl.load(DY + on, mask=mn, other=0.0)
@@ -118,19 +121,13 @@ def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr,
         r_idx = first + tl.arange(0, R)
         rm = r_idx < rows
         m2 = rm[:, None] & m[None, :]
-        if OFFSETS64:
-            offs = (r_idx.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
-        else:
-            offs = (r_idx * cols)[:, None] + c[None, :]
+        offs = block_offsets(r_idx, cols, c, OFFSETS64)
         if PREFETCH:
             xe = x_next
             ge = dy_next
             r = rstd_next
             rn = r_idx + step
-            if OFFSETS64:
-                on = (rn.to(tl.int64) * cols.to(tl.int64))[:, None] + c[None, :]
-            else:
-                on = (rn * cols)[:, None] + c[None, :]
+            on = block_offsets(rn, cols, c, OFFSETS64)
             mn = (rn < rows)[:, None] & m[None, :]
             x_next = tl.load(X + on, mask=mn, other=0.0)
             dy_next = tl.load(DY + on, mask=mn, other=0.0)

@@ -45,15 +45,16 @@ def rms_fwd_packed(X, Y, W, M, N, eps, BLOCK: tl.constexpr, R: tl.constexpr):
 
 
 @triton.jit
-def rms_bwd(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr):
+def rms_bwd(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr, STAGES: tl.constexpr = None):
     # the algorithm of samples/rmsnorm: persistent programs over blocks of R rows,
-    # one partial dgamma per program
+    # one partial dgamma per program; STAGES hands the loop to Triton's own software
+    # pipeliner with that many stages (None: Triton's default, as a plain range)
     pid = tl.program_id(0)
     c = tl.arange(0, BLOCK)
     m = c < N
     g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
     dg = tl.zeros([BLOCK], dtype=tl.float32)
-    for first in range(pid * R, M, tl.num_programs(0) * R):
+    for first in tl.range(pid * R, M, tl.num_programs(0) * R, num_stages=STAGES):
         rows = first + tl.arange(0, R)
         rm = rows < M
         m2 = rm[:, None] & m[None, :]
@@ -137,29 +138,6 @@ def rms_bwd_chunked(X, DY, W, RSTD, DX, DWP, M, N, CHUNK: tl.constexpr):
 
 
 @triton.jit
-def rms_bwd_pipelined(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr, STAGES: tl.constexpr):
-    # the plain loop, pipelined by Triton's own software pipeliner (tl.range num_stages)
-    pid = tl.program_id(0)
-    c = tl.arange(0, BLOCK)
-    m = c < N
-    g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
-    dg = tl.zeros([BLOCK], dtype=tl.float32)
-    for first in tl.range(pid * R, M, tl.num_programs(0) * R, num_stages=STAGES):
-        rows = first + tl.arange(0, R)
-        rm = rows < M
-        m2 = rm[:, None] & m[None, :]
-        offs = rows[:, None].to(tl.int64) * N + c[None, :]
-        x = tl.load(X + offs, mask=m2, other=0.0).to(tl.float32)
-        dy = tl.load(DY + offs, mask=m2, other=0.0).to(tl.float32)
-        r = tl.load(RSTD + rows, mask=rm, other=0.0)
-        dot = tl.sum(dy * g[None, :] * x, 1) / N
-        d = r[:, None] * g[None, :] * dy - x * (r * r * r * dot)[:, None]
-        tl.store(DX + offs, d.to(tl.bfloat16), mask=m2)
-        dg += tl.sum(dy * x * r[:, None], 0)
-    tl.store(DWP + pid * N + c, dg, mask=m)
-
-
-@triton.jit
 def rms_dgamma(DWP, DW, P, N, BP: tl.constexpr, BC: tl.constexpr):
     c = tl.program_id(0) * BC + tl.arange(0, BC)
     cm = c < N
@@ -236,14 +214,9 @@ def triton_side(tl_rows):
         # (For very wide rows tl runs its chunked kernel: Triton runs the same, and the plain
         # loop under its pipeliner, with the one-pass configuration, as the second column.)
         same = rms_bwd_chunked if chunk else rms_bwd_prefetch if prefetch else rms_bwd
-        variants = {"triton_bwd": same, "triton_bwd_pipelined": rms_bwd_pipelined}
-        for name, kern in variants.items():
-            if kern is rms_bwd_chunked:
-                args = {"CHUNK": chunk}
-            elif kern is rms_bwd_pipelined:
-                args = {"BLOCK": B, "R": Rb, "STAGES": 2}
-            else:
-                args = {"BLOCK": B, "R": Rb}
+        same_args = {"CHUNK": chunk} if chunk else {"BLOCK": B, "R": Rb}
+        variants = {"triton_bwd": (same, same_args), "triton_bwd_pipelined": (rms_bwd, {"BLOCK": B, "R": Rb, "STAGES": 2})}
+        for name, (kern, args) in variants.items():
             def bwd(s, kern=kern, args=args):
                 kern[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, num_warps=nwb, **args)
                 rms_dgamma[(triton.cdiv(N, 64),)](dwp, dw, P, N, BP=32, BC=64, num_warps=4)

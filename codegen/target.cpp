@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <llvm/ADT/StringMap.h>
 #include <llvm/ADT/StringRef.h>
+#include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
 #include <cstdlib>
@@ -22,6 +23,14 @@ std::string TargetDesc::str() const {
 
 std::string CompileOptions::key() const {
   return fmt::format("w{}s{}e{}b{}o{}", num_warps, num_stages, waves_per_eu, bounds_check ? 1 : 0, opt_level);
+}
+
+llvm::TargetMachine& thread_machine(const std::string& key,
+                                    const std::function<std::unique_ptr<llvm::TargetMachine>()>& make) {
+  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
+  auto& tm = machines[key];
+  if (!tm) tm = make();
+  return *tm;
 }
 
 TargetDesc host_target() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 namespace llvm {
 class Module;
 class LLVMContext;
+class TargetMachine;
 }  // namespace llvm
 
 namespace tl::codegen {
@@ -61,6 +63,12 @@ class Target {
   virtual void emit(llvm::Module& module, const CompileOptions& opts, CodeObject& out) = 0;
   virtual const TargetDesc& desc() const = 0;
 };
+
+// This thread's TargetMachine for `key` (target, features, level), made by `make` the
+// first time: machines are costly to build (a large part of a small kernel's compile),
+// and one must not run two code generations at once, hence one per thread.
+llvm::TargetMachine& thread_machine(const std::string& key,
+                                    const std::function<std::unique_ptr<llvm::TargetMachine>()>& make);
 
 std::unique_ptr<Target> make_cpu_target(const TargetDesc& d);
 std::unique_ptr<Target> make_amdgpu_target(const TargetDesc& d);

@@ -17,7 +17,6 @@
 #include <llvm/TargetParser/Triple.h>
 
 #include <cstdlib>
-#include <map>
 #include <mutex>
 
 #include "codegen/amdgpu/amdgpu_hooks.hpp"
@@ -59,17 +58,6 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const codegen::TargetDe
   return tm;
 }
 
-// One machine per thread, ISA, features and level, kept for the thread's next compiles:
-// building one (its GCN subtarget: register tables, lowering actions) costs about a
-// third of a small kernel's compile; a TargetMachine must not run two code generations
-// at once, hence one per thread.
-llvm::TargetMachine& target_machine(const codegen::TargetDesc& d, int opt_level) {
-  thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
-  auto& tm = machines[fmt::format("{}|{}|{}", d.arch, d.features, opt_level)];
-  if (!tm) tm = make_target_machine(d, opt_level);
-  return *tm;
-}
-
 class AmdgpuTarget final : public codegen::Target {
  public:
   explicit AmdgpuTarget(const codegen::TargetDesc& d) : desc_(d), hooks_(d) {
@@ -84,7 +72,8 @@ class AmdgpuTarget final : public codegen::Target {
   const codegen::TargetDesc& desc() const override { return desc_; }
 
   void lower(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts) override {
-    tm_ = &target_machine(desc_, opts.opt_level);
+    tm_ = &codegen::thread_machine(fmt::format("amdgpu|{}|{}|{}", desc_.arch, desc_.features, opts.opt_level),
+                                   [&] { return make_target_machine(desc_, opts.opt_level); });
     m.setTargetTriple(llvm::Triple(kTriple));
     m.setDataLayout(tm_->createDataLayout());
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", code_object_version_ * 100);
@@ -136,7 +125,7 @@ class AmdgpuTarget final : public codegen::Target {
  private:
   codegen::TargetDesc desc_;
   AmdgpuHooks hooks_;
-  llvm::TargetMachine* tm_ = nullptr;  // this thread's (target_machine)
+  llvm::TargetMachine* tm_ = nullptr;  // this thread's (codegen::thread_machine)
   gpu::LoweringResult lowered_;
   bool use_comgr_ = false;
   int code_object_version_ = 5;

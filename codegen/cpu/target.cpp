@@ -119,28 +119,20 @@ class CpuTarget final : public Target {
     return bytes;
   }
 
-  // One machine per thread and setting: they are costly to build, and a TargetMachine
-  // must not run two code generations at once.
   llvm::TargetMachine& machine(int opt_level) {
-    struct Cached {
-      std::string key;
-      std::unique_ptr<llvm::TargetMachine> tm;
-    };
-    thread_local std::vector<Cached> cache;
-    std::string key = fmt::format("{}|{}|{}", desc_.arch, features_, opt_level);
-    for (auto& c : cache)
-      if (c.key == key) return *c.tm;
-    llvm::Triple triple(llvm::sys::getProcessTriple());
-    std::string error;
-    const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
-    if (!target) throw compile_error("tl cpu: no LLVM target for " + triple.str() + ": " + error);
-    llvm::TargetOptions options;
-    // PIC: the JIT linker places the object anywhere and reaches libm through its GOT.
-    std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-        triple, desc_.arch, features_, options, llvm::Reloc::PIC_, llvm::CodeModel::Small, codegen_level(opt_level)));
-    if (!tm) throw compile_error("tl cpu: cannot create a target machine for " + desc_.arch);
-    cache.push_back({key, std::move(tm)});
-    return *cache.back().tm;
+    return codegen::thread_machine(fmt::format("{}|{}|{}", desc_.arch, features_, opt_level), [&] {
+      llvm::Triple triple(llvm::sys::getProcessTriple());
+      std::string error;
+      const llvm::Target* target = llvm::TargetRegistry::lookupTarget(triple, error);
+      if (!target) throw compile_error("tl cpu: no LLVM target for " + triple.str() + ": " + error);
+      llvm::TargetOptions options;
+      // PIC: the JIT linker places the object anywhere and reaches libm through its GOT.
+      std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+          triple, desc_.arch, features_, options, llvm::Reloc::PIC_, llvm::CodeModel::Small,
+          codegen_level(opt_level)));
+      if (!tm) throw compile_error("tl cpu: cannot create a target machine for " + desc_.arch);
+      return tm;
+    });
   }
 
   static void optimize(llvm::Module& m, llvm::TargetMachine& tm, int opt_level) {

@@ -28,7 +28,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 
 #include "codegen/gpu/hooks.hpp"
@@ -144,21 +143,17 @@ class NvptxTarget final : public codegen::Target {
     });
     llvm::Triple triple(kTriple);
     std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx_version(desc_.arch)) : desc_.features;
-    // One machine per thread and setting, kept for the thread's next compiles (building
-    // one is a good part of a small kernel's compile; one code generation at a time each).
-    thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;
-    auto& tm = machines[fmt::format("{}|{}|{}", desc_.arch, features, opts.opt_level >= 3)];
-    if (!tm) {
+    tm_ = &codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", desc_.arch, features, opts.opt_level >= 3), [&] {
       std::string err;
       const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
       if (!t) throw compile_error("NVPTX target is not available in this LLVM: " + err);
       llvm::TargetOptions options;
-      tm.reset(t->createTargetMachine(triple, desc_.arch, features, options, std::nullopt, std::nullopt,
-                                      opts.opt_level >= 3 ? llvm::CodeGenOptLevel::Aggressive
-                                                          : llvm::CodeGenOptLevel::Default));
+      std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+          triple, desc_.arch, features, options, std::nullopt, std::nullopt,
+          opts.opt_level >= 3 ? llvm::CodeGenOptLevel::Aggressive : llvm::CodeGenOptLevel::Default));
       if (!tm) throw compile_error(fmt::format("cannot create an NVPTX target machine for {}", desc_.arch));
-    }
-    tm_ = tm.get();
+      return tm;
+    });
     m.setTargetTriple(triple);
     m.setDataLayout(tm_->createDataLayout());
     lowered_ = gpu::lower_kernel(f, m, opts, hooks_);
@@ -185,7 +180,7 @@ class NvptxTarget final : public codegen::Target {
  private:
   codegen::TargetDesc desc_;
   NvptxHooks hooks_;
-  llvm::TargetMachine* tm_ = nullptr;  // this thread's (see lower)
+  llvm::TargetMachine* tm_ = nullptr;  // this thread's (codegen::thread_machine)
   gpu::LoweringResult lowered_;
 };
 
