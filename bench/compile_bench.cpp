@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
+#include <thread>
 
 #include "samples/rmsnorm/rmsnorm.hpp"
 
@@ -49,6 +50,22 @@ void compile_for(benchmark::State& state, const char* target) {
 BENCHMARK_CAPTURE(compile_for, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(compile_for, gfx950, "gfx950")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(compile_for, sm_90, "sm_90")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// The coldest in-process case: each compile on a new thread, so it also builds that
+// thread's TargetMachine and LLVM's per-target register tables (codegen::thread_machine).
+void compile_on_new_thread(benchmark::State& state, const char* target) {
+  setenv("TL_ALWAYS_COMPILE", "1", 1);
+  auto* p = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  for (auto _ : state) {
+    std::thread t([&] {
+      auto k = make_kernel();
+      benchmark::DoNotOptimize(k.compile(target, {.num_warps = 4}, p, p, p, 4096, 1e-6f, 4096));
+    });
+    t.join();
+  }
+  unsetenv("TL_ALWAYS_COMPILE");
+}
+BENCHMARK_CAPTURE(compile_on_new_thread, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 void cached_launch_cpu(benchmark::State& state) {
   auto dev = tl::cpu_device();
