@@ -107,7 +107,7 @@ def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr,
         g = g + 1.0
     g2 = g[None, :]
     n = cols.to(tl.float32)
-    dg = tl.zeros([BLOCK], dtype=tl.float32)
+    dg = tl.zeros([ROWS_PER_PID, BLOCK], dtype=tl.float32)
     pid = tl.program_id(0)
     step = tl.num_programs(0) * R
     if PREFETCH:
@@ -141,8 +141,8 @@ def rmsnorm_bwd(X, DY, W, RSTD, DX, DW_PARTIAL, rows, cols, BLOCK: tl.constexpr,
         dot = tl.sum(gv * g2 * xv, 1) / n
         d = r[:, None] * g2 * gv - xv * (r * r * r * dot)[:, None]
         tl.store(DX + offs, d.to(DX.dtype.element_ty), mask=m2)
-        dg = dg + tl.sum(gv * xv * r[:, None], 0)
-    tl.store(DW_PARTIAL + pid * cols + c, dg, mask=m)
+        dg = dg + gv * xv * r[:, None]
+    tl.store(DW_PARTIAL + pid * cols + c, tl.sum(dg, 0), mask=m)
 
 
 @triton.jit

@@ -6,7 +6,7 @@
 // several buffer sets so that small shapes are not measured out of L2.
 //
 //   tl-bench-gpu [--json out.json] [--repeats 20]
-//   tl-bench-gpu --sweep [--min-cols N] [--max-cols N] [--json out.json] [--repeats 5]
+//   tl-bench-gpu --sweep [--fwd-only] [--min-cols N] [--max-cols N] [--json out.json] [--repeats 5]
 //                                                    (RMSNorm launch configurations)
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -125,7 +125,8 @@ struct Shape {
   }
 
   // Checks then times forward config fc and backward config bc.
-  nlohmann::json measure(tl::device dev, const rmsnorm::Config& fc, const rmsnorm::Config& bc, int repeats) {
+  nlohmann::json measure(tl::device dev, const rmsnorm::Config& fc, const rmsnorm::Config& bc, int repeats,
+                         bool time_bwd = true) {
     auto DWP = dev.alloc<tl::f32>(size_t(bc.programs * s.cols));
     auto fwd = [&](int i) {
       auto& b = bufs[i % sets];
@@ -153,13 +154,14 @@ struct Shape {
     for (int64_t c = 0; c < s.cols; ++c) err_dw = std::max(err_dw, rel(gdw[c], want_dw[c]));
     bool ok = err_y < 2e-2 && err_dx < 5e-2 && err_dw < 1e-2;
 
-    double fwd_ms = time_ms(fwd, repeats, 20), bwd_ms = time_ms(bwd, repeats, 10);
+    double fwd_ms = time_ms(fwd, repeats, 20), bwd_ms = time_bwd ? time_ms(bwd, repeats, 10) : NAN;
     double fbytes = 2.0 * n * 2 + s.cols * 2 + s.rows * 4;
     double bbytes = 3.0 * n * 2 + s.cols * 2 + s.rows * 4;  // the algorithm's floor: x, dy, dx, w, rstd
     nlohmann::json j{{"rows", s.rows}, {"cols", s.cols}, {"ok", ok}, {"err_y", err_y}, {"err_dx", err_dx},
                      {"err_dw", err_dw}, {"fwd_us", fwd_ms * 1e3}, {"fwd_gbs", fbytes / fwd_ms / 1e6},
                      {"bwd_us", bwd_ms * 1e3}, {"bwd_gbs", bbytes / bwd_ms / 1e6},
                      {"fwd_rows_per_pid", fc.rows_per_pid}, {"fwd_warps", fc.num_warps},
+                     {"fwd_programs", fc.programs},
                      {"bwd_rows_per_pid", bc.rows_per_pid}, {"bwd_warps", bc.num_warps},
                      {"bwd_programs", bc.programs}, {"bwd_prefetch", bc.prefetch}, {"bwd_chunk", bc.chunk},
                      {"sets", sets}};
@@ -182,25 +184,26 @@ nlohmann::json bench_rmsnorm(tl::device dev, RowsCols s, int repeats) {
 // Every launch configuration near the heuristic's, each checked and timed: the data
 // rmsnorm::choose is tuned from. Forward variants run with the chosen backward and
 // backward variants with the chosen forward.
-nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats) {
+nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats, bool fwd_only) {
   Shape shape(dev, s);
   int cus = dev.compute_units();
   const auto f0 = rmsnorm::choose(s.rows, s.cols, cus, false), b0 = rmsnorm::choose(s.rows, s.cols, cus, true);
   nlohmann::json out = nlohmann::json::array();
   auto run = [&](const rmsnorm::Config& f, const rmsnorm::Config& b, const char* what) {
-    nlohmann::json j = shape.measure(dev, f, b, repeats);
+    nlohmann::json j = shape.measure(dev, f, b, repeats, !fwd_only);
     j["varied"] = what;
     out.push_back(j);
   };
   run(f0, b0, "chosen");
   for (int r : {1, 2, 4, 8, 16, 32})
-    for (int w : {1, 2, 4, 8, 16}) {
-      if (s.rows % r || int64_t(r) * f0.block > 8192 || (f0.block > 512 && r > 1)) continue;
+    for (int w : {1, 2, 4, 8, 16, 32}) {
+      if (s.rows % r || (r > 1 && int64_t(r) * f0.block > 8192) || (f0.block > 512 && r > 1)) continue;
       if (int64_t(r) * f0.block < int64_t(w) * 32 || int64_t(r) * f0.block / (w * 32) > 256) continue;
       auto f = f0;
       f.rows_per_pid = r, f.num_warps = w, f.programs = s.rows / r;
       run(f, b0, "fwd");
     }
+  if (fwd_only) return out;
   for (bool prefetch : {false, true})
     for (int r : {1, 2, 4, 8, 16})
       for (int w : {1, 2, 4, 8, 16})
@@ -277,13 +280,14 @@ nlohmann::json bench_launch(tl::device dev) {
 int main(int argc, char** argv) try {
   std::string out;
   int repeats = 20;
-  bool sweep = false;
+  bool sweep = false, fwd_only = false;  // --fwd-only: the sweep varies the forward only
   int64_t min_cols = 0, max_cols = INT64_MAX;  // --sweep: only shapes this wide
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) out = argv[++i];
     else if (a == "--repeats" && i + 1 < argc) repeats = std::stoi(argv[++i]);
     else if (a == "--sweep") sweep = true;
+    else if (a == "--fwd-only") fwd_only = true;
     else if (a == "--min-cols" && i + 1 < argc) min_cols = std::stoll(argv[++i]);
     else if (a == "--max-cols" && i + 1 < argc) max_cols = std::stoll(argv[++i]);
   }
@@ -300,7 +304,7 @@ int main(int argc, char** argv) try {
   if (sweep) {
     all["device"] = dev.name();
     for (RowsCols s : shapes)
-      if (s.cols >= min_cols && s.cols <= max_cols) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats));
+      if (s.cols >= min_cols && s.cols <= max_cols) all["sweep"].push_back(sweep_rmsnorm(dev, s, repeats, fwd_only));
     if (!out.empty()) std::ofstream(out) << all.dump(2);
     return 0;
   }

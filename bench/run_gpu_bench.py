@@ -53,7 +53,7 @@ def rms_bwd(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr,
     c = tl.arange(0, BLOCK)
     m = c < N
     g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
-    dg = tl.zeros([BLOCK], dtype=tl.float32)
+    dg = tl.zeros([R, BLOCK], dtype=tl.float32)
     for first in tl.range(pid * R, M, tl.num_programs(0) * R, num_stages=STAGES):
         rows = first + tl.arange(0, R)
         rm = rows < M
@@ -65,8 +65,8 @@ def rms_bwd(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.constexpr,
         dot = tl.sum(dy * g[None, :] * x, 1) / N
         d = r[:, None] * g[None, :] * dy - x * (r * r * r * dot)[:, None]
         tl.store(DX + offs, d.to(tl.bfloat16), mask=m2)
-        dg += tl.sum(dy * x * r[:, None], 0)
-    tl.store(DWP + pid * N + c, dg, mask=m)
+        dg += dy * x * r[:, None]
+    tl.store(DWP + pid * N + c, tl.sum(dg, 0), mask=m)
 
 
 @triton.jit
@@ -78,7 +78,7 @@ def rms_bwd_prefetch(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.c
     c = tl.arange(0, BLOCK)
     m = c < N
     g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
-    dg = tl.zeros([BLOCK], dtype=tl.float32)
+    dg = tl.zeros([R, BLOCK], dtype=tl.float32)
     rn = pid * R + tl.arange(0, R)
     on = rn[:, None].to(tl.int64) * N + c[None, :]
     mn = (rn < M)[:, None] & m[None, :]
@@ -101,8 +101,8 @@ def rms_bwd_prefetch(X, DY, W, RSTD, DX, DWP, M, N, BLOCK: tl.constexpr, R: tl.c
         dot = tl.sum(dy * g[None, :] * x, 1) / N
         d = r[:, None] * g[None, :] * dy - x * (r * r * r * dot)[:, None]
         tl.store(DX + offs, d.to(tl.bfloat16), mask=m2)
-        dg += tl.sum(dy * x * r[:, None], 0)
-    tl.store(DWP + pid * N + c, dg, mask=m)
+        dg += dy * x * r[:, None]
+    tl.store(DWP + pid * N + c, tl.sum(dg, 0), mask=m)
 
 
 @triton.jit

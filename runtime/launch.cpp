@@ -102,10 +102,19 @@ codegen::CompileOptions compile_options(const launch_options& o, const codegen::
   return c;
 }
 
-void check_options(const launch_options& o, const std::string& kernel, const std::source_location& at) {
+void check_options(const launch_options& o, const std::string& kernel, const std::source_location& at,
+                   const codegen::TargetDesc& target) {
   auto fail = [&](std::string what) { throw launch_error(std::move(what), at.file_name(), at.line()); };
-  if (o.num_warps < 1 || o.num_warps > 16 || (o.num_warps & (o.num_warps - 1)))
-    fail(fmt::format("kernel '{}': num_warps must be a power of two from 1 to 16, got {}", kernel, o.num_warps));
+  // A program is at most 1024 threads on every GPU: 16 waves of 64 on CDNA, 32 warps of
+  // 32 on NVIDIA (and RDNA). The CPU runs a program as one thread, so any count is shaped
+  // like a GPU's; it takes NVIDIA's limit.
+  const int lanes = target.kind == codegen::TargetDesc::cpu ? 32 : target.wave_size;
+  const int max_warps = 1024 / lanes;
+  if (o.num_warps < 1 || o.num_warps > max_warps || (o.num_warps & (o.num_warps - 1)))
+    fail(fmt::format("kernel '{}': num_warps must be a power of two from 1 to {} ({} lanes each, at most 1024 "
+                     "threads) on {}, got {}",
+                     kernel, max_warps, lanes, target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch,
+                     o.num_warps));
   if (o.num_stages < 1 || o.num_stages > 8)
     fail(fmt::format("kernel '{}': num_stages must be 1 to 8, got {}", kernel, o.num_stages));
   if (o.waves_per_eu < 0 || o.waves_per_eu > 16)
@@ -250,12 +259,12 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
     int64_t limit = i == 0 ? 0x7fffffffLL : 65535;
     if (v > limit) fail(fmt::format("kernel '{}': grid dimension {} is {}, above the limit {}", name_, "xyz"[i], v, limit));
   }
-  check_options(*r.opts, name_, g.loc);
   for (size_t i = 0; i < r.args.size(); ++i)
     if (r.args[i].is_pointer && r.args[i].bits == 0) fail(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
 
   runtime::Device& dev = *r.dev.impl();
   codegen::TargetDesc target = dev.target();
+  check_options(*r.opts, name_, g.loc, target);
   codegen::CompileOptions opts = compile_options(*r.opts, target);
   std::string key = spec_key(r, target, opts);
   key += fmt::format("|dev{}", static_cast<const void*>(&dev));
@@ -305,9 +314,9 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
 std::string KernelBase::compile_only(const std::string& target_name, const launch_options& o,
                                      std::span<const ArgValue> args, const std::string& constants,
                                      const std::function<void()>& trace) {
-  check_options(o, name_, loc_);
   std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
   codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
+  check_options(o, name_, loc_, target);
   codegen::CompileOptions opts = compile_options(o, target);
   Built b = build(name_, loc_, args, constants, trace, target, opts);
   b.meta["key"] = b.key;

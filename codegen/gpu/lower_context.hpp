@@ -99,6 +99,7 @@ class Lowerer {
   // ---- memory (lower_memory.cpp)
   void lower_load(const ir::Operation& op);
   void lower_store(const ir::Operation& op);
+  Layout store_layout(const ir::Value* ptr, const ir::Value* val, const ir::Value* mask);
   void lower_atomic(const ir::Operation& op);
 
   // ---- reductions (lower_reduce.cpp)
@@ -144,6 +145,7 @@ class Lowerer {
  private:
   void analyze_uses(const ir::Block& blk);
   bool lazy_candidate(const ir::Operation& op) const;
+  void hint_load_layouts(const ir::Block& blk);
 
   std::map<std::vector<int>, Layout> layouts_;
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
@@ -151,6 +153,8 @@ class Lowerer {
   // caches of lazily emitted / converted values, one map per open region
   std::vector<std::map<std::pair<const ir::Value*, std::string>, Values>> scopes_;
   std::unordered_set<const ir::Value*> lazy_, used_;
+  std::unordered_map<const ir::Value*, int> use_count_;
+  std::unordered_map<const ir::Value*, Layout> load_layout_;  // loads made in their user's layout
   std::map<std::string, llvm::Value*> thread_offsets_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;

@@ -71,6 +71,7 @@ LoweringResult Lowerer::run() {
     scalars_[a] = v;
   }
   analyze_uses(f_.body);
+  hint_load_layouts(f_.body);
   scopes_.emplace_back();
   lower_block(f_.body);
   b.CreateRetVoid();
@@ -116,12 +117,56 @@ bool Lowerer::lazy_candidate(const ir::Operation& op) const {
 
 void Lowerer::analyze_uses(const ir::Block& blk) {
   for (auto& op : blk.ops) {
-    for (const ir::Value* v : op->operands) used_.insert(v);
+    for (const ir::Value* v : op->operands) used_.insert(v), ++use_count_[v];
     for (auto& r : op->regions) analyze_uses(*r);
     if (lazy_candidate(*op)) {
       bool ok = true;
       for (const ir::Value* v : op->operands) ok &= v->type.is_scalar() || lazy_.count(v);
       if (ok) lazy_.insert(op->result());
+    }
+  }
+}
+
+// A load whose one use, through casts, arithmetic with scalars and reshapes, is a
+// broadcast is made directly in the layout the broadcast reads, like Triton's backward
+// rematerialization of a layout conversion into its load: an RMSNorm's gamma row, loaded
+// once and broadcast over the program's rows, then needs no trip through shared memory
+// and no barrier. Threads holding broadcast copies load the same addresses (cache hits).
+void Lowerer::hint_load_layouts(const ir::Block& blk) {
+  auto is_tile = [&](const ir::Value* v) { return !v->type.is_scalar() && !is_lazy(v); };
+  for (auto& op : blk.ops) {
+    for (auto& r : op->regions) hint_load_layouts(*r);
+    if (op->op != Op::broadcast || !is_tile(op->operands[0])) continue;
+    const ir::Value* v = op->operands[0];
+    Layout want = broadcast_source_layout(default_layout(op->result()->type.shape), v->type.shape);
+    while (v->def && is_tile(v) && use_count_[v] == 1) {
+      const ir::Operation& d = *v->def;
+      if (d.op == Op::load) {
+        if (!d.operands[0]->type.is_scalar()) load_layout_[v] = want;
+        break;
+      }
+      if (d.op == Op::reshape || d.op == Op::expand_dims) {
+        want = reshape_layout(want, d.operands[0]->type.shape);
+        v = d.operands[0];
+        continue;
+      }
+      bool elementwise = false;
+      switch (d.op) {
+        case Op::cast: elementwise = !is_fp8(d.result()->type.dtype) && !is_fp8(d.operands[0]->type.dtype); break;
+        case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
+        case Op::abs: elementwise = true; break;
+        default: break;
+      }
+      // Elementwise ops work in the layout of their first operand held eagerly: the
+      // chain's, when every other operand is a scalar or re-emitted index math.
+      const ir::Value* next = nullptr;
+      for (const ir::Value* o : d.operands)
+        if (is_tile(o)) {
+          if (next) elementwise = false;
+          next = o;
+        }
+      if (!elementwise || !next) break;
+      v = next;
     }
   }
 }

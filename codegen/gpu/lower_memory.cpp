@@ -57,7 +57,8 @@ void Lowerer::lower_load(const ir::Operation& op) {
                                    [&] { return b.CreateAlignedLoad(ty, scalar(ptr), llvm::Align(eb)); }, other_v);
     return set_scalar(op.result(), from_mem(v, t));
   }
-  Layout l = default_layout(ptr->type.shape);
+  auto hint = load_layout_.find(op.result());
+  Layout l = hint != load_layout_.end() ? hint->second : default_layout(ptr->type.shape);
   Values ptrs = get(ptr, l);
   Values masks = mask ? get(mask, l) : Values{};
   Values others = other ? get(other, l) : Values{};
@@ -85,6 +86,26 @@ void Lowerer::lower_load(const ir::Operation& op) {
   set_natural(op.result(), Regs{l, std::move(out)});
 }
 
+// The layout a store works in: its shape's (coalesced) layout, or the value's own when
+// the value already lives in another one, such as a reduction's result, and storing from
+// there costs nothing: the same vector width, or a tile small enough that every thread
+// stores at most one element of it. Converting would take a trip through shared memory
+// and two barriers on the program's critical path (an RMSNorm's per-row 1/rms). The
+// pointer and mask must be index math that is re-emitted in any layout, or held there.
+Layout Lowerer::store_layout(const ir::Value* ptr, const ir::Value* val, const ir::Value* mask) {
+  const Layout& shape_layout = default_layout(ptr->type.shape);
+  if (is_lazy(val) || !natural_.count(val)) return shape_layout;
+  const Layout own = natural(val).layout;
+  if (own == shape_layout) return shape_layout;
+  auto available = [&](const ir::Value* v) {
+    return !v || v->type.is_scalar() || is_lazy(v) || (natural_.count(v) && natural(v).layout == own);
+  };
+  if (!available(ptr) || !available(mask)) return shape_layout;
+  int own_width = access_width(*this, own, ptr, mask), shape_width = access_width(*this, shape_layout, ptr, mask);
+  bool small = own.numel() <= int64_t(threads_);
+  return (own_width > 1 && own_width >= shape_width) || (small && own_width >= shape_width) ? own : shape_layout;
+}
+
 void Lowerer::lower_store(const ir::Operation& op) {
   const ir::Value* ptr = op.operands[0];
   const ir::Value* val = op.operands[1];
@@ -99,7 +120,7 @@ void Lowerer::lower_store(const ir::Operation& op) {
     llvm::Value* x = to_mem(scalar(val), t);
     return if_then(cond, [&] { b.CreateAlignedStore(x, p, llvm::Align(eb)); });
   }
-  Layout l = default_layout(ptr->type.shape);
+  Layout l = store_layout(ptr, val, mask);
   Values ptrs = get(ptr, l);
   Values vals = get(val, l);
   Values masks = mask ? get(mask, l) : Values{};

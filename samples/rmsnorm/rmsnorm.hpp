@@ -85,7 +85,10 @@ template <class E> auto& backward_kernel() {
     if (ZERO_CENTERED) g = g + 1.0f;
     auto g2 = tl::expand_dims(g, 0);
     auto n = cols.to<tl::f32>();
-    auto dg = tl::zeros<tl::f32>({BLOCK});
+    // The partial dgamma, one row per row of a block: summed over the block's rows only
+    // once, after the loop (summing every iteration would cross warps through shared
+    // memory, with barriers, on every block).
+    auto dg = tl::zeros<tl::f32>({R, BLOCK});
     auto pid = tl::program_id(0);
     auto step = tl::num_programs(0) * R;
     auto body = [&](auto offsets_of) {
@@ -97,7 +100,7 @@ template <class E> auto& backward_kernel() {
         auto dot = tl::sum(gv * g2 * xv, 1) / n;
         auto d = tl::expand_dims(r, 1) * g2 * gv - xv * tl::expand_dims(r * r * r * dot, 1);
         tl::store(dx + offsets_of(r_idx), d.template to<Out>(), mask_of(r_idx));
-        dg = dg + tl::sum(gv * xv * tl::expand_dims(r, 1), 0);
+        dg = dg + gv * xv * tl::expand_dims(r, 1);
       };
       if (!PREFETCH) {
         for (auto first : tl::range(pid * R, rows, step)) {
@@ -131,7 +134,7 @@ template <class E> auto& backward_kernel() {
       });
     else
       body([&](const auto& r_idx) { return tl::expand_dims(r_idx * cols, 1) + tl::expand_dims(c, 0); });
-    tl::store(dw_partial + pid * cols + c, dg, m);
+    tl::store(dw_partial + pid * cols + c, tl::sum(dg, 0), m);
   });
   return k;
 }
@@ -242,10 +245,15 @@ inline Config choose(int64_t rows, int64_t cols, int compute_units, bool backwar
   c.offsets64 = rows * cols >= (int64_t(1) << 31);
   const int64_t cus = std::max(compute_units, 1);
   if (!backward) {
-    c.num_warps = c.block <= 256 ? 1 : c.block <= 1024 ? 2 : c.block <= 4096 ? 4 : 8;
+    // Up to 64 elements a thread (NVIDIA's warp of 32; 32 a lane on AMD's wave64): 8
+    // warps at 32768 columns held 128 a thread and ran at 2344 GB/s on the H100, 16 warps
+    // at 2653-2677 (bench/results/h100-2026-11-23/sweep_fwd.*).
+    c.num_warps = c.block <= 256 ? 1 : c.block <= 1024 ? 2 : c.block <= 4096 ? 4 : c.block <= 16384 ? 8 : 16;
     if (c.block <= 512) {
       // At least two programs per compute unit, and r must divide the rows (no row mask).
-      for (int r = std::min(16, 2048 / c.block); r > 1; r /= 2)
+      // Up to 32 rows and 4096 elements: 32 rows of 128 measured 1977 GB/s at 32768x128
+      // on the H100 against 1919-1956 for 16.
+      for (int r = std::min(32, 4096 / c.block); r > 1; r /= 2)
         if (rows % r == 0 && rows / r >= 2 * cus) {
           c.rows_per_pid = r;
           break;

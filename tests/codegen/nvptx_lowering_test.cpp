@@ -76,6 +76,49 @@ TEST(NvptxLowering, RmsNormAlignedRow) {
   EXPECT_GT(co.shared_bytes, 0);
 }
 
+TEST(NvptxLowering, ThirtyTwoWarpsMakeA1024ThreadProgram) {
+  // NVIDIA's largest program: 32 warps of 32. The cross-warp sum combines 32 partials.
+  auto f = rmsnorm_kernel(32768, true);
+  auto co = compile_for("sm_90", *f, 32);
+  std::string p = ptx(co);
+  EXPECT_EQ(co.block_threads, 1024);
+  EXPECT_NE(p.find(".maxntid 1024"), std::string::npos) << p;
+  EXPECT_EQ(count(p, "ld.global.v4"), 8) << p;  // 32 bf16 per thread of x and w
+  EXPECT_NE(p.find("bar.sync"), std::string::npos) << p;
+  EXPECT_GE(co.shared_bytes, 32 * 4);
+}
+
+TEST(NvptxLowering, PackedRowsNeedNoSharedMemoryForGammaOrPerRowStores) {
+  // 16 rows of 128 per program, 4 warps: each row lies within one warp. gamma (a row
+  // broadcast over the rows) is loaded in the layout the broadcast reads, and the per-row
+  // 1/rms is stored from the reduction's layout: no shared memory, no barrier.
+  auto f = trace("rmsnorm_fwd_packed", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto w = ptr_arg<ty::bf16>(t, "w", true);
+    auto y = ptr_arg<ty::bf16>(t, "y", true);
+    auto rstd = ptr_arg<ty::f32>(t, "rstd", true);
+    auto cols = scalar_arg<ty::i32>(t, "cols", true);
+    auto c = tl::arange(0, 128);
+    auto m = c < cols;
+    auto g = tl::load(w + c, m, 0.0f).to<ty::f32>();
+    auto rows = tl::program_id(0) * 16 + tl::arange(0, 16);
+    auto offs = tl::expand_dims(rows * cols, 1) + tl::expand_dims(c, 0);
+    auto m2 = tl::broadcast_to(tl::expand_dims(m, 0), {16, 128});
+    auto v = tl::load(x + offs, m2, 0.0f).to<ty::f32>();
+    auto inv = tl::rsqrt(tl::sum(v * v, 1) / 128.0f + 1e-6f);
+    tl::store(y + offs, (v * tl::expand_dims(inv, 1) * tl::expand_dims(g, 0)).to<ty::bf16>(), m2);
+    tl::store(rstd + rows, inv);
+  });
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p = ptx(co);
+  EXPECT_EQ(p.find("bar.sync"), std::string::npos) << p;
+  EXPECT_EQ(p.find(".shared"), std::string::npos) << p;
+  EXPECT_EQ(co.shared_bytes, 0);
+  EXPECT_EQ(count(p, "ld.global.v4"), 3) << p;  // gamma, then 2 rows of x: 8 bf16 each
+  EXPECT_EQ(count(p, "st.global.v4"), 2) << p;
+  EXPECT_EQ(count(p, "st.global.b32"), 2) << p;  // 1/rms of this thread's 2 rows, once per row
+}
+
 TEST(NvptxLowering, UnalignedRowHasNoVectorLoads) {
   auto f = rmsnorm_kernel(4096, false);
   auto co = compile_for("sm_90", *f, 4);

@@ -88,6 +88,7 @@ std::vector<Case> catalogue() {
   c.push_back({"null pointer", [] { auto k = tl::kernel("l4", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); k[tl::grid(1)](static_cast<float*>(nullptr)); }, __LINE__, "pointer argument 0 is null", Launch});
   c.push_back({"nullptr literal", [] { auto k = tl::kernel("l5", [](F32 x, I32 y) { tl::store(x, tl::f32(1.0f)); tl::store(y, tl::i32(1)); }); auto b = X(); k[tl::grid(1)](b, nullptr); }, __LINE__, "pointer argument 1 is null", Launch});
   c.push_back({"num_warps not a power of two", [] { auto k = tl::kernel("l6", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.num_warps = 3})(b); }, __LINE__, "num_warps must be a power of two", Launch});
+  c.push_back({"num_warps over 1024 threads on wave64", [] { auto k = tl::kernel("l6b", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); (void)k.compile("gfx942", {.num_warps = 32}, b.data()); }, __LINE__, "from 1 to 16 (64 lanes each", Launch});
   c.push_back({"num_stages zero", [] { auto k = tl::kernel("l7", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.num_stages = 0})(b); }, __LINE__, "num_stages must be", Launch});
   c.push_back({"waves_per_eu negative", [] { auto k = tl::kernel("l8", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.waves_per_eu = -1})(b); }, __LINE__, "waves_per_eu must be", Launch});
   return c;

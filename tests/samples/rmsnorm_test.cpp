@@ -213,14 +213,15 @@ TEST(RMSNormSample, RaggedColumnsPacked) {
 }
 
 TEST(RMSNormSample, RowCountNotDivisibleByTheLargestPackingFactor) {
-  // 36 rows of 128: the forward cap is 16 but 36 is divisible by neither 16 nor 8;
+  // 36 rows of 128: the forward cap is 32 but 36 is divisible by none of 32, 16, 8;
   // the heuristic must take 4 (9 programs >= 2 per compute unit), never 16 or 8. The
   // backward masks its last block: 16 would leave 3 blocks (< 4), 8 leaves 5.
   auto f = rmsnorm::choose(36, 128, kCUs, false), b = rmsnorm::choose(36, 128, kCUs, true);
   EXPECT_EQ(f.rows_per_pid, 4);
   EXPECT_EQ(f.programs, 9);
   EXPECT_EQ(b.rows_per_pid, 8);
-  // 200 rows of 256 (cap 2048/256 = 8): 8 divides 200 -> 8; 20 rows -> 4; 6 rows, 1 CU -> 2.
+  // 200 rows of 256 (cap 4096/256 = 16): 8 divides 200, 16 does not -> 8; 20 rows -> 4;
+  // 6 rows, 1 CU -> 2.
   EXPECT_EQ(rmsnorm::choose(200, 256, kCUs, false).rows_per_pid, 8);
   EXPECT_EQ(rmsnorm::choose(20, 256, kCUs, false).rows_per_pid, 4);
   EXPECT_EQ(rmsnorm::choose(6, 256, 1, false).rows_per_pid, 2);
@@ -336,7 +337,8 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
           auto c = rmsnorm::choose(rows, cols, cus, bwd);
           std::string at = std::to_string(rows) + "x" + std::to_string(cols) + " cus " + std::to_string(cus) +
                            (bwd ? " bwd" : " fwd");
-          const int cap = 16;
+          // Rows a program at most: forward 32 rows and 4096 elements, backward 16 and 2048.
+          const int cap = bwd ? 16 : 32, cap_elems = bwd ? 2048 : 4096;
           const int64_t blocks = (rows + c.rows_per_pid - 1) / c.rows_per_pid;
           // Backward programs per compute unit: 4 up to 2048 columns, 2 at 4096, then 1.
           const int64_t per_cu = c.block <= 2048 ? 4 : c.block <= 4096 ? 2 : 1;
@@ -361,10 +363,10 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
           ASSERT_GE(blocks, 2 * int64_t(cus)) << at << ": packing left fewer than 2 programs per CU";
           ASSERT_GE(c.programs, 2 * int64_t(cus)) << at << ": packing left fewer than 2 programs per CU";
           ASSERT_LE(c.rows_per_pid, cap) << at;
-          ASSERT_LE(c.rows_per_pid * c.block, 2048) << at;
+          ASSERT_LE(c.rows_per_pid * c.block, cap_elems) << at;
           // The largest factor that qualifies: twice it would not.
           int64_t r2 = 2 * c.rows_per_pid;
-          bool r2_ok = r2 <= cap && r2 * c.block <= 2048 && (bwd || rows % r2 == 0) &&
+          bool r2_ok = r2 <= cap && r2 * c.block <= cap_elems && (bwd || rows % r2 == 0) &&
                        (rows + r2 - 1) / r2 >= 2 * int64_t(cus);
           ASSERT_FALSE(r2_ok) << at << ": " << r2 << " rows a program would also qualify";
         }
@@ -379,12 +381,13 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
 }
 
 TEST(RMSNormChoose, DesignShapesOnMI300XAndMI355X) {
-  // The seed-004 shapes: narrow rows pack (16 rows a program both ways); wide rows never.
+  // The seed-004 shapes: narrow rows pack (32 rows a program forward, 16 backward); wide
+  // rows never.
   for (int cus : {304, 256}) {
     for (int64_t rows : {32768, 65536}) {
       auto f = rmsnorm::choose(rows, 128, cus, false), b = rmsnorm::choose(rows, 128, cus, true);
-      EXPECT_EQ(f.rows_per_pid, 16);
-      EXPECT_EQ(f.programs, rows / 16);
+      EXPECT_EQ(f.rows_per_pid, 32);
+      EXPECT_EQ(f.programs, rows / 32);
       EXPECT_EQ(f.num_warps, 4);
       EXPECT_EQ(b.rows_per_pid, 16);
       EXPECT_EQ(b.programs, 4 * cus);
@@ -398,7 +401,7 @@ TEST(RMSNormChoose, DesignShapesOnMI300XAndMI355X) {
         EXPECT_EQ(c.rows_per_pid, 1) << rows << "x" << cols;
         int64_t per_cu = cols <= 2048 ? 4 : cols <= 4096 ? 2 : 1;
         EXPECT_EQ(c.programs, bwd ? std::min<int64_t>(rows, per_cu * cus) : rows) << rows << "x" << cols;
-        EXPECT_EQ(c.num_warps, bwd ? (cols <= 2048 ? 4 : cols <= 4096 ? 8 : 16) : cols <= 4096 ? 4 : 8)
+        EXPECT_EQ(c.num_warps, bwd ? (cols <= 2048 ? 4 : cols <= 4096 ? 8 : 16) : cols <= 4096 ? 4 : cols <= 16384 ? 8 : 16)
             << rows << "x" << cols;
         EXPECT_FALSE(c.offsets64) << rows << "x" << cols;
       }
