@@ -136,6 +136,12 @@ struct Shape {
       auto& b = bufs[i % sets];
       rmsnorm::backward<E>(bc, b.x, b.dy, W, b.r, b.dx, DWP, DW, s.rows, s.cols, false);
     };
+    // The backward's two launches apart: dx with the partials, and the dgamma reduction.
+    auto bwd_partials = [&](int i) {
+      auto& b = bufs[i % sets];
+      rmsnorm::backward_partials<E>(bc, b.x, b.dy, W, b.r, b.dx, DWP, s.rows, s.cols, false);
+    };
+    auto bwd_dgamma = [&](int) { rmsnorm::reduce_dgamma(bc, DWP, DW, s.cols); };
     // Check before timing: poison, run once, compare every element with the reference.
     std::vector<uint8_t> junk(n * 2, 0xAB);
     dev.copy_to_device(bufs[0].y.data(), junk.data(), junk.size());
@@ -155,21 +161,25 @@ struct Shape {
     bool ok = err_y < 2e-2 && err_dx < 5e-2 && err_dw < 1e-2;
 
     double fwd_ms = time_ms(fwd, repeats, 20), bwd_ms = time_bwd ? time_ms(bwd, repeats, 10) : NAN;
+    double partials_ms = time_bwd ? time_ms(bwd_partials, repeats, 10) : NAN;
+    double dgamma_ms = time_bwd ? time_ms(bwd_dgamma, repeats, 10) : NAN;
     double fbytes = 2.0 * n * 2 + s.cols * 2 + s.rows * 4;
     double bbytes = 3.0 * n * 2 + s.cols * 2 + s.rows * 4;  // the algorithm's floor: x, dy, dx, w, rstd
     nlohmann::json j{{"rows", s.rows}, {"cols", s.cols}, {"ok", ok}, {"err_y", err_y}, {"err_dx", err_dx},
                      {"err_dw", err_dw}, {"fwd_us", fwd_ms * 1e3}, {"fwd_gbs", fbytes / fwd_ms / 1e6},
                      {"bwd_us", bwd_ms * 1e3}, {"bwd_gbs", bbytes / bwd_ms / 1e6},
+                     {"bwd_partials_us", partials_ms * 1e3}, {"bwd_dgamma_us", dgamma_ms * 1e3},
                      {"fwd_rows_per_pid", fc.rows_per_pid}, {"fwd_warps", fc.num_warps},
                      {"fwd_programs", fc.programs},
                      {"bwd_rows_per_pid", bc.rows_per_pid}, {"bwd_warps", bc.num_warps},
                      {"bwd_programs", bc.programs}, {"bwd_prefetch", bc.prefetch}, {"bwd_chunk", bc.chunk},
                      {"sets", sets}};
     fmt::print("rmsnorm {:>6}x{:<6} fwd {:8.2f} us {:7.0f} GB/s (R={} w={})  bwd {:8.2f} us {:7.0f} GB/s "
-               "(R={} w={} P={}{}{})  {}\n",
+               "(R={} w={} P={}{}{}; dx {:.2f} us + dgamma {:.2f} us)  {}\n",
                s.rows, s.cols, fwd_ms * 1e3, fbytes / fwd_ms / 1e6, fc.rows_per_pid, fc.num_warps, bwd_ms * 1e3,
                bbytes / bwd_ms / 1e6, bc.rows_per_pid, bc.num_warps, bc.programs, bc.prefetch ? " prefetch" : "",
-               bc.chunk ? fmt::format(" chunk={}", bc.chunk) : "", ok ? "ok" : "WRONG");
+               bc.chunk ? fmt::format(" chunk={}", bc.chunk) : "", partials_ms * 1e3, dgamma_ms * 1e3,
+               ok ? "ok" : "WRONG");
     return j;
   }
 };

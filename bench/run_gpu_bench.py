@@ -204,6 +204,7 @@ def triton_side(tl_rows):
         # the configuration tl's heuristic chose (rmsnorm::choose), as tl's harness reports it
         Rb, P, nwb, prefetch = t["bwd_rows_per_pid"], t["bwd_programs"], t["bwd_warps"], t["bwd_prefetch"]
         chunk = t.get("bwd_chunk", 0)
+        BC = min(64, max(16, B // 128))  # tl's dgamma tile (rmsnorm::dgamma_tile): [4096 / BC, BC]
         dwp = torch.empty(P, N, device="cuda", dtype=torch.float32)
         dw = torch.empty(N, device="cuda", dtype=torch.float32)
         xd = x.double().requires_grad_()
@@ -219,7 +220,7 @@ def triton_side(tl_rows):
         for name, (kern, args) in variants.items():
             def bwd(s, kern=kern, args=args):
                 kern[(P,)](s[0], s[2], w, rstd, s[3], dwp, M, N, num_warps=nwb, **args)
-                rms_dgamma[(triton.cdiv(N, 64),)](dwp, dw, P, N, BP=32, BC=64, num_warps=4)
+                rms_dgamma[(triton.cdiv(N, BC),)](dwp, dw, P, N, BP=4096 // BC, BC=BC, num_warps=4)
             dx.fill_(float("nan"))
             bwd(sets[0]); torch.cuda.synchronize()
             err = ((dx.double() - xd.grad).norm() / xd.grad.norm()).item()

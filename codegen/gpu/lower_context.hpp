@@ -18,6 +18,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -145,7 +146,7 @@ class Lowerer {
  private:
   void analyze_uses(const ir::Block& blk);
   bool lazy_candidate(const ir::Operation& op) const;
-  void hint_load_layouts(const ir::Block& blk);
+  std::optional<Layout> wanted_layout(const ir::Value* v);
 
   std::map<std::vector<int>, Layout> layouts_;
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
@@ -153,8 +154,8 @@ class Lowerer {
   // caches of lazily emitted / converted values, one map per open region
   std::vector<std::map<std::pair<const ir::Value*, std::string>, Values>> scopes_;
   std::unordered_set<const ir::Value*> lazy_, used_;
-  std::unordered_map<const ir::Value*, int> use_count_;
-  std::unordered_map<const ir::Value*, Layout> load_layout_;  // loads made in their user's layout
+  std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
+  std::unordered_map<const ir::Value*, std::optional<Layout>> wanted_;  // wanted_layout's answers
   std::map<std::string, llvm::Value*> thread_offsets_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;

@@ -71,7 +71,6 @@ LoweringResult Lowerer::run() {
     scalars_[a] = v;
   }
   analyze_uses(f_.body);
-  hint_load_layouts(f_.body);
   scopes_.emplace_back();
   lower_block(f_.body);
   b.CreateRetVoid();
@@ -117,7 +116,10 @@ bool Lowerer::lazy_candidate(const ir::Operation& op) const {
 
 void Lowerer::analyze_uses(const ir::Block& blk) {
   for (auto& op : blk.ops) {
-    for (const ir::Value* v : op->operands) used_.insert(v), ++use_count_[v];
+    for (size_t i = 0; i < op->operands.size(); ++i) {
+      used_.insert(op->operands[i]);
+      users_[op->operands[i]].emplace_back(op.get(), int(i));
+    }
     for (auto& r : op->regions) analyze_uses(*r);
     if (lazy_candidate(*op)) {
       bool ok = true;
@@ -127,48 +129,57 @@ void Lowerer::analyze_uses(const ir::Block& blk) {
   }
 }
 
-// A load whose one use, through casts, arithmetic with scalars and reshapes, is a
-// broadcast is made directly in the layout the broadcast reads, like Triton's backward
-// rematerialization of a layout conversion into its load: an RMSNorm's gamma row, loaded
-// once and broadcast over the program's rows, then needs no trip through shared memory
-// and no barrier. Threads holding broadcast copies load the same addresses (cache hits).
-void Lowerer::hint_load_layouts(const ir::Block& blk) {
-  auto is_tile = [&](const ir::Value* v) { return !v->type.is_scalar() && !is_lazy(v); };
-  for (auto& op : blk.ops) {
-    for (auto& r : op->regions) hint_load_layouts(*r);
-    if (op->op != Op::broadcast || !is_tile(op->operands[0])) continue;
-    const ir::Value* v = op->operands[0];
-    Layout want = broadcast_source_layout(default_layout(op->result()->type.shape), v->type.shape);
-    while (v->def && is_tile(v) && use_count_[v] == 1) {
-      const ir::Operation& d = *v->def;
-      if (d.op == Op::load) {
-        if (!d.operands[0]->type.is_scalar()) load_layout_[v] = want;
+// The layout every use of a tile would have it in, if they agree: a broadcast reads its
+// operand in the projection of its result's layout; reshapes, elementwise ops and loop
+// or branch hand-offs pass on what their results want; any other use (a reduction, a
+// store) takes any layout. Loads are made in it (lower_load), as Triton's backward
+// rematerialization of a layout conversion into its load: an RMSNorm's gamma row or
+// per-row 1/rms, broadcast over the program's rows, then needs no trip through shared
+// memory and no barrier. Threads holding broadcast copies load the same addresses.
+std::optional<Layout> Lowerer::wanted_layout(const ir::Value* v) {
+  if (v->type.is_scalar()) return std::nullopt;
+  if (auto it = wanted_.find(v); it != wanted_.end()) return it->second;
+  wanted_[v] = std::nullopt;  // while in progress (a loop-carried cycle): no preference
+  std::optional<Layout> want;
+  bool conflict = false;
+  auto meet = [&](const std::optional<Layout>& l) {
+    if (!l) return;
+    if (!want) want = l;
+    else if (!(*want == *l)) conflict = true;
+  };
+  auto it = users_.find(v);
+  for (auto [u, index] : it == users_.end() ? decltype(it->second){} : it->second) {
+    switch (u->op) {
+      case Op::broadcast:
+        meet(broadcast_source_layout(default_layout(u->result()->type.shape), v->type.shape));
+        break;
+      case Op::reshape: case Op::expand_dims:
+        if (auto w = wanted_layout(u->result())) meet(reshape_layout(*w, v->type.shape));
+        break;
+      case Op::cast:
+        if (!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) meet(wanted_layout(u->result()));
+        break;
+      case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
+      case Op::abs: case Op::select:
+        meet(wanted_layout(u->result()));
+        break;
+      case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)
+        if (index >= 3) {
+          meet(wanted_layout(u->regions[0]->args[size_t(index - 3 + 1)].get()));
+          meet(wanted_layout(u->result(index - 3)));
+        }
+        break;
+      case Op::yield: {
+        const ir::Operation* owner = u->parent ? u->parent->parent : nullptr;
+        if (owner && owner->op == Op::for_) meet(wanted_layout(owner->regions[0]->args[size_t(index + 1)].get()));
+        if (owner) meet(wanted_layout(owner->result(index)));
         break;
       }
-      if (d.op == Op::reshape || d.op == Op::expand_dims) {
-        want = reshape_layout(want, d.operands[0]->type.shape);
-        v = d.operands[0];
-        continue;
-      }
-      bool elementwise = false;
-      switch (d.op) {
-        case Op::cast: elementwise = !is_fp8(d.result()->type.dtype) && !is_fp8(d.operands[0]->type.dtype); break;
-        case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
-        case Op::abs: elementwise = true; break;
-        default: break;
-      }
-      // Elementwise ops work in the layout of their first operand held eagerly: the
-      // chain's, when every other operand is a scalar or re-emitted index math.
-      const ir::Value* next = nullptr;
-      for (const ir::Value* o : d.operands)
-        if (is_tile(o)) {
-          if (next) elementwise = false;
-          next = o;
-        }
-      if (!elementwise || !next) break;
-      v = next;
+      default:
+        break;
     }
   }
+  return wanted_[v] = conflict ? std::nullopt : want;
 }
 
 llvm::Value* Lowerer::scalar(const ir::Value* v) {

@@ -57,8 +57,10 @@ void Lowerer::lower_load(const ir::Operation& op) {
                                    [&] { return b.CreateAlignedLoad(ty, scalar(ptr), llvm::Align(eb)); }, other_v);
     return set_scalar(op.result(), from_mem(v, t));
   }
-  auto hint = load_layout_.find(op.result());
-  Layout l = hint != load_layout_.end() ? hint->second : default_layout(ptr->type.shape);
+  // The layout its users want, unless that would narrow the accesses.
+  Layout l = default_layout(ptr->type.shape);
+  if (auto want = wanted_layout(op.result()); want && access_width(*this, *want, ptr, mask) >= access_width(*this, l, ptr, mask))
+    l = *want;
   Values ptrs = get(ptr, l);
   Values masks = mask ? get(mask, l) : Values{};
   Values others = other ? get(other, l) : Values{};

@@ -191,7 +191,8 @@ template <class E> auto& backward_chunked_kernel() {
 }
 
 // dgamma[j] = sum over the backward's programs of their partials: deterministic (no
-// atomics), reading [32, 64] tiles so that many partial rows are in flight.
+// atomics), reading [BLOCK_P, BLOCK_C] tiles so that many partial rows are in flight
+// (dgamma_tile picks them).
 inline auto& dgamma_kernel() {
   static auto k = tl::kernel("rmsnorm_dgamma", [](tl::ptr<tl::f32> partial, tl::ptr<tl::f32> dw, tl::i32 programs,
                                                   tl::i32 cols, int BLOCK_P, int BLOCK_C) {
@@ -286,6 +287,19 @@ inline Config choose(int64_t rows, int64_t cols, int compute_units, bool backwar
   return c;
 }
 
+// The dgamma reduction's tile: [BLOCK_P, BLOCK_C] = 4096 partials, with column blocks
+// narrow enough for ~128 programs (16 to 64 columns), each of a few iterations. A fixed
+// [32, 64] made the reduction a latency-bound tail of the backward on the H100: at 128
+// columns 2 programs of 17 dependent iterations over 528 partial rows (dx 12.8 us, then
+// dgamma 5.9 us even at [256, 16]), at 2048 columns 32 programs taking 14.7 us.
+struct DgammaTile {
+  int rows, cols;
+};
+inline DgammaTile dgamma_tile(int64_t cols) {
+  int c = std::clamp(next_pow2(cols) / 128, 16, 64);
+  return {4096 / c, c};
+}
+
 // Launches. E is the element type (tl::bf16 or tl::f16); buffers come from device::alloc.
 template <class E, class B, class F>
 void forward(const Config& c, const B& x, const B& y, const B& w, const F& rstd, int64_t cols, float eps,
@@ -294,10 +308,11 @@ void forward(const Config& c, const B& x, const B& y, const B& w, const F& rstd,
       x, y, w, rstd, int(cols), eps, c.block, c.rows_per_pid, zero_centered, c.offsets64);
 }
 
-// `dw_partial` holds c.programs * cols floats.
+// The backward's two launches: dx and the per-program partial dgamma rows
+// (`dw_partial`, c.programs * cols floats), then their reduction into dw.
 template <class E, class B, class F>
-void backward(const Config& c, const B& x, const B& dy, const B& w, const F& rstd, const B& dx, const F& dw_partial,
-              const F& dw, int64_t rows, int64_t cols, bool zero_centered) {
+void backward_partials(const Config& c, const B& x, const B& dy, const B& w, const F& rstd, const B& dx,
+                       const F& dw_partial, int64_t rows, int64_t cols, bool zero_centered) {
   if (c.chunk > 0)
     backward_chunked_kernel<E>()[tl::grid(c.programs)].with({.num_warps = c.num_warps})(
         x, dy, w, rstd, dx, dw_partial, int(rows), int(cols), c.chunk, zero_centered, c.offsets64);
@@ -305,7 +320,19 @@ void backward(const Config& c, const B& x, const B& dy, const B& w, const F& rst
     backward_kernel<E>()[tl::grid(c.programs)].with({.num_warps = c.num_warps})(
         x, dy, w, rstd, dx, dw_partial, int(rows), int(cols), c.block, c.rows_per_pid, zero_centered,
         c.offsets64, c.prefetch);
-  dgamma_kernel()[tl::grid(tl::cdiv(cols, 64))].with({.num_warps = 4})(dw_partial, dw, int(c.programs), int(cols), 32, 64);
+}
+
+template <class F> void reduce_dgamma(const Config& c, const F& dw_partial, const F& dw, int64_t cols) {
+  const DgammaTile t = dgamma_tile(cols);
+  dgamma_kernel()[tl::grid(tl::cdiv(cols, t.cols))].with({.num_warps = 4})(dw_partial, dw, int(c.programs), int(cols),
+                                                                            t.rows, t.cols);
+}
+
+template <class E, class B, class F>
+void backward(const Config& c, const B& x, const B& dy, const B& w, const F& rstd, const B& dx, const F& dw_partial,
+              const F& dw, int64_t rows, int64_t cols, bool zero_centered) {
+  backward_partials<E>(c, x, dy, w, rstd, dx, dw_partial, rows, cols, zero_centered);
+  reduce_dgamma(c, dw_partial, dw, cols);
 }
 
 // Compiles (without running) the kernel a launch with config c would run, for `target`
