@@ -8,24 +8,17 @@
 
 #include "codegen/target.hpp"
 #include "dsl/src/trace.hpp"
+#include "support/traced_kernels.hpp"
 #include "tl/tile.hpp"
 
 namespace {
 
 using namespace tl;
 using tl::detail::Trace;
-
-template <class E> tile<ty::ptr<E>> ptr_arg(Trace& t, const char* name, bool aligned) {
-  return tile<ty::ptr<E>>(t.add_argument(ir::Type{DType::ptr, E::dtype, {}}, name, aligned));
-}
-template <class E> tile<E> scalar_arg(Trace& t, const char* name, bool div16) {
-  return tile<E>(t.add_argument(ir::Type{E::dtype, E::dtype, {}}, name, div16));
-}
-template <class F> std::unique_ptr<ir::Function> trace(const char* name, F&& body) {
-  Trace t(name, ir::SrcLoc{__FILE__, unsigned(__LINE__)});
-  body(t);
-  return t.finish();
-}
+using tltest::packed_rmsnorm_kernel;
+using tltest::ptr_arg;
+using tltest::scalar_arg;
+using tltest::trace;
 
 codegen::CodeObject compile_for(const std::string& arch, ir::Function& f, int num_warps = 4) {
   codegen::CompileOptions o;
@@ -92,23 +85,7 @@ TEST(NvptxLowering, PackedRowsNeedNoSharedMemoryForGammaOrPerRowStores) {
   // 16 rows of 128 per program, 4 warps: each row lies within one warp. gamma (a row
   // broadcast over the rows) is loaded in the layout the broadcast reads, and the per-row
   // 1/rms is stored from the reduction's layout: no shared memory, no barrier.
-  auto f = trace("rmsnorm_fwd_packed", [&](Trace& t) {
-    auto x = ptr_arg<ty::bf16>(t, "x", true);
-    auto w = ptr_arg<ty::bf16>(t, "w", true);
-    auto y = ptr_arg<ty::bf16>(t, "y", true);
-    auto rstd = ptr_arg<ty::f32>(t, "rstd", true);
-    auto cols = scalar_arg<ty::i32>(t, "cols", true);
-    auto c = tl::arange(0, 128);
-    auto m = c < cols;
-    auto g = tl::load(w + c, m, 0.0f).to<ty::f32>();
-    auto rows = tl::program_id(0) * 16 + tl::arange(0, 16);
-    auto offs = tl::expand_dims(rows * cols, 1) + tl::expand_dims(c, 0);
-    auto m2 = tl::broadcast_to(tl::expand_dims(m, 0), {16, 128});
-    auto v = tl::load(x + offs, m2, 0.0f).to<ty::f32>();
-    auto inv = tl::rsqrt(tl::sum(v * v, 1) / 128.0f + 1e-6f);
-    tl::store(y + offs, (v * tl::expand_dims(inv, 1) * tl::expand_dims(g, 0)).to<ty::bf16>(), m2);
-    tl::store(rstd + rows, inv);
-  });
+  auto f = packed_rmsnorm_kernel();
   auto co = compile_for("sm_90", *f, 4);
   std::string p = ptx(co);
   EXPECT_EQ(p.find("bar.sync"), std::string::npos) << p;

@@ -1,0 +1,51 @@
+// Kernels traced straight into tile IR for the lowering tests (no launch, no device):
+// arguments declared with the launch specialization they stand for, and the kernels
+// that more than one target's lowering test compiles.
+#pragma once
+
+#include <memory>
+
+#include "codegen/ir/ir.hpp"
+#include "dsl/src/trace.hpp"
+#include "tl/tile.hpp"
+
+namespace tltest {
+
+// A pointer argument; `aligned`: 16-byte aligned, as device allocations are.
+template <class E> tl::tile<tl::ty::ptr<E>> ptr_arg(tl::detail::Trace& t, const char* name, bool aligned) {
+  return tl::tile<tl::ty::ptr<E>>(t.add_argument(tl::ir::Type{tl::DType::ptr, E::dtype, {}}, name, aligned));
+}
+// A scalar argument; `div16`: its value is divisible by 16 (Triton's divisibility 16).
+template <class E> tl::tile<E> scalar_arg(tl::detail::Trace& t, const char* name, bool div16) {
+  return tl::tile<E>(t.add_argument(tl::ir::Type{E::dtype, E::dtype, {}}, name, div16));
+}
+template <class F> std::unique_ptr<tl::ir::Function> trace(const char* name, F&& body) {
+  tl::detail::Trace t(name, tl::ir::SrcLoc{__FILE__, unsigned(__LINE__)});
+  body(t);
+  return t.finish();
+}
+
+// RMSNorm forward with 16 rows of 128 per program (seed 004's row packing): gamma is a
+// 1-D row broadcast over the rows, and 1/rms is one value per row, stored.
+inline std::unique_ptr<tl::ir::Function> packed_rmsnorm_kernel() {
+  using namespace tl;
+  return trace("rmsnorm_fwd_packed", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto w = ptr_arg<ty::bf16>(t, "w", true);
+    auto y = ptr_arg<ty::bf16>(t, "y", true);
+    auto rstd = ptr_arg<ty::f32>(t, "rstd", true);
+    auto cols = scalar_arg<ty::i32>(t, "cols", true);
+    auto c = tl::arange(0, 128);
+    auto m = c < cols;
+    auto g = tl::load(w + c, m, 0.0f).to<ty::f32>() + 1.0f;
+    auto rows = tl::program_id(0) * 16 + tl::arange(0, 16);
+    auto offs = tl::expand_dims(rows * cols, 1) + tl::expand_dims(c, 0);
+    auto m2 = tl::broadcast_to(tl::expand_dims(m, 0), {16, 128});
+    auto v = tl::load(x + offs, m2, 0.0f).to<ty::f32>();
+    auto inv = tl::rsqrt(tl::sum(v * v, 1) / 128.0f + 1e-6f);
+    tl::store(y + offs, (v * tl::expand_dims(inv, 1) * tl::expand_dims(g, 0)).to<ty::bf16>(), m2);
+    tl::store(rstd + rows, inv);
+  });
+}
+
+}  // namespace tltest
