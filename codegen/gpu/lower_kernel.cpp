@@ -147,8 +147,9 @@ std::optional<Layout> Lowerer::wanted_layout(const ir::Value* v) {
     if (!want) want = l;
     else if (!(*want == *l)) conflict = true;
   };
-  auto it = users_.find(v);
-  for (auto [u, index] : it == users_.end() ? decltype(it->second){} : it->second) {
+  static const std::vector<std::pair<const ir::Operation*, int>> no_users;
+  auto it = users_.find(v);  // users_ is complete (analyze_uses): the recursion does not touch it
+  for (auto [u, index] : it == users_.end() ? no_users : it->second) {
     switch (u->op) {
       case Op::broadcast:
         meet(broadcast_source_layout(default_layout(u->result()->type.shape), v->type.shape));

@@ -105,7 +105,7 @@ Layout Lowerer::store_layout(const ir::Value* ptr, const ir::Value* val, const i
   if (!available(ptr) || !available(mask)) return shape_layout;
   int own_width = access_width(*this, own, ptr, mask), shape_width = access_width(*this, shape_layout, ptr, mask);
   bool small = own.numel() <= int64_t(threads_);
-  return (own_width > 1 && own_width >= shape_width) || (small && own_width >= shape_width) ? own : shape_layout;
+  return (own_width > 1 || small) && own_width >= shape_width ? own : shape_layout;
 }
 
 void Lowerer::lower_store(const ir::Operation& op) {
