@@ -62,7 +62,7 @@ class Lowerer {
   // The natural layout of a tile operand if it has one, else the default of its shape.
   Layout preferred_layout(const ir::Value* v);
   bool is_lazy(const ir::Value* v) const { return lazy_.count(v) != 0; }
-  bool has_uses(const ir::Value* v) const { return used_.count(v) != 0; }
+  bool has_uses(const ir::Value* v) const { return users_.count(v) != 0; }
   void set_natural(const ir::Value* v, Regs r);
   void set_scalar(const ir::Value* v, llvm::Value* x) { scalars_[v] = x; }
 
@@ -153,7 +153,8 @@ class Lowerer {
   std::unordered_map<const ir::Value*, Regs> natural_;
   // caches of lazily emitted / converted values, one map per open region
   std::vector<std::map<std::pair<const ir::Value*, std::string>, Values>> scopes_;
-  std::unordered_set<const ir::Value*> lazy_, used_;
+  std::unordered_set<const ir::Value*> lazy_;
+  // every use of a value: the op and the operand index (analyze_uses)
   std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
   std::unordered_map<const ir::Value*, std::optional<Layout>> wanted_;  // wanted_layout's answers
   std::map<std::string, llvm::Value*> thread_offsets_;

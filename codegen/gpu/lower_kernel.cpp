@@ -116,10 +116,7 @@ bool Lowerer::lazy_candidate(const ir::Operation& op) const {
 
 void Lowerer::analyze_uses(const ir::Block& blk) {
   for (auto& op : blk.ops) {
-    for (size_t i = 0; i < op->operands.size(); ++i) {
-      used_.insert(op->operands[i]);
-      users_[op->operands[i]].emplace_back(op.get(), int(i));
-    }
+    for (size_t i = 0; i < op->operands.size(); ++i) users_[op->operands[i]].emplace_back(op.get(), int(i));
     for (auto& r : op->regions) analyze_uses(*r);
     if (lazy_candidate(*op)) {
       bool ok = true;
