@@ -19,6 +19,7 @@
 #include <unordered_set>
 
 #include "codegen/cpu/lower.hpp"
+#include "codegen/ir/op_properties.hpp"
 
 namespace tl::codegen::cpu {
 
@@ -44,16 +45,7 @@ bool cheap_op(const ir::Operation& op) {
 }
 
 bool pure_elementwise(const ir::Operation& op) {
-  switch (op.op) {
-    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
-    case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
-    case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::abs:
-    case Op::sin: case Op::cos: case Op::erf: case Op::floor: case Op::ceil: case Op::fma: case Op::cmp:
-    case Op::select: case Op::cast: case Op::bitcast:
-      return true;
-    default:
-      return false;
-  }
+  return ir::has_trait(op.op, ir::kPure) && ir::has_trait(op.op, ir::kElementwise);
 }
 
 }  // namespace

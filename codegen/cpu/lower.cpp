@@ -261,6 +261,7 @@ void Lowerer::lower_block(const ir::Block& blk) {
 void Lowerer::lower_op(const ir::Operation& op) {
   switch (op.op) {
     case Op::yield: return;  // the enclosing for/if reads it
+    case Op::barrier: return;  // a CPU program is one thread: nothing to wait for
     case Op::for_: return lower_for(op);
     case Op::if_: return lower_if(op);
     case Op::reduce: return lower_reduce(op);

@@ -352,6 +352,10 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
     case Op::assert_: return lower_assert(op);
+    case Op::barrier:
+      barrier();
+      smem_busy_ = false;  // the conversions' scratch may be written again without another
+      return;
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::constant:

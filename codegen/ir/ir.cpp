@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <unordered_map>
 
 namespace tl {
@@ -26,6 +27,7 @@ const char* op_name(Op op) {
     case Op::cast: return "cast"; case Op::bitcast: return "bitcast"; case Op::addptr: return "addptr";
     case Op::load: return "load"; case Op::store: return "store";
     case Op::atomic_rmw: return "atomic_rmw"; case Op::atomic_cas: return "atomic_cas";
+    case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
     case Op::print: return "print";
@@ -37,10 +39,11 @@ namespace ir {
 
 std::string Type::str() const {
   std::string e = dtype == DType::ptr ? fmt::format("ptr<{}>", name(pointee)) : std::string(name(dtype));
-  if (shape.empty()) return e;
+  if (shape.empty() && !is_shared()) return e;
   std::string s = "tile<";
   for (int d : shape) s += fmt::format("{}x", d);
-  return s + e + ">";
+  s += e + ">";
+  return is_shared() ? fmt::format("smem<{} x {}>", stages, s) : s;
 }
 
 Value* Block::add_arg(Type t) {
@@ -152,6 +155,19 @@ class Printer {
     }
   }
 
+  // The canonical form (the cache key's text) also spells out every attribute field
+  // that is not at its default, whether or not the readable form above shows it: two
+  // programs that differ in any attribute must never share a cached kernel.
+  static std::string raw_attrs(const Operation& op) {
+    std::string s;
+    if (op.i0) s += fmt::format(" i0={}", op.i0);
+    if (op.i1) s += fmt::format(" i1={}", op.i1);
+    if (op.f != 0.0 || std::signbit(op.f)) s += fmt::format(" f={}", op.f);
+    if (!op.ints.empty()) s += fmt::format(" ints=[{}]", fmt::join(op.ints, ","));
+    if (!op.str.empty()) s += fmt::format(" str={}:{}", op.str.size(), op.str);
+    return s.empty() ? s : " #" + s;
+  }
+
   void operation(const Operation& op, int depth) {
     std::string ind(depth * 2, ' ');
     std::string line = ind;
@@ -185,6 +201,7 @@ class Printer {
       line.clear();
     }
     out_ += line;
+    if (!locs_) out_ += raw_attrs(op);
     if (locs_ && op.loc.line) out_ += fmt::format("  // {}:{}", op.loc.file, op.loc.line);
     out_ += "\n";
   }

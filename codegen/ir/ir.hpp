@@ -13,12 +13,26 @@
 
 namespace tl::ir {
 
+// Where a value lives. Registers: a tile (or scalar) distributed over the program's
+// threads. Shared: a buffer in the program's shared memory (LDS on AMD), which ops read
+// and write through, never used as a value itself.
+enum class MemorySpace : uint8_t { registers, shared };
+
 // A tile type: element dtype (with the pointee for pointers) and a static shape;
-// an empty shape is a scalar.
+// an empty shape is a scalar. A shared-memory buffer is `stages` tiles of `shape`
+// (a multi-buffered ring: the stage count is any positive number and sits outside the
+// power-of-two tile shape, so a 3-stage pipeline needs no 4th buffer).
 struct Type {
   DType dtype = DType::i32;
   DType pointee = DType::i32;  // meaningful only when dtype == ptr
   std::vector<int> shape;
+  MemorySpace space = MemorySpace::registers;
+  int stages = 0;  // shared buffers only: how many tiles of `shape`
+
+  static Type shared_buffer(DType elem, std::vector<int> tile_shape, int stages) {
+    return Type{elem, elem, std::move(tile_shape), MemorySpace::shared, stages};
+  }
+  bool is_shared() const { return space == MemorySpace::shared; }
 
   bool is_scalar() const { return shape.empty(); }
   bool is_ptr() const { return dtype == DType::ptr; }
@@ -28,12 +42,14 @@ struct Type {
     return n;
   }
   int rank() const { return int(shape.size()); }
+  // (register tiles only: a shared buffer's shape is not changed by reshaping a value)
   Type with_shape(std::vector<int> s) const { Type t = *this; t.shape = std::move(s); return t; }
   Type with_dtype(DType d) const { Type t = *this; t.dtype = d; return t; }
   Type scalar() const { return with_shape({}); }
   // dtype of the elements as loaded from memory (the pointee for pointers)
   bool operator==(const Type& o) const {
-    return dtype == o.dtype && shape == o.shape && (dtype != DType::ptr || pointee == o.pointee);
+    return dtype == o.dtype && shape == o.shape && (dtype != DType::ptr || pointee == o.pointee) &&
+           space == o.space && stages == o.stages;
   }
   bool operator!=(const Type& o) const { return !(*this == o); }
   std::string str() const;

@@ -28,13 +28,23 @@ class Verifier {
   }
 
   void block(const Block& b, bool needs_yield) {
-    for (auto& a : b.args) defined_.insert(a.get());
+    for (size_t k = 0; k < b.args.size(); ++k) {
+      const Value* a = b.args[k].get();
+      if ((a->owner != &b || a->index != int(k)) && b.parent) fail(*b.parent, "block argument links are wrong");
+      defined_.insert(a);
+    }
     for (size_t i = 0; i < b.ops.size(); ++i) {
       const Operation& op = *b.ops[i];
       expect(op.parent == &b, op, "parent link is wrong");
       if (op.op == Op::yield) expect(i + 1 == b.ops.size(), op, "yield must end its region");
       for (Value* v : op.operands) expect(v && defined_.count(v), op, "operand used before definition");
-      for (auto& r : op.regions) block(*r, true);
+      for (size_t k = 0; k < op.results.size(); ++k)
+        expect(op.results[k]->def == &op && op.results[k]->index == int(k), op, "result links are wrong");
+      for (auto& r : op.regions) {
+        expect(r->parent == &op, op, "region parent link is wrong");
+        block(*r, true);
+      }
+      check_memory_types(op);
       check(op);
       for (auto& r : op.results) defined_.insert(r.get());
     }
@@ -43,6 +53,23 @@ class Verifier {
   }
 
   static bool same_shape(const Value* a, const Value* b) { return a->type.shape == b->type.shape; }
+
+  static bool power_of_two(int d) { return d > 0 && (d & (d - 1)) == 0; }
+
+  // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.
+  // No op of the language reads or writes one yet (the shared-memory ops come with
+  // tl::shared); until then only loops and branches may pass one through.
+  void check_memory_types(const Operation& op) {
+    auto check_type = [&](const Type& t) {
+      if (!t.is_shared()) return expect(t.stages == 0, op, "a register value has a stage count");
+      expect(!t.shape.empty() && t.stages >= 1 && !t.is_ptr(), op, "a shared buffer needs a tile shape and stages");
+      for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
+      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield, op,
+             "no op reads or writes a shared buffer yet");
+    };
+    for (const Value* v : op.operands) check_type(v->type);
+    for (auto& r : op.results) check_type(r->type);
+  }
 
   void check(const Operation& op) {
     auto nops = op.operands.size();
@@ -109,6 +136,9 @@ class Verifier {
         expect(nops >= 2 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "store takes a pointer");
         expect(op.operands[1]->type.dtype == op.operands[0]->type.pointee, op, "store value is the pointee");
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "store value/mask shape");
+        break;
+      case Op::barrier:
+        expect(nops == 0 && op.results.empty(), op, "barrier takes no operands and has no results");
         break;
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");

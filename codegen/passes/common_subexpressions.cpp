@@ -1,50 +1,64 @@
 // Common-subexpression elimination within each block (and into nested regions, which
 // see the values of the blocks around them). Tracing emits many equal constants and
 // splats; merging them keeps the lowered code small and compile times short.
+//
+// What may merge comes from the op-properties table: pure ops whenever they are equal;
+// ops that only read memory when, in addition, no write or other effect (a store, an
+// atomic, a barrier, a loop or branch containing one) runs between them. Each such
+// ordering point starts a new memory epoch, and reads carry their epoch in their key.
 #include <map>
 #include <tuple>
 
+#include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/passes.hpp"
 
 namespace tl::passes {
 namespace {
 
-bool pure(const ir::Operation& op) {
-  switch (op.op) {
-    case Op::load: case Op::store: case Op::atomic_rmw: case Op::atomic_cas: case Op::assert_:
-    case Op::print: case Op::yield: case Op::for_: case Op::if_:
-      return false;
-    default:
-      return op.results.size() == 1;
-  }
+bool reads_only(const ir::Operation& op) {
+  const ir::OpProperties& p = ir::properties(op.op);
+  return p.has(ir::kReadsMemory) && !p.has(ir::kWritesMemory) && !p.has(ir::kSideEffects);
+}
+
+bool mergeable(const ir::Operation& op) {
+  if (op.results.size() != 1 || !op.regions.empty()) return false;
+  return ir::has_trait(op.op, ir::kPure) || reads_only(op);
 }
 
 using Key = std::tuple<int, std::vector<const ir::Value*>, int64_t, int64_t, double, std::vector<int>, std::string,
-                       DType, DType, std::vector<int>>;
+                       std::string, int64_t>;
 
-Key key_of(const ir::Operation& op) {
-  const ir::Type& t = op.result()->type;
+Key key_of(const ir::Operation& op, int64_t epoch) {
   return {int(op.op), {op.operands.begin(), op.operands.end()}, op.i0, op.i1, op.f, op.ints, op.str,
-          t.dtype, t.pointee, t.shape};
+          op.result()->type.str(), reads_only(op) ? epoch : 0};
 }
 
-void run(ir::Block& b, std::map<Key, ir::Value*> seen, ir::Block& root) {
-  for (auto& op : b.ops) {
-    if (pure(*op)) {
-      Key k = key_of(*op);
-      auto it = seen.find(k);
-      if (it != seen.end()) {
-        ir::replace_all_uses(root, op->result(), it->second);
-        continue;  // the now-unused op is removed by dead-code elimination
+struct Run {
+  ir::Block& root;
+  int64_t next_epoch = 0;
+
+  void block(ir::Block& b, std::map<Key, ir::Value*> seen, int64_t epoch) {
+    for (auto& op : b.ops) {
+      if (mergeable(*op)) {
+        Key k = key_of(*op, epoch);
+        auto it = seen.find(k);
+        if (it != seen.end()) {
+          ir::replace_all_uses(root, op->result(), it->second);
+          continue;  // the now-unused op is removed by dead-code elimination
+        }
+        seen.emplace(std::move(k), op->result());
       }
-      seen.emplace(std::move(k), op->result());
+      bool effects = ir::writes_or_has_effects(*op);
+      // A loop body runs after its own earlier iterations: its writes precede its reads.
+      int64_t inner = op->op == Op::for_ && effects ? ++next_epoch : epoch;
+      for (auto& r : op->regions) block(*r, seen, inner);
+      if (effects) epoch = ++next_epoch;
     }
-    for (auto& r : op->regions) run(*r, seen, root);
   }
-}
+};
 
 }  // namespace
 
-void eliminate_common_subexpressions(ir::Function& f) { run(f.body, {}, f.body); }
+void eliminate_common_subexpressions(ir::Function& f) { Run{f.body}.block(f.body, {}, 0); }
 
 }  // namespace tl::passes

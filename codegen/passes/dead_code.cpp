@@ -1,21 +1,13 @@
-// Dead-code elimination: an op without side effects whose results nobody reads goes,
-// innermost regions first, repeated until nothing changes.
+// Dead-code elimination: an op whose results nobody reads goes when the op-properties
+// table says nothing else observes it (no memory write, no side effect, none inside its
+// regions either), innermost regions first, repeated until nothing changes.
 #include <unordered_set>
 
+#include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/passes.hpp"
 
 namespace tl::passes {
 namespace {
-
-bool has_side_effects(const ir::Operation& op) {
-  switch (op.op) {
-    case Op::store: case Op::atomic_rmw: case Op::atomic_cas: case Op::assert_: case Op::print:
-    case Op::yield: case Op::for_: case Op::if_:
-      return true;
-    default:
-      return false;
-  }
-}
 
 void collect_uses(ir::Block& b, std::unordered_set<const ir::Value*>& used) {
   ir::walk(b, [&](ir::Operation& op) {
@@ -28,7 +20,7 @@ bool sweep(ir::Block& b, const std::unordered_set<const ir::Value*>& used) {
   for (auto& op : b.ops)
     for (auto& r : op->regions) changed |= sweep(*r, used);
   auto dead = [&](const std::unique_ptr<ir::Operation>& op) {
-    if (has_side_effects(*op)) return false;
+    if (!ir::is_removable_if_unused(*op)) return false;
     for (auto& r : op->results)
       if (used.count(r.get())) return false;
     return true;

@@ -371,4 +371,6 @@ void device_print(const std::string& prefix, Value* v, const Loc& loc) {
   op->str = prefix;
 }
 
+void barrier(const Loc& loc) { T(loc).emit(Op::barrier, {}, loc); }
+
 }  // namespace tl::detail

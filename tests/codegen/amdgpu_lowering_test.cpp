@@ -186,6 +186,29 @@ TEST(AmdgpuLowering, FourWaveSumGoesThroughLds) {
   }
 }
 
+// tl::barrier() is a workgroup barrier that also orders LDS: s_barrier between the
+// release and acquire fences, which on gfx90a+ the backend turns into waits for the
+// outstanding LDS and memory operations before it.
+TEST(AmdgpuLowering, UserBarrierIsAnSBarrier) {
+  auto f = trace("user_barrier", [&](Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto offs = tl::arange(0, 256);
+    tl::store(x + offs, tl::full<ty::f32>({256}, 1.0));
+    tl::barrier();
+    tl::store(x + 256 + offs, tl::full<ty::f32>({256}, 2.0));
+  });
+  for (const char* arch : kArchs) {
+    auto co = compile_for(arch, *f, 4);
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_EQ(count(dis, "s_barrier"), 1) << arch << "\n" << dis;
+    size_t bar = dis.find("s_barrier");
+    size_t first_store = dis.find("global_store");
+    size_t last_store = dis.rfind("global_store");
+    EXPECT_LT(first_store, bar) << arch;
+    EXPECT_GT(last_store, bar) << arch;
+  }
+}
+
 TEST(AmdgpuLowering, OneWaveSumNeedsNoLds) {
   auto f = sum_kernel(1024);
   auto co = compile_for("gfx942", *f, 1);

@@ -514,3 +514,28 @@ TEST(Elementwise, MixedPrecisionPromotionFollowsTriton) {
   EXPECT_TRUE(near(O.download(), want, 1e-6, 1e-6));
   EXPECT_TRUE(near(C.download(), wc, 0, 0));
 }
+
+// What one thread stores before tl::barrier() another reads after it: each program
+// writes a block, waits, then reads the block back reversed (element i comes from the
+// thread that wrote element BLOCK-1-i).
+TEST(Synchronization, BarrierOrdersStoresBeforeLoadsAcrossThreads) {
+  auto k = tl::kernel("barrier_reverse", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> tmp, tl::ptr<tl::f32> y, int BLOCK) {
+    auto base = tl::program_id(0) * BLOCK;
+    auto i = tl::arange(0, BLOCK);
+    tl::store(tmp + base + i, tl::load(x + base + i) * 2.0f);
+    tl::barrier();
+    tl::store(y + base + i, tl::load(tmp + base + (BLOCK - 1) - i));
+  });
+  const int block = 256, programs = 8, n = block * programs;
+  auto h = random_floats(n, -4, 4);
+  auto X = upload<ty::f32>(h);
+  auto T = test_device().alloc<tl::f32>(n);
+  auto Y = test_device().alloc<tl::f32>(n);
+  poison(T);
+  poison(Y);
+  k[tl::grid(programs)](X, T, Y, block);
+  std::vector<double> want(n);
+  for (int p = 0; p < programs; ++p)
+    for (int i = 0; i < block; ++i) want[p * block + i] = 2.0 * double(h[p * block + block - 1 - i]);
+  EXPECT_TRUE(near(Y.download(), want, 0, 0));
+}

@@ -50,6 +50,8 @@ std::vector<Case> catalogue() {
   c.push_back({"sum of i1", [] { auto k = tl::kernel("m18", [](I32 x) { tl::store(x, tl::sum(tl::arange(0, 8) < 4, 0).to<tl::i32>()); }); go_i(k); }, __LINE__, "cannot reduce i1", Trace});
   c.push_back({"cumsum axis out of range", [] { auto k = tl::kernel("m19", [](F32 x) { tl::store(x + tl::arange(0, 8), tl::cumsum(tl::zeros<tl::f32>({8}), 2)); }); go(k); }, __LINE__, "out of range", Trace});
   c.push_back({"reduction of fp8", [] { auto k = tl::kernel("m20", [](F32 x) { tl::store(x, tl::sum(tl::zeros<tl::f32>({8}).to<tl::f8e4m3fn>(), 0).to<tl::f32>()); }); go(k); }, __LINE__, "cannot reduce f8e4m3fn", Trace});
+  // --- synchronization ---
+  c.push_back({"barrier outside a kernel", [] { tl::barrier(); }, __LINE__, "only be used inside a kernel", Trace});
   // --- dtypes ---
   c.push_back({"bitwise and on floats", [] { auto k = tl::kernel("m21", [](F32 x) { auto v = tl::zeros<tl::f32>({8}); tl::store(x + tl::arange(0, 8), v & v); }); go(k); }, __LINE__, "needs integer operands", Trace});
   c.push_back({"shift of floats", [] { auto k = tl::kernel("m22", [](F32 x) { auto v = tl::zeros<tl::f32>({8}); tl::store(x + tl::arange(0, 8), v << v); }); go(k); }, __LINE__, "needs integer operands", Trace});

@@ -14,6 +14,9 @@ enum class Op : uint8_t {
   fma, cmp, select, cast, bitcast, addptr,
   // memory
   load, store, atomic_rmw, atomic_cas,
+  // synchronization: every thread of the program waits here, and its earlier shared-
+  // memory writes are visible to the others after it
+  barrier,
   // reductions and scans (attribute: axis, combine kind)
   reduce, scan,
   // control flow: regions end in a yield

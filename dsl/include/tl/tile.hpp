@@ -81,6 +81,7 @@ ir::Value* reduce(ReduceKind k, ir::Value* a, int axis, const Loc& loc);
 ir::Value* cumsum(ir::Value* a, int axis, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
+void barrier(const Loc& loc);
 [[noreturn]] void fail(const std::string& what, const Loc& loc);
 
 // Loops and branches (dsl/src/trace.cpp).
@@ -579,5 +580,9 @@ inline void device_assert(const i1& cond, const std::string& msg = "", Loc loc =
 template <class E> void device_print(const std::string& prefix, const tile<E>& v, Loc loc = Loc::current()) {
   detail::device_print(prefix, v.get(), loc);
 }
+// Every thread of the program waits here; shared-memory writes before it are visible to
+// every thread after it (Triton's debug_barrier, CUDA's __syncthreads). On the CPU a
+// program is one thread, so it orders nothing and costs nothing.
+inline void barrier(Loc loc = Loc::current()) { detail::barrier(loc); }
 
 }  // namespace tl

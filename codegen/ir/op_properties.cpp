@@ -1,0 +1,72 @@
+// The op-properties table (see op_properties.hpp). The switch has no default, so a new
+// Op that is not described here is a compiler warning (-Wswitch), and the table test
+// (tests/codegen/ir_test.cpp) checks every op kind has an entry.
+#include "codegen/ir/op_properties.hpp"
+
+#include "codegen/ir/ir.hpp"
+
+namespace tl::ir {
+namespace {
+
+constexpr uint16_t kPureElementwise = kPure | kElementwise;
+
+OpProperties describe(Op op) {
+  switch (op) {
+    case Op::constant: return {kPure, kAttrI0 | kAttrF};
+    case Op::program_id: case Op::num_programs: return {kPure, kAttrI0};
+    case Op::arange: return {kPure, kAttrI0 | kAttrI1};
+    case Op::splat: case Op::broadcast: case Op::reshape: return {kPure, 0};
+    case Op::expand_dims: return {kPure, kAttrI0};
+    case Op::trans: return {kPure, kAttrInts};
+    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
+    case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
+    case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::abs:
+    case Op::sin: case Op::cos: case Op::erf: case Op::floor: case Op::ceil: case Op::fma: case Op::select:
+    case Op::cast: case Op::bitcast: case Op::addptr:
+      return {kPureElementwise, 0};
+    case Op::cmp: return {kPureElementwise, kAttrI0};
+    // A load is elementwise in its pointer (and mask, other) but not pure: what it
+    // returns depends on the stores before it.
+    case Op::load: return {kReadsMemory | kElementwise, 0};
+    case Op::store: return {kWritesMemory | kElementwise, 0};
+    case Op::atomic_rmw: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI0 | kAttrI1};
+    case Op::atomic_cas: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI1};
+    case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
+    case Op::for_: return {kHasRegions, kAttrI0};
+    case Op::if_: return {kHasRegions, 0};
+    case Op::yield: return {kTerminator, 0};
+    case Op::barrier: return {kSideEffects, 0};
+    case Op::assert_: case Op::print: return {kSideEffects, kAttrStr};
+  }
+  return {kSideEffects, 0};  // unreachable with a valid Op; the safe answer
+}
+
+struct Table {
+  OpProperties entries[256];
+  Table() {
+    for (int i = 0; i < 256; ++i) entries[i] = describe(Op(i));
+  }
+};
+
+}  // namespace
+
+const OpProperties& properties(Op op) {
+  static const Table table;
+  return table.entries[uint8_t(op)];
+}
+
+bool writes_or_has_effects(const Operation& op) {
+  const OpProperties& p = properties(op.op);
+  if (p.has(kWritesMemory) || p.has(kSideEffects)) return true;
+  for (auto& r : op.regions)
+    for (auto& inner : r->ops)
+      if (writes_or_has_effects(*inner)) return true;
+  return false;
+}
+
+bool is_removable_if_unused(const Operation& op) {
+  if (has_trait(op.op, kTerminator)) return false;
+  return !writes_or_has_effects(op);
+}
+
+}  // namespace tl::ir

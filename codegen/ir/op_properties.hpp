@@ -1,0 +1,62 @@
+// What every pass and lowering may assume about an op kind, in one table
+// (op_properties.cpp) instead of a list per pass. A new op is described once here; a
+// pass that asks "may I delete, merge or move this?" asks the table, so a result-less
+// barrier or a shared-memory store is never mistaken for dead code, and two reads are
+// never merged across a write.
+#pragma once
+
+#include <cstdint>
+
+#include "tl/opcode.hpp"
+
+namespace tl::ir {
+
+class Operation;
+
+enum OpTrait : uint16_t {
+  // The results depend only on the operands and attributes: equal ops may be merged,
+  // an unused one deleted, and it may be recomputed anywhere its operands are visible.
+  kPure = 1 << 0,
+  // Reads memory the program can also write (global or shared): two such reads are
+  // equal only if no write happens between them.
+  kReadsMemory = 1 << 1,
+  // Writes memory: never deleted, never duplicated, orders the reads around it.
+  kWritesMemory = 1 << 2,
+  // Observable without its results (a trap, a print, a barrier, a wait): never deleted,
+  // and an ordering point for memory like a write.
+  kSideEffects = 1 << 3,
+  // Element i of the result depends only on element i of each operand (operands and
+  // result share one shape); lowerings map it over a thread's elements.
+  kElementwise = 1 << 4,
+  // Ends a region (yield).
+  kTerminator = 1 << 5,
+  // Owns regions (for, if): what it does is what its regions do.
+  kHasRegions = 1 << 6,
+};
+
+// The attribute fields of Operation an op kind gives meaning to.
+enum OpAttr : uint8_t {
+  kAttrI0 = 1 << 0,
+  kAttrI1 = 1 << 1,
+  kAttrF = 1 << 2,
+  kAttrInts = 1 << 3,
+  kAttrStr = 1 << 4,
+};
+
+struct OpProperties {
+  uint16_t traits = 0;
+  uint8_t attrs = 0;  // OpAttr bits
+
+  bool has(OpTrait t) const { return (traits & t) != 0; }
+};
+
+const OpProperties& properties(Op op);
+inline bool has_trait(Op op, OpTrait t) { return properties(op).has(t); }
+
+// For one op, regions included: does running it write memory or have an effect beyond
+// its results? (for/if: whatever any op inside does.)
+bool writes_or_has_effects(const Operation& op);
+// May an unused op be deleted: no write, no effect, inside its regions either.
+bool is_removable_if_unused(const Operation& op);
+
+}  // namespace tl::ir
