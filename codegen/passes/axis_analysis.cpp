@@ -1,7 +1,17 @@
-// Axis analysis (see axis_analysis.hpp). One forward walk over the function: tile IR
-// is SSA with structured regions, so every operand is known before its user; loop-
-// carried values start conservative (no fixed point is needed for what the GPU
-// lowering asks: addresses are built from arguments, program ids and aranges).
+// Axis analysis (see axis_analysis.hpp). A forward walk over the function: tile IR is
+// SSA with structured regions, so outside loops every operand is known before its user.
+// Loops need a fixed point: a loop-carried value (a block argument of the `for` body
+// after the induction variable) is its init in the first iteration and the previous
+// iteration's yield afterwards, and that yield is computed from the argument itself.
+// Triton's K-loop idiom is exactly this: a pointer tile carried through the loop and
+// advanced with `p += BLOCK`; without facts about it, every load through it is scalar.
+// So the arguments start optimistic, as their inits' facts, the body is analysed, each
+// argument is met with its yield (the facts both satisfy), and that repeats until
+// nothing changes. It terminates because the meet only lowers facts (gcds shrink, a
+// constant is dropped, ranges grow and are widened to unknown after a few rounds).
+// Every round recomputes every body value from the arguments' current facts, so facts
+// from an earlier, more optimistic round never survive; a nested loop runs its own
+// fixed point inside each round of the outer one.
 #include "codegen/passes/axis_analysis.hpp"
 
 #include <fmt/format.h>
@@ -41,11 +51,69 @@ AxisInfo uniform(const ir::Value* v, int64_t divisibility, std::optional<int64_t
 
 bool is_unit(const AxisInfo& a) { return a.constant && *a.constant == 1; }
 
+// --- value ranges ---
+// Ranges are int64 intervals; the arithmetic on them is done in __int128 so that it
+// cannot overflow itself. A result outside the dtype's range (a wrap at run time)
+// becomes unknown, except for signed add/sub/mul: their overflow is undefined (C
+// semantics, docs/ir.md; the GPU lowering emits them nsw), so a program that runs has
+// its values inside the dtype and the interval is clipped to it, as LLVM and Triton
+// assume too. That is what makes `program_id(0) * BLOCK + arange(0, BLOCK)` a
+// non-negative i32, while `program_id(0) * cols` with a run-time `cols` stays unknown.
+using i128 = __int128;
+
+bool has_range(DType t) { return is_int(t) && t != DType::u64; }
+
+// The dtype's full range: what "unknown" means for it.
+ValueRange bounds(DType t) {
+  if (!has_range(t) || t == DType::i64) return ValueRange{};
+  if (t == DType::i1) return {0, 1};
+  int w = bit_width(t);
+  if (is_unsigned(t)) return {0, (int64_t(1) << w) - 1};
+  return {-(int64_t(1) << (w - 1)), (int64_t(1) << (w - 1)) - 1};
+}
+
+ValueRange fit(i128 lo, i128 hi, DType t) {
+  ValueRange b = bounds(t);
+  if (lo > hi || lo < b.lo || hi > b.hi) return b;
+  return {int64_t(lo), int64_t(hi)};
+}
+
+// add/sub/mul: clipped to a signed dtype (see above), unknown when wrapping an unsigned one.
+ValueRange fit_arith(i128 lo, i128 hi, DType t) {
+  ValueRange b = bounds(t);
+  if (!is_signed(t) || lo > b.hi || hi < b.lo) return fit(lo, hi, t);  // (nothing in range: every run overflows)
+  return fit(std::max<i128>(lo, b.lo), std::min<i128>(hi, b.hi), t);
+}
+
+bool nonnegative(const ValueRange& r) { return r.lo >= 0; }
+
+// The smallest 2^k - 1 >= v (v >= 0): a bound of x | y and x ^ y for x, y in [0, v].
+int64_t all_ones_above(int64_t v) {
+  int64_t m = 0;
+  while (m < v) m = m * 2 + 1;
+  return m;
+}
+
+// Facts that hold for a value that is either `a` or `b`: a branch's two yields, a
+// loop-carried value's init and yield.
+AxisInfo meet(const AxisInfo& a, const AxisInfo& b) {
+  AxisInfo r = a;
+  for (size_t d = 0; d < r.contiguity.size(); ++d) {
+    r.contiguity[d] = gcd(a.contiguity[d], b.contiguity[d]);
+    r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+    r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
+  }
+  if (a.constant != b.constant) r.constant.reset();
+  r.range = {std::min(a.range.lo, b.range.lo), std::max(a.range.hi, b.range.hi)};
+  return r;
+}
+
 }  // namespace
 
 std::string AxisInfo::str() const {
-  return fmt::format("contiguity=[{}] divisibility=[{}] constancy=[{}]", fmt::join(contiguity, ","),
-                     fmt::join(divisibility, ","), fmt::join(constancy, ","));
+  std::string r = range == ValueRange{} ? "?" : fmt::format("[{},{}]", range.lo, range.hi);
+  return fmt::format("contiguity=[{}] divisibility=[{}] constancy=[{}] range={}", fmt::join(contiguity, ","),
+                     fmt::join(divisibility, ","), fmt::join(constancy, ","), r);
 }
 
 AxisAnalysis::AxisAnalysis(const ir::Function& f) : f_(f) {
@@ -75,6 +143,8 @@ AxisInfo& AxisAnalysis::set(const ir::Value* v, AxisInfo info) {
     info.constancy[d] = std::clamp<int64_t>(info.constancy[d], 1, e);
     info.divisibility[d] = std::clamp<int64_t>(info.divisibility[d], 1, kMaxDivisibility);
   }
+  // A rule never claims more than the dtype can hold (and non-integers have no range).
+  info.range = fit(info.range.lo, info.range.hi, v->type.dtype);
   return info_[v] = std::move(info);
 }
 
@@ -85,31 +155,12 @@ void AxisAnalysis::block(const ir::Block& b) {
 }
 
 void AxisAnalysis::op(const ir::Operation& o) {
-  if (o.op == Op::for_) {
-    // iv: lb + k*step; carried values: unknown
-    const ir::Block& body = *o.regions[0];
-    const AxisInfo& lb = get(o.operands[0]);
-    const AxisInfo& step = get(o.operands[2]);
-    set(body.args[0].get(), uniform(body.args[0].get(), gcd(lb.divisibility[0], step.divisibility[0]), std::nullopt));
-    block(body);
-    for (auto& r : o.results) set(r.get(), conservative(r.get()));
-    return;
-  }
+  if (o.op == Op::for_) return loop(o);
   if (o.op == Op::if_) {
     for (auto& r : o.regions) block(*r);
     const ir::Operation* yt = o.regions[0]->terminator();
     const ir::Operation* ye = o.regions[1]->terminator();
-    for (size_t i = 0; i < o.results.size(); ++i) {
-      const AxisInfo& a = get(yt->operands[i]);
-      const AxisInfo& b = get(ye->operands[i]);
-      AxisInfo r = conservative(o.result(int(i)));
-      for (size_t d = 0; d < r.contiguity.size(); ++d) {
-        r.contiguity[d] = gcd(a.contiguity[d], b.contiguity[d]);
-        r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
-        r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
-      }
-      set(o.result(int(i)), r);
-    }
+    for (size_t i = 0; i < o.results.size(); ++i) set(o.result(int(i)), meet(get(yt->operands[i]), get(ye->operands[i])));
     return;
   }
   for (auto& r : o.regions) block(*r);
@@ -286,8 +337,139 @@ void AxisAnalysis::op(const ir::Operation& o) {
     default:
       break;
   }
+  r.range = range_of(o);
   set(res, std::move(r));
   for (size_t i = 1; i < o.results.size(); ++i) set(o.result(int(i)), conservative(o.result(int(i))));
+}
+
+// Rounds after which a loop-carried range that still grows is widened to unknown: a
+// counter advanced by a constant would otherwise take as many rounds as it has values.
+constexpr int kWidenAfter = 3;
+
+void AxisAnalysis::loop(const ir::Operation& o) {
+  const ir::Block& body = *o.regions[0];
+  const ir::Operation* yield = body.terminator();
+  const ir::Value* iv = body.args[0].get();
+  const AxisInfo lb = get(o.operands[0]), ub = get(o.operands[1]), step = get(o.operands[2]);
+  // iv = lb + k*step, and the body runs only while iv < ub. With a positive step iv
+  // only grows (the increment is nsw), so it never goes below lb.
+  AxisInfo ivi = uniform(iv, gcd(lb.divisibility[0], step.divisibility[0]), std::nullopt);
+  int64_t lo = step.range.lo > 0 ? lb.range.lo : bounds(iv->type.dtype).lo;
+  i128 hi = std::max<i128>(lo, i128(ub.range.hi) - 1);
+  if (lb.constant && step.constant && *step.constant > 0 && hi >= *lb.constant)  // the last lb + k*step below ub
+    hi = *lb.constant + (hi - *lb.constant) / *step.constant * *step.constant;
+  ivi.range = fit(lo, hi, iv->type.dtype);
+  set(iv, std::move(ivi));
+
+  size_t n = o.results.size();
+  for (size_t i = 0; i < n; ++i) set(body.args[1 + i].get(), get(o.operands[3 + i]));
+  for (int round = 0;; ++round) {
+    block(body);
+    bool changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* arg = body.args[1 + i].get();
+      const AxisInfo& old = get(arg);
+      AxisInfo m = meet(old, get(yield->operands[i]));
+      if (round >= kWidenAfter) {
+        ValueRange all = bounds(arg->type.dtype);
+        if (m.range.lo < old.range.lo) m.range.lo = all.lo;
+        if (m.range.hi > old.range.hi) m.range.hi = all.hi;
+      }
+      if (m == old) continue;
+      set(arg, std::move(m));
+      changed = true;
+    }
+    // The body's facts now come from the arguments' final facts: the last round saw them.
+    if (!changed) break;
+  }
+  // A result is the init (no iteration ran) or the last yield.
+  for (size_t i = 0; i < n; ++i) set(o.result(int(i)), meet(get(o.operands[3 + i]), get(yield->operands[i])));
+}
+
+// The range of `o`'s (first) result from its operands' ranges.
+ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
+  const ir::Value* res = o.result();
+  DType t = res->type.dtype;
+  ValueRange unknown = bounds(t);
+  if (!has_range(t)) return unknown;
+  auto in = [&](int i) { return get(o.operands[i]).range; };
+  switch (o.op) {
+    case Op::constant: return fit(o.i0, o.i0, t);
+    case Op::arange: return fit(o.i0, i128(o.i1) - 1, t);
+    case Op::program_id: return fit(0, std::numeric_limits<int32_t>::max(), t);
+    case Op::num_programs: return fit(1, std::numeric_limits<int32_t>::max(), t);
+    case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
+      return in(0);
+    case Op::add: return fit_arith(i128(in(0).lo) + in(1).lo, i128(in(0).hi) + in(1).hi, t);
+    case Op::sub: return fit_arith(i128(in(0).lo) - in(1).hi, i128(in(0).hi) - in(1).lo, t);
+    case Op::mul: {
+      ValueRange a = in(0), b = in(1);
+      i128 c[] = {i128(a.lo) * b.lo, i128(a.lo) * b.hi, i128(a.hi) * b.lo, i128(a.hi) * b.hi};
+      return fit_arith(*std::min_element(c, c + 4), *std::max_element(c, c + 4), t);
+    }
+    case Op::shl: {  // x << k is x * 2^k when k is known and nothing is shifted out
+      ValueRange a = in(0), k = in(1);
+      if (k.lo != k.hi || k.lo < 0 || k.lo >= bit_width(t) || k.lo > 62) return unknown;
+      return fit(i128(a.lo) << k.lo, i128(a.hi) << k.lo, t);
+    }
+    case Op::div: {  // truncating division is monotone in both operands for a positive divisor
+      ValueRange a = in(0), b = in(1);
+      if (b.lo <= 0) return unknown;
+      i128 c[] = {i128(a.lo) / b.lo, i128(a.lo) / b.hi, i128(a.hi) / b.lo, i128(a.hi) / b.hi};
+      return fit(*std::min_element(c, c + 4), *std::max_element(c, c + 4), t);
+    }
+    case Op::rem: {  // |x % d| < d, with the dividend's sign, and |x % d| <= |x|
+      ValueRange a = in(0), b = in(1);
+      if (b.lo <= 0) return unknown;
+      int64_t m = b.hi - 1;
+      return fit(a.lo >= 0 ? 0 : std::max(a.lo, -m), a.hi <= 0 ? 0 : std::min(a.hi, m), t);
+    }
+    case Op::min: return fit(std::min(in(0).lo, in(1).lo), std::min(in(0).hi, in(1).hi), t);
+    case Op::max: return fit(std::max(in(0).lo, in(1).lo), std::max(in(0).hi, in(1).hi), t);
+    case Op::band: {  // a non-negative operand bounds the result: its zero bits stay zero
+      ValueRange a = in(0), b = in(1);
+      if (nonnegative(a) && nonnegative(b)) return fit(0, std::min(a.hi, b.hi), t);
+      if (nonnegative(a) || nonnegative(b)) return fit(0, nonnegative(a) ? a.hi : b.hi, t);
+      return unknown;
+    }
+    case Op::bor: case Op::bxor: {
+      ValueRange a = in(0), b = in(1);
+      if (!nonnegative(a) || !nonnegative(b)) return unknown;
+      return fit(0, all_ones_above(std::max(a.hi, b.hi)), t);
+    }
+    case Op::shr: {  // of a non-negative value: no sign bits shifted in, arithmetic or logical
+      ValueRange a = in(0), k = in(1);
+      if (!nonnegative(a) || k.lo < 0 || k.hi >= bit_width(t)) return unknown;
+      return fit(a.lo >> k.hi, a.hi >> k.lo, t);
+    }
+    case Op::neg: return fit(-i128(in(0).hi), -i128(in(0).lo), t);
+    case Op::abs: {
+      ValueRange a = in(0);
+      if (a.lo >= 0) return a;
+      if (a.hi <= 0) return fit(-i128(a.hi), -i128(a.lo), t);
+      return fit(0, std::max<i128>(-i128(a.lo), a.hi), t);
+    }
+    case Op::select: return fit(std::min(in(1).lo, in(2).lo), std::max(in(1).hi, in(2).hi), t);
+    case Op::cast: {
+      // Sign- or zero-extension and truncation keep every value the result dtype can
+      // hold; a cast to i1 is `!= 0`, which keeps 0 and 1 too.
+      DType from = o.operands[0]->type.dtype;
+      if (!has_range(from)) return unknown;
+      return fit(in(0).lo, in(0).hi, t);
+    }
+    case Op::reduce:
+      switch (ReduceKind(o.i1)) {
+        case ReduceKind::max: case ReduceKind::min: return in(0);
+        case ReduceKind::argmax: case ReduceKind::argmin: return fit(0, o.operands[0]->type.shape[o.i0] - 1, t);
+        default: return unknown;
+      }
+    default: return unknown;
+  }
+}
+
+bool AxisAnalysis::fits_nonnegative_i32(const ir::Value* v) const {
+  const ValueRange& r = get(v).range;
+  return has_range(v->type.dtype) && r.lo >= 0 && r.hi <= std::numeric_limits<int32_t>::max();
 }
 
 int AxisAnalysis::vector_width(const ir::Value* ptr, int dim, int max_bytes) const {

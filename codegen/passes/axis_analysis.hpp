@@ -3,15 +3,23 @@
 //                  along the dim, runs starting at multiples of the run length;
 //   divisibility - the largest power of two dividing the first value of every run
 //                  (for pointers: the byte address);
-//   constancy    - elements come in runs of this many equal values along the dim.
-// Sources: arange, constants, kernel arguments (`arg_info[i].divisible_by_16`, like
-// Triton's tt.divisibility=16), and the rules of add/mul/splat/broadcast/addptr/...
+//   constancy    - elements come in runs of this many equal values along the dim;
+// and, for the whole tile, an inclusive value range [lo, hi] every element lies in
+// (integers only; unknown is the dtype's full range).
+// Sources: arange, constants, program ids, kernel arguments (`arg_info[i].divisible_by_16`,
+// like Triton's tt.divisibility=16; their values are otherwise unknown), and the rules of
+// add/mul/splat/broadcast/addptr/...; loop-carried values and loop results come from a
+// fixed point over the loop body (axis_analysis.cpp says why one is needed).
 // The GPU lowering reads it to decide how wide a load or store may be: a 128-bit
 // access needs 16/elem_bytes contiguous elements whose first address is 16-aligned.
+// The range is for buffer loads/stores (AMD), whose offsets are 32-bit and must not be
+// negative.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -19,16 +27,26 @@
 
 namespace tl::passes {
 
+// Inclusive bounds of every element's value. Integers of up to 63 value bits only: u64
+// (and floats, pointers) always have the full int64 range, which means unknown.
+struct ValueRange {
+  int64_t lo = std::numeric_limits<int64_t>::min();
+  int64_t hi = std::numeric_limits<int64_t>::max();
+  bool operator==(const ValueRange&) const = default;
+};
+
 struct AxisInfo {
   std::vector<int64_t> contiguity, divisibility, constancy;  // one entry per dim (1 for scalars)
   std::optional<int64_t> constant;                            // value when known (scalars, splats)
+  ValueRange range;                                           // the dtype's full range when unknown
+  bool operator==(const AxisInfo&) const = default;
   std::string str() const;
 };
 
 class AxisAnalysis {
  public:
   explicit AxisAnalysis(const ir::Function& f);
-  // The facts about v; conservative (1, 1, 1) for values the rules do not cover.
+  // The facts about v; conservative (1, 1, 1, full range) for values the rules do not cover.
   const AxisInfo& get(const ir::Value* v) const;
 
   // The widest access, in elements, that a load/store through the pointer tile `ptr`
@@ -37,10 +55,15 @@ class AxisAnalysis {
   int vector_width(const ir::Value* ptr, int dim, int max_bytes = 16) const;
   // How many consecutive elements along `dim` share one mask value.
   int64_t mask_constancy(const ir::Value* mask, int dim) const;
+  // Every element of the integer tile v is in [0, 2^31 - 1]: it may be used as (or
+  // truncated to) a non-negative i32, what a 32-bit buffer offset needs.
+  bool fits_nonnegative_i32(const ir::Value* v) const;
 
  private:
   void block(const ir::Block& b);
   void op(const ir::Operation& op);
+  void loop(const ir::Operation& op);
+  ValueRange range_of(const ir::Operation& op) const;
   AxisInfo& set(const ir::Value* v, AxisInfo info);
   std::unordered_map<const ir::Value*, AxisInfo> info_;
   const ir::Function& f_;

@@ -26,6 +26,8 @@ using namespace tl;
 using tl::detail::Trace;
 using tltest::packed_rmsnorm_kernel;
 using tltest::ptr_arg;
+using tltest::row_sum_loop_kernel;
+using tltest::RowWalk;
 using tltest::scalar_arg;
 using tltest::trace;
 
@@ -456,6 +458,26 @@ TEST(AmdgpuLowering, LoopCarriedTileAndMaskedLoads) {
   EXPECT_NE(dis.find("s_cbranch"), std::string::npos) << dis;
   EXPECT_NE(dis.find("global_load_dwordx4"), std::string::npos) << dis;
   EXPECT_EQ(co.report.at("spill_vgpr"), 0);
+}
+
+TEST(AmdgpuLowering, CarriedPointerLoadsAsWideAsInductionVariableIndexing) {
+  // 1024 f32 per iteration over 4 waves: 4 per lane, one 16-byte load per iteration,
+  // whether the block's addresses come from the induction variable or from a pointer
+  // tile carried through the loop (axis analysis' fixed point over carried values).
+  for (const char* arch : kArchs) {
+    auto fiv = row_sum_loop_kernel(RowWalk::induction_variable);
+    std::string base = amd::disassemble(compile_for(arch, *fiv, 4).binary);
+    int wide = count(base, "global_load_dwordx4");
+    EXPECT_GE(wide, 1) << arch << "\n" << base;
+    EXPECT_EQ(count(base, "global_load_dword "), 0) << arch << "\n" << base;
+    for (RowWalk walk : {RowWalk::carried_add_assign, RowWalk::carried_reassign}) {
+      auto f = row_sum_loop_kernel(walk);
+      std::string dis = amd::disassemble(compile_for(arch, *f, 4).binary);
+      // the only global load is the loop's
+      EXPECT_EQ(count(dis, "global_load_dwordx4"), wide) << arch << " walk " << int(walk) << "\n" << dis;
+      EXPECT_EQ(count(dis, "global_load_dword "), 0) << arch << " walk " << int(walk) << "\n" << dis;
+    }
+  }
 }
 
 TEST(AmdgpuLowering, DevicePrintIsAClearCompileError) {

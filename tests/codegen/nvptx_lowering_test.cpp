@@ -17,6 +17,8 @@ using namespace tl;
 using tl::detail::Trace;
 using tltest::packed_rmsnorm_kernel;
 using tltest::ptr_arg;
+using tltest::row_sum_loop_kernel;
+using tltest::RowWalk;
 using tltest::scalar_arg;
 using tltest::trace;
 
@@ -166,6 +168,22 @@ TEST(NvptxLowering, ProgramIdsAndLoops) {
   EXPECT_NE(p.find("%ctaid.x"), std::string::npos) << p;
   EXPECT_NE(p.find("ex2.approx"), std::string::npos) << p;
   EXPECT_NE(p.find("ld.global.v4"), std::string::npos) << p;
+}
+
+TEST(NvptxLowering, CarriedPointerLoadsAsWideAsInductionVariableIndexing) {
+  // 1024 f32 per iteration over 4 warps: 8 per thread, two 16-byte loads, whether the
+  // addresses come from the induction variable or from a pointer tile carried through
+  // the loop and advanced by BLOCK.
+  // (LLVM unrolls the carried-pointer loop by 2 here and the other not: the number of
+  // loads differs, their width does not.)
+  for (RowWalk walk : {RowWalk::induction_variable, RowWalk::carried_add_assign, RowWalk::carried_reassign}) {
+    auto f = row_sum_loop_kernel(walk);
+    std::string p = ptx(compile_for("sm_90", *f, 4));
+    EXPECT_GE(count(p, "ld.global.v4"), 2) << "walk " << int(walk) << "\n" << p;
+    EXPECT_EQ(count(p, "ld.global.v4") % 2, 0) << "walk " << int(walk) << "\n" << p;
+    EXPECT_EQ(count(p, "ld.global.v2") + count(p, "ld.global.b32") + count(p, "ld.global.f32"), 0)
+        << "walk " << int(walk) << "\n" << p;
+  }
 }
 
 // Every elementwise op and cast on every dtype the tracer accepts: each must lower and

@@ -48,4 +48,36 @@ inline std::unique_ptr<tl::ir::Function> packed_rmsnorm_kernel() {
   });
 }
 
+// How row_sum_loop_kernel's loop finds its block of the row: from the induction
+// variable (x + row*cols + k + c), or Triton's way, a pointer tile carried through the
+// loop and advanced by BLOCK each iteration (`p += BLOCK` or `p = p + BLOCK`).
+enum class RowWalk { induction_variable, carried_add_assign, carried_reassign };
+
+// out[row] = sum of the f32 row x[row*cols .. row*cols + cols), read in masked blocks
+// of `block` by a tl::range loop over the columns: GEMM's K loop in one dimension.
+// x and out are 16-byte aligned and cols divisible by 16, as a launch would specialize.
+inline std::unique_ptr<tl::ir::Function> row_sum_loop_kernel(RowWalk walk, int block = 1024) {
+  using namespace tl;
+  return trace("row_sum_loop", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto out = ptr_arg<ty::f32>(t, "out", true);
+    auto cols = scalar_arg<ty::i32>(t, "cols", true);
+    auto row = tl::program_id(0);
+    auto c = tl::arange(0, block);
+    auto acc = tl::zeros<ty::f32>({block});
+    auto p = x + row * cols + c;
+    for (auto k : tl::range(0, cols, block)) {
+      auto m = k + c < cols;
+      if (walk == RowWalk::induction_variable) {
+        acc += tl::load(x + row * cols + k + c, m, 0.0f);
+        continue;
+      }
+      acc += tl::load(p, m, 0.0f);
+      if (walk == RowWalk::carried_add_assign) p += block;
+      else p = p + block;
+    }
+    tl::store(out + row, tl::sum(acc, 0));
+  });
+}
+
 }  // namespace tltest
