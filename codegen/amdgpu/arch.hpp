@@ -22,11 +22,9 @@ class ArchOverlay {
   virtual ~ArchOverlay() = default;
   virtual const char* name() const { return "amdgcn"; }
   // What the chip can do; the base is the conservative default (see
-  // default_capabilities).
+  // default_capabilities). hardware_fp8 there drives the FP8 hooks (v_cvt_f32_fp8/bf8,
+  // v_cvt_pk_fp8/bf8_f32): the FNUZ formats on gfx942, the OCP formats on gfx950.
   virtual const gpu::TargetCapabilities& capabilities() const;
-  // FP8 formats the chip converts in hardware (v_cvt_f32_fp8/bf8, v_cvt_pk_fp8/bf8_f32):
-  // the FNUZ formats on gfx942, the OCP formats on gfx950, none before.
-  bool hardware_fp8(DType fmt) const { return capabilities().has_hardware_fp8(fmt); }
   // The value of lane (lane ^ 32) in a wave64 when the chip has something cheaper than
   // ds_bpermute (gfx950: v_permlane32_swap); nullptr otherwise.
   virtual llvm::Value* swap_wave_halves(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* lane) const {
