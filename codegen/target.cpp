@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 
+#include "codegen/amdgpu/arch.hpp"
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/nvptx/nvptx_capabilities.hpp"
 #include "codegen/target.hpp"
 #include "tl/error.hpp"
 
@@ -91,6 +94,26 @@ TargetDesc parse_target(const std::string& name) {
     return d;
   }
   throw compile_error(fmt::format("unknown target '{}': expected cpu, gfxNNN or sm_NN", name));
+}
+
+gpu::TargetCapabilities capabilities_for(const TargetDesc& d) {
+  switch (d.kind) {
+    case TargetDesc::amdgpu: return amd::capabilities_for(d.arch, d.wave_size);
+    case TargetDesc::nvptx: return nvptx::capabilities(d.arch);
+    case TargetDesc::cpu: break;
+  }
+  // The CPU: a program is one thread with no shared memory and nothing to copy into it;
+  // a pass asking about shared-memory budgets or copies gets "none" without a special case.
+  gpu::TargetCapabilities c;
+  c.arch = d.arch;
+  c.wave_size = 1;
+  c.max_threads_per_program = 1;
+  c.shared_bytes_per_program = 0;
+  c.static_shared_limit = 0;
+  c.shared_banks = 0;
+  c.shared_bank_bytes = 0;
+  c.max_global_access_bytes = 0;  // no per-lane access width to plan for
+  return c;
 }
 
 }  // namespace tl::codegen

@@ -47,9 +47,11 @@ struct CodeObject {
   std::vector<uint8_t> binary;
   std::string tile_ir;            // after all passes
   std::string llvm_ir;            // optimized
-  std::map<std::string, int64_t> report;  // AMD: vgpr, sgpr, spill_vgpr, ..., occupancy; all: shared_bytes
+  // AMD: vgpr, sgpr, spill_vgpr, ..., occupancy; all: shared_bytes; NVIDIA, when the
+  // shared buffer is dynamic: dynamic_shared_bytes, which the launch passes.
+  std::map<std::string, int64_t> report;
   int block_threads = 1;          // threads per program (num_warps * wave_size on GPUs)
-  int shared_bytes = 0;           // static shared memory (LDS) per program
+  int shared_bytes = 0;           // shared memory (LDS) per program, static and dynamic
   double compile_ms = 0;
 };
 

@@ -65,13 +65,27 @@ class CudaDevice : public Device {
   std::unique_ptr<LoadedKernel> load(const codegen::CodeObject& code) override {
     if (code.format != "ptx") throw device_error(fmt::format("CUDA device cannot load a '{}' code object", code.format));
     api_.bind(ordinal_);
+    // A kernel whose shared buffer is dynamic (the lowering's choice past the 48 KiB
+    // static limit) launches with report["dynamic_shared_bytes"] (runtime/launch.cpp).
+    auto dyn = code.report.find("dynamic_shared_bytes");
+    int64_t dynamic = dyn == code.report.end() ? 0 : dyn->second;
+    if (info_.max_shared_optin > 0 && dynamic > info_.max_shared_optin)
+      throw device_error(fmt::format("kernel '{}' needs {} bytes of shared memory; {} ({}) allows {} per block",
+                                     code.kernel_symbol, dynamic, info_.name, info_.arch(), info_.max_shared_optin));
     std::string ptx(code.binary.begin(), code.binary.end());  // NUL-terminated for the driver
     cuda::CUmodule m = api_.load_module(ptx.c_str());
     cuda::CUfunction f = nullptr;
     cuda::CUresult r = api_.cuModuleGetFunction(&f, m, code.kernel_symbol.c_str());
+    const char* what = "cuModuleGetFunction";
+    if (r == cuda::CUDA_SUCCESS && dynamic > 48 * 1024) {
+      // Above 48 KiB the driver refuses a launch's dynamic shared memory unless the
+      // function opted in first.
+      r = api_.cuFuncSetAttribute(f, cuda::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(dynamic));
+      what = "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)";
+    }
     if (r != cuda::CUDA_SUCCESS) {
       api_.cuModuleUnload(m);
-      api_.check(r, "cuModuleGetFunction");
+      api_.check(r, what);
     }
     return std::make_unique<CudaKernel>(api_, m, f);
   }

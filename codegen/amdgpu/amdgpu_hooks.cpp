@@ -121,14 +121,14 @@ void AmdgpuHooks::decorate_atomic(llvm::Instruction* inst, scope sc) {
 static bool is_e5m2(DType fmt) { return fmt == DType::f8e5m2 || fmt == DType::f8e5m2fnuz; }
 
 llvm::Value* AmdgpuHooks::fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) {
-  if (!arch_.hardware_fp8(fmt)) return nullptr;
+  if (!caps_.has_hardware_fp8(fmt)) return nullptr;
   llvm::Value* w = b.CreateZExt(bits, b.getInt32Ty());
   return b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_f32_bf8 : Intr::amdgcn_cvt_f32_fp8, kNoTypes,
                            {w, b.getInt32(0)});
 }
 
 llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) {
-  if (!arch_.hardware_fp8(fmt)) return nullptr;
+  if (!caps_.has_hardware_fp8(fmt)) return nullptr;
   // The convert rounds to nearest even but does not saturate: clamp first, keeping NaN.
   llvm::Value* m = llvm::ConstantFP::get(b.getFloatTy(), gpu::fp8_max_finite(fmt));
   llvm::Value* c = b.CreateBinaryIntrinsic(Intr::minnum, b.CreateBinaryIntrinsic(Intr::maxnum, x, b.CreateFNeg(m)), m);

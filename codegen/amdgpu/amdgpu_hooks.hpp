@@ -11,10 +11,12 @@ namespace tl::amd {
 
 class AmdgpuHooks final : public gpu::GpuHooks {
  public:
-  explicit AmdgpuHooks(const codegen::TargetDesc& d) : desc_(d), arch_(overlay_for(d.arch)) {}
+  explicit AmdgpuHooks(const codegen::TargetDesc& d)
+      : desc_(d), arch_(overlay_for(d.arch)), caps_(amd::capabilities_for(d.arch, d.wave_size)) {}
 
   std::string target_name() const override { return desc_.arch; }
   int wave_size() const override { return desc_.wave_size; }
+  const gpu::TargetCapabilities& capabilities() const override { return caps_; }
   void finish_kernel(llvm::Function& fn, const gpu::KernelInfo& info) override;
   llvm::Value* thread_id(llvm::IRBuilderBase& b) override;
   llvm::Value* warp_id(llvm::IRBuilderBase& b, llvm::Value* tid) override;
@@ -31,6 +33,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
  private:
   codegen::TargetDesc desc_;
   const ArchOverlay& arch_;
+  gpu::TargetCapabilities caps_;  // arch_'s, or the default for a chip without an overlay
   llvm::Value* lane_ = nullptr;  // for swaps that need the lane id
   llvm::Value* tid_ = nullptr;
 };

@@ -1,10 +1,13 @@
 // Per-architecture overlays: what differs between AMD chips lives in one small file
 // per chip (arch_gfx90a.cpp, arch_gfx942.cpp, arch_gfx950.cpp) instead of `if (arch ==`
-// scattered through the lowering. The base class is the conservative CDNA default.
+// scattered through the lowering: the chip's capability table (codegen/gpu/
+// capabilities.hpp: LDS budget, direct-to-LDS widths, buffer descriptor flags, FP8) and
+// the few code sequences only it has. The base class is the conservative CDNA default.
 #pragma once
 
 #include <string>
 
+#include "codegen/gpu/capabilities.hpp"
 #include "tl/dtype.hpp"
 
 namespace llvm {
@@ -18,9 +21,10 @@ class ArchOverlay {
  public:
   virtual ~ArchOverlay() = default;
   virtual const char* name() const { return "amdgcn"; }
-  // FP8 formats the chip converts in hardware (v_cvt_f32_fp8/bf8, v_cvt_pk_fp8/bf8_f32):
-  // the FNUZ formats on gfx942, the OCP formats on gfx950, none before.
-  virtual bool hardware_fp8(DType fmt) const { return false; }
+  // What the chip can do; the base is the conservative default (see
+  // default_capabilities). hardware_fp8 there drives the FP8 hooks (v_cvt_f32_fp8/bf8,
+  // v_cvt_pk_fp8/bf8_f32): the FNUZ formats on gfx942, the OCP formats on gfx950.
+  virtual const gpu::TargetCapabilities& capabilities() const;
   // The value of lane (lane ^ 32) in a wave64 when the chip has something cheaper than
   // ds_bpermute (gfx950: v_permlane32_swap); nullptr otherwise.
   virtual llvm::Value* swap_wave_halves(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* lane) const {
@@ -28,8 +32,18 @@ class ArchOverlay {
   }
 };
 
-// The overlay of `arch` ("gfx942"); unknown chips get the base class.
+// The conservative default for a chip tl has no table for (RDNA, or a CDNA chip newer
+// than this file): 64 KiB of LDS, 16-byte accesses, nothing direct-to-LDS, no buffer
+// descriptor flags (so no buffer instructions), no FP8 hardware.
+gpu::TargetCapabilities default_capabilities(const std::string& arch, int wave_size);
+// The table the chip files start from: the facts gfx90a, gfx942 and gfx950 share.
+gpu::TargetCapabilities cdna_capabilities(const std::string& arch);
+
+// The overlay of `arch` ("gfx942", "gfx942:sramecc+"); unknown chips get the base class.
 const ArchOverlay& overlay_for(const std::string& arch);
+// The capability table of `arch`: its overlay's, or default_capabilities(arch,
+// wave_size) for a chip without one.
+gpu::TargetCapabilities capabilities_for(const std::string& arch, int wave_size);
 
 // Defined one per overlay file.
 const ArchOverlay& gfx90a_overlay();

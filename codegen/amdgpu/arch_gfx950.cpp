@@ -1,6 +1,7 @@
-// gfx950 (MI350/MI355X, CDNA4): the same v_cvt_*_fp8/bf8 instructions convert the OCP
-// formats (e4m3fn, e5m2) here, and v_permlane32_swap exchanges the halves of a wave64
-// without going through the LDS crossbar (ds_bpermute).
+// gfx950 (MI350/MI355X, CDNA4): 160 KiB of LDS per workgroup, 12- and 16-byte global
+// and buffer loads to LDS, the same v_cvt_*_fp8/bf8 instructions converting the OCP
+// formats (e4m3fn, e5m2) instead of the FNUZ ones, and v_permlane32_swap, which
+// exchanges the halves of a wave64 without going through the LDS crossbar (ds_bpermute).
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsAMDGPU.h>
 
@@ -10,10 +11,32 @@ namespace tl::amd {
 namespace {
 constexpr llvm::ArrayRef<llvm::Type*> kNoTypes;  // non-overloaded intrinsics
 
+gpu::TargetCapabilities gfx950_capabilities() {
+  gpu::TargetCapabilities c = cdna_capabilities("gfx950");
+  // LLVM: FeatureAddressableLocalMemorySize163840 (gfx942 has ...65536); the MI350
+  // series has 160 KiB of LDS per CU, and one workgroup may allocate all of it.
+  c.shared_bytes_per_program = 160 * 1024;
+  c.static_shared_limit = 160 * 1024;
+  // Banks: LLVM 22 still gives gfx950 FeatureLDSBankCount32, so 32 x 4 bytes stays.
+  // CDNA4's larger LDS may come with more banks (64?); not verified against the CDNA4
+  // ISA guide, so this follows LLVM.
+  // FeatureGFX950Insts adds global_load_lds_dwordx3/dwordx4 (LLVM 22 selects
+  // llvm.amdgcn.global.load.lds with sizes 12 and 16 here, and on no earlier chip), and
+  // the same widths for buffer_load ... lds (buffer_load_dwordx4 ... lds assembles for
+  // gfx950 only).
+  c.direct_to_shared_widths = {1, 2, 4, 12, 16};
+  c.buffer_load_to_shared = true;
+  c.hardware_fp8 = {DType::f8e4m3fn, DType::f8e5m2};
+  return c;
+}
+
 class Gfx950 final : public ArchOverlay {
  public:
   const char* name() const override { return "gfx950"; }
-  bool hardware_fp8(DType fmt) const override { return fmt == DType::f8e4m3fn || fmt == DType::f8e5m2; }
+  const gpu::TargetCapabilities& capabilities() const override {
+    static const gpu::TargetCapabilities c = gfx950_capabilities();
+    return c;
+  }
   llvm::Value* swap_wave_halves(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* lane) const override {
     // permlane32.swap(old, src): lanes 32..63 of the first result take src's lanes 0..31,
     // lanes 0..31 of the second take old's lanes 32..63.

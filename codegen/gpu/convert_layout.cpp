@@ -28,11 +28,13 @@ llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
 
 void Lowerer::smem_reserve(int64_t bytes) {
   smem_bytes_ = std::max(smem_bytes_, (bytes + 15) / 16 * 16);
-  int64_t limit = hooks_.max_shared_bytes();
+  // The target's whole budget, dynamic shared memory included: the buffer becomes
+  // dynamic past the static limit (Lowerer::run).
+  int64_t limit = hooks_.capabilities().shared_bytes_per_program;
   if (smem_bytes_ > limit)
     throw compile_error(fmt::format("gpu lowering: {} bytes of shared memory needed, more than the {} a program "
-                                    "may use statically; use smaller tiles",
-                                    smem_bytes_, limit));
+                                    "may use on {}; use smaller tiles",
+                                    smem_bytes_, limit, hooks_.target_name()));
 }
 
 void Lowerer::smem_before_write() {

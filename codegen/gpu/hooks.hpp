@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "codegen/gpu/capabilities.hpp"
 #include "tl/dtype.hpp"
 #include "tl/opcode.hpp"
 
@@ -35,6 +36,9 @@ class GpuHooks {
 
   virtual std::string target_name() const = 0;  // "gfx942", "sm_90": for messages
   virtual int wave_size() const = 0;
+  // The architecture's capability table (codegen/gpu/capabilities.hpp): the shared-memory
+  // budget and static limit the lowering checks, and what later features ask about.
+  virtual const TargetCapabilities& capabilities() const = 0;
   virtual unsigned shared_address_space() const { return 3; }
   virtual unsigned global_address_space() const { return 1; }
 
@@ -62,8 +66,6 @@ class GpuHooks {
   // relaxed `atom` whatever the ordering): the lowering then brackets a relaxed atomic
   // with scoped fences, release before and acquire after.
   virtual bool order_rmw_with_fences() const { return false; }
-  // Largest static shared memory a program may allocate.
-  virtual int max_shared_bytes() const { return 64 * 1024; }
 
   // Elementwise math on f32 (or f64) where the target has its own implementation;
   // nullptr means "use LLVM's intrinsic".

@@ -25,7 +25,10 @@ Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileO
   if (nw_ < 1 || (nw_ & (nw_ - 1)) != 0 || nw_ > 32)
     throw compile_error(fmt::format("num_warps must be a power of two in 1..32, got {}", nw_));
   threads_ = ws_ * nw_;
-  if (threads_ > 1024) throw compile_error(fmt::format("{} threads per program exceed the GPU limit of 1024", threads_));
+  int max_threads = hooks.capabilities().max_threads_per_program;
+  if (threads_ > max_threads)
+    throw compile_error(fmt::format("{} threads per program exceed {}'s limit of {}", threads_, hooks.target_name(),
+                                    max_threads));
   info_.block_threads = threads_;
   info_.waves_per_eu = opts.waves_per_eu;
   layouts_ = select_layouts(f, axis_, ws_, nw_);
@@ -76,19 +79,30 @@ LoweringResult Lowerer::run() {
   b.CreateRetVoid();
   scopes_.pop_back();
 
+  int64_t dynamic_bytes = 0;
   if (smem_) {
-    // The placeholder of size 0 becomes the buffer every use fits in.
-    auto* ty = llvm::ArrayType::get(b.getInt8Ty(), uint64_t(smem_bytes_));
-    auto* g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
-                                       "tl_shared", nullptr, llvm::GlobalValue::NotThreadLocal,
-                                       hooks_.shared_address_space());
+    // The placeholder of size 0 becomes the buffer every use fits in: a static array up
+    // to the target's static limit, else an external array of unknown size (CUDA's
+    // `extern __shared__ char tl_shared[]`) whose bytes the launch provides.
+    llvm::GlobalVariable* g = nullptr;
+    if (smem_bytes_ <= hooks_.capabilities().static_shared_limit) {
+      auto* ty = llvm::ArrayType::get(b.getInt8Ty(), uint64_t(smem_bytes_));
+      g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
+                                   "tl_shared", nullptr, llvm::GlobalValue::NotThreadLocal,
+                                   hooks_.shared_address_space());
+    } else {
+      auto* ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
+      g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr, "tl_shared", nullptr,
+                                   llvm::GlobalValue::NotThreadLocal, hooks_.shared_address_space());
+      dynamic_bytes = smem_bytes_;
+    }
     g->setAlignment(llvm::Align(16));
     smem_->replaceAllUsesWith(g);
     smem_->eraseFromParent();
     smem_ = g;
   }
   hooks_.finish_kernel(*fn_, info_);
-  return LoweringResult{name, threads_, int(smem_bytes_)};
+  return LoweringResult{name, threads_, int(smem_bytes_), int(dynamic_bytes)};
 }
 
 LoweringResult lower_kernel(const ir::Function& f, llvm::Module& module, const codegen::CompileOptions& opts,

@@ -18,7 +18,8 @@ namespace tl::gpu {
 struct LoweringResult {
   std::string kernel_symbol;
   int block_threads = 0;
-  int shared_bytes = 0;  // static shared memory (LDS) the kernel allocates
+  int shared_bytes = 0;          // shared memory (LDS) the kernel uses, static and dynamic
+  int dynamic_shared_bytes = 0;  // of which the launch must provide (past the static limit)
 };
 
 // Lowers `f` into `module` (whose triple and data layout the target has already set).

@@ -32,6 +32,7 @@
 
 #include "codegen/gpu/hooks.hpp"
 #include "codegen/gpu/lowering.hpp"
+#include "codegen/nvptx/nvptx_capabilities.hpp"
 #include "codegen/gpu/optimize.hpp"
 #include "codegen/target.hpp"
 #include "tl/error.hpp"
@@ -56,9 +57,10 @@ int ptx_version(const std::string& arch) {
 
 class NvptxHooks final : public gpu::GpuHooks {
  public:
-  explicit NvptxHooks(const codegen::TargetDesc& d) : desc_(d) {}
+  explicit NvptxHooks(const codegen::TargetDesc& d) : desc_(d), caps_(nvptx::capabilities(d.arch)) {}
   std::string target_name() const override { return desc_.arch; }
   int wave_size() const override { return 32; }
+  const gpu::TargetCapabilities& capabilities() const override { return caps_; }
 
   void finish_kernel(llvm::Function& fn, const gpu::KernelInfo& info) override {
     fn.setCallingConv(llvm::CallingConv::PTX_Kernel);
@@ -87,8 +89,6 @@ class NvptxHooks final : public gpu::GpuHooks {
     b.CreateIntrinsic(Intr::nvvm_barrier_cta_sync_aligned_all, kNoTypes, {b.getInt32(0)});
   }
   bool order_rmw_with_fences() const override { return true; }
-  // Static __shared__ is limited to 48 KiB; more needs dynamic shared memory.
-  int max_shared_bytes() const override { return 48 * 1024; }
   uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override {
     switch (sc) {
       case scope::cta: return uint8_t(ctx.getOrInsertSyncScopeID("block"));
@@ -126,6 +126,7 @@ class NvptxHooks final : public gpu::GpuHooks {
 
  private:
   codegen::TargetDesc desc_;
+  gpu::TargetCapabilities caps_;
 };
 
 class NvptxTarget final : public codegen::Target {
@@ -175,6 +176,9 @@ class NvptxTarget final : public codegen::Target {
     out.block_threads = lowered_.block_threads;
     out.shared_bytes = lowered_.shared_bytes;
     out.report = {{"shared_bytes", lowered_.shared_bytes}, {"block_threads", lowered_.block_threads}};
+    // A buffer past the 48 KiB static limit is `.extern .shared`: the launch passes its
+    // size and the CUDA runtime raises the function's dynamic limit to it at load.
+    if (lowered_.dynamic_shared_bytes > 0) out.report["dynamic_shared_bytes"] = lowered_.dynamic_shared_bytes;
   }
 
  private:

@@ -221,6 +221,36 @@ TEST(AmdgpuLowering, OneWaveSumNeedsNoLds) {
   EXPECT_TRUE(dis.find("_dpp") != std::string::npos || dis.find("ds_swizzle") != std::string::npos) << dis;
 }
 
+// --- shared-memory budgets (codegen/gpu/capabilities.hpp) -------------------------
+
+TEST(AmdgpuLowering, LdsBudgetIsPerChip) {
+  // A [128, 256] f32 transpose exchanges 128 KiB through LDS: gfx950 has 160 KiB per
+  // workgroup, gfx942 and gfx90a 64 KiB.
+  auto f = tltest::transpose_kernel(128, 256);
+  auto co = compile_for("gfx950", *f, 8);
+  EXPECT_EQ(co.report.at("lds_bytes"), 128 * 256 * 4);
+  EXPECT_EQ(co.shared_bytes, 128 * 256 * 4);
+  EXPECT_EQ(co.report.count("dynamic_shared_bytes"), 0u);  // AMD: all of it static
+  std::string meta = amd::metadata_yaml(co.binary);
+  EXPECT_TRUE(std::regex_search(meta, std::regex(R"(\.group_segment_fixed_size:\s+131072)"))) << meta;
+  std::string dis = amd::disassemble(co.binary);
+  EXPECT_NE(dis.find("ds_write"), std::string::npos);
+  EXPECT_NE(dis.find("ds_read"), std::string::npos);
+
+  for (const char* arch : {"gfx942", "gfx90a"}) {
+    auto g = tltest::transpose_kernel(128, 256);
+    try {
+      compile_for(arch, *g, 8);
+      ADD_FAILURE() << arch << ": 128 KiB of LDS compiled";
+    } catch (const compile_error& e) {
+      std::string msg = e.what();
+      EXPECT_NE(msg.find("131072 bytes of shared memory"), std::string::npos) << msg;
+      EXPECT_NE(msg.find("65536"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(arch), std::string::npos) << msg;
+    }
+  }
+}
+
 TEST(AmdgpuLowering, PackedRowsNeedNoLdsForGammaOrPerRowStores) {
   // A row of 128 lies within one wave, so nothing crosses waves: gamma is loaded straight
   // into the layout its broadcast reads, and 1/rms is stored from the reduction's own

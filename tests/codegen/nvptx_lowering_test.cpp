@@ -279,4 +279,43 @@ TEST(NvptxLowering, DevicePrintIsAClearCompileError) {
   }
 }
 
+// --- shared-memory budgets (codegen/gpu/capabilities.hpp) -------------------------
+
+TEST(NvptxLowering, SmallSharedBufferStaysStatic) {
+  auto f = rmsnorm_kernel(4096, true);
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p = ptx(co);
+  EXPECT_NE(p.find(".shared .align 16 .b8 tl_shared["), std::string::npos) << p;
+  EXPECT_EQ(p.find(".extern .shared"), std::string::npos) << p;
+  EXPECT_EQ(co.report.count("dynamic_shared_bytes"), 0u);
+}
+
+TEST(NvptxLowering, SharedBufferPast48KiBIsDynamic) {
+  // A [128, 256] f32 transpose needs 128 KiB: more than a static __shared__ array may
+  // hold, within sm_90's 227 KiB and sm_80's 163 KiB.
+  for (const char* arch : {"sm_90", "sm_80"}) {
+    auto f = tltest::transpose_kernel(128, 256);
+    auto co = compile_for(arch, *f, 8);
+    std::string p = ptx(co);
+    EXPECT_NE(p.find(".extern .shared .align 16 .b8 tl_shared[]"), std::string::npos) << arch << "\n" << p;
+    EXPECT_EQ(co.report.at("dynamic_shared_bytes"), 128 * 256 * 4) << arch;
+    EXPECT_EQ(co.report.at("shared_bytes"), 128 * 256 * 4) << arch;
+    EXPECT_EQ(co.shared_bytes, 128 * 256 * 4) << arch;
+  }
+}
+
+TEST(NvptxLowering, SharedBudgetIsPerSm) {
+  // 128 KiB is more than sm_86's 99 KiB.
+  auto f = tltest::transpose_kernel(128, 256);
+  try {
+    compile_for("sm_86", *f, 8);
+    FAIL() << "128 KiB of shared memory compiled for sm_86";
+  } catch (const compile_error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("131072 bytes of shared memory"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::to_string(99 * 1024)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sm_86"), std::string::npos) << msg;
+  }
+}
+
 }  // namespace

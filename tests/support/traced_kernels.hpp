@@ -80,4 +80,21 @@ inline std::unique_ptr<tl::ir::Function> row_sum_loop_kernel(RowWalk walk, int b
   });
 }
 
+// out[c][r] = x[r][c] for an [M, N] f32 tile: the load is coalesced along N, the store
+// along M, so the transpose goes through shared memory, M * N * 4 bytes of it (128 KiB
+// for [128, 256]: more than 64 KiB of LDS, and than NVIDIA's 48 KiB of static shared).
+inline std::unique_ptr<tl::ir::Function> transpose_kernel(int M, int N) {
+  using namespace tl;
+  return trace("transpose", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto r = tl::expand_dims(tl::arange(0, M), 1);
+    auto c = tl::expand_dims(tl::arange(0, N), 0);
+    auto v = tl::load(x + r * N + c);
+    auto rt = tl::expand_dims(tl::arange(0, N), 1);
+    auto ct = tl::expand_dims(tl::arange(0, M), 0);
+    tl::store(y + rt * M + ct, tl::trans(v));
+  });
+}
+
 }  // namespace tltest

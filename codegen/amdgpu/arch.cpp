@@ -1,0 +1,84 @@
+// The CDNA facts every chip shares, and the lookup from a chip name to its overlay.
+// Each fact names where it was checked: the ISA guides, LLVM's AMDGPU target (the
+// subtarget features LLVM 22 gives each processor, read with MCSubtargetInfo, and what
+// its assembler and instruction selection accept), or Triton's AMD backend.
+#include "codegen/amdgpu/arch.hpp"
+
+namespace tl::amd {
+
+gpu::TargetCapabilities default_capabilities(const std::string& arch, int wave_size) {
+  gpu::TargetCapabilities c;
+  c.arch = arch;
+  c.wave_size = wave_size;
+  // The largest flat workgroup LLVM's AMDGPU target accepts
+  // ("amdgpu-flat-work-group-size" is capped at 1024, AMDGPUUsage).
+  c.max_threads_per_program = 1024;
+  // 64 KiB of LDS per workgroup (LLVM: FeatureAddressableLocalMemorySize65536 on gfx90a,
+  // gfx942 and RDNA; MI200/MI300 ISA guides: 64 KiB LDS per CU), all of it static: AMD
+  // has no separate dynamic limit, a launch's dynamic LDS shares the same 64 KiB.
+  c.shared_bytes_per_program = 64 * 1024;
+  c.static_shared_limit = 64 * 1024;
+  // 32 banks of 4 bytes (LLVM: FeatureLDSBankCount32; AMD's "Avoiding LDS Bank
+  // Conflicts on AMD GPUs Using CK-Tile" says the same for the MI series).
+  c.shared_banks = 32;
+  c.shared_bank_bytes = 4;
+  // global_load_dwordx4 / global_store_dwordx4.
+  c.max_global_access_bytes = 16;
+  return c;
+}
+
+gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
+  // CDNA runs wave64 only (LLVM: FeatureWavefrontSize64 on every gfx9 processor).
+  gpu::TargetCapabilities c = default_capabilities(arch, 64);
+  // Global loads that write LDS instead of VGPRs: gfx90a's global_load_{ubyte,sbyte,
+  // ushort,sshort,dword} with the `lds` bit, renamed global_load_lds_* on gfx940+. LLVM
+  // 22 selects llvm.amdgcn.global.load.lds for sizes 1, 2 and 4 on gfx90a and gfx942.
+  // The 1- and 2-byte forms still fill a whole dword of LDS per lane (which is why
+  // Triton's supportsDirectToLdsLoadBitWidth enables only 32 bits on CDNA3): a user
+  // packing sub-dword elements wants width 4.
+  c.direct_to_shared_widths = {1, 2, 4};
+  // buffer_load_dword ... lds exists on these chips too (LLVM 22 assembles it for
+  // gfx90a and gfx942), but Gluon offers buffer_load_to_shared only on CDNA4
+  // (triton python/triton/experimental/gluon/language/amd/cdna4/async_copy.py), where
+  // the dwordx3/x4 forms make it worth having; tl follows that.
+  c.buffer_load_to_shared = false;
+  // Word 3 of the V# for raw buffer access: DATA_FORMAT = 4 (32 bit, bits 18:15) and
+  // NUM_FORMAT = 7 (float, bits 14:12). The raw buffer instructions ignore both, but
+  // DATA_FORMAT must not be 0 (Triton: "ignored, must be nonzero"; accesses through a
+  // V# with DATA_FORMAT 0 are dropped). Every other field stays 0 on CDNA (bit 24 and
+  // OOB_SELECT, bits 29:28, exist on RDNA only).
+  // This is the value Triton's AMD backend uses for all CDNA chips
+  // (third_party/amd/lib/TritonAMDGPUToLLVM/BufferOpsEmitter.cpp,
+  // BufferEmitter::createResourceDescriptor: (7 << 12) | (4 << 15)).
+  c.buffer_resource_flags = 0x00027000;
+  // No FP8 converts before gfx942; no matrix instructions listed yet (tl::dot fills them).
+  return c;
+}
+
+const gpu::TargetCapabilities& ArchOverlay::capabilities() const {
+  static const gpu::TargetCapabilities c = default_capabilities("amdgcn", 64);
+  return c;
+}
+
+namespace {
+const ArchOverlay* known_overlay(const std::string& arch) {
+  std::string cpu = arch.substr(0, arch.find(':'));  // "gfx942:sramecc+" names gfx942
+  if (cpu == "gfx90a") return &gfx90a_overlay();
+  if (cpu == "gfx940" || cpu == "gfx941" || cpu == "gfx942") return &gfx942_overlay();
+  if (cpu == "gfx950") return &gfx950_overlay();
+  return nullptr;
+}
+}  // namespace
+
+const ArchOverlay& overlay_for(const std::string& arch) {
+  static const ArchOverlay base;
+  const ArchOverlay* o = known_overlay(arch);
+  return o ? *o : base;
+}
+
+gpu::TargetCapabilities capabilities_for(const std::string& arch, int wave_size) {
+  const ArchOverlay* o = known_overlay(arch);
+  return o ? o->capabilities() : default_capabilities(arch, wave_size);
+}
+
+}  // namespace tl::amd

@@ -1,0 +1,94 @@
+// Per-architecture facts that the lowering and the passes both ask about: shared-memory
+// budgets, which global->shared copies the chip has, buffer-resource flags, hardware
+// FP8, and (later) the matrix instructions. One plain struct for every target, no LLVM
+// types, so a pass can include it without seeing LLVM.
+//
+// Where the values live: AMD chips in their overlay files (codegen/amdgpu/arch_gfx*.cpp,
+// one small file per chip), NVIDIA by sm in codegen/nvptx/nvptx_capabilities.cpp. A GPU
+// lowering reads them from GpuHooks::capabilities(); a pass, which has a TargetDesc and
+// no hooks, from codegen::capabilities_for(). The CPU target gets a trivial table (one
+// thread per program, no shared memory, no direct-to-shared copies) so that a pass can
+// ask any target the same questions without a special case.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tl/dtype.hpp"
+
+namespace tl::codegen {
+struct TargetDesc;
+}
+
+namespace tl::gpu {
+
+// One matrix-multiply instruction (AMD MFMA, NVIDIA mma.sync/wgmma): the tile shape one
+// warp computes and its operand and accumulator types. The lists are empty for now: the
+// tl::dot issue fills them (and may add fields: operand layouts, k-packing, latency).
+struct MatrixInstruction {
+  std::string name;  // "v_mfma_f32_32x32x8_f16", "mma.m16n8k16"
+  int m = 0, n = 0, k = 0;
+  DType a = DType::f16, b = DType::f16, acc = DType::f32;
+};
+
+struct TargetCapabilities {
+  std::string arch;  // "gfx942", "sm_90", "cpu"; for messages
+  // Lanes per warp/wavefront the architecture runs natively (64 on CDNA, 32 on NVIDIA).
+  // The compilation's own wave size is TargetDesc::wave_size / GpuHooks::wave_size().
+  int wave_size = 64;
+  int max_threads_per_program = 1024;
+
+  // Shared memory (LDS) one program may use, static and dynamic together: the budget
+  // the lowering checks and a pipeliner or a shared-memory tile would plan against.
+  int64_t shared_bytes_per_program = 64 * 1024;
+  // The largest statically declared shared buffer. Above it the lowering declares the
+  // buffer as an external (dynamically sized) array and the launch passes its size
+  // (NVIDIA: 48 KiB, more needs cuFuncSetAttribute's opt-in). Equal to the budget where
+  // static allocation covers all of it (AMD).
+  int64_t static_shared_limit = 64 * 1024;
+  // Shared-memory banks, for conflict-free (swizzled) layouts.
+  int shared_banks = 32;
+  int shared_bank_bytes = 4;
+
+  // The widest global load or store one lane issues (global_load_dwordx4, ld.global.v4).
+  int max_global_access_bytes = 16;
+  // Bytes per lane one global->shared copy can move without passing through registers
+  // (AMD global_load_lds_*, NVIDIA cp.async), ascending; empty when there is none.
+  std::vector<int> direct_to_shared_widths;
+  // AMD: buffer_load ... lds, a buffer load that writes LDS directly (Gluon's
+  // buffer_load_to_shared).
+  bool buffer_load_to_shared = false;
+  // AMD: word 3 ("flags": DST_SEL, NUM_FORMAT, DATA_FORMAT, ...) of the 128-bit buffer
+  // resource descriptor (V#) for raw buffer loads and stores; 0 where the target has no
+  // buffer instructions.
+  uint32_t buffer_resource_flags = 0;
+
+  // FP8 formats the hardware converts to and from f32.
+  std::vector<DType> hardware_fp8;
+  // Matrix instructions the chip has; empty until the tl::dot issue fills them.
+  std::vector<MatrixInstruction> matrix_instructions;
+
+  bool has_direct_to_shared(int bytes) const {
+    return std::find(direct_to_shared_widths.begin(), direct_to_shared_widths.end(), bytes) !=
+           direct_to_shared_widths.end();
+  }
+  bool has_hardware_fp8(DType fmt) const {
+    return std::find(hardware_fp8.begin(), hardware_fp8.end(), fmt) != hardware_fp8.end();
+  }
+  bool has_buffer_ops() const { return buffer_resource_flags != 0; }
+};
+
+}  // namespace tl::gpu
+
+namespace tl::codegen {
+
+// The capability table of the architecture `d` names: an AMD chip's overlay, NVIDIA's
+// table by sm, the CPU's trivial table. An architecture tl has no table for gets its
+// family's conservative default (AMD: 64 KiB LDS, nothing direct-to-LDS, no buffer
+// flags, no hardware FP8; NVIDIA: 48 KiB of static shared memory and nothing more, no
+// cp.async).
+gpu::TargetCapabilities capabilities_for(const TargetDesc& d);
+
+}  // namespace tl::codegen

@@ -1,0 +1,124 @@
+// The per-architecture capability tables (codegen/gpu/capabilities.hpp): what the
+// lowering and the passes will plan against, one row of facts per chip.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/target.hpp"
+
+namespace {
+
+using namespace tl;
+using codegen::capabilities_for;
+using codegen::parse_target;
+
+gpu::TargetCapabilities caps(const char* name) { return capabilities_for(parse_target(name)); }
+
+TEST(Capabilities, AmdLdsBudgets) {
+  EXPECT_EQ(caps("gfx90a").shared_bytes_per_program, 65536);
+  EXPECT_EQ(caps("gfx942").shared_bytes_per_program, 65536);
+  EXPECT_EQ(caps("gfx950").shared_bytes_per_program, 163840);
+  // All of it static: AMD needs no dynamic LDS to reach its budget.
+  for (const char* a : {"gfx90a", "gfx942", "gfx950"})
+    EXPECT_EQ(caps(a).static_shared_limit, caps(a).shared_bytes_per_program) << a;
+  // The target-id suffix does not change the chip.
+  EXPECT_EQ(caps("gfx950:sramecc+:xnack-").shared_bytes_per_program, 163840);
+}
+
+TEST(Capabilities, AmdDirectToLdsWidths) {
+  EXPECT_EQ(caps("gfx90a").direct_to_shared_widths, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(caps("gfx942").direct_to_shared_widths, (std::vector<int>{1, 2, 4}));
+  EXPECT_EQ(caps("gfx950").direct_to_shared_widths, (std::vector<int>{1, 2, 4, 12, 16}));
+  EXPECT_TRUE(caps("gfx942").has_direct_to_shared(4));
+  EXPECT_FALSE(caps("gfx942").has_direct_to_shared(16));  // global_load_lds_dwordx4 is gfx950's
+  EXPECT_TRUE(caps("gfx950").has_direct_to_shared(16));
+}
+
+TEST(Capabilities, BufferLoadToSharedOnlyOnGfx950) {
+  EXPECT_FALSE(caps("gfx90a").buffer_load_to_shared);
+  EXPECT_FALSE(caps("gfx942").buffer_load_to_shared);
+  EXPECT_TRUE(caps("gfx950").buffer_load_to_shared);
+  EXPECT_FALSE(caps("sm_90").buffer_load_to_shared);
+}
+
+TEST(Capabilities, BufferDescriptorFlags) {
+  // Word 3 of a raw-buffer V# on CDNA: DATA_FORMAT 32 bit, NUM_FORMAT float.
+  for (const char* a : {"gfx90a", "gfx942", "gfx950"}) {
+    EXPECT_EQ(caps(a).buffer_resource_flags, 0x00027000u) << a;
+    EXPECT_TRUE(caps(a).has_buffer_ops()) << a;
+  }
+  EXPECT_FALSE(caps("sm_90").has_buffer_ops());
+}
+
+TEST(Capabilities, HardwareFp8) {
+  EXPECT_TRUE(caps("gfx90a").hardware_fp8.empty());
+  EXPECT_TRUE(caps("gfx942").has_hardware_fp8(DType::f8e4m3fnuz));
+  EXPECT_TRUE(caps("gfx942").has_hardware_fp8(DType::f8e5m2fnuz));
+  EXPECT_FALSE(caps("gfx942").has_hardware_fp8(DType::f8e4m3fn));
+  EXPECT_TRUE(caps("gfx950").has_hardware_fp8(DType::f8e4m3fn));
+  EXPECT_TRUE(caps("gfx950").has_hardware_fp8(DType::f8e5m2));
+  EXPECT_FALSE(caps("gfx950").has_hardware_fp8(DType::f8e4m3fnuz));
+  EXPECT_FALSE(caps("sm_80").has_hardware_fp8(DType::f8e4m3fn));
+  EXPECT_TRUE(caps("sm_90").has_hardware_fp8(DType::f8e4m3fn));
+}
+
+TEST(Capabilities, NvidiaSharedBudgets) {
+  EXPECT_EQ(caps("sm_80").shared_bytes_per_program, 163 * 1024);
+  EXPECT_EQ(caps("sm_86").shared_bytes_per_program, 99 * 1024);
+  EXPECT_EQ(caps("sm_89").shared_bytes_per_program, 99 * 1024);
+  EXPECT_EQ(caps("sm_90").shared_bytes_per_program, 227 * 1024);
+  EXPECT_EQ(caps("sm_90a").shared_bytes_per_program, 227 * 1024);
+  for (const char* a : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    EXPECT_EQ(caps(a).static_shared_limit, 48 * 1024) << a;
+    EXPECT_EQ(caps(a).direct_to_shared_widths, (std::vector<int>{4, 8, 16})) << a;  // cp.async
+  }
+}
+
+TEST(Capabilities, WaveSizesAndCommonLimits) {
+  for (const char* a : {"gfx90a", "gfx942", "gfx950"}) {
+    EXPECT_EQ(caps(a).wave_size, 64) << a;
+    EXPECT_EQ(caps(a).shared_banks, 32) << a;
+    EXPECT_EQ(caps(a).shared_bank_bytes, 4) << a;
+  }
+  EXPECT_EQ(caps("sm_80").wave_size, 32);
+  EXPECT_EQ(caps("sm_90").wave_size, 32);
+  for (const char* a : {"gfx942", "sm_90"}) {
+    EXPECT_EQ(caps(a).max_threads_per_program, 1024) << a;
+    EXPECT_EQ(caps(a).max_global_access_bytes, 16) << a;
+    EXPECT_TRUE(caps(a).matrix_instructions.empty()) << a;  // the tl::dot issue fills them
+  }
+  EXPECT_EQ(caps("gfx942").arch, "gfx942");
+  EXPECT_EQ(caps("sm_90").arch, "sm_90");
+}
+
+TEST(Capabilities, UnknownArchGetsTheConservativeDefault) {
+  // An AMD chip without an overlay (RDNA here): 64 KiB, its own wave size, nothing else.
+  auto rdna = caps("gfx1100");
+  EXPECT_EQ(rdna.arch, "gfx1100");
+  EXPECT_EQ(rdna.wave_size, 32);
+  EXPECT_EQ(rdna.shared_bytes_per_program, 65536);
+  EXPECT_TRUE(rdna.direct_to_shared_widths.empty());
+  EXPECT_FALSE(rdna.buffer_load_to_shared);
+  EXPECT_FALSE(rdna.has_buffer_ops());
+  EXPECT_TRUE(rdna.hardware_fp8.empty());
+  // An NVIDIA name tl has no table for: static shared memory only, nothing direct.
+  codegen::TargetDesc odd;
+  odd.kind = codegen::TargetDesc::nvptx;
+  odd.arch = "sm_75";
+  auto old = capabilities_for(odd);
+  EXPECT_EQ(old.shared_bytes_per_program, 48 * 1024);
+  EXPECT_TRUE(old.direct_to_shared_widths.empty());
+  EXPECT_TRUE(old.hardware_fp8.empty());
+}
+
+TEST(Capabilities, CpuHasATrivialTable) {
+  auto c = capabilities_for(codegen::host_target());
+  EXPECT_EQ(c.wave_size, 1);
+  EXPECT_EQ(c.max_threads_per_program, 1);
+  EXPECT_EQ(c.shared_bytes_per_program, 0);
+  EXPECT_TRUE(c.direct_to_shared_widths.empty());
+  EXPECT_FALSE(c.buffer_load_to_shared);
+}
+
+}  // namespace
