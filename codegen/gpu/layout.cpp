@@ -276,3 +276,90 @@ int contiguous_run(const Layout& l, uint32_t stride) {
 }
 
 }  // namespace tl::gpu
+
+namespace tl::gpu {
+
+uint32_t LinearMap::apply(uint32_t x) const {
+  uint32_t r = 0;
+  for (size_t i = 0; i < image.size() && x; ++i, x >>= 1)
+    if (x & 1) r ^= image[i];
+  return r;
+}
+
+Layout compose(const LinearMap& after, const Layout& l, std::vector<int> out_shape) {
+  Layout out;
+  out.shape = std::move(out_shape);
+  for (uint32_t b : l.reg) out.reg.push_back(after.apply(b));
+  for (uint32_t b : l.lane) out.lane.push_back(after.apply(b));
+  for (uint32_t b : l.warp) out.warp.push_back(after.apply(b));
+  return out;
+}
+
+namespace {
+// Hardware bits packed in one word for the elimination: registers, then lanes, then warps.
+constexpr int kLaneShift = 32, kWarpShift = 48;
+}  // namespace
+
+void LayoutInverse::locate(uint32_t flat, uint32_t& r, uint32_t& l, uint32_t& w) const {
+  r = l = w = 0;
+  for (size_t k = 0; k < reg.size(); ++k)
+    if (flat >> k & 1) r ^= reg[k], l ^= lane[k], w ^= warp[k];
+}
+
+std::optional<LayoutInverse> invert(const Layout& l) {
+  int bits = log2_exact(std::max<int64_t>(1, l.numel()));
+  // Gaussian elimination over F2: rows are (image, hardware bits). Registers come first,
+  // so an element held in a register of the thread that owns it is found there.
+  struct Row {
+    uint32_t image;
+    uint64_t hw;
+  };
+  std::vector<Row> rows;
+  auto add = [&](uint32_t image, uint64_t hw) {
+    for (const Row& b : rows) {
+      uint32_t top = 1u << (31 - __builtin_clz(b.image));
+      if (image & top) image ^= b.image, hw ^= b.hw;
+    }
+    if (!image) return;  // a copy of what earlier bits already reach
+    rows.push_back({image, hw});
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.image > b.image; });
+  };
+  for (size_t i = 0; i < l.reg.size(); ++i) add(l.reg[i], uint64_t(1) << i);
+  for (size_t i = 0; i < l.lane.size(); ++i) add(l.lane[i], uint64_t(1) << (kLaneShift + i));
+  for (size_t i = 0; i < l.warp.size(); ++i) add(l.warp[i], uint64_t(1) << (kWarpShift + i));
+  LayoutInverse inv;
+  for (int k = 0; k < bits; ++k) {
+    uint32_t image = 1u << k;
+    uint64_t hw = 0;
+    for (const Row& b : rows) {
+      uint32_t top = 1u << (31 - __builtin_clz(b.image));
+      if (image & top) image ^= b.image, hw ^= b.hw;
+    }
+    if (image) return std::nullopt;  // element bit k is reached by no combination
+    inv.reg.push_back(uint32_t(hw & 0xffffffffu));
+    inv.lane.push_back(uint32_t((hw >> kLaneShift) & 0xffffu));
+    inv.warp.push_back(uint32_t(hw >> kWarpShift));
+  }
+  return inv;
+}
+
+LinearMap xor_swizzle(int rows, int cols, int vec_elems, int elem_bytes, int bank_bytes) {
+  int col_bits = log2_exact(cols), row_bits = log2_exact(rows), vec_bits = log2_exact(vec_elems);
+  int vectors_per_row = std::max(1, cols / vec_elems);
+  // Rows narrower than one pass over the banks share a phase: per_phase rows at a time.
+  int per_phase = std::max(1, bank_bytes / (cols * elem_bytes));
+  // As many phases as a pass over the banks holds vectors, and no more than a row has.
+  int max_phase = std::max(1, std::min(vectors_per_row, bank_bytes / (vec_elems * elem_bytes)));
+  int phase_shift = log2_exact(per_phase), phase_bits = log2_exact(max_phase);
+  LinearMap m;
+  for (int b = 0; b < col_bits; ++b) m.image.push_back(1u << b);
+  for (int j = 0; j < row_bits; ++j) {
+    uint32_t img = 1u << (col_bits + j);
+    int k = j - phase_shift;  // which phase bit this row bit is
+    if (k >= 0 && k < phase_bits) img |= 1u << (vec_bits + k);
+    m.image.push_back(img);
+  }
+  return m;
+}
+
+}  // namespace tl::gpu

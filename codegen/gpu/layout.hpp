@@ -91,4 +91,41 @@ std::optional<std::vector<int>> register_only_conversion(const Layout& src, cons
 // flat-index stride `stride` (the vectorizable run); a power of two.
 int contiguous_run(const Layout& l, uint32_t stride);
 
+// --- the algebra beyond one layout ---
+
+// A linear map over F2 from one index space to another (flat element index -> shared-
+// memory offset in elements, say): `image[i]` is where input bit i goes. A swizzle is
+// one: offset = index ^ f(index), with f linear.
+struct LinearMap {
+  std::vector<uint32_t> image;
+  uint32_t apply(uint32_t x) const;
+};
+
+// The map after the layout: every hardware bit's image sent through `after`, so that
+// (register, lane, warp) lands directly in `after`'s output space. Composing a layout
+// with a swizzle gives the shared-memory offset each thread's registers live at.
+Layout compose(const LinearMap& after, const Layout& l, std::vector<int> out_shape);
+
+// Where the elements of a layout live, the other way round: for each flat-index bit,
+// the register, lane and warp bits that hold it (one owner, the one with the fewest
+// bits set first; copies are ignored). nullopt when some element is held by no thread.
+struct LayoutInverse {
+  std::vector<uint32_t> reg, lane, warp;  // per flat-index bit: the hardware bits whose XOR holds it
+  // The (register, lane, warp) that holds element `flat`.
+  void locate(uint32_t flat, uint32_t& r, uint32_t& l, uint32_t& w) const;
+};
+std::optional<LayoutInverse> invert(const Layout& l);
+
+// The XOR swizzle that makes a row-major [rows, cols] tile of `elem_bytes` elements free
+// of bank conflicts for `vec_elems`-wide accesses (16 bytes: ds_read_b128 / ld.shared.v4):
+// the vector index within a row is XORed with the row (modulo the vectors in a row, in
+// groups of `per_phase` rows when a row is narrower than the banks), as Triton's
+// SwizzledSharedEncoding (vec, perPhase, maxPhase). Output: offsets in elements.
+LinearMap xor_swizzle(int rows, int cols, int vec_elems, int elem_bytes, int bank_bytes = 128);
+
+// The flat element index each (register, lane, warp) of `l` gets from the index math the
+// GPU lowering emits for it, evaluated on constants (the same code, folded by LLVM):
+// result[(w * wave + lane) * num_regs + r]. For tests of that emitted code.
+std::vector<uint32_t> evaluate_emitted_indices(const Layout& l);
+
 }  // namespace tl::gpu

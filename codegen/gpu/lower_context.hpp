@@ -48,6 +48,19 @@ llvm::Value* fp8_to_f32_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bit
 llvm::Value* f32_to_fp8_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x);
 double fp8_max_finite(DType fmt);
 
+// Index math (index_math.cpp): a flat-index value and the bits it may have set, so that
+// parts combine with ADD where their bits are disjoint and XOR where they are not.
+struct IndexPart {
+  llvm::Value* value = nullptr;
+  uint32_t bits = 0;
+};
+// XOR of bases[i] over the set bits i of `id` (i32).
+IndexPart hardware_bits_to_index(llvm::IRBuilderBase& b, const std::vector<uint32_t>& bases, llvm::Value* id);
+IndexPart combine_index(llvm::IRBuilderBase& b, const IndexPart& x, const IndexPart& y);
+// The lane and warp part of `l`'s flat index, and the index of register r on top of it.
+IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Value* lane, llvm::Value* warp);
+llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r);
+
 class Lowerer {
  public:
   Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks);
@@ -68,7 +81,7 @@ class Lowerer {
 
   // ---- thread geometry (lower_kernel.cpp)
   // Flat-index part that the thread's lane and warp contribute under `l` (i32).
-  llvm::Value* thread_offset(const Layout& l);
+  const IndexPart& thread_index(const Layout& l);
   // Flat element index of register r under `l` (i32).
   llvm::Value* element_index(const Layout& l, int r);
   // i1 true in exactly one of the threads that hold copies of the same elements
@@ -157,7 +170,8 @@ class Lowerer {
   // every use of a value: the op and the operand index (analyze_uses)
   std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
   std::unordered_map<const ir::Value*, std::optional<Layout>> wanted_;  // wanted_layout's answers
-  std::map<std::string, llvm::Value*> thread_offsets_;
+  std::map<std::string, IndexPart> thread_offsets_;
+  std::map<std::string, llvm::Value*> owner_predicates_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   llvm::GlobalVariable* smem_ = nullptr;

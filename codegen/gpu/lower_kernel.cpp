@@ -250,51 +250,16 @@ Values Lowerer::get(const ir::Value* v, const Layout& l) {
 
 // ------------------------------------------------------------------ thread geometry
 
-namespace {
-// Sum of ((id >> i) & 1) * bases[i], grouped into runs of consecutive powers of two so
-// that a blocked layout costs one shift-and-mask per dim.
-llvm::Value* bits_to_offset(llvm::IRBuilderBase& b, const std::vector<uint32_t>& bases, llvm::Value* id) {
-  llvm::Value* sum = nullptr;
-  size_t i = 0;
-  while (i < bases.size()) {
-    if (bases[i] == 0) { ++i; continue; }
-    llvm::Value* term;
-    if ((bases[i] & (bases[i] - 1)) == 0) {
-      size_t j = i;
-      while (j + 1 < bases.size() && bases[j + 1] == bases[j] << 1) ++j;
-      int width = int(j - i + 1);
-      llvm::Value* field = b.CreateAnd(b.CreateLShr(id, uint64_t(i)), uint64_t((1u << width) - 1));
-      int shift = __builtin_ctz(bases[i]);
-      term = shift ? b.CreateShl(field, uint64_t(shift), "", true, true) : field;
-      i = j + 1;
-    } else {  // an XOR image (not produced by today's layouts, handled for completeness)
-      llvm::Value* bit = b.CreateAnd(b.CreateLShr(id, uint64_t(i)), uint64_t(1));
-      term = b.CreateMul(bit, b.getInt32(bases[i]));
-      ++i;
-    }
-    sum = sum ? b.CreateOr(sum, term) : term;
-  }
-  return sum;
-}
-}  // namespace
-
-llvm::Value* Lowerer::thread_offset(const Layout& l) {
+const IndexPart& Lowerer::thread_index(const Layout& l) {
   std::string key = fmt::format("{}|{}", fmt::join(l.lane, ","), fmt::join(l.warp, ","));
   auto it = thread_offsets_.find(key);
   if (it != thread_offsets_.end()) return it->second;
   llvm::IRBuilderBase::InsertPointGuard guard(b);
   b.SetInsertPoint(entry_->getTerminator());
-  llvm::Value* lp = bits_to_offset(b, l.lane, lane_);
-  llvm::Value* wp = bits_to_offset(b, l.warp, warp_);
-  llvm::Value* off = lp && wp ? b.CreateAdd(lp, wp, "", true, true) : lp ? lp : wp ? wp : b.getInt32(0);
-  return thread_offsets_[key] = off;
+  return thread_offsets_[key] = layout_thread_index(b, l, lane_, warp_);
 }
 
-llvm::Value* Lowerer::element_index(const Layout& l, int r) {
-  llvm::Value* t = thread_offset(l);
-  uint32_t rp = l.reg_part(uint32_t(r));
-  return rp ? b.CreateAdd(t, b.getInt32(rp), "", true, true) : t;
-}
+llvm::Value* Lowerer::element_index(const Layout& l, int r) { return layout_element_index(b, l, thread_index(l), r); }
 
 llvm::Value* Lowerer::owner_predicate(const Layout& l, bool ignore_warp_copies) {
   uint32_t lm = 0, wm = 0;
@@ -305,8 +270,8 @@ llvm::Value* Lowerer::owner_predicate(const Layout& l, bool ignore_warp_copies) 
       if (l.warp[i] == 0) wm |= 1u << i;
   if (!lm && !wm) return nullptr;
   std::string key = fmt::format("owner|{}|{}", lm, wm);
-  auto it = thread_offsets_.find(key);
-  if (it != thread_offsets_.end()) return it->second;
+  auto it = owner_predicates_.find(key);
+  if (it != owner_predicates_.end()) return it->second;
   llvm::IRBuilderBase::InsertPointGuard guard(b);
   b.SetInsertPoint(entry_->getTerminator());
   llvm::Value* c = nullptr;
@@ -315,7 +280,7 @@ llvm::Value* Lowerer::owner_predicate(const Layout& l, bool ignore_warp_copies) 
     llvm::Value* w = b.CreateICmpEQ(b.CreateAnd(warp_, wm), b.getInt32(0));
     c = c ? b.CreateAnd(c, w) : w;
   }
-  return thread_offsets_[key] = c;
+  return owner_predicates_[key] = c;
 }
 
 // ------------------------------------------------------------------ control-flow helpers

@@ -1,0 +1,101 @@
+// The flat element index a thread's register holds, as LLVM IR: the XOR of the images
+// of the set bits of the register index, the lane id and the warp id (layout.hpp).
+//
+// XOR is the rule. Where the images of two parts touch disjoint bits (every blocked or
+// slice layout: registers, lanes and warps own separate coordinate bits) XOR, OR and
+// ADD agree, and ADD is what gets emitted: `base + constant` folds into the immediate
+// offset of AMD's global/ds instructions and NVIDIA's [reg+imm] addressing. Where they
+// overlap (a swizzled layout, a layout composed with a swizzle) only XOR is right, and
+// the code says so.
+#include <llvm/IR/Constants.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/LLVMContext.h>
+
+#include "codegen/gpu/lower_context.hpp"
+
+namespace tl::gpu {
+
+namespace {
+uint32_t all_bits(const std::vector<uint32_t>& bases) {
+  uint32_t m = 0;
+  for (uint32_t b : bases) m |= b;
+  return m;
+}
+}  // namespace
+
+IndexPart hardware_bits_to_index(llvm::IRBuilderBase& b, const std::vector<uint32_t>& bases, llvm::Value* id) {
+  IndexPart out;
+  size_t i = 0;
+  while (i < bases.size()) {
+    if (bases[i] == 0) {  // a copy: contributes nothing
+      ++i;
+      continue;
+    }
+    IndexPart term;
+    if ((bases[i] & (bases[i] - 1)) == 0) {
+      // A run of id bits whose images are consecutive powers of two: one shift and mask.
+      size_t j = i;
+      while (j + 1 < bases.size() && bases[j + 1] == bases[j] << 1) ++j;
+      int width = int(j - i + 1);
+      llvm::Value* field = b.CreateAnd(b.CreateLShr(id, uint64_t(i)), uint64_t((1u << width) - 1));
+      int shift = __builtin_ctz(bases[i]);
+      term.value = shift ? b.CreateShl(field, uint64_t(shift), "", true, true) : field;
+      term.bits = ((1u << width) - 1) << shift;
+      i = j + 1;
+    } else {  // an image of several bits (a swizzle): the bit selects it
+      llvm::Value* bit = b.CreateTrunc(b.CreateLShr(id, uint64_t(i)), b.getInt1Ty());
+      term.value = b.CreateSelect(bit, b.getInt32(bases[i]), b.getInt32(0));
+      term.bits = bases[i];
+      ++i;
+    }
+    // Terms of one id own separate bits in every unswizzled layout: OR them (what
+    // InstCombine would make of an ADD anyway), XOR where a swizzle makes them overlap.
+    if (!out.value) out = term;
+    else if ((out.bits & term.bits) == 0) out = {b.CreateOr(out.value, term.value), out.bits | term.bits};
+    else out = {b.CreateXor(out.value, term.value), out.bits | term.bits};
+  }
+  if (!out.value) out.value = b.getInt32(0);
+  return out;
+}
+
+IndexPart combine_index(llvm::IRBuilderBase& b, const IndexPart& x, const IndexPart& y) {
+  if (!x.value) return y;
+  if (!y.value) return x;
+  llvm::Value* v = (x.bits & y.bits) == 0 ? b.CreateAdd(x.value, y.value, "", true, true) : b.CreateXor(x.value, y.value);
+  return IndexPart{v, x.bits | y.bits};
+}
+
+IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Value* lane, llvm::Value* warp) {
+  IndexPart lp = hardware_bits_to_index(b, l.lane, lane);
+  IndexPart wp = hardware_bits_to_index(b, l.warp, warp);
+  if (all_bits(l.lane) == 0) return wp;
+  if (all_bits(l.warp) == 0) return lp;
+  return combine_index(b, lp, wp);
+}
+
+llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r) {
+  uint32_t rp = l.reg_part(uint32_t(r));
+  if (!rp) return thread.value;
+  return combine_index(b, thread, IndexPart{b.getInt32(rp), rp}).value;
+}
+
+std::vector<uint32_t> evaluate_emitted_indices(const Layout& l) {
+  // Constant lane and warp ids: the builder folds every instruction the lowering would
+  // emit, so the result is exactly what that code computes.
+  llvm::LLVMContext ctx;
+  llvm::IRBuilder<> b(ctx);
+  int lanes = 1 << l.lane.size(), warps = 1 << l.warp.size(), regs = l.num_regs();
+  std::vector<uint32_t> out;
+  out.reserve(size_t(lanes) * size_t(warps) * size_t(regs));
+  for (int w = 0; w < warps; ++w)
+    for (int ln = 0; ln < lanes; ++ln) {
+      IndexPart t = layout_thread_index(b, l, b.getInt32(uint32_t(ln)), b.getInt32(uint32_t(w)));
+      for (int r = 0; r < regs; ++r) {
+        auto* c = llvm::cast<llvm::ConstantInt>(layout_element_index(b, l, t, r));
+        out.push_back(uint32_t(c->getZExtValue()));
+      }
+    }
+  return out;
+}
+
+}  // namespace tl::gpu
