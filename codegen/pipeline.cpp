@@ -16,20 +16,12 @@
 namespace tl::codegen {
 namespace {
 
-bool dump_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("TL_DUMP_IR");
-    return e && *e && std::string(e) != "0";
-  }();
-  return on;
-}
-
 void dump(const char* after, const ir::Function& f) {
-  if (dump_enabled()) std::fprintf(stderr, "// ----- tile IR after %s -----\n%s", after, f.str().c_str());
+  if (dump_ir_enabled()) std::fprintf(stderr, "// ----- tile IR after %s -----\n%s", after, f.str().c_str());
 }
 
 void dump(const char* after, const llvm::Module& m) {
-  if (!dump_enabled()) return;
+  if (!dump_ir_enabled()) return;
   std::string s;
   llvm::raw_string_ostream os(s);
   m.print(os, nullptr);
@@ -47,6 +39,14 @@ std::unique_ptr<Target> make_target(const TargetDesc& d) {
 
 }  // namespace
 
+bool dump_ir_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("TL_DUMP_IR");
+    return e && *e && std::string(e) != "0";
+  }();
+  return on;
+}
+
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   auto start = std::chrono::steady_clock::now();
   dump("tracing", f);
@@ -63,6 +63,9 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
+  // GPU targets first analyse the IR (axis analysis: contiguity, alignment, ranges) and
+  // assign every tile value its layout (codegen/gpu/assign_layouts.cpp, printed here
+  // with TL_DUMP_IR), then lower by that plan (codegen/gpu/lower_kernel.cpp).
   backend->lower(f, module, opts);
   dump("lowering", module);
 

@@ -79,6 +79,8 @@ std::unique_ptr<Target> make_nvptx_target(const TargetDesc& d);
 // The whole compiler: passes over the tile IR, lowering, LLVM optimization, emission.
 // Throws tl::compile_error. `f` is modified by the passes.
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
+// TL_DUMP_IR is set: print the IR (and the GPU layout plan) after each step to stderr.
+bool dump_ir_enabled();
 
 // Parses "gfx942", "gfx950:sramecc+:xnack-", "sm_90", "cpu"/"host" into a target.
 TargetDesc parse_target(const std::string& name);

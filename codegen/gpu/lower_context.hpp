@@ -3,8 +3,9 @@
 //
 // A tile value becomes, in each thread, the list of LLVM values it owns under a
 // distributed layout (layout.hpp). Values are lowered in one of two ways:
-//  - eagerly, at their op, in their natural layout (loads, reductions, loop results,
-//    arithmetic on those): `natural()`;
+//  - eagerly, at their op, in the layout the layout plan assigned them before lowering
+//    began (layout_plan.hpp: loads, reductions, loop results, arithmetic on those):
+//    `natural()`;
 //  - lazily, where they are used and in the layout the user wants, for cheap pure
 //    index computations (splat, arange, broadcast, reshape, integer/pointer arithmetic
 //    on those): "rematerialization", as Triton's RemoveLayoutConversions does.
@@ -26,6 +27,7 @@
 
 #include "codegen/gpu/hooks.hpp"
 #include "codegen/gpu/layout.hpp"
+#include "codegen/gpu/layout_plan.hpp"
 #include "codegen/gpu/lowering.hpp"
 #include "codegen/passes/axis_analysis.hpp"
 
@@ -37,11 +39,6 @@ struct Regs {
   Layout layout;
   Values v;
 };
-
-// Chooses, per tile shape, the layout that loads, stores and elementwise ops of that
-// shape use (layout_selection.cpp).
-std::map<std::vector<int>, Layout> select_layouts(const ir::Function& f, const passes::AxisAnalysis& axis,
-                                                  int wave_size, int num_warps);
 
 // Software FP8 conversions (fp8.cpp): i8 bits <-> f32, saturating, NaN kept.
 llvm::Value* fp8_to_f32_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits);
@@ -71,11 +68,11 @@ class Lowerer {
   Values get(const ir::Value* v, const Layout& l);
   const Regs& natural(const ir::Value* v);
   // The layout an eager op works in when it has no reason to prefer another.
-  const Layout& default_layout(const std::vector<int>& shape);
-  // The natural layout of a tile operand if it has one, else the default of its shape.
+  const Layout& default_layout(const std::vector<int>& shape) { return plan_.shape_default(shape); }
+  // The layout the plan assigned a tile operand, else the default of its shape.
   Layout preferred_layout(const ir::Value* v);
-  bool is_lazy(const ir::Value* v) const { return lazy_.count(v) != 0; }
-  bool has_uses(const ir::Value* v) const { return users_.count(v) != 0; }
+  bool is_lazy(const ir::Value* v) const { return plan_.rematerialized(v); }
+  bool has_uses(const ir::Value* v) const { return plan_.has_uses(v); }
   void set_natural(const ir::Value* v, Regs r);
   void set_scalar(const ir::Value* v, llvm::Value* x) { scalars_[v] = x; }
 
@@ -113,7 +110,6 @@ class Lowerer {
   // ---- memory (lower_memory.cpp)
   void lower_load(const ir::Operation& op);
   void lower_store(const ir::Operation& op);
-  Layout store_layout(const ir::Value* ptr, const ir::Value* val, const ir::Value* mask);
   void lower_atomic(const ir::Operation& op);
 
   // ---- reductions (lower_reduce.cpp)
@@ -157,19 +153,11 @@ class Lowerer {
   KernelInfo info_;
 
  private:
-  void analyze_uses(const ir::Block& blk);
-  bool lazy_candidate(const ir::Operation& op) const;
-  std::optional<Layout> wanted_layout(const ir::Value* v);
-
-  std::map<std::vector<int>, Layout> layouts_;
+  LayoutPlan plan_;  // every layout decision, made before lowering (assign_layouts.cpp)
   std::unordered_map<const ir::Value*, llvm::Value*> scalars_;
   std::unordered_map<const ir::Value*, Regs> natural_;
   // caches of lazily emitted / converted values, one map per open region
   std::vector<std::map<std::pair<const ir::Value*, std::string>, Values>> scopes_;
-  std::unordered_set<const ir::Value*> lazy_;
-  // every use of a value: the op and the operand index (analyze_uses)
-  std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
-  std::unordered_map<const ir::Value*, std::optional<Layout>> wanted_;  // wanted_layout's answers
   std::map<std::string, IndexPart> thread_offsets_;
   std::map<std::string, llvm::Value*> owner_predicates_;
   llvm::BasicBlock* entry_ = nullptr;

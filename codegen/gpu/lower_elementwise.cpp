@@ -242,13 +242,9 @@ Values Lowerer::lazy_value(const ir::Value* v, const Layout& l) {
 }
 
 void Lowerer::lower_elementwise_tile(const ir::Operation& op) {
-  // Work in the layout of the first operand that has one of its own; the others follow.
-  Layout l = default_layout(op.result()->type.shape);
-  for (const ir::Value* o : op.operands)
-    if (!o->type.is_scalar() && !is_lazy(o)) {
-      l = natural(o).layout;
-      break;
-    }
+  // The plan picked the layout (that of an operand, usually the first with its own);
+  // the other operands are read in it.
+  const Layout& l = plan_.of(op.result());
   std::vector<Values> args;
   for (const ir::Value* o : op.operands) args.push_back(get(o, l));
   Values out;
@@ -276,7 +272,7 @@ void Lowerer::lower_shape_op(const ir::Operation& op) {
       return set_natural(res, Regs{trans_layout(n.layout, op.ints), n.v});
     }
     case Op::broadcast: {
-      Layout l = default_layout(res->type.shape);
+      const Layout& l = plan_.of(res);
       return set_natural(res, Regs{l, get(src, broadcast_source_layout(l, src->type.shape))});
     }
     default:

@@ -5,6 +5,8 @@
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
 
+#include <cstdio>
+
 #include "codegen/gpu/lower_context.hpp"
 #include "tl/error.hpp"
 
@@ -31,7 +33,8 @@ Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileO
                                     max_threads));
   info_.block_threads = threads_;
   info_.waves_per_eu = opts.waves_per_eu;
-  layouts_ = select_layouts(f, axis_, ws_, nw_);
+  plan_ = assign_layouts(f, axis_, ws_, nw_);
+  if (codegen::dump_ir_enabled()) std::fprintf(stderr, "%s", plan_.str(f).c_str());
 }
 
 void Lowerer::fail(const ir::Operation& op, const std::string& what) {
@@ -73,7 +76,6 @@ LoweringResult Lowerer::run() {
     if (a->type.dtype == DType::i1) v = b.CreateTrunc(v, b.getInt1Ty());
     scalars_[a] = v;
   }
-  analyze_uses(f_.body);
   scopes_.emplace_back();
   lower_block(f_.body);
   b.CreateRetVoid();
@@ -113,87 +115,6 @@ LoweringResult lower_kernel(const ir::Function& f, llvm::Module& module, const c
 
 // ------------------------------------------------------------------ values
 
-bool Lowerer::lazy_candidate(const ir::Operation& op) const {
-  if (op.results.size() != 1 || op.result()->type.is_scalar()) return false;
-  switch (op.op) {
-    case Op::splat: case Op::arange: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
-    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
-    case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
-    case Op::abs: case Op::cmp: case Op::select: case Op::bitcast: case Op::addptr:
-      return true;
-    case Op::cast:
-      return !is_fp8(op.result()->type.dtype) && !is_fp8(op.operands[0]->type.dtype);
-    default:
-      return false;
-  }
-}
-
-void Lowerer::analyze_uses(const ir::Block& blk) {
-  for (auto& op : blk.ops) {
-    for (size_t i = 0; i < op->operands.size(); ++i) users_[op->operands[i]].emplace_back(op.get(), int(i));
-    for (auto& r : op->regions) analyze_uses(*r);
-    if (lazy_candidate(*op)) {
-      bool ok = true;
-      for (const ir::Value* v : op->operands) ok &= v->type.is_scalar() || lazy_.count(v);
-      if (ok) lazy_.insert(op->result());
-    }
-  }
-}
-
-// The layout every use of a tile would have it in, if they agree: a broadcast reads its
-// operand in the projection of its result's layout; reshapes, elementwise ops and loop
-// or branch hand-offs pass on what their results want; any other use (a reduction, a
-// store) takes any layout. Loads are made in it (lower_load), as Triton's backward
-// rematerialization of a layout conversion into its load: an RMSNorm's gamma row or
-// per-row 1/rms, broadcast over the program's rows, then needs no trip through shared
-// memory and no barrier. Threads holding broadcast copies load the same addresses.
-std::optional<Layout> Lowerer::wanted_layout(const ir::Value* v) {
-  if (v->type.is_scalar()) return std::nullopt;
-  if (auto it = wanted_.find(v); it != wanted_.end()) return it->second;
-  wanted_[v] = std::nullopt;  // while in progress (a loop-carried cycle): no preference
-  std::optional<Layout> want;
-  bool conflict = false;
-  auto meet = [&](const std::optional<Layout>& l) {
-    if (!l) return;
-    if (!want) want = l;
-    else if (!(*want == *l)) conflict = true;
-  };
-  static const std::vector<std::pair<const ir::Operation*, int>> no_users;
-  auto it = users_.find(v);  // users_ is complete (analyze_uses): the recursion does not touch it
-  for (auto [u, index] : it == users_.end() ? no_users : it->second) {
-    switch (u->op) {
-      case Op::broadcast:
-        meet(broadcast_source_layout(default_layout(u->result()->type.shape), v->type.shape));
-        break;
-      case Op::reshape: case Op::expand_dims:
-        if (auto w = wanted_layout(u->result())) meet(reshape_layout(*w, v->type.shape));
-        break;
-      case Op::cast:
-        if (!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) meet(wanted_layout(u->result()));
-        break;
-      case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
-      case Op::abs: case Op::select:
-        meet(wanted_layout(u->result()));
-        break;
-      case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)
-        if (index >= 3) {
-          meet(wanted_layout(u->regions[0]->args[size_t(index - 3 + 1)].get()));
-          meet(wanted_layout(u->result(index - 3)));
-        }
-        break;
-      case Op::yield: {
-        const ir::Operation* owner = u->parent ? u->parent->parent : nullptr;
-        if (owner && owner->op == Op::for_) meet(wanted_layout(owner->regions[0]->args[size_t(index + 1)].get()));
-        if (owner) meet(wanted_layout(owner->result(index)));
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  return wanted_[v] = conflict ? std::nullopt : want;
-}
-
 llvm::Value* Lowerer::scalar(const ir::Value* v) {
   auto it = scalars_.find(v);
   if (it == scalars_.end())
@@ -201,19 +122,9 @@ llvm::Value* Lowerer::scalar(const ir::Value* v) {
   return it->second;
 }
 
-const Layout& Lowerer::default_layout(const std::vector<int>& shape) {
-  auto it = layouts_.find(shape);
-  if (it != layouts_.end()) return it->second;
-  std::vector<int> order;
-  for (int d = int(shape.size()) - 1; d >= 0; --d) order.push_back(d);
-  return layouts_[shape] = gpu::default_layout(shape, order, 1, ws_, nw_);
-}
-
 Layout Lowerer::preferred_layout(const ir::Value* v) {
   if (v->type.is_scalar()) return scalar_layout(ws_, nw_);
-  auto it = natural_.find(v);
-  if (it != natural_.end()) return it->second.layout;
-  return default_layout(v->type.shape);
+  return plan_.of(v);
 }
 
 const Regs& Lowerer::natural(const ir::Value* v) {
@@ -226,6 +137,10 @@ const Regs& Lowerer::natural(const ir::Value* v) {
 void Lowerer::set_natural(const ir::Value* v, Regs r) {
   if (int(r.v.size()) != r.layout.num_regs())
     throw compile_error(fmt::format("gpu lowering: {} registers for a layout of {}", r.v.size(), r.layout.num_regs()));
+  // The lowering only carries out the plan; a value made in another layout is a tl bug.
+  if (!(r.layout == plan_.of(v)))
+    throw compile_error(fmt::format("gpu lowering: a {} made in {} where the layout plan says {}", v->type.str(),
+                                    r.layout.str(), plan_.of(v).str()));
   natural_[v] = std::move(r);
 }
 
@@ -237,7 +152,7 @@ Values Lowerer::get(const ir::Value* v, const Layout& l) {
     if (f != it->end()) return f->second;
   }
   Values out;
-  if (lazy_.count(v)) {
+  if (is_lazy(v)) {
     out = lazy_value(v, l);
   } else {
     const Regs& n = natural(v);
@@ -356,7 +271,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
         set_scalar(res, get(src, default_layout(src->type.shape))[0]);
         return;
       }
-      if (!lazy_.count(res)) lower_shape_op(op);
+      if (!is_lazy(res)) lower_shape_op(op);
       return;
     default:
       break;
@@ -366,7 +281,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     for (const ir::Value* v : op.operands) args.push_back(scalar(v));
     return set_scalar(res, element(op, args));
   }
-  if (!lazy_.count(res)) lower_elementwise_tile(op);
+  if (!is_lazy(res)) lower_elementwise_tile(op);
 }
 
 void Lowerer::lower_for(const ir::Operation& op) {
@@ -379,7 +294,7 @@ void Lowerer::lower_for(const ir::Operation& op) {
   std::vector<Values> inits(n);
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* init = op.operands[3 + i];
-    layouts[i] = preferred_layout(init);
+    layouts[i] = init->type.is_scalar() ? scalar_layout(ws_, nw_) : plan_.of(body.args[1 + i].get());
     if (init->type.is_scalar()) inits[i] = {scalar(init)};
     else inits[i] = get(init, layouts[i]);
   }
@@ -443,7 +358,7 @@ void Lowerer::lower_if(const ir::Operation& op) {
   llvm::Value* cond = scalar(op.operands[0]);
   size_t n = op.results.size();
   std::vector<Layout> layouts(n);
-  for (size_t i = 0; i < n; ++i) layouts[i] = preferred_layout(op.regions[0]->terminator()->operands[i]);
+  for (size_t i = 0; i < n; ++i) layouts[i] = preferred_layout(op.result(int(i)));
   auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
   auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
   auto* merge = llvm::BasicBlock::Create(ctx_, "if.end", fn_);

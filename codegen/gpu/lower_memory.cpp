@@ -32,18 +32,6 @@ llvm::AtomicOrdering ordering(sem s) {
 
 }  // namespace
 
-// How many consecutive registers one access may cover: the layout's run along its
-// fastest dim, the pointer's contiguity and alignment, and the mask's constancy.
-static int access_width(Lowerer& L, const Layout& l, const ir::Value* ptr, const ir::Value* mask) {
-  if (l.reg.empty() || l.reg[0] == 0 || (l.reg[0] & (l.reg[0] - 1)) != 0) return 1;
-  int bit = __builtin_ctz(l.reg[0]);
-  int d = dim_of_bit(l.shape, bit);
-  int run = contiguous_run(l, uint32_t(1) << dim_offset(l.shape, d));
-  int v = std::min(run, L.axis_.vector_width(ptr, d));
-  if (mask) v = std::min(v, floor_pow2(L.axis_.mask_constancy(mask, d)));
-  return std::max(1, v);
-}
-
 void Lowerer::lower_load(const ir::Operation& op) {
   const ir::Value* ptr = op.operands[0];
   const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
@@ -57,14 +45,11 @@ void Lowerer::lower_load(const ir::Operation& op) {
                                    [&] { return b.CreateAlignedLoad(ty, scalar(ptr), llvm::Align(eb)); }, other_v);
     return set_scalar(op.result(), from_mem(v, t));
   }
-  // The layout its users want, unless that would narrow the accesses.
-  Layout l = default_layout(ptr->type.shape);
-  if (auto want = wanted_layout(op.result()); want && access_width(*this, *want, ptr, mask) >= access_width(*this, l, ptr, mask))
-    l = *want;
+  const Layout& l = plan_.of(op.result());
   Values ptrs = get(ptr, l);
   Values masks = mask ? get(mask, l) : Values{};
   Values others = other ? get(other, l) : Values{};
-  int v = access_width(*this, l, ptr, mask);
+  int v = access_width(axis_, l, ptr, mask);
   llvm::Type* vty = v > 1 ? llvm::FixedVectorType::get(ty, v) : ty;
   uint32_t dup = l.duplicate_reg_mask();
   Values out(l.num_regs());
@@ -88,26 +73,6 @@ void Lowerer::lower_load(const ir::Operation& op) {
   set_natural(op.result(), Regs{l, std::move(out)});
 }
 
-// The layout a store works in: its shape's (coalesced) layout, or the value's own when
-// the value already lives in another one, such as a reduction's result, and storing from
-// there costs nothing: the same vector width, or a tile small enough that every thread
-// stores at most one element of it. Converting would take a trip through shared memory
-// and two barriers on the program's critical path (an RMSNorm's per-row 1/rms). The
-// pointer and mask must be index math that is re-emitted in any layout, or held there.
-Layout Lowerer::store_layout(const ir::Value* ptr, const ir::Value* val, const ir::Value* mask) {
-  const Layout& shape_layout = default_layout(ptr->type.shape);
-  if (is_lazy(val) || !natural_.count(val)) return shape_layout;
-  const Layout own = natural(val).layout;
-  if (own == shape_layout) return shape_layout;
-  auto available = [&](const ir::Value* v) {
-    return !v || v->type.is_scalar() || is_lazy(v) || (natural_.count(v) && natural(v).layout == own);
-  };
-  if (!available(ptr) || !available(mask)) return shape_layout;
-  int own_width = access_width(*this, own, ptr, mask), shape_width = access_width(*this, shape_layout, ptr, mask);
-  bool small = own.numel() <= int64_t(threads_);
-  return (own_width > 1 || small) && own_width >= shape_width ? own : shape_layout;
-}
-
 void Lowerer::lower_store(const ir::Operation& op) {
   const ir::Value* ptr = op.operands[0];
   const ir::Value* val = op.operands[1];
@@ -122,12 +87,12 @@ void Lowerer::lower_store(const ir::Operation& op) {
     llvm::Value* x = to_mem(scalar(val), t);
     return if_then(cond, [&] { b.CreateAlignedStore(x, p, llvm::Align(eb)); });
   }
-  Layout l = store_layout(ptr, val, mask);
+  const Layout& l = plan_.op_layout(&op);
   Values ptrs = get(ptr, l);
   Values vals = get(val, l);
   Values masks = mask ? get(mask, l) : Values{};
   llvm::Value* owner = owner_predicate(l);
-  int v = access_width(*this, l, ptr, mask);
+  int v = access_width(axis_, l, ptr, mask);
   uint32_t dup = l.duplicate_reg_mask();
   for (int r = 0; r < l.num_regs(); r += v) {
     if (r & dup) continue;
@@ -206,7 +171,7 @@ void Lowerer::lower_atomic(const ir::Operation& op) {
     if (has_uses(op.result())) old = broadcast_from_owners({old}, l, t)[0];
     return set_scalar(op.result(), old);
   }
-  Layout l = default_layout(ptr->type.shape);
+  const Layout& l = plan_.op_layout(&op);
   Values ptrs = get(ptr, l);
   Values vals = get(op.operands[cas ? 2 : 1], l);
   Values cmps = cas ? get(op.operands[1], l) : Values{};

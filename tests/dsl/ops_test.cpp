@@ -539,3 +539,50 @@ TEST(Synchronization, BarrierOrdersStoresBeforeLoadsAcrossThreads) {
     for (int i = 0; i < block; ++i) want[p * block + i] = 2.0 * double(h[p * block + block - 1 - i]);
   EXPECT_TRUE(near(Y.download(), want, 0, 0));
 }
+
+// Two loads of one [64, 64] shape coalesced along different dims (the GPU lowering gives
+// each its own layout and converts one), added and stored.
+TEST(Layouts, RowMajorPlusColumnMajorTile) {
+  auto k = tl::kernel("row_plus_col", [](tl::ptr<tl::f32> a, tl::ptr<tl::f32> b, tl::ptr<tl::f32> out) {
+    auto base = tl::program_id(0) * 4096;
+    auto r = tl::expand_dims(tl::arange(0, 64), 1);
+    auto c = tl::expand_dims(tl::arange(0, 64), 0);
+    tl::store(out + base + r * 64 + c, tl::load(a + base + r * 64 + c) + tl::load(b + base + r + c * 64));
+  });
+  const int programs = 3, n = programs * 4096;
+  auto ha = random_floats(n, -2, 2), hb = random_floats(n, -2, 2);
+  auto A = upload<ty::f32>(ha), B = upload<ty::f32>(hb);
+  auto O = test_device().alloc<tl::f32>(n);
+  poison(O);
+  k[tl::grid(programs)](A, B, O);
+  std::vector<double> want(n);
+  for (int p = 0; p < programs; ++p)
+    for (int r = 0; r < 64; ++r)
+      for (int c = 0; c < 64; ++c)
+        want[p * 4096 + r * 64 + c] = double(ha[p * 4096 + r * 64 + c]) + double(hb[p * 4096 + r + c * 64]);
+  EXPECT_TRUE(near(O.download(), want, 1e-6, 1e-6));
+}
+
+// A loop-carried [32] accumulator updated by a row reduction of each [32, 64] block.
+TEST(Layouts, ReductionIntoLoopCarriedAccumulator) {
+  auto k = tl::kernel("reduce_acc", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> out, tl::i32 n) {
+    auto r = tl::program_id(0) * 32 + tl::arange(0, 32);
+    auto c = tl::arange(0, 64);
+    auto acc = tl::zeros<tl::f32>({32});
+    for (auto k0 : tl::range(0, n, 64)) {
+      auto offs = tl::expand_dims(r * n, 1) + tl::expand_dims(k0 + c, 0);
+      acc = acc + tl::sum(tl::load(x + offs), 1);
+    }
+    tl::store(out + r, acc);
+  });
+  const int rows = 64, cols = 320;
+  auto h = random_floats(rows * cols, -1, 1);
+  auto X = upload<ty::f32>(h);
+  auto O = test_device().alloc<tl::f32>(rows);
+  poison(O);
+  k[tl::grid(rows / 32)](X, O, cols);
+  std::vector<double> want(rows, 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) want[r] += double(h[r * cols + c]);
+  EXPECT_TRUE(near(O.download(), want, 1e-5, 1e-5));
+}

@@ -97,4 +97,41 @@ inline std::unique_ptr<tl::ir::Function> transpose_kernel(int M, int N) {
   });
 }
 
+// out = a + b for [64, 64] f32 tiles where a is row-major (contiguous along dim 1) and b
+// is read column-major (b[r, c] at b + r + c * 64: contiguous along dim 0): two loads of
+// one shape that are coalesced along different dims.
+inline std::unique_ptr<tl::ir::Function> row_plus_column_major_kernel() {
+  using namespace tl;
+  return trace("row_plus_col", [&](detail::Trace& t) {
+    auto a = ptr_arg<ty::f32>(t, "a", true);
+    auto bt = ptr_arg<ty::f32>(t, "b", true);
+    auto out = ptr_arg<ty::f32>(t, "out", true);
+    auto r = tl::expand_dims(tl::arange(0, 64), 1);
+    auto c = tl::expand_dims(tl::arange(0, 64), 0);
+    auto va = tl::load(a + r * 64 + c);
+    auto vb = tl::load(bt + r + c * 64);
+    tl::store(out + r * 64 + c, va + vb);
+  });
+}
+
+// out[r] = sum over k of x[r, k] for a [32, n] f32 matrix, in blocks of 64 columns: a
+// loop-carried [32] accumulator updated by a row reduction each iteration, so it lives
+// in the reduction's layout (a slice), not in that of the zeros it starts from.
+inline std::unique_ptr<tl::ir::Function> reduction_accumulator_kernel() {
+  using namespace tl;
+  return trace("reduce_acc", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto out = ptr_arg<ty::f32>(t, "out", true);
+    auto n = scalar_arg<ty::i32>(t, "n", true);
+    auto r = tl::arange(0, 32);
+    auto c = tl::arange(0, 64);
+    auto acc = tl::zeros<ty::f32>({32});
+    for (auto k : tl::range(0, n, 64)) {
+      auto offs = tl::expand_dims(r * n, 1) + tl::expand_dims(k + c, 0);
+      acc = acc + tl::sum(tl::load(x + offs), 1);
+    }
+    tl::store(out + r, acc);
+  });
+}
+
 }  // namespace tltest

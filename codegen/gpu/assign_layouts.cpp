@@ -1,0 +1,388 @@
+// Layout assignment (see layout_plan.hpp): one forward walk over the tile IR that makes
+// every layout decision the lowering then follows, in the order the lowering emits code.
+//
+// Anchors, Triton's Coalesce pass per op: a load or store is coalesced along its own
+// pointer's most contiguous dim; its elements per thread are as many as one 16-byte
+// access holds, as contiguity and alignment allow. Memory ops of one shape and one
+// order share the widest of their widths (a masked or unaligned access in the same
+// layout just issues narrower instructions), and the shape's default (for values with
+// no anchor of their own) is the widest op's layout. Two loads of one shape coalesced
+// along different dims (an A tile and a transposed B tile) keep different layouts.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/gpu/layout_plan.hpp"
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+
+namespace {
+
+int floor_pow2(int64_t x) {
+  int v = 1;
+  while (int64_t(v) * 2 <= x) v *= 2;
+  return v;
+}
+
+// The coalescing order of a pointer tile: its most contiguous dim first; ties keep the
+// row-major default.
+std::vector<int> coalesced_order(const passes::AxisAnalysis& axis, const ir::Value* ptr) {
+  int rank = ptr->type.rank();
+  const passes::AxisInfo& ai = axis.get(ptr);
+  std::vector<int> order(rank);
+  for (int d = 0; d < rank; ++d) order[d] = rank - 1 - d;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ai.contiguity[a] > ai.contiguity[b]; });
+  return order;
+}
+
+bool is_memory_anchor(const ir::Operation& op) {
+  return (op.op == Op::load || op.op == Op::store) && !op.operands[0]->type.is_scalar();
+}
+
+}  // namespace
+
+int access_width(const passes::AxisAnalysis& axis, const Layout& l, const ir::Value* ptr, const ir::Value* mask) {
+  if (l.reg.empty() || l.reg[0] == 0 || (l.reg[0] & (l.reg[0] - 1)) != 0) return 1;
+  int bit = __builtin_ctz(l.reg[0]);
+  int d = dim_of_bit(l.shape, bit);
+  int run = contiguous_run(l, uint32_t(1) << dim_offset(l.shape, d));
+  int v = std::min(run, axis.vector_width(ptr, d));
+  if (mask) v = std::min(v, floor_pow2(axis.mask_constancy(mask, d)));
+  return std::max(1, v);
+}
+
+// ------------------------------------------------------------------ the plan
+
+const Layout& LayoutPlan::shape_default(const std::vector<int>& shape) {
+  auto it = defaults_.find(shape);
+  if (it != defaults_.end()) return it->second;
+  std::vector<int> order;
+  for (int d = int(shape.size()) - 1; d >= 0; --d) order.push_back(d);
+  return defaults_[shape] = default_layout(shape, order, 1, wave_size_, num_warps_);
+}
+
+const Layout& LayoutPlan::of(const ir::Value* v) {
+  auto it = layouts_.find(v);
+  if (it != layouts_.end()) return it->second;
+  if (v->type.is_scalar()) throw compile_error("layout plan: a scalar has no distributed layout");
+  return shape_default(v->type.shape);
+}
+
+const Layout& LayoutPlan::op_layout(const ir::Operation* op) const {
+  auto it = op_layouts_.find(op);
+  if (it == op_layouts_.end())
+    throw compile_error(fmt::format("layout plan: no layout for '{}'", op_name(op->op)), op->loc.file, op->loc.line);
+  return it->second;
+}
+
+std::string LayoutPlan::str(const ir::Function& f) {
+  std::string out = fmt::format("// layouts of {} (wave {}, {} warps)\n", f.name, wave_size_, num_warps_);
+  int n = 0;
+  ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
+    ++n;
+    for (auto& r : op.results)
+      if (!r->type.is_scalar())
+        out += fmt::format("  op {} {}: {}\n", n, op_name(op.op),
+                           rematerialized(r.get()) ? std::string("rematerialized") : of(r.get()).str());
+    if (auto it = op_layouts_.find(&op); it != op_layouts_.end())
+      out += fmt::format("  op {} {}: {}\n", n, op_name(op.op), it->second.str());
+  });
+  return out;
+}
+
+// ------------------------------------------------------------------ the planner
+
+class LayoutPlanner {
+ public:
+  LayoutPlanner(const ir::Function& f, const passes::AxisAnalysis& axis, int ws, int nw)
+      : f_(f), axis_(axis), threads_(ws * nw) {
+    plan_.wave_size_ = ws;
+    plan_.num_warps_ = nw;
+  }
+
+  LayoutPlan run() {
+    vote();
+    analyze_uses(f_.body);
+    block(f_.body);
+    return std::move(plan_);
+  }
+
+ private:
+  // ---- anchors
+  void vote() {
+    struct Vote {
+      std::vector<int> order;
+      int vec = 0;
+    };
+    std::map<std::vector<int>, Vote> by_shape;
+    ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
+      if (!is_memory_anchor(op)) return;
+      const ir::Value* ptr = op.operands[0];
+      std::vector<int> order = coalesced_order(axis_, ptr);
+      int vec = axis_.vector_width(ptr, order[0]);
+      Vote& v = by_shape[ptr->type.shape];
+      if (vec > v.vec || v.order.empty()) v = Vote{order, vec};
+      int& w = widest_[{ptr->type.shape, order}];
+      w = std::max(w, vec);
+    });
+    for (auto& [shape, v] : by_shape)
+      plan_.defaults_[shape] = default_layout(shape, v.order, v.vec, plan_.wave_size_, plan_.num_warps_);
+  }
+
+  Layout anchor(const ir::Operation& op) {
+    const ir::Value* ptr = op.operands[0];
+    std::vector<int> order = coalesced_order(axis_, ptr);
+    int vec = widest_.at({ptr->type.shape, order});
+    return default_layout(ptr->type.shape, order, vec, plan_.wave_size_, plan_.num_warps_);
+  }
+
+  // ---- which values are rematerialized, and who uses what
+  static bool lazy_candidate(const ir::Operation& op) {
+    if (op.results.size() != 1 || op.result()->type.is_scalar()) return false;
+    switch (op.op) {
+      case Op::splat: case Op::arange: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
+      case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
+      case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
+      case Op::abs: case Op::cmp: case Op::select: case Op::bitcast: case Op::addptr:
+        return true;
+      case Op::cast:  // FP8 converts are not cheap
+        return !is_fp8(op.result()->type.dtype) && !is_fp8(op.operands[0]->type.dtype);
+      default:
+        return false;
+    }
+  }
+
+  void analyze_uses(const ir::Block& blk) {
+    for (auto& op : blk.ops) {
+      for (size_t i = 0; i < op->operands.size(); ++i) {
+        users_[op->operands[i]].emplace_back(op.get(), int(i));
+        plan_.used_.insert(op->operands[i]);
+      }
+      for (auto& r : op->regions) analyze_uses(*r);
+      if (lazy_candidate(*op)) {
+        bool ok = true;
+        for (const ir::Value* v : op->operands) ok &= v->type.is_scalar() || plan_.lazy_.count(v);
+        if (ok) plan_.lazy_.insert(op->result());
+      }
+    }
+  }
+
+  bool lazy(const ir::Value* v) const { return plan_.lazy_.count(v) != 0; }
+  bool eager_tile(const ir::Value* v) const { return !v->type.is_scalar() && !lazy(v); }
+
+  // The layout every use of a tile would have it in, if they agree: a broadcast reads
+  // its operand in the projection of its result's layout; reshapes, elementwise ops and
+  // loop or branch hand-offs pass on what their results want; any other use (a
+  // reduction, a store) takes any layout. Loads are made in it, as Triton's backward
+  // rematerialization of a layout conversion into its load: an RMSNorm's gamma row or
+  // per-row 1/rms, broadcast over the program's rows, then needs no trip through shared
+  // memory and no barrier. Threads holding broadcast copies load the same addresses.
+  std::optional<Layout> wanted_layout(const ir::Value* v) {
+    if (v->type.is_scalar()) return std::nullopt;
+    if (auto it = wanted_.find(v); it != wanted_.end()) return it->second;
+    wanted_[v] = std::nullopt;  // while in progress (a loop-carried cycle): no preference
+    std::optional<Layout> want;
+    bool conflict = false;
+    auto meet = [&](const std::optional<Layout>& l) {
+      if (!l) return;
+      if (!want) want = l;
+      else if (!(*want == *l)) conflict = true;
+    };
+    static const std::vector<std::pair<const ir::Operation*, int>> no_users;
+    auto it = users_.find(v);
+    for (auto [u, index] : it == users_.end() ? no_users : it->second) {
+      switch (u->op) {
+        case Op::broadcast:
+          meet(broadcast_source_layout(plan_.shape_default(u->result()->type.shape), v->type.shape));
+          break;
+        case Op::reshape: case Op::expand_dims:
+          if (auto w = wanted_layout(u->result())) meet(reshape_layout(*w, v->type.shape));
+          break;
+        case Op::cast:
+          if (!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) meet(wanted_layout(u->result()));
+          break;
+        case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
+        case Op::abs: case Op::select:
+          meet(wanted_layout(u->result()));
+          break;
+        case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)
+          if (index >= 3) {
+            meet(wanted_layout(u->regions[0]->args[size_t(index - 3 + 1)].get()));
+            meet(wanted_layout(u->result(index - 3)));
+          }
+          break;
+        case Op::yield: {
+          const ir::Operation* owner = u->parent ? u->parent->parent : nullptr;
+          if (owner && owner->op == Op::for_) meet(wanted_layout(owner->regions[0]->args[size_t(index + 1)].get()));
+          if (owner) meet(wanted_layout(owner->result(index)));
+          break;
+        }
+        default:
+          break;
+      }
+    }
+    return wanted_[v] = conflict ? std::nullopt : want;
+  }
+
+  // ---- the walk
+  void set(const ir::Value* v, const Layout& l) { plan_.layouts_[v] = l; }
+
+  void block(const ir::Block& b) {
+    for (auto& o : b.ops) op(*o);
+  }
+
+  void op(const ir::Operation& o) {
+    switch (o.op) {
+      case Op::for_: return loop(o);
+      case Op::if_: return branch(o);
+      case Op::load: return load(o);
+      case Op::store: return store(o);
+      case Op::atomic_rmw: case Op::atomic_cas: return atomic(o);
+      case Op::reduce: {
+        if (o.result()->type.is_scalar()) return;
+        return set(o.result(), reduce_layout(plan_.of(o.operands[0]), int(o.i0)));
+      }
+      case Op::scan: return set(o.result(), plan_.of(o.operands[0]));
+      default: break;
+    }
+    if (o.results.size() != 1 || !eager_tile(o.result())) return;
+    const ir::Value* res = o.result();
+    switch (o.op) {
+      case Op::reshape: case Op::expand_dims: return set(res, reshape_layout(plan_.of(o.operands[0]), res->type.shape));
+      case Op::trans: return set(res, trans_layout(plan_.of(o.operands[0]), o.ints));
+      case Op::broadcast: return set(res, plan_.shape_default(res->type.shape));
+      default: break;
+    }
+    elementwise(o);
+  }
+
+  // Work in the layout of the first operand that has one of its own, the others follow;
+  // a loop-carried value's layout is only a starting guess while its loop is being
+  // planned ("weak"), so any other operand's layout wins over it.
+  void elementwise(const ir::Operation& o) {
+    const ir::Value* res = o.result();
+    const ir::Value* pick = nullptr;
+    for (const ir::Value* x : o.operands)
+      if (eager_tile(x) && !weak_.count(x)) {
+        pick = x;
+        break;
+      }
+    bool from_weak = false;
+    if (!pick)
+      for (const ir::Value* x : o.operands)
+        if (eager_tile(x)) {
+          pick = x;
+          from_weak = true;
+          break;
+        }
+    set(res, pick ? plan_.of(pick) : plan_.shape_default(res->type.shape));
+    if (from_weak) weak_.insert(res);
+    else weak_.erase(res);
+  }
+
+  void load(const ir::Operation& o) {
+    const ir::Value* ptr = o.operands[0];
+    if (ptr->type.is_scalar()) return;
+    const ir::Value* mask = o.operands.size() > 1 ? o.operands[1] : nullptr;
+    // The layout its users want, unless that would narrow the accesses.
+    Layout l = anchor(o);
+    if (auto want = wanted_layout(o.result());
+        want && access_width(axis_, *want, ptr, mask) >= access_width(axis_, l, ptr, mask))
+      l = *want;
+    set(o.result(), l);
+  }
+
+  // A store works in its anchor, or in the value's own layout when the value already
+  // lives in another one, such as a reduction's result, and storing from there costs
+  // nothing: the same vector width, or a tile small enough that every thread stores at
+  // most one element of it. Converting would take a trip through shared memory and two
+  // barriers on the program's critical path (an RMSNorm's per-row 1/rms). The pointer
+  // and mask must be rematerialized or held in that layout already.
+  void store(const ir::Operation& o) {
+    const ir::Value* ptr = o.operands[0];
+    if (ptr->type.is_scalar()) return;
+    const ir::Value* val = o.operands[1];
+    const ir::Value* mask = o.operands.size() > 2 ? o.operands[2] : nullptr;
+    Layout own_anchor = anchor(o);
+    Layout chosen = own_anchor;
+    if (!lazy(val)) {
+      const Layout own = plan_.of(val);
+      auto available = [&](const ir::Value* v) {
+        return !v || v->type.is_scalar() || lazy(v) || plan_.of(v) == own;
+      };
+      if (!(own == own_anchor) && available(ptr) && available(mask)) {
+        int own_width = access_width(axis_, own, ptr, mask), anchor_width = access_width(axis_, own_anchor, ptr, mask);
+        bool small = own.numel() <= int64_t(threads_);
+        if ((own_width > 1 || small) && own_width >= anchor_width) chosen = own;
+      }
+    }
+    plan_.op_layouts_[&o] = chosen;
+  }
+
+  void atomic(const ir::Operation& o) {
+    const ir::Value* ptr = o.operands[0];
+    if (ptr->type.is_scalar()) return;
+    Layout l = plan_.shape_default(ptr->type.shape);
+    plan_.op_layouts_[&o] = l;
+    set(o.result(), l);
+  }
+
+  // Loop-carried values start in their init's layout and then take the layout of what
+  // the body yields, until that no longer changes (a few rounds at most: layouts only
+  // move from a starting guess to an anchored one). A round that would still change
+  // something after the last is not taken, so the body's layouts always belong to the
+  // carried layouts they were planned with.
+  void loop(const ir::Operation& o) {
+    const ir::Block& body = *o.regions[0];
+    size_t n = o.results.size();
+    std::vector<std::optional<Layout>> carried(n);
+    for (size_t i = 0; i < n; ++i)
+      if (!o.operands[3 + i]->type.is_scalar()) carried[i] = plan_.of(o.operands[3 + i]);
+    constexpr int kMaxRounds = 4;
+    for (int round = 0;; ++round) {
+      for (size_t i = 0; i < n; ++i)
+        if (carried[i]) {
+          set(body.args[1 + i].get(), *carried[i]);
+          weak_.insert(body.args[1 + i].get());
+        }
+      block(body);
+      const ir::Operation* y = body.terminator();
+      bool changed = false;
+      std::vector<std::optional<Layout>> next = carried;
+      for (size_t i = 0; i < n; ++i) {
+        const ir::Value* v = y->operands[i];
+        if (!carried[i] || !eager_tile(v) || weak_.count(v)) continue;
+        if (!(plan_.of(v) == *carried[i])) next[i] = plan_.of(v), changed = true;
+      }
+      if (!changed || round + 1 == kMaxRounds) break;
+      carried = std::move(next);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      weak_.erase(body.args[1 + i].get());
+      if (carried[i]) set(o.result(int(i)), *carried[i]);
+    }
+  }
+
+  void branch(const ir::Operation& o) {
+    for (auto& r : o.regions) block(*r);
+    const ir::Operation* y = o.regions[0]->terminator();
+    for (size_t i = 0; i < o.results.size(); ++i)
+      if (!o.result(int(i))->type.is_scalar()) set(o.result(int(i)), plan_.of(y->operands[i]));
+  }
+
+  const ir::Function& f_;
+  const passes::AxisAnalysis& axis_;
+  int threads_;
+  LayoutPlan plan_;
+  std::map<std::pair<std::vector<int>, std::vector<int>>, int> widest_;  // (shape, order) -> widest access
+  std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
+  std::unordered_map<const ir::Value*, std::optional<Layout>> wanted_;
+  std::unordered_set<const ir::Value*> weak_;
+};
+
+LayoutPlan assign_layouts(const ir::Function& f, const passes::AxisAnalysis& axis, int wave_size, int num_warps) {
+  return LayoutPlanner(f, axis, wave_size, num_warps).run();
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,117 @@
+// The layout-assignment pass (codegen/gpu/assign_layouts.cpp): values get layouts of
+// their own, not their shape's, and loop-carried values take the layout their update
+// yields; checked on the plan itself and on what the AMD and NVIDIA code then does.
+#include <gtest/gtest.h>
+
+#include "codegen/amdgpu/code_object.hpp"
+#include "codegen/gpu/layout_plan.hpp"
+#include "codegen/passes/passes.hpp"
+#include "support/compile.hpp"
+#include "support/traced_kernels.hpp"
+
+namespace {
+
+using namespace tl;
+using tltest::compile_for;
+using tltest::count;
+
+const char* const kArchs[] = {"gfx90a", "gfx942", "gfx950"};
+
+std::vector<const ir::Operation*> ops_of(ir::Function& f, Op kind) {
+  std::vector<const ir::Operation*> out;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op == kind) out.push_back(&op);
+  });
+  return out;
+}
+
+gpu::LayoutPlan plan_for(ir::Function& f, int wave, int warps) {
+  passes::eliminate_common_subexpressions(f);
+  passes::eliminate_dead_code(f);
+  passes::AxisAnalysis axis(f);
+  return gpu::assign_layouts(f, axis, wave, warps);
+}
+
+TEST(LayoutPlan, SameShapeLoadsCoalescedAlongDifferentDimsKeepTheirOwnLayouts) {
+  for (int wave : {32, 64}) {
+    auto f = tltest::row_plus_column_major_kernel();
+    gpu::LayoutPlan plan = plan_for(*f, wave, 4);
+    auto loads = ops_of(*f, Op::load);
+    ASSERT_EQ(loads.size(), 2u);
+    const gpu::Layout& a = plan.of(loads[0]->result());
+    const gpu::Layout& b = plan.of(loads[1]->result());
+    EXPECT_EQ(a.shape, b.shape);
+    EXPECT_NE(a, b) << "one [64, 64] shape, two layouts";
+    // Each is 4 consecutive elements a thread along its own contiguous dim.
+    EXPECT_EQ(a.reg[0], 1u) << a.str();          // dim 1: flat-index bit 0
+    EXPECT_EQ(b.reg[0], 1u << 6) << b.str();     // dim 0: flat-index bit 6
+    EXPECT_EQ(gpu::contiguous_run(a, 1), 4);
+    EXPECT_EQ(gpu::contiguous_run(b, 1u << 6), 4);
+  }
+}
+
+// Both loads 128-bit wide; the sum is made in a's layout, and b is converted to it.
+TEST(LayoutPlan, ColumnMajorLoadIsVectorizedOnAmdAndNvidia) {
+  for (const char* arch : kArchs) {
+    auto f = tltest::row_plus_column_major_kernel();
+    auto co = compile_for(arch, *f, 4);
+    std::string dis = amd::disassemble(co.binary);
+    // 2 tiles x 4096 f32 over 256 threads = 16 elements = 4 dwordx4 each
+    EXPECT_EQ(count(dis, "global_load_dwordx4"), 8) << arch << "\n" << dis;
+    EXPECT_EQ(count(dis, "global_load_dword "), 0) << arch;
+    EXPECT_EQ(count(dis, "global_store_dwordx4"), 4) << arch;
+  }
+  auto f = tltest::row_plus_column_major_kernel();
+  std::string p = [&] {
+    auto co = compile_for("sm_90", *f, 4);
+    return std::string(co.binary.begin(), co.binary.end());
+  }();
+  // 2 tiles x 4096 f32 over 128 threads = 32 elements = 8 v4 loads each
+  EXPECT_EQ(count(p, "ld.global.v4"), 16) << p;
+  EXPECT_EQ(count(p, "st.global.v4"), 8) << p;
+}
+
+TEST(LayoutPlan, LoopCarriedAccumulatorTakesTheLayoutItsUpdateYields) {
+  for (int wave : {32, 64}) {
+    auto f = tltest::reduction_accumulator_kernel();
+    gpu::LayoutPlan plan = plan_for(*f, wave, 4);
+    auto loops = ops_of(*f, Op::for_);
+    auto reduces = ops_of(*f, Op::reduce);
+    ASSERT_EQ(loops.size(), 1u);
+    ASSERT_EQ(reduces.size(), 1u);
+    const gpu::Layout& slice = plan.of(reduces[0]->result());
+    const ir::Value* acc_arg = loops[0]->regions[0]->args[1].get();
+    EXPECT_EQ(plan.of(acc_arg), slice) << "carried: " << plan.of(acc_arg).str() << "\nreduce: " << slice.str();
+    EXPECT_EQ(plan.of(loops[0]->result()), slice);
+    EXPECT_NE(plan.shape_default({32}), slice) << "the zeros' own layout would have been another";
+  }
+}
+
+// With the accumulator in the slice layout nothing converts: no shared memory, no
+// barrier, in the loop or after it.
+TEST(LayoutPlan, ReductionAccumulatorNeedsNoSharedMemory) {
+  for (const char* arch : kArchs) {
+    auto f = tltest::reduction_accumulator_kernel();
+    auto co = compile_for(arch, *f, 4);
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_EQ(count(dis, "s_barrier"), 0) << arch << "\n" << dis;
+    EXPECT_EQ(count(dis, "ds_write"), 0) << arch;
+    EXPECT_EQ(co.shared_bytes, 0) << arch;
+  }
+  auto f = tltest::reduction_accumulator_kernel();
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p(co.binary.begin(), co.binary.end());
+  EXPECT_EQ(count(p, "bar.sync"), 0) << p;
+  EXPECT_EQ(co.shared_bytes, 0);
+}
+
+TEST(LayoutPlan, DumpNamesEveryAssignedValue) {
+  auto f = tltest::reduction_accumulator_kernel();
+  gpu::LayoutPlan plan = plan_for(*f, 64, 4);
+  std::string s = plan.str(*f);
+  EXPECT_NE(s.find("reduce: shape=[32]"), std::string::npos) << s;
+  EXPECT_NE(s.find("for: shape=[32]"), std::string::npos) << s;
+  EXPECT_NE(s.find("load: shape=[32,64]"), std::string::npos) << s;
+}
+
+}  // namespace
