@@ -48,6 +48,12 @@ llvm::Value* fp8_to_f32_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bit
 llvm::Value* f32_to_fp8_soft(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x);
 double fp8_max_finite(DType fmt);
 
+class Lowerer;
+// A conversion that crosses no warps, by indexed shuffles (convert_within_warp.cpp):
+// `v` in the source layout of `plan` (warp_shuffle_plan), the result in its destination.
+std::vector<llvm::Value*> convert_within_warp(Lowerer& L, const WarpShufflePlan& plan,
+                                              const std::vector<llvm::Value*>& v);
+
 class Lowerer {
  public:
   Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks);

@@ -200,4 +200,155 @@ TEST(WarpShuffle, SimulatedPlansDeliverEveryElement) {
   EXPECT_GT(shuffled, 100);
 }
 
+// --- kernels -----------------------------------------------------------------------
+
+const char* const kArchs[] = {"gfx90a", "gfx942", "gfx950"};
+
+codegen::CodeObject compile_for(const std::string& arch, ir::Function& f, int num_warps) {
+  codegen::CompileOptions o;
+  o.num_warps = num_warps;
+  return codegen::compile(f, codegen::parse_target(arch), o);
+}
+
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+  return n;
+}
+
+// y[i] = sum_j x[i, j] * z[i] + z[i] over a [32, 32] f32 tile: the row sums come out of
+// the reduction in its slice layout (lanes 0..7 of a row's 8 lanes share it, 8 rows per
+// thread on 32 lanes); the product and the store work in that layout, and z, loaded one
+// row per lane, is converted into it. With one warp per program nothing crosses warps:
+// before the shuffle path this conversion went through 128 bytes of shared memory with
+// two barriers on every target.
+template <class E = ty::f32> std::unique_ptr<ir::Function> row_sum_scale_kernel() {
+  return trace("row_sum_scale", [&](Trace& t) {
+    auto x = ptr_arg<E>(t, "x", true);
+    auto z = ptr_arg<E>(t, "z", true);
+    auto y = ptr_arg<E>(t, "y", true);
+    auto r = tl::expand_dims(tl::arange(0, 32), 1);
+    auto c = tl::expand_dims(tl::arange(0, 32), 0);
+    auto v = tl::load(x + r * 32 + c);
+    auto s = tl::sum(v, 1);
+    auto i = tl::arange(0, 32);
+    auto zv = tl::load(z + i);
+    tl::store(y + i, s * zv + zv);
+  });
+}
+
+TEST(WarpShuffle, ReductionResultConvertsWithoutLdsOnAmd) {
+  for (const char* arch : kArchs) {
+    auto f = row_sum_scale_kernel();
+    auto co = compile_for(arch, *f, 1);
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_EQ(co.shared_bytes, 0) << arch;
+    EXPECT_EQ(co.report.at("lds_bytes"), 0) << arch;
+    EXPECT_EQ(count(dis, "s_barrier"), 0) << arch << "\n" << dis;
+    EXPECT_EQ(count(dis, "ds_write"), 0) << arch << "\n" << dis;
+    EXPECT_EQ(count(dis, "ds_read"), 0) << arch << "\n" << dis;
+    EXPECT_GE(count(dis, "ds_bpermute_b32"), 1) << arch << "\n" << dis;
+  }
+}
+
+TEST(WarpShuffle, ReductionResultConvertsWithoutSharedMemoryOnNvidia) {
+  auto f = row_sum_scale_kernel();
+  auto co = compile_for("sm_90", *f, 1);
+  std::string p(co.binary.begin(), co.binary.end());
+  EXPECT_EQ(co.shared_bytes, 0);
+  EXPECT_EQ(count(p, "st.shared"), 0) << p;
+  EXPECT_EQ(count(p, "bar.sync"), 0) << p;
+  // one shuffle per distinct row a thread holds in the reduction's layout
+  EXPECT_EQ(count(p, "shfl.sync.idx.b32"), 8) << p;
+}
+
+TEST(WarpShuffle, NarrowAndWideTypesShuffleAsWords) {
+  // f16 travels zero-extended in one word, f64 as two words. (Their tiles get other
+  // layouts than f32's, 8 and 2 elements per load: 4 rows per thread for f16, 16 for f64.)
+  auto h = row_sum_scale_kernel<ty::f16>();
+  auto ch = compile_for("sm_90", *h, 1);
+  std::string ph(ch.binary.begin(), ch.binary.end());
+  EXPECT_EQ(ch.shared_bytes, 0);
+  EXPECT_EQ(count(ph, "shfl.sync.idx.b32"), 4) << ph;
+  auto d = row_sum_scale_kernel<ty::f64>();
+  auto cd = compile_for("sm_90", *d, 1);
+  std::string pd(cd.binary.begin(), cd.binary.end());
+  EXPECT_EQ(cd.shared_bytes, 0);
+  EXPECT_EQ(count(pd, "shfl.sync.idx.b32"), 2 * 16) << pd;
+  for (const char* arch : kArchs) {
+    auto a = row_sum_scale_kernel<ty::f16>();
+    auto ca = compile_for(arch, *a, 1);
+    EXPECT_EQ(ca.shared_bytes, 0) << arch;
+    EXPECT_GE(count(amd::disassemble(ca.binary), "ds_bpermute_b32"), 1) << arch;
+  }
+}
+
+TEST(WarpShuffle, WithFourWarpsZIsStillWarpLocal) {
+  // Four warps: each warp loads all of z (the [32] layout repeats over warps), so its
+  // conversion into the reduction's layout still stays within each warp.
+  auto f = row_sum_scale_kernel();
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p(co.binary.begin(), co.binary.end());
+  EXPECT_EQ(co.shared_bytes, 0);
+  EXPECT_EQ(count(p, "bar.sync"), 0) << p;
+  EXPECT_GE(count(p, "shfl.sync.idx.b32"), 1) << p;
+}
+
+TEST(WarpShuffle, ConversionsAcrossWarpsOrTooManyShufflesKeepSharedMemory) {
+  // A [64, 64] transpose with four warps: loaded rows and stored columns are split over
+  // warps differently, elements cross warps.
+  for (const char* arch : kArchs) {
+    auto f = tltest::transpose_kernel(64, 64);
+    auto co = compile_for(arch, *f, 4);
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_GT(co.shared_bytes, 0) << arch;
+    EXPECT_GE(count(dis, "s_barrier"), 1) << arch;
+    EXPECT_GE(count(dis, "ds_write"), 1) << arch;
+    EXPECT_EQ(count(dis, "ds_bpermute"), 0) << arch;
+  }
+  auto f = tltest::transpose_kernel(64, 64);
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p(co.binary.begin(), co.binary.end());
+  EXPECT_GT(co.shared_bytes, 0);
+  EXPECT_GE(count(p, "bar.sync"), 1);
+  EXPECT_EQ(count(p, "shfl.sync.idx"), 0);
+  // A [32, 32] transpose in one warp is warp-local but all-to-all (see
+  // TransposeInOneWarpIsAllToAll): the cost rule keeps it in shared memory.
+  auto g = tltest::transpose_kernel(32, 32);
+  auto cg = compile_for("sm_90", *g, 1);
+  std::string q(cg.binary.begin(), cg.binary.end());
+  EXPECT_GT(cg.shared_bytes, 0);
+  EXPECT_EQ(count(q, "shfl.sync.idx"), 0);
+}
+
+TEST(WarpShuffle, RowSumScaleOnCpu) {
+  // The CPU backend ignores layouts: this checks the program the GPU tests compile.
+  static std::shared_ptr<runtime::Device> dev = runtime::make_cpu_device();
+  auto f = row_sum_scale_kernel();
+  auto code = codegen::compile(*f, codegen::host_target(), codegen::CompileOptions{});
+  auto k = dev->load(code);
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> x(32 * 32), z(32), y(32, -777.0f);
+  for (auto& e : x) e = d(g);
+  for (auto& e : z) e = d(g);
+  auto* dx = static_cast<float*>(dev->alloc(x.size() * 4));
+  auto* dz = static_cast<float*>(dev->alloc(z.size() * 4));
+  auto* dy = static_cast<float*>(dev->alloc(y.size() * 4));
+  dev->copy_to_device(dx, x.data(), x.size() * 4);
+  dev->copy_to_device(dz, z.data(), z.size() * 4);
+  dev->copy_to_device(dy, y.data(), y.size() * 4);
+  runtime::LaunchDims dims;
+  dev->launch(*k, dims, {uint64_t(dx), uint64_t(dz), uint64_t(dy)}, nullptr);
+  dev->copy_to_host(y.data(), dy, y.size() * 4);
+  for (int i = 0; i < 32; ++i) {
+    double s = 0;
+    for (int j = 0; j < 32; ++j) s += x[size_t(i * 32 + j)];
+    EXPECT_NEAR(y[size_t(i)], s * z[size_t(i)] + z[size_t(i)], 1e-4) << i;
+  }
+  dev->free(dx);
+  dev->free(dz);
+  dev->free(dy);
+}
+
 }  // namespace
