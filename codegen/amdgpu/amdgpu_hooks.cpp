@@ -85,6 +85,13 @@ llvm::Value* AmdgpuHooks::shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, in
   return b.CreateIntrinsic(Intr::amdgcn_ds_bpermute, kNoTypes, {addr, v});
 }
 
+llvm::Value* AmdgpuHooks::shuffle_idx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) {
+  // ds_bpermute_b32: a lane-indexed read through the LDS crossbar, all 64 lanes, without
+  // touching LDS memory (no allocation, no barrier). It takes a byte address: lane * 4.
+  llvm::Value* addr = b.CreateShl(src_lane, 2);
+  return b.CreateIntrinsic(Intr::amdgcn_ds_bpermute, kNoTypes, {addr, v});
+}
+
 void AmdgpuHooks::barrier(llvm::IRBuilderBase& b) {
   // s_barrier alone does not order LDS accesses on gfx90a+ (back-off barrier): the
   // workgroup-scope fences make the backend wait for outstanding LDS operations.

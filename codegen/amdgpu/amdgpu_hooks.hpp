@@ -23,6 +23,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* program_id(llvm::IRBuilderBase& b, int axis) override;
   llvm::Value* num_programs(llvm::IRBuilderBase& b, int axis, int block_threads) override;
   llvm::Value* shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) override;
+  llvm::Value* shuffle_idx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) override;
   void barrier(llvm::IRBuilderBase& b) override;
   uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override;
   void decorate_atomic(llvm::Instruction* inst, scope sc) override;

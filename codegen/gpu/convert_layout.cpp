@@ -1,6 +1,7 @@
 // Layout conversion (Triton's ConvertLayoutOp lowering) and the shared-memory buffer.
 // A conversion stays in registers when every thread already holds the elements it
-// needs (register_only_conversion: a permutation or selection of its registers);
+// needs (register_only_conversion: a permutation or selection of its registers); when
+// no element crosses warps it exchanges lanes with shuffles (convert_within_warp.cpp);
 // otherwise each thread writes its elements to shared memory at their flat index and
 // reads back the ones the new layout gives it, with barriers around the exchange.
 #include <fmt/format.h>
@@ -97,6 +98,18 @@ Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, D
     Values out;
     for (int r : *map) out.push_back(v[r]);
     return out;
+  }
+  // Nothing crosses warps: lanes exchange through indexed shuffles, no shared memory and
+  // no barrier. Cost rule: the shared-memory round trip makes at least one access per
+  // distinct element a thread writes and one per element it reads, plus two barriers
+  // that stall the whole program; a shuffle costs about one such access (ds_bpermute
+  // goes through the LDS crossbar, shfl through the shared-memory pipe). So shuffles are
+  // taken while they are no more than those accesses (the barriers are the gain); an
+  // all-to-all inside a warp (a 32x32 transpose held by one warp) needs a shuffle per
+  // (register, source register) pair and stays in shared memory.
+  if (auto plan = warp_shuffle_plan(from, to)) {
+    auto distinct = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
+    if (plan->num_shuffles() <= distinct(from) + distinct(to)) return convert_within_warp(*this, *plan, v);
   }
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));

@@ -54,6 +54,10 @@ class GpuHooks {
 
   // Lane exchange within a warp: the i32 `v` of lane (lane ^ mask). Every lane active.
   virtual llvm::Value* shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) = 0;
+  // Indexed lane read within a warp: the i32 `v` of lane `src_lane` (i32, any value in
+  // 0 .. wave size - 1, may differ per lane). Every lane active. Warp-local layout
+  // conversions are made of these (convert_within_warp.cpp).
+  virtual llvm::Value* shuffle_idx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) = 0;
 
   // Workgroup barrier that also orders shared-memory accesses across it.
   virtual void barrier(llvm::IRBuilderBase& b) = 0;

@@ -275,6 +275,181 @@ int contiguous_run(const Layout& l, uint32_t stride) {
   return 1 << k;
 }
 
+// --- conversions within a warp ---
+
+namespace {
+
+uint32_t top_bit(uint32_t x) { return 1u << (31 - __builtin_clz(x)); }
+
+// Gaussian elimination over F2. Each row carries a tag, XORed along with its image: a
+// set of variables (which hardware bits make the image) or any value linear in them.
+struct F2Basis {
+  struct Row {
+    uint32_t image;
+    uint64_t tag;
+  };
+  std::vector<Row> rows;         // distinct leading bits, highest first
+  std::vector<uint64_t> kernel;  // tags of combinations whose image is zero
+
+  Row reduce(Row r) const {
+    for (const Row& b : rows)
+      if (r.image & top_bit(b.image)) r.image ^= b.image, r.tag ^= b.tag;
+    return r;
+  }
+  bool independent(uint32_t image) const { return reduce({image, 0}).image != 0; }
+  void add(uint32_t image, uint64_t tag) {
+    Row r = reduce({image, tag});
+    if (!r.image) {
+      kernel.push_back(r.tag);
+      return;
+    }
+    auto at = std::find_if(rows.begin(), rows.end(), [&](const Row& b) { return b.image < r.image; });
+    rows.insert(at, r);
+  }
+  std::optional<uint64_t> solve(uint32_t image) const {
+    Row r = reduce({image, 0});
+    if (r.image) return std::nullopt;
+    return r.tag;
+  }
+};
+
+// A basis of span(vecs) in reduced echelon form: basis[i] is the only vector with bit
+// pivot[i], so an element x of the span is the combination of the basis[i] whose pivot
+// bits x has (decompose).
+void reduced_echelon(const std::vector<uint32_t>& vecs, std::vector<uint32_t>& basis, std::vector<uint32_t>& pivot) {
+  F2Basis e;
+  for (uint32_t v : vecs) e.add(v, 0);
+  auto& rows = e.rows;
+  // lowest pivot first: a row XORed into the rows above it already lacks the pivots below
+  for (int i = int(rows.size()) - 1; i >= 0; --i)
+    for (int j = 0; j < i; ++j)
+      if (rows[j].image & top_bit(rows[i].image)) rows[j].image ^= rows[i].image;
+  basis.clear();
+  pivot.clear();
+  for (const auto& r : rows) {
+    basis.push_back(r.image);
+    pivot.push_back(uint32_t(31 - __builtin_clz(r.image)));
+  }
+}
+
+constexpr int kLaneTag = 32;  // a tag's bits: src register bits from 0, src lane bits from 32
+uint32_t tag_regs(uint64_t t) { return uint32_t(t); }
+uint32_t tag_lanes(uint64_t t) { return uint32_t(t >> kLaneTag); }
+
+}  // namespace
+
+uint32_t apply_bits(const std::vector<uint32_t>& map, uint32_t x) {
+  uint32_t r = 0;
+  for (size_t i = 0; i < map.size(); ++i)
+    if (x >> i & 1) r ^= map[i];
+  return r;
+}
+
+uint32_t combine(const std::vector<uint32_t>& basis, uint32_t k) { return apply_bits(basis, k); }
+
+uint32_t decompose(const std::vector<uint32_t>& pivot, uint32_t x) {
+  uint32_t k = 0;
+  for (size_t i = 0; i < pivot.size(); ++i) k |= (x >> pivot[i] & 1) << i;
+  return k;
+}
+
+uint32_t WarpShufflePlan::src_lane(int r, uint32_t l, uint32_t w) const {
+  return lane_base[r] ^ apply_bits(lane_map, l) ^ apply_bits(warp_lane, w);
+}
+
+uint32_t WarpShufflePlan::send_reg(int r, int k, uint32_t l, uint32_t w) const {
+  return reg_base[r] ^ combine(recv_basis, uint32_t(k)) ^ apply_bits(send_map, l) ^ apply_bits(warp_reg, w);
+}
+
+int WarpShufflePlan::recv_index(uint32_t l) const { return int(decompose(recv_pivot, apply_bits(recv_map, l))); }
+
+int WarpShufflePlan::num_shuffles() const {
+  std::vector<std::pair<uint32_t, uint32_t>> made;  // (source lane base, sent register base)
+  for (int r = 0; r < num_dst_regs; ++r) {
+    if (local[r]) continue;
+    for (int k = 0; k < shuffles_per_reg(); ++k) {
+      std::pair<uint32_t, uint32_t> key{lane_base[r], reg_base[r] ^ combine(recv_basis, uint32_t(k))};
+      if (std::find(made.begin(), made.end(), key) == made.end()) made.push_back(key);
+    }
+  }
+  return int(made.size());
+}
+
+std::optional<WarpShufflePlan> warp_shuffle_plan(const Layout& src, const Layout& dst) {
+  if (src.shape != dst.shape || src.lane.size() != dst.lane.size() || src.warp.size() != dst.warp.size())
+    return std::nullopt;
+  // What one warp holds under src, relative to its warp part: the span of the register
+  // and lane images. dst's register and lane images must lie in it, and so must the
+  // difference of the two warp parts, for each warp to find all it needs at home.
+  F2Basis held;
+  for (size_t i = 0; i < src.reg.size(); ++i) held.add(src.reg[i], uint64_t(1) << i);
+  for (size_t i = 0; i < src.lane.size(); ++i) held.add(src.lane[i], uint64_t(1) << (kLaneTag + i));
+  std::vector<uint64_t> dreg, dlane, dwarp;
+  for (uint32_t img : dst.reg) {
+    auto s = held.solve(img);
+    if (!s) return std::nullopt;
+    dreg.push_back(*s);
+  }
+  for (uint32_t img : dst.lane) {
+    auto s = held.solve(img);
+    if (!s) return std::nullopt;
+    dlane.push_back(*s);
+  }
+  for (size_t k = 0; k < dst.warp.size(); ++k) {
+    auto s = held.solve(dst.warp[k] ^ src.warp[k]);
+    if (!s) return std::nullopt;
+    dwarp.push_back(*s);
+  }
+  // Where src repeats elements (lanes or registers with zero or dependent images), the
+  // solutions are not unique. Keep the lane map injective where the kernel allows: lanes
+  // that read distinct source lanes can be served by one shuffle each, selected by the
+  // sender; lanes that read the same one need a shuffle per register they want.
+  F2Basis used;
+  for (uint64_t& s : dlane) {
+    if (!used.independent(tag_lanes(s)))
+      for (uint64_t k : held.kernel)
+        if (used.independent(tag_lanes(s ^ k))) {
+          s ^= k;
+          break;
+        }
+    used.add(tag_lanes(s), 0);
+  }
+
+  WarpShufflePlan p;
+  int nl = int(dst.lane.size());
+  p.num_dst_regs = dst.num_regs();
+  for (uint64_t s : dlane) p.lane_map.push_back(tag_lanes(s));
+  for (uint64_t s : dwarp) p.warp_lane.push_back(tag_lanes(s));
+  // F: source lane -> register bits, the part of the source register the sender can
+  // pick from its own lane id. Defined on the images of the lane map (where lane bit i
+  // reads source lane lane_map[i], it wants register bits Rl[i]), zero elsewhere.
+  F2Basis f;
+  for (int i = 0; i < nl; ++i) f.add(p.lane_map[i], tag_regs(dlane[i]));
+  for (int i = 0; i < nl; ++i) f.add(1u << i, 0);  // complete to the whole lane space
+  for (int i = 0; i < nl; ++i) p.send_map.push_back(uint32_t(*f.solve(1u << i)));
+  // G = Rl ^ F(lane_map): what the sender cannot know, left to the receiver.
+  for (int i = 0; i < nl; ++i) p.recv_map.push_back(tag_regs(dlane[i]) ^ apply_bits(p.send_map, p.lane_map[i]));
+  for (size_t k = 0; k < dwarp.size(); ++k)
+    p.warp_reg.push_back(tag_regs(dwarp[k]) ^ apply_bits(p.send_map, p.warp_lane[k]));
+  bool lanes_stay = std::all_of(p.warp_lane.begin(), p.warp_lane.end(), [](uint32_t x) { return x == 0; });
+  for (int i = 0; i < nl; ++i) lanes_stay = lanes_stay && p.lane_map[i] == (1u << i);
+  for (int r = 0; r < p.num_dst_regs; ++r) {
+    uint32_t lr = 0, rr = 0;
+    for (size_t j = 0; j < dreg.size(); ++j)
+      if (r >> j & 1) lr ^= tag_lanes(dreg[j]), rr ^= tag_regs(dreg[j]);
+    p.lane_base.push_back(lr);
+    p.reg_base.push_back(rr ^ apply_bits(p.send_map, lr));
+    p.local.push_back(lanes_stay && lr == 0);
+  }
+  std::vector<uint32_t> sent = p.send_map;
+  sent.insert(sent.end(), p.warp_reg.begin(), p.warp_reg.end());
+  reduced_echelon(sent, p.send_basis, p.send_pivot);
+  reduced_echelon(p.recv_map, p.recv_basis, p.recv_pivot);
+  return p;
+}
+
+bool crosses_warps(const Layout& src, const Layout& dst) { return !warp_shuffle_plan(src, dst); }
+
 }  // namespace tl::gpu
 
 namespace tl::gpu {

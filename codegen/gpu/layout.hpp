@@ -128,4 +128,68 @@ LinearMap xor_swizzle(int rows, int cols, int vec_elems, int elem_bytes, int ban
 // result[(w * wave + lane) * num_regs + r]. For tests of that emitted code.
 std::vector<uint32_t> evaluate_emitted_indices(const Layout& l);
 
+// --- conversions within a warp (Triton's "conversion within a warp", transferWithinWarp) ---
+
+// True when some thread needs, under `dst`, an element that under `src` only threads of
+// other warps hold: the conversion cannot be done by exchanging lanes of one warp. (Also
+// true when the layouts do not describe the same program: other shapes or thread counts.)
+bool crosses_warps(const Layout& src, const Layout& dst);
+
+// How a warp-local conversion runs with indexed lane reads (shuffle_idx). Everything is
+// linear over F2, so it is described by images of single bits; "apply(map, x)" is the XOR
+// of map[i] over the bits i set in x.
+//
+// Lane l of warp w wants, in dst register r, the element that src holds in register
+// reg(r, l, w) of lane src_lane(r, l, w), both affine in (r, l, w). One shuffle moves one
+// value per lane, chosen by the *sending* lane, so:
+//  - the part of the source register that is a function of the source lane (and the
+//    warp) is selected by the sender before the shuffle (`send_map`, `warp_reg`);
+//  - the rest depends on the receiving lane only through lanes that read the same source
+//    lane (the kernel of the lane map): one shuffle per value of that part (the span of
+//    `recv_basis`), and the receiver selects among them after the shuffle (`recv_map`).
+// That is the fewest shuffles one-shuffle-per-dst-register can do: lanes that read the
+// same source lane but need different source registers need different shuffles.
+// A dst register whose lanes all read themselves (`local`) needs no shuffle at all, only
+// the sender-side select.
+struct WarpShufflePlan {
+  int num_dst_regs = 0;
+  // src_lane(r, l, w) = lane_base[r] ^ apply(lane_map, l) ^ apply(warp_lane, w)
+  std::vector<uint32_t> lane_base;  // per dst register
+  std::vector<uint32_t> lane_map;   // per lane bit: a lane id
+  std::vector<uint32_t> warp_lane;  // per warp bit: a lane id
+  // register that lane s of warp w sends in shuffle k of dst register r:
+  //   reg_base[r] ^ combine(recv_basis, k) ^ apply(send_map, s) ^ apply(warp_reg, w)
+  std::vector<uint32_t> reg_base;   // per dst register
+  std::vector<uint32_t> send_map;   // per lane bit: register-index bits
+  std::vector<uint32_t> warp_reg;   // per warp bit: register-index bits
+  // The runtime part apply(send_map, s) ^ apply(warp_reg, w) lies in the span of
+  // `send_basis` (reduced echelon form: basis i alone has bit send_pivot[i]), so the
+  // sender selects with a tree over those bits.
+  std::vector<uint32_t> send_basis, send_pivot;
+  // The receiver of lane l takes shuffle k = decompose(recv_basis, apply(recv_map, l)).
+  std::vector<uint32_t> recv_map;   // per lane bit: register-index bits
+  std::vector<uint32_t> recv_basis, recv_pivot;
+  std::vector<bool> local;          // per dst register: every lane reads its own registers
+
+  int shuffles_per_reg() const { return 1 << recv_basis.size(); }
+  uint32_t src_lane(int r, uint32_t lane, uint32_t warp) const;
+  // Register lane `lane` (the sender) sends in shuffle k of dst register r.
+  uint32_t send_reg(int r, int k, uint32_t lane, uint32_t warp) const;
+  // Which of the shuffles of a dst register lane `lane` (the receiver) keeps.
+  int recv_index(uint32_t lane) const;
+  // Shuffles the lowering emits: per non-local dst register, shuffles_per_reg(), less
+  // those that repeat one already made (same source lane, same sent register).
+  int num_shuffles() const;
+};
+
+// XOR of map[i] over the bits i set in x.
+uint32_t apply_bits(const std::vector<uint32_t>& map, uint32_t x);
+// XOR of basis[i] over the bits i set in k.
+uint32_t combine(const std::vector<uint32_t>& basis, uint32_t k);
+// The k with combine(basis, k) == x, for x in the span of a reduced echelon basis.
+uint32_t decompose(const std::vector<uint32_t>& pivot, uint32_t x);
+
+// The plan of a conversion that crosses no warps; nullopt when it crosses warps.
+std::optional<WarpShufflePlan> warp_shuffle_plan(const Layout& src, const Layout& dst);
+
 }  // namespace tl::gpu

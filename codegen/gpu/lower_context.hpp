@@ -58,6 +58,12 @@ IndexPart combine_index(llvm::IRBuilderBase& b, const IndexPart& x, const IndexP
 IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Value* lane, llvm::Value* warp);
 llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r);
 
+class Lowerer;
+// A conversion that crosses no warps, by indexed shuffles (convert_within_warp.cpp):
+// `v` in the source layout of `plan` (warp_shuffle_plan), the result in its destination.
+std::vector<llvm::Value*> convert_within_warp(Lowerer& L, const WarpShufflePlan& plan,
+                                              const std::vector<llvm::Value*>& v);
+
 class Lowerer {
  public:
   Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks);

@@ -85,6 +85,11 @@ class NvptxHooks final : public gpu::GpuHooks {
     return b.CreateIntrinsic(Intr::nvvm_shfl_sync_bfly_i32, kNoTypes,
                              {b.getInt32(0xffffffffu), v, b.getInt32(uint32_t(mask)), b.getInt32(0x1f)});
   }
+  // shfl.sync.idx.b32 over the full warp; c = 0x1f: the source lane is taken modulo 32.
+  llvm::Value* shuffle_idx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) override {
+    return b.CreateIntrinsic(Intr::nvvm_shfl_sync_idx_i32, kNoTypes,
+                             {b.getInt32(0xffffffffu), v, src_lane, b.getInt32(0x1f)});
+  }
   void barrier(llvm::IRBuilderBase& b) override {
     b.CreateIntrinsic(Intr::nvvm_barrier_cta_sync_aligned_all, kNoTypes, {b.getInt32(0)});
   }
