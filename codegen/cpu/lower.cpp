@@ -109,6 +109,13 @@ Value* Lowerer::zero(DType t) { return llvm::Constant::getNullValue(reg_type(t))
 
 TileRep& Lowerer::rep(const ir::Value* v) { return reps_[v]; }
 
+// Scalars and shared buffers (a pointer to the buffer) are SSA values; tiles are buffers.
+bool Lowerer::in_ssa(const ir::Type& t) { return t.is_scalar() || t.is_shared(); }
+
+Type* Lowerer::ssa_type(const ir::Type& t) {
+  return t.is_shared() ? llvm::PointerType::getUnqual(ctx_) : reg_type(t.dtype);
+}
+
 BasicBlock* Lowerer::new_block(const char* name) { return BasicBlock::Create(ctx_, name, fn_); }
 
 Value* Lowerer::alloc_buffer(const ir::Type& t, const char* name) {
@@ -268,6 +275,17 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::scan: return lower_scan(op);
     case Op::assert_: return lower_assert(op);
     case Op::print: return lower_print(op);
+    case Op::shared_alloc: {
+      // A CPU program is one thread, so its "shared" memory is a stack buffer of the
+      // buffer's bytes, held as a pointer (an SSA value loops and branches pass on).
+      const ir::Type& t = op.result()->type;
+      llvm::IRBuilder<> ab(alloca_block_->getTerminator());
+      auto* a = ab.CreateAlloca(llvm::ArrayType::get(mem_type(t.dtype), uint64_t(t.numel() * t.stages)), nullptr,
+                                "shared");
+      a->setAlignment(llvm::Align(64));
+      rep(op.result()).scalar = a;
+      return;
+    }
     case Op::store:
       if (op.operands[0]->type.is_scalar()) store_elem(op, Idx{});
       else memory_loop(op, [&](const Idx& idx) { store_elem(op, idx); });
@@ -350,7 +368,7 @@ void Lowerer::lower_for(const ir::Operation& op) {
   std::vector<Value*> bufs(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* arg = body.args[1 + i].get();
-    if (arg->type.is_scalar()) continue;
+    if (in_ssa(arg->type)) continue;
     bufs[i] = alloc_buffer(arg->type, "carried");
     copy_into(bufs[i], op.operands[3 + i]);
     rep(arg).buf = bufs[i];
@@ -367,8 +385,8 @@ void Lowerer::lower_for(const ir::Operation& op) {
   std::vector<PHINode*> phis(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* arg = body.args[1 + i].get();
-    if (!arg->type.is_scalar()) continue;
-    phis[i] = b_.CreatePHI(reg_type(arg->type.dtype), 2, "carried");
+    if (!in_ssa(arg->type)) continue;
+    phis[i] = b_.CreatePHI(ssa_type(arg->type), 2, "carried");
     phis[i]->addIncoming(elem(op.operands[3 + i], Idx{}), pre);
     rep(arg).scalar = phis[i];
   }
@@ -406,7 +424,7 @@ void Lowerer::lower_if(const ir::Operation& op) {
   const size_t n = op.results.size();
   std::vector<Value*> bufs(n, nullptr);
   for (size_t i = 0; i < n; ++i)
-    if (!op.result(int(i))->type.is_scalar()) bufs[i] = alloc_buffer(op.result(int(i))->type, "if.result");
+    if (!in_ssa(op.result(int(i))->type)) bufs[i] = alloc_buffer(op.result(int(i))->type, "if.result");
   BasicBlock* blocks[2] = {new_block("then"), new_block("else")};
   BasicBlock* join = new_block("if.end");
   b_.CreateCondBr(cond, blocks[0], blocks[1]);
@@ -430,7 +448,7 @@ void Lowerer::lower_if(const ir::Operation& op) {
       rep(op.result(int(i))).buf = bufs[i];
       continue;
     }
-    PHINode* phi = b_.CreatePHI(reg_type(op.result(int(i))->type.dtype), 2);
+    PHINode* phi = b_.CreatePHI(ssa_type(op.result(int(i))->type), 2);
     phi->addIncoming(scalars[0][i], ends[0]);
     phi->addIncoming(scalars[1][i], ends[1]);
     rep(op.result(int(i))).scalar = phi;

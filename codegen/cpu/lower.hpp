@@ -64,6 +64,10 @@ class Lowerer {
 
   // ---- tiles, indices and loops (lower.cpp)
   TileRep& rep(const ir::Value* v);
+  // Values held as one SSA value (TileRep::scalar): scalars, and shared buffers (their
+  // stack buffer's address); ssa_type is that value's LLVM type.
+  static bool in_ssa(const ir::Type& t);
+  llvm::Type* ssa_type(const ir::Type& t);
   llvm::Value* alloc_buffer(const ir::Type& t, const char* name = "tile");
   llvm::Value* alloc_scalar(llvm::Type* t, const char* name = "acc");
   llvm::Value* buf_ptr(llvm::Value* buf, DType t, llvm::Value* flat);

@@ -36,6 +36,10 @@ std::vector<int> coalesced_order(const passes::AxisAnalysis& axis, const ir::Val
   return order;
 }
 
+// A value distributed over the program's threads: a register tile (not a scalar, which
+// every thread holds, nor a shared-memory buffer, which is an address).
+bool distributed(const ir::Value* v) { return !v->type.is_scalar() && !v->type.is_shared(); }
+
 bool is_memory_anchor(const ir::Operation& op) {
   return (op.op == Op::load || op.op == Op::store) && !op.operands[0]->type.is_scalar();
 }
@@ -65,7 +69,7 @@ const Layout& LayoutPlan::shape_default(const std::vector<int>& shape) {
 const Layout& LayoutPlan::of(const ir::Value* v) {
   auto it = layouts_.find(v);
   if (it != layouts_.end()) return it->second;
-  if (v->type.is_scalar()) throw compile_error("layout plan: a scalar has no distributed layout");
+  if (!distributed(v)) throw compile_error("layout plan: a scalar or shared buffer has no distributed layout");
   return shape_default(v->type.shape);
 }
 
@@ -82,7 +86,7 @@ std::string LayoutPlan::str(const ir::Function& f) {
   ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
     ++n;
     for (auto& r : op.results)
-      if (!r->type.is_scalar())
+      if (distributed(r.get()))
         out += fmt::format("  op {} {}: {}\n", n, op_name(op.op),
                            rematerialized(r.get()) ? std::string("rematerialized") : of(r.get()).str());
     if (auto it = op_layouts_.find(&op); it != op_layouts_.end())
@@ -139,7 +143,7 @@ class LayoutPlanner {
 
   // ---- which values are rematerialized, and who uses what
   static bool lazy_candidate(const ir::Operation& op) {
-    if (op.results.size() != 1 || op.result()->type.is_scalar()) return false;
+    if (op.results.size() != 1 || !distributed(op.result())) return false;
     switch (op.op) {
       case Op::splat: case Op::arange: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
       case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
@@ -169,7 +173,7 @@ class LayoutPlanner {
   }
 
   bool lazy(const ir::Value* v) const { return plan_.lazy_.count(v) != 0; }
-  bool eager_tile(const ir::Value* v) const { return !v->type.is_scalar() && !lazy(v); }
+  bool eager_tile(const ir::Value* v) const { return distributed(v) && !lazy(v); }
 
   // The layout every use of a tile would have it in, if they agree: a broadcast reads
   // its operand in the projection of its result's layout; reshapes, elementwise ops and
@@ -179,7 +183,7 @@ class LayoutPlanner {
   // per-row 1/rms, broadcast over the program's rows, then needs no trip through shared
   // memory and no barrier. Threads holding broadcast copies load the same addresses.
   std::optional<Layout> wanted_layout(const ir::Value* v) {
-    if (v->type.is_scalar()) return std::nullopt;
+    if (!distributed(v)) return std::nullopt;
     if (auto it = wanted_.find(v); it != wanted_.end()) return it->second;
     wanted_[v] = std::nullopt;  // while in progress (a loop-carried cycle): no preference
     std::optional<Layout> want;
@@ -338,7 +342,7 @@ class LayoutPlanner {
     size_t n = o.results.size();
     std::vector<std::optional<Layout>> carried(n);
     for (size_t i = 0; i < n; ++i)
-      if (!o.operands[3 + i]->type.is_scalar()) carried[i] = plan_.of(o.operands[3 + i]);
+      if (distributed(o.operands[3 + i])) carried[i] = plan_.of(o.operands[3 + i]);
     constexpr int kMaxRounds = 4;
     for (int round = 0;; ++round) {
       for (size_t i = 0; i < n; ++i)
@@ -368,7 +372,7 @@ class LayoutPlanner {
     for (auto& r : o.regions) block(*r);
     const ir::Operation* y = o.regions[0]->terminator();
     for (size_t i = 0; i < o.results.size(); ++i)
-      if (!o.result(int(i))->type.is_scalar()) set(o.result(int(i)), plan_.of(y->operands[i]));
+      if (distributed(o.result(int(i)))) set(o.result(int(i)), plan_.of(y->operands[i]));
   }
 
   const ir::Function& f_;

@@ -4,9 +4,12 @@
 // no element crosses warps it exchanges lanes with shuffles (convert_within_warp.cpp);
 // otherwise each thread writes its elements to shared memory at their flat index and
 // reads back the ones the new layout gives it, with barriers around the exchange.
+// The shared memory: the user's buffers where the allocator put them (shared_memory.cpp),
+// then the scratch region every conversion reuses; barrier state and alias scopes per buffer.
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/MDBuilder.h>
 
 #include <algorithm>
 
@@ -15,32 +18,106 @@
 
 namespace tl::gpu {
 
-llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
-  if (!smem_) {
-    // A placeholder until the largest use is known (Lowerer::run replaces it).
-    auto* ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
-    smem_ = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
-                                     "tl_shared_placeholder", nullptr, llvm::GlobalValue::NotThreadLocal,
-                                     hooks_.shared_address_space());
-    smem_->setAlignment(llvm::Align(16));
+void Lowerer::smem_setup() {
+  smem_plan_ = plan_shared_memory(f_, hooks_.capabilities(), hooks_.target_name());
+  const auto& bufs = smem_plan_.buffers;
+  size_t n = bufs.size() + 1;  // the users' buffers, then the scratch region
+  smem_pending_.assign(n, 0);
+  smem_overlaps_.assign(n, {});
+  for (size_t i = 0; i < bufs.size(); ++i)
+    for (size_t j = 0; j < bufs.size(); ++j)
+      if (i != j && bufs[i].shares_bytes_with(bufs[j])) smem_overlaps_[i].push_back(int(j));
+  // One alias scope per buffer in one domain: an access carries its buffer's scope and
+  // `noalias` of every other, so LLVM (and the AMDGPU backend's SIInsertWaitcnts, which
+  // asks alias analysis whether an LDS read may depend on an earlier LDS DMA) knows that
+  // accesses to different buffers are independent. Buffers sharing bytes are never
+  // live together, and their accesses are separated by a barrier (smem_before_write),
+  // which orders memory whatever the metadata says.
+  llvm::MDBuilder mdb(ctx_);
+  llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("tl.shared");
+  std::vector<llvm::Metadata*> scopes;
+  for (size_t i = 0; i < n; ++i)
+    scopes.push_back(mdb.createAnonymousAliasScope(
+        domain, i + 1 < n ? fmt::format("tl.shared.buffer{}", i) : std::string("tl.shared.scratch")));
+  smem_scope_.clear();
+  smem_noalias_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<llvm::Metadata*> others;
+    for (size_t j = 0; j < n; ++j)
+      if (j != i) others.push_back(scopes[j]);
+    smem_scope_.push_back(llvm::MDNode::get(ctx_, {scopes[i]}));
+    smem_noalias_.push_back(others.empty() ? nullptr : llvm::MDNode::get(ctx_, others));
   }
+}
+
+namespace {
+llvm::GlobalVariable* placeholder(llvm::Module& m, llvm::IRBuilderBase& b, unsigned space) {
+  // A placeholder until the total is known (Lowerer::run replaces it).
+  auto* ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
+  auto* g = new llvm::GlobalVariable(m, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
+                                     "tl_shared_placeholder", nullptr, llvm::GlobalValue::NotThreadLocal, space);
+  g->setAlignment(llvm::Align(16));
+  return g;
+}
+}  // namespace
+
+llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
+  if (!smem_) smem_ = placeholder(m_, b, hooks_.shared_address_space());
+  if (int64_t base = smem_plan_.scratch_offset)
+    byte_offset = b.CreateAdd(byte_offset, b.getInt32(uint32_t(base)), "", true, true);
   return b.CreateGEP(b.getInt8Ty(), smem_, byte_offset);
+}
+
+llvm::Value* Lowerer::smem_buffer_base(int buffer) {
+  if (!smem_) smem_ = placeholder(m_, b, hooks_.shared_address_space());
+  return b.CreateGEP(b.getInt8Ty(), smem_, b.getInt32(uint32_t(smem_plan_.buffers.at(size_t(buffer)).offset)));
+}
+
+void Lowerer::lower_shared_alloc(const ir::Operation& op) {
+  // The buffer is its base pointer (a scalar to loops and branches, which pass it on).
+  set_scalar(op.result(), smem_buffer_base(smem_plan_.index_of(&op)));
+}
+
+int64_t Lowerer::smem_total() const {
+  return smem_bytes_ ? smem_plan_.scratch_offset + smem_bytes_ : smem_plan_.buffer_bytes;
 }
 
 void Lowerer::smem_reserve(int64_t bytes) {
   smem_bytes_ = std::max(smem_bytes_, (bytes + 15) / 16 * 16);
-  // The target's whole budget, dynamic shared memory included: the buffer becomes
+  // The target's whole budget, dynamic shared memory included: the array becomes
   // dynamic past the static limit (Lowerer::run).
   int64_t limit = hooks_.capabilities().shared_bytes_per_program;
-  if (smem_bytes_ > limit)
-    throw compile_error(fmt::format("gpu lowering: {} bytes of shared memory needed, more than the {} a program "
-                                    "may use on {}; use smaller tiles",
-                                    smem_bytes_, limit, hooks_.target_name()));
+  if (smem_total() > limit)
+    throw compile_error(fmt::format("gpu lowering: {} bytes of shared memory needed ({} for shared buffers, {} for "
+                                    "layout conversions), more than the {} a program may use on {}; use smaller "
+                                    "tiles",
+                                    smem_total(), smem_plan_.scratch_offset, smem_bytes_, limit,
+                                    hooks_.target_name()));
 }
 
-void Lowerer::smem_before_write() {
-  if (smem_busy_) barrier();
-  smem_busy_ = false;
+llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer) {
+  llvm::LoadInst* ld = b.CreateAlignedLoad(ty, ptr, llvm::Align(align));
+  ld->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
+  if (auto* others = smem_noalias_[size_t(smem_id(buffer))]) ld->setMetadata(llvm::LLVMContext::MD_noalias, others);
+  return ld;
+}
+
+void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer) {
+  llvm::StoreInst* st = b.CreateAlignedStore(v, ptr, llvm::Align(align));
+  st->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
+  if (auto* others = smem_noalias_[size_t(smem_id(buffer))]) st->setMetadata(llvm::LLVMContext::MD_noalias, others);
+}
+
+void Lowerer::smem_before_write(int buffer) {
+  int id = smem_id(buffer);
+  bool wait = smem_pending_[size_t(id)] & kPendingReads;
+  for (int j : smem_overlaps_[size_t(id)]) wait |= smem_pending_[size_t(j)] != 0;
+  if (wait) barrier();
+}
+
+void Lowerer::barrier() {
+  hooks_.barrier(b);
+  std::fill(smem_pending_.begin(), smem_pending_.end(), 0);
 }
 
 namespace {
@@ -60,12 +137,12 @@ void Lowerer::smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, 
     if (base_elems) idx = b.CreateAdd(idx, b.getInt32(uint32_t(base_elems)), "", true, true);
     llvm::Value* p = smem_ptr(b.CreateMul(idx, b.getInt32(eb), "", true, true));
     if (g == 1) {
-      b.CreateAlignedStore(v[r], p, llvm::Align(eb));
+      smem_store(v[r], p, eb);
       continue;
     }
     llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, g));
     for (int k = 0; k < g; ++k) vec = b.CreateInsertElement(vec, v[r + k], uint64_t(k));
-    b.CreateAlignedStore(vec, p, llvm::Align(eb * g));
+    smem_store(vec, p, eb * g);
   }
 }
 
@@ -80,10 +157,10 @@ Values Lowerer::smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_ele
     if (base_elems) idx = b.CreateAdd(idx, b.getInt32(uint32_t(base_elems)), "", true, true);
     llvm::Value* p = smem_ptr(b.CreateMul(idx, b.getInt32(eb), "", true, true));
     if (g == 1) {
-      out[r] = b.CreateAlignedLoad(ty, p, llvm::Align(eb));
+      out[r] = smem_load(ty, p, eb);
       continue;
     }
-    llvm::Value* vec = b.CreateAlignedLoad(llvm::FixedVectorType::get(ty, g), p, llvm::Align(eb * g));
+    llvm::Value* vec = smem_load(llvm::FixedVectorType::get(ty, g), p, eb * g);
     for (int k = 0; k < g; ++k) out[r + k] = b.CreateExtractElement(vec, uint64_t(k));
   }
   for (int r = 0; r < l.num_regs(); ++r)

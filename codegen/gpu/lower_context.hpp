@@ -29,6 +29,7 @@
 #include "codegen/gpu/layout.hpp"
 #include "codegen/gpu/layout_plan.hpp"
 #include "codegen/gpu/lowering.hpp"
+#include "codegen/gpu/shared_memory.hpp"
 #include "codegen/passes/axis_analysis.hpp"
 
 namespace tl::gpu {
@@ -124,19 +125,36 @@ class Lowerer {
 
   // ---- layout conversion and shared memory (convert_layout.cpp)
   Values convert(const Values& v, const Layout& from, const Layout& to, DType t);
-  // Shared memory: one static buffer per kernel, reused by every conversion; its size
-  // is the largest use. `smem_ptr` points at byte offset `byte_offset`.
+  // Shared memory is one array (`tl_shared`): the user's buffers (shared_alloc) where the
+  // allocator put them (shared_memory.hpp), then one scratch region that every layout
+  // conversion and cross-warp reduction reuses, sized by the largest. A buffer id is the
+  // plan's index of a user buffer, or kScratch. Each buffer has its own barrier state
+  // and alias scope, so that a write to one never waits for, nor is ordered by LLVM
+  // against, the accesses of another it shares no bytes with.
+  static constexpr int kScratch = -1;
+  void smem_setup();  // plans the buffers, before anything is lowered
+  // A pointer into the scratch region at `byte_offset`; the base of user buffer `buffer`.
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
+  llvm::Value* smem_buffer_base(int buffer);
+  // The scratch region must hold `bytes` (checks the total against the target's budget).
   void smem_reserve(int64_t bytes);
-  // Call before writing shared memory: a barrier if earlier reads may still be pending.
-  void smem_before_write();
-  // Call after the reads of a use: the next write needs a barrier first.
-  void smem_after_read() { smem_busy_ = true; }
-  void barrier() { hooks_.barrier(b); }
-  // Writes each thread's registers of `l` to shared memory at their flat index
+  int64_t smem_total() const;  // the program's shared memory: buffers and scratch
+  // Loads and stores of shared memory, tagged with their buffer's alias scope.
+  llvm::Value* smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer = kScratch);
+  void smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer = kScratch);
+  // Call before writing a buffer: a barrier if its earlier reads, or any access to a
+  // buffer sharing its bytes (one whose live range has ended), may still be pending.
+  void smem_before_write(int buffer = kScratch);
+  // Call after a buffer's writes / the reads of a use (the next write needs a barrier).
+  void smem_after_write(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingWrites; }
+  void smem_after_read(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingReads; }
+  // A barrier orders every thread's shared-memory accesses: nothing is pending after it.
+  void barrier();
+  // Writes each thread's registers of `l` to the scratch region at their flat index
   // (vectorized), and reads back the elements `to` wants.
   void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
   Values smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
+  void lower_shared_alloc(const ir::Operation& op);
   // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
   Values broadcast_from_owners(const Values& v, const Layout& l, DType t);
 
@@ -168,9 +186,17 @@ class Lowerer {
   std::map<std::string, llvm::Value*> owner_predicates_;
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
+  // ---- shared memory state (convert_layout.cpp)
+  enum : uint8_t { kPendingReads = 1, kPendingWrites = 2 };
+  int smem_id(int buffer) const { return buffer == kScratch ? int(smem_plan_.buffers.size()) : buffer; }
+  SharedMemoryPlan smem_plan_;
   llvm::GlobalVariable* smem_ = nullptr;
-  int64_t smem_bytes_ = 0;
-  bool smem_busy_ = false;
+  int64_t smem_bytes_ = 0;  // the scratch region's size
+  // Per buffer id (users, then the scratch): accesses since the last barrier
+  // (kPending*), the other buffers sharing its bytes, its alias scope and the others'.
+  std::vector<uint8_t> smem_pending_;
+  std::vector<std::vector<int>> smem_overlaps_;
+  std::vector<llvm::MDNode*> smem_scope_, smem_noalias_;
 };
 
 }  // namespace tl::gpu

@@ -76,19 +76,22 @@ LoweringResult Lowerer::run() {
     if (a->type.dtype == DType::i1) v = b.CreateTrunc(v, b.getInt1Ty());
     scalars_[a] = v;
   }
+  smem_setup();
   scopes_.emplace_back();
   lower_block(f_.body);
   b.CreateRetVoid();
   scopes_.pop_back();
 
   int64_t dynamic_bytes = 0;
+  int64_t total = smem_ ? smem_total() : 0;
   if (smem_) {
-    // The placeholder of size 0 becomes the buffer every use fits in: a static array up
-    // to the target's static limit, else an external array of unknown size (CUDA's
-    // `extern __shared__ char tl_shared[]`) whose bytes the launch provides.
+    // The placeholder of size 0 becomes the array the user's buffers and the scratch
+    // region fit in: a static array up to the target's static limit, else an external
+    // array of unknown size (CUDA's `extern __shared__ char tl_shared[]`) whose bytes the
+    // launch provides.
     llvm::GlobalVariable* g = nullptr;
-    if (smem_bytes_ <= hooks_.capabilities().static_shared_limit) {
-      auto* ty = llvm::ArrayType::get(b.getInt8Ty(), uint64_t(smem_bytes_));
+    if (total <= hooks_.capabilities().static_shared_limit) {
+      auto* ty = llvm::ArrayType::get(b.getInt8Ty(), uint64_t(total));
       g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::InternalLinkage, llvm::PoisonValue::get(ty),
                                    "tl_shared", nullptr, llvm::GlobalValue::NotThreadLocal,
                                    hooks_.shared_address_space());
@@ -96,15 +99,17 @@ LoweringResult Lowerer::run() {
       auto* ty = llvm::ArrayType::get(b.getInt8Ty(), 0);
       g = new llvm::GlobalVariable(m_, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr, "tl_shared", nullptr,
                                    llvm::GlobalValue::NotThreadLocal, hooks_.shared_address_space());
-      dynamic_bytes = smem_bytes_;
+      dynamic_bytes = total;
     }
-    g->setAlignment(llvm::Align(16));
+    // With user buffers, a bank row (128 bytes): the allocator aligns large buffers and
+    // the scratch region to one, relative to this array. Without, the 16 of before.
+    g->setAlignment(llvm::Align(smem_plan_.buffers.empty() ? 16 : 128));
     smem_->replaceAllUsesWith(g);
     smem_->eraseFromParent();
     smem_ = g;
   }
   hooks_.finish_kernel(*fn_, info_);
-  return LoweringResult{name, threads_, int(smem_bytes_), int(dynamic_bytes)};
+  return LoweringResult{name, threads_, int(total), int(dynamic_bytes)};
 }
 
 LoweringResult lower_kernel(const ir::Function& f, llvm::Module& module, const codegen::CompileOptions& opts,
@@ -246,10 +251,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
     case Op::assert_: return lower_assert(op);
-    case Op::barrier:
-      barrier();
-      smem_busy_ = false;  // the conversions' scratch may be written again without another
-      return;
+    case Op::barrier: return barrier();  // (nothing is pending after it)
+    case Op::shared_alloc: return lower_shared_alloc(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::constant:
@@ -284,6 +287,11 @@ void Lowerer::lower_op(const ir::Operation& op) {
   if (!is_lazy(res)) lower_elementwise_tile(op);
 }
 
+namespace {
+// Scalars, and shared buffers (their base pointer), are one LLVM value in every thread.
+bool held_as_scalar(const ir::Type& t) { return t.is_scalar() || t.is_shared(); }
+}  // namespace
+
 void Lowerer::lower_for(const ir::Operation& op) {
   const ir::Block& body = *op.regions[0];
   llvm::Value* lb = scalar(op.operands[0]);
@@ -294,9 +302,12 @@ void Lowerer::lower_for(const ir::Operation& op) {
   std::vector<Values> inits(n);
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* init = op.operands[3 + i];
-    layouts[i] = init->type.is_scalar() ? scalar_layout(ws_, nw_) : plan_.of(body.args[1 + i].get());
-    if (init->type.is_scalar()) inits[i] = {scalar(init)};
-    else inits[i] = get(init, layouts[i]);
+    if (held_as_scalar(init->type)) {
+      inits[i] = {scalar(init)};
+      continue;
+    }
+    layouts[i] = plan_.of(body.args[1 + i].get());
+    inits[i] = get(init, layouts[i]);
   }
   llvm::BasicBlock* pre = b.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn_);
@@ -317,18 +328,18 @@ void Lowerer::lower_for(const ir::Operation& op) {
       vals.push_back(p);
     }
     const ir::Value* arg = body.args[1 + i].get();
-    if (arg->type.is_scalar()) scalars_[arg] = vals[0];
+    if (held_as_scalar(arg->type)) scalars_[arg] = vals[0];
     else natural_[arg] = Regs{layouts[i], vals};
   }
-  bool busy_before = smem_busy_;
-  smem_busy_ = true;  // the previous iteration's reads
+  std::vector<uint8_t> pending_before = smem_pending_;
+  for (auto& p : smem_pending_) p |= kPendingReads;  // the previous iteration's reads, per buffer
   scopes_.emplace_back();
   lower_block(body);
   const ir::Operation* y = body.terminator();
   std::vector<Values> yields(n);
   for (size_t i = 0; i < n; ++i) {
     const ir::Value* v = y->operands[i];
-    yields[i] = v->type.is_scalar() ? Values{scalar(v)} : get(v, layouts[i]);
+    yields[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
   }
   scopes_.pop_back();
   llvm::Value* next = b.CreateAdd(iv, step, "iv.next", false, true);
@@ -337,7 +348,7 @@ void Lowerer::lower_for(const ir::Operation& op) {
   iv->addIncoming(next, latch);
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
-  smem_busy_ = smem_busy_ || busy_before;
+  for (size_t k = 0; k < smem_pending_.size(); ++k) smem_pending_[k] |= pending_before[k];
 
   b.SetInsertPoint(exit);
   for (size_t i = 0; i < n; ++i) {
@@ -349,7 +360,7 @@ void Lowerer::lower_for(const ir::Operation& op) {
       vals.push_back(p);
     }
     const ir::Value* res = op.result(int(i));
-    if (res->type.is_scalar()) scalars_[res] = vals[0];
+    if (held_as_scalar(res->type)) scalars_[res] = vals[0];
     else natural_[res] = Regs{layouts[i], vals};
   }
 }
@@ -358,30 +369,31 @@ void Lowerer::lower_if(const ir::Operation& op) {
   llvm::Value* cond = scalar(op.operands[0]);
   size_t n = op.results.size();
   std::vector<Layout> layouts(n);
-  for (size_t i = 0; i < n; ++i) layouts[i] = preferred_layout(op.result(int(i)));
+  for (size_t i = 0; i < n; ++i)
+    if (!held_as_scalar(op.result(int(i))->type)) layouts[i] = preferred_layout(op.result(int(i)));
   auto* then_bb = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
   auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
   auto* merge = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
   b.CreateCondBr(cond, then_bb, else_bb);
-  bool busy_before = smem_busy_, busy_after = false;
+  std::vector<uint8_t> pending_before = smem_pending_, pending_after(smem_pending_.size(), 0);
   std::vector<std::pair<llvm::BasicBlock*, std::vector<Values>>> arms;
   for (int k = 0; k < 2; ++k) {
     b.SetInsertPoint(k == 0 ? then_bb : else_bb);
-    smem_busy_ = busy_before;
+    smem_pending_ = pending_before;
     scopes_.emplace_back();
     lower_block(*op.regions[k]);
     const ir::Operation* y = op.regions[k]->terminator();
     std::vector<Values> vals(n);
     for (size_t i = 0; i < n; ++i) {
       const ir::Value* v = y->operands[i];
-      vals[i] = v->type.is_scalar() ? Values{scalar(v)} : get(v, layouts[i]);
+      vals[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
     }
     scopes_.pop_back();
     arms.emplace_back(b.GetInsertBlock(), std::move(vals));
     b.CreateBr(merge);
-    busy_after = busy_after || smem_busy_;
+    for (size_t k = 0; k < smem_pending_.size(); ++k) pending_after[k] |= smem_pending_[k];
   }
-  smem_busy_ = busy_after;
+  smem_pending_ = pending_after;
   b.SetInsertPoint(merge);
   for (size_t i = 0; i < n; ++i) {
     Values vals;
@@ -392,7 +404,7 @@ void Lowerer::lower_if(const ir::Operation& op) {
       vals.push_back(p);
     }
     const ir::Value* res = op.result(int(i));
-    if (res->type.is_scalar()) scalars_[res] = vals[0];
+    if (held_as_scalar(res->type)) scalars_[res] = vals[0];
     else natural_[res] = Regs{layouts[i], vals};
   }
 }

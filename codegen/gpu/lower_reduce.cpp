@@ -155,10 +155,10 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
     if_then(owner_predicate(out_l, /*ignore_warp_copies=*/true), [&] {
       for (size_t j = 0; j < acc.size(); ++j) {
         llvm::Value* slot = b.CreateAdd(slot_base, element_index(out_l, int(j)));
-        b.CreateAlignedStore(acc[j].v, smem_ptr(b.CreateMul(slot, b.getInt32(eb))), llvm::Align(eb));
+        smem_store(acc[j].v, smem_ptr(b.CreateMul(slot, b.getInt32(eb))), eb);
         if (arg)
-          b.CreateAlignedStore(acc[j].i, smem_ptr(b.CreateAdd(b.CreateMul(slot, b.getInt32(4)),
-                                                              b.getInt32(uint32_t(idx_base)))), llvm::Align(4));
+          smem_store(acc[j].i, smem_ptr(b.CreateAdd(b.CreateMul(slot, b.getInt32(4)), b.getInt32(uint32_t(idx_base)))),
+                     4);
       }
     });
     barrier();
@@ -166,11 +166,10 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
       Acc a{nullptr, nullptr};
       for (int w = 0; w < W; ++w) {
         llvm::Value* slot = b.CreateAdd(element_index(out_l, int(j)), b.getInt32(uint32_t(w * n_out)));
-        Acc e{b.CreateAlignedLoad(ty, smem_ptr(b.CreateMul(slot, b.getInt32(eb))), llvm::Align(eb)), nullptr};
+        Acc e{smem_load(ty, smem_ptr(b.CreateMul(slot, b.getInt32(eb))), eb), nullptr};
         if (arg)
-          e.i = b.CreateAlignedLoad(b.getInt32Ty(), smem_ptr(b.CreateAdd(b.CreateMul(slot, b.getInt32(4)),
-                                                                          b.getInt32(uint32_t(idx_base)))),
-                                    llvm::Align(4));
+          e.i = smem_load(b.getInt32Ty(),
+                          smem_ptr(b.CreateAdd(b.CreateMul(slot, b.getInt32(4)), b.getInt32(uint32_t(idx_base)))), 4);
         a = a.v ? combine(*this, kind, at, a, e) : e;
       }
       acc[j] = a;
@@ -239,7 +238,7 @@ void Lowerer::lower_scan(const ir::Operation& op) {
         llvm::Value* has = b.CreateICmpUGE(c, b.getInt32(d));
         llvm::Value* from = b.CreateSelect(has, b.CreateSub(idx, b.getInt32(d << off)), idx);
         llvm::Value* slot = b.CreateAdd(from, b.getInt32(uint32_t(cur * numel)));
-        llvm::Value* x = b.CreateAlignedLoad(ty, smem_ptr(b.CreateMul(slot, b.getInt32(eb))), llvm::Align(eb));
+        llvm::Value* x = smem_load(ty, smem_ptr(b.CreateMul(slot, b.getInt32(eb))), eb);
         next[r] = b.CreateSelect(has, add(vals[r], x), vals[r]);
       }
       vals = next;

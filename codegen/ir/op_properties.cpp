@@ -31,6 +31,9 @@ OpProperties describe(Op op) {
     case Op::store: return {kWritesMemory | kElementwise, 0};
     case Op::atomic_rmw: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI0 | kAttrI1};
     case Op::atomic_cas: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI1};
+    // Not pure (CSE would fold two buffers into one) and no effect (DCE may drop an
+    // unused one); its result type says what it holds, it has no attributes.
+    case Op::shared_alloc: return {kAllocates, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};

@@ -32,6 +32,9 @@ enum OpTrait : uint16_t {
   kTerminator = 1 << 5,
   // Owns regions (for, if): what it does is what its regions do.
   kHasRegions = 1 << 6,
+  // Makes a new object (a shared-memory buffer): two equal-looking allocations are two
+  // buffers, so it is never merged, but an unused one may be deleted (no other effect).
+  kAllocates = 1 << 7,
 };
 
 // The attribute fields of Operation an op kind gives meaning to.

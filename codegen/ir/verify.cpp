@@ -57,14 +57,15 @@ class Verifier {
   static bool power_of_two(int d) { return d > 0 && (d & (d - 1)) == 0; }
 
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.
-  // No op of the language reads or writes one yet (the shared-memory ops come with
-  // tl::shared); until then only loops and branches may pass one through.
+  // shared_alloc defines one. No op of the language reads or writes one yet (the
+  // shared-memory ops come with tl::shared); until then only loops and branches may
+  // pass one through.
   void check_memory_types(const Operation& op) {
     auto check_type = [&](const Type& t) {
       if (!t.is_shared()) return expect(t.stages == 0, op, "a register value has a stage count");
       expect(!t.shape.empty() && t.stages >= 1 && !t.is_ptr(), op, "a shared buffer needs a tile shape and stages");
       for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
-      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield, op,
+      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield || op.op == Op::shared_alloc, op,
              "no op reads or writes a shared buffer yet");
     };
     for (const Value* v : op.operands) check_type(v->type);
@@ -139,6 +140,10 @@ class Verifier {
         break;
       case Op::barrier:
         expect(nops == 0 && op.results.empty(), op, "barrier takes no operands and has no results");
+        break;
+      case Op::shared_alloc:
+        expect(nops == 0 && op.results.size() == 1 && op.result()->type.is_shared(), op,
+               "shared_alloc takes no operands and has one shared-buffer result");
         break;
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");

@@ -251,6 +251,40 @@ TEST(AmdgpuLowering, LdsBudgetIsPerChip) {
   }
 }
 
+// User buffers (shared_alloc) and a layout conversion: the conversion's scratch region
+// starts after the buffers, which stay live across it, and the code object's LDS size is
+// the allocator's total. Every LDS access carries its buffer's alias scope and `noalias`
+// of the others (what keeps SIInsertWaitcnts from waiting on unrelated LDS DMA later).
+TEST(AmdgpuLowering, ConversionScratchFollowsLiveSharedBuffers) {
+  for (const char* arch : kArchs) {
+    auto f = tltest::transpose_kernel(64, 64);  // a [64, 64] f32 transpose: 16 KiB of scratch
+    tltest::add_live_shared_buffers(*f, {ir::Type::shared_buffer(DType::f32, {64, 64}, 2),    // 32 KiB
+                                         ir::Type::shared_buffer(DType::bf16, {64, 32}, 1)});  // 4 KiB
+    auto co = compile_for(arch, *f);
+    EXPECT_EQ(co.shared_bytes, 36864 + 16384) << arch;
+    EXPECT_EQ(co.report.at("lds_bytes"), co.shared_bytes) << arch;
+    std::string meta = amd::metadata_yaml(co.binary);
+    EXPECT_TRUE(std::regex_search(meta, std::regex(R"(\.group_segment_fixed_size:\s+53248)"))) << meta;
+    // The scratch accesses' constant offsets from tl_shared: past the 36864 bytes of
+    // buffers (the buffers' own GEPs are unused, so optimized away).
+    std::regex gep(R"(getelementptr i8, ptr addrspace\(3\) \S+, i32 (\d+)\n)");
+    int geps = 0;
+    for (std::sregex_iterator it(co.llvm_ir.begin(), co.llvm_ir.end(), gep), end; it != end; ++it, ++geps)
+      EXPECT_GE(std::stoi((*it)[1]), 36864) << arch << " " << it->str();
+    EXPECT_GT(geps, 0) << co.llvm_ir;
+    // Every LDS load and store carries its scope and the others' noalias.
+    std::regex access(R"((load [^\n]*|store [^\n]*), ptr addrspace\(3\)[^\n]*)");
+    int accesses = 0;
+    for (std::sregex_iterator it(co.llvm_ir.begin(), co.llvm_ir.end(), access), end; it != end; ++it, ++accesses) {
+      EXPECT_NE(it->str().find("!alias.scope"), std::string::npos) << arch << " " << it->str();
+      EXPECT_NE(it->str().find("!noalias"), std::string::npos) << arch << " " << it->str();
+    }
+    EXPECT_GT(accesses, 0) << co.llvm_ir;
+    EXPECT_NE(co.llvm_ir.find("tl.shared.scratch"), std::string::npos);
+    EXPECT_NE(co.llvm_ir.find("tl.shared.buffer1"), std::string::npos);
+  }
+}
+
 TEST(AmdgpuLowering, PackedRowsNeedNoLdsForGammaOrPerRowStores) {
   // A row of 128 lies within one wave, so nothing crosses waves: gamma is loaded straight
   // into the layout its broadcast reads, and 1/rms is stored from the reduction's own

@@ -20,6 +20,7 @@
 #include "runtime/device.hpp"
 #include "tl/error.hpp"
 #include "tl/numeric.hpp"
+#include "support/traced_kernels.hpp"
 #include "tl/tile.hpp"
 
 namespace {
@@ -342,6 +343,39 @@ TEST(CpuLowering, LoopWithCarriedTiles) {
     EXPECT_EQ(gf[i], fa + i) << i;
   }
   EXPECT_EQ(count.get()[0], K);
+}
+
+// shared_alloc on the CPU: a stack buffer per program, passed through loops and branches
+// as its address (nothing reads one yet; the kernel around it runs unchanged).
+TEST(CpuLowering, SharedBuffersPassThroughLoopsAndBranches) {
+  constexpr int BLOCK = 64;
+  auto f = trace("with_shared", [&](Trace& t) {
+    auto x = ptr_arg<tl::f32>(t, "x");
+    auto out = ptr_arg<tl::f32>(t, "out");
+    auto offs = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+    tl::store(out + offs, tl::load(x + offs) * 3.0f);
+  });
+  ir::Type t = ir::Type::shared_buffer(tl::DType::f32, {64, 64}, 2);
+  auto bufs = tltest::add_live_shared_buffers(*f, {t, t});
+  // and a branch choosing one of them, carried by another loop
+  ir::SrcLoc loc{"user.cpp", 2};
+  ir::Builder b(f->body);
+  ir::Value* c = b.constant(tl::DType::i1, 1, loc);
+  ir::Operation& pick = b.create(tl::Op::if_, {c}, {t}, loc);
+  for (ir::Value* v : bufs) ir::Builder(*pick.add_region()).create(tl::Op::yield, {v}, {}, loc);
+  ir::Value* c0 = b.constant(tl::DType::i32, 0, loc);
+  ir::Value* c2 = b.constant(tl::DType::i32, 2, loc);
+  ir::Operation& loop = b.create_for(c0, c2, c2, {pick.result()}, loc);
+  ir::Builder in(*loop.regions[0]);
+  in.create(tl::Op::barrier, {}, {}, loc);
+  in.create(tl::Op::yield, {loop.regions[0]->args[1].get()}, {}, loc);
+  Kernel k = build(*f);
+  EXPECT_NE(k.code.tile_ir.find("shared_alloc"), std::string::npos) << k.code.tile_ir;
+  auto hx = random_floats(4 * BLOCK);
+  Buf<float> x(hx), out(4 * BLOCK);
+  launch(k, {4, 1, 1}, {x.slot(), out.slot()});
+  auto got = out.get();
+  for (int i = 0; i < 4 * BLOCK; ++i) EXPECT_EQ(got[i], hx[i] * 3.0f) << i;
 }
 
 TEST(CpuLowering, IfWithResults) {

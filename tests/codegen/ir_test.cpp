@@ -47,11 +47,19 @@ TEST(OpProperties, EveryOpHasAConsistentEntry) {
       EXPECT_FALSE(p.has(ir::kWritesMemory));
       EXPECT_FALSE(p.has(ir::kSideEffects));
     }
-    // Everything is something: pure, a memory op, an effect, a region op or a terminator.
-    EXPECT_NE(p.traits & (ir::kPure | ir::kReadsMemory | ir::kWritesMemory | ir::kSideEffects | ir::kHasRegions |
-                          ir::kTerminator),
+    // An allocation is a new object, not a value: never pure, no effect of its own.
+    if (p.has(ir::kAllocates)) {
+      EXPECT_FALSE(p.has(ir::kPure));
+      EXPECT_FALSE(p.has(ir::kWritesMemory));
+      EXPECT_FALSE(p.has(ir::kSideEffects));
+    }
+    // Everything is something: pure, a memory op, an effect, an allocation, a region op
+    // or a terminator.
+    EXPECT_NE(p.traits & (ir::kPure | ir::kReadsMemory | ir::kWritesMemory | ir::kSideEffects | ir::kAllocates |
+                          ir::kHasRegions | ir::kTerminator),
               0);
   }
+  EXPECT_TRUE(ir::has_trait(Op::shared_alloc, ir::kAllocates));
   EXPECT_TRUE(ir::has_trait(Op::load, ir::kReadsMemory));
   EXPECT_FALSE(ir::has_trait(Op::load, ir::kPure));
   EXPECT_TRUE(ir::has_trait(Op::store, ir::kWritesMemory));
@@ -317,6 +325,43 @@ TEST(Builder, CreatedLoopVerifiesAndCarries) {
 }
 
 // ------------------------------------------------------------ shared buffers
+
+// Two allocations of one type are two buffers (CSE keeps both); an unused one goes (DCE),
+// one a loop with an effect carries stays.
+TEST(SharedAlloc, NeverMergedDeletedWhenUnused) {
+  ir::Function f;
+  f.name = "allocs";
+  ir::Builder b(f.body);
+  ir::Type t = ir::Type::shared_buffer(DType::f16, {32, 32}, 2);
+  ir::Value* kept1 = b.create1(Op::shared_alloc, {}, t, {"user.cpp", 5});
+  ir::Value* kept2 = b.create1(Op::shared_alloc, {}, t, {"user.cpp", 6});
+  b.create1(Op::shared_alloc, {}, t, {"user.cpp", 7});  // unused
+  ir::Value* c0 = b.constant(DType::i32, 0, {"user.cpp", 8});
+  ir::Value* c1 = b.constant(DType::i32, 1, {"user.cpp", 8});
+  ir::Operation& loop = b.create_for(c0, c1, c1, {kept1, kept2}, {"user.cpp", 8});
+  ir::Builder in(*loop.regions[0]);
+  in.create(Op::barrier, {}, {}, {"user.cpp", 9});
+  in.create(Op::yield, {loop.regions[0]->args[1].get(), loop.regions[0]->args[2].get()}, {}, {"user.cpp", 9});
+  ir::verify(f);
+  EXPECT_NE(f.str().find("shared_alloc : smem<2 x tile<32x32xf16>>"), std::string::npos) << f.str();
+  cleanup(f);
+  EXPECT_EQ(count_ops(f, Op::shared_alloc), 2) << f.str();
+  EXPECT_EQ(loop.operands[3], kept1);
+  EXPECT_EQ(loop.operands[4], kept2);
+
+  // The verifier: no operands, one shared-buffer result.
+  ir::Function g;
+  g.name = "bad_alloc";
+  ir::Builder gb(g.body);
+  gb.create1(Op::shared_alloc, {}, ir::Type{DType::f32, DType::f32, {16}}, {"user.cpp", 40});
+  try {
+    ir::verify(g);
+    FAIL() << "a register-typed shared_alloc verified";
+  } catch (const compile_error& e) {
+    EXPECT_NE(std::string(e.what()).find("shared_alloc"), std::string::npos) << e.what();
+    EXPECT_EQ(e.line(), 40u);
+  }
+}
 
 TEST(SharedBufferType, PrintsComparesAndIsCheckedByTheVerifier) {
   ir::Type t = ir::Type::shared_buffer(DType::bf16, {64, 64}, 3);

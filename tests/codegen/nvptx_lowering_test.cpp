@@ -4,6 +4,7 @@
 // atomics' ordering and scope.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "codegen/target.hpp"
@@ -280,6 +281,25 @@ TEST(NvptxLowering, DevicePrintIsAClearCompileError) {
 }
 
 // --- shared-memory budgets (codegen/gpu/capabilities.hpp) -------------------------
+
+// User buffers (shared_alloc) and a layout conversion: 36 KiB of buffers and the
+// transpose's 16 KiB of scratch after them make 52 KiB, past the 48 KiB of static shared
+// memory, so the whole array is dynamic and the launch passes the allocator's total.
+TEST(NvptxLowering, SharedBuffersAndScratchMakeTheDynamicSize) {
+  auto f = tltest::transpose_kernel(64, 64);
+  tltest::add_live_shared_buffers(*f, {ir::Type::shared_buffer(DType::f32, {64, 64}, 2),
+                                       ir::Type::shared_buffer(DType::bf16, {64, 32}, 1)});
+  auto co = compile_for("sm_90", *f, 4);
+  EXPECT_EQ(co.shared_bytes, 36864 + 16384);
+  EXPECT_EQ(co.report.at("dynamic_shared_bytes"), 36864 + 16384);
+  std::regex access(R"((load [^\n]*|store [^\n]*), ptr addrspace\(3\)[^\n]*)");
+  int accesses = 0;
+  for (std::sregex_iterator it(co.llvm_ir.begin(), co.llvm_ir.end(), access), end; it != end; ++it, ++accesses) {
+    EXPECT_NE(it->str().find("!alias.scope"), std::string::npos) << it->str();
+    EXPECT_NE(it->str().find("!noalias"), std::string::npos) << it->str();
+  }
+  EXPECT_GT(accesses, 0) << co.llvm_ir;
+}
 
 TEST(NvptxLowering, SmallSharedBufferStaysStatic) {
   auto f = rmsnorm_kernel(4096, true);

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
+#include "codegen/ir/builder.hpp"
 #include "codegen/ir/ir.hpp"
 #include "dsl/src/trace.hpp"
 #include "tl/tile.hpp"
@@ -132,6 +134,30 @@ inline std::unique_ptr<tl::ir::Function> reduction_accumulator_kernel() {
     }
     tl::store(out + r, acc);
   });
+}
+
+// Gives a traced kernel user shared-memory buffers (no DSL function makes them until
+// tl::shared arrives): shared_allocs of `types` at the start of its body, live to its end
+// through a one-trip loop that carries them and holds a barrier (an effect, so dead-code
+// elimination keeps the loop and with it the buffers).
+inline std::vector<tl::ir::Value*> add_live_shared_buffers(tl::ir::Function& f, const std::vector<tl::ir::Type>& types,
+                                                           unsigned line = 1) {
+  using namespace tl;
+  ir::SrcLoc loc{"user.cpp", line};
+  ir::Builder b(f.body);
+  if (!f.body.ops.empty()) b.before(*f.body.ops.front());
+  std::vector<ir::Value*> bufs;
+  for (const ir::Type& t : types) bufs.push_back(b.create1(Op::shared_alloc, {}, t, loc));
+  b.at_end(f.body);
+  ir::Value* c0 = b.constant(DType::i32, 0, loc);
+  ir::Value* c1 = b.constant(DType::i32, 1, loc);
+  ir::Operation& loop = b.create_for(c0, c1, c1, bufs, loc);
+  ir::Builder in(*loop.regions[0]);
+  in.create(Op::barrier, {}, {}, loc);
+  std::vector<ir::Value*> args;
+  for (size_t i = 0; i < bufs.size(); ++i) args.push_back(loop.regions[0]->args[1 + i].get());
+  in.create(Op::yield, args, {}, loc);
+  return bufs;
 }
 
 }  // namespace tltest

@@ -14,6 +14,9 @@ enum class Op : uint8_t {
   fma, cmp, select, cast, bitcast, addptr,
   // memory
   load, store, atomic_rmw, atomic_cas,
+  // a buffer in the program's shared memory (Triton's ttg.local_alloc without a value):
+  // no operands, one result of shared-buffer type; the GPU lowering places it
+  shared_alloc,
   // synchronization: every thread of the program waits here, and its earlier shared-
   // memory writes are visible to the others after it
   barrier,

@@ -1,0 +1,194 @@
+// The shared-memory allocator. It lives in codegen/gpu, run by the GPU lowering rather
+// than as a pass in codegen/passes, because everything it decides is about the GPU's
+// shared memory: the budget and bank geometry come from the target's capability table,
+// the total is only final once the lowering adds the layout conversions' scratch region
+// after the buffers, and the CPU has no shared memory to plan (it gives each buffer its
+// own stack array). It depends on the IR and the capability table only, no LLVM, so
+// tests call it on IR made with ir::Builder.
+//
+// Live ranges (over nested regions). Ops are numbered in pre-order; a for/if spans its
+// own number up to the last number inside its regions. A buffer is live from its
+// shared_alloc to its last use, where
+//  - a use is a use of the allocation's result or of any value that may be the buffer:
+//    a loop's carried argument or result, a branch's result (fed by inits and yields,
+//    to a fixed point);
+//  - a use inside a loop that does not contain the shared_alloc keeps the buffer live to
+//    the end of that loop: the next iteration uses it again;
+//  - a buffer carried by a loop (it is one of the loop's body arguments) is live over the
+//    whole loop, whether it comes from outside or from an earlier iteration.
+// This is a structured version of Triton's Liveness-based buffer intervals; tl's IR has
+// no CFG, so regions stand in for it.
+//
+// Offsets. Buffers are placed largest first (ties in definition order), each at the
+// lowest aligned offset that overlaps no already-placed buffer whose live range meets
+// its own: first-fit over an interference graph, as Triton's AllocationAnalysis does.
+// Two buffers share bytes only when they are never live together.
+//
+// Alignment: 16 bytes (the widest access, ds_read_b128 / ld.shared.v4), and a whole
+// bank row (banks * bank bytes, 128) for buffers at least that large, so that a layout's
+// bank mapping, computed from the buffer's start (padding and swizzles), is the same
+// wherever the buffer lands. The scratch region after the buffers starts on a bank row
+// for the same reason.
+#include "codegen/gpu/shared_memory.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+namespace {
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+struct Analysis {
+  // op -> [its number, the last number inside it]
+  std::unordered_map<const ir::Operation*, std::pair<int64_t, int64_t>> span;
+  // value -> the ops using it
+  std::unordered_map<const ir::Value*, std::vector<const ir::Operation*>> users;
+  std::vector<const ir::Operation*> allocs;
+  int64_t next = 0;
+
+  void number(const ir::Block& b) {
+    for (auto& op : b.ops) {
+      int64_t pos = next++;
+      if (op->op == Op::shared_alloc) allocs.push_back(op.get());
+      for (const ir::Value* v : op->operands) users[v].push_back(op.get());
+      for (auto& r : op->regions) number(*r);
+      span[op.get()] = {pos, next - 1};
+    }
+  }
+};
+
+// Which buffers each shared-typed value may be: from allocations through loops and
+// branches, repeated until nothing changes (a yield feeds an earlier body argument).
+void propagate(const ir::Block& b, SharedMemoryPlan& plan, bool& changed) {
+  auto merge = [&](const ir::Value* into, const ir::Value* from) {
+    auto it = plan.buffers_of.find(from);
+    if (it == plan.buffers_of.end()) return;
+    std::vector<int> from_set = it->second;  // (`into` may rehash the map)
+    auto& dst = plan.buffers_of[into];
+    for (int k : from_set)
+      if (std::find(dst.begin(), dst.end(), k) == dst.end()) {
+        dst.push_back(k);
+        changed = true;
+      }
+  };
+  for (auto& op : b.ops) {
+    for (auto& r : op->regions) propagate(*r, plan, changed);
+    if (op->op == Op::for_) {
+      const ir::Block& body = *op->regions[0];
+      const ir::Operation* y = body.terminator();
+      for (size_t i = 0; i < op->results.size(); ++i) {
+        if (!op->result(int(i))->type.is_shared()) continue;
+        for (const ir::Value* src : {op->operands[3 + i], y->operands[i]}) {
+          merge(body.args[1 + i].get(), src);
+          merge(op->result(int(i)), src);
+        }
+      }
+    } else if (op->op == Op::if_) {
+      for (size_t i = 0; i < op->results.size(); ++i) {
+        if (!op->result(int(i))->type.is_shared()) continue;
+        for (auto& r : op->regions) merge(op->result(int(i)), r->terminator()->operands[i]);
+      }
+    }
+  }
+}
+
+// The for loop whose body argument `v` is, or null.
+const ir::Operation* carrying_loop(const ir::Value* v) {
+  if (v->def || !v->owner || !v->owner->parent || v->index == 0) return nullptr;
+  return v->owner->parent->op == Op::for_ ? v->owner->parent : nullptr;
+}
+
+void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const Analysis& a) {
+  auto [def, def_end] = a.span.at(buf.alloc);
+  buf.first = buf.last = def;
+  auto contains = [&](const ir::Operation* loop, int64_t point) {
+    auto [s, e] = a.span.at(loop);
+    return s <= point && point <= e;
+  };
+  for (auto& [v, set] : plan.buffers_of) {
+    if (std::find(set.begin(), set.end(), k) == set.end()) continue;
+    if (const ir::Operation* loop = carrying_loop(v)) {
+      auto [s, e] = a.span.at(loop);
+      buf.first = std::min(buf.first, s);
+      buf.last = std::max(buf.last, e);
+    }
+    auto it = a.users.find(v);
+    if (it == a.users.end()) continue;
+    for (const ir::Operation* u : it->second) {
+      int64_t point = a.span.at(u).first;
+      for (const ir::Operation* p = u->parent ? u->parent->parent : nullptr; p;
+           p = p->parent ? p->parent->parent : nullptr)
+        if (p->op == Op::for_ && !contains(p, def)) point = std::max(point, a.span.at(p).second);
+      buf.last = std::max(buf.last, point);
+    }
+  }
+}
+
+}  // namespace
+
+int SharedMemoryPlan::index_of(const ir::Operation* alloc) const {
+  for (size_t k = 0; k < buffers.size(); ++k)
+    if (buffers[k].alloc == alloc) return int(k);
+  return -1;
+}
+
+SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilities& caps, const std::string& target) {
+  SharedMemoryPlan plan;
+  Analysis a;
+  a.number(f.body);
+  if (a.allocs.empty()) return plan;
+
+  const int64_t row = int64_t(caps.shared_banks) * caps.shared_bank_bytes;
+  for (const ir::Operation* op : a.allocs) {
+    const ir::Type& t = op->result()->type;
+    SharedBuffer b;
+    b.alloc = op;
+    b.bytes = t.numel() * t.stages * byte_width(t.dtype);
+    b.align = b.bytes >= row ? std::max<int64_t>(16, row) : 16;
+    plan.buffers_of[op->result()] = {int(plan.buffers.size())};
+    plan.buffers.push_back(b);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    propagate(f.body, plan, changed);
+  }
+  for (size_t k = 0; k < plan.buffers.size(); ++k) live_range(plan.buffers[k], int(k), plan, a);
+
+  std::vector<int> order(plan.buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int x, int y) { return plan.buffers[x].bytes > plan.buffers[y].bytes; });
+  std::vector<int> placed;
+  for (int k : order) {
+    SharedBuffer& buf = plan.buffers[k];
+    // The placed buffers live at the same time as this one, by offset.
+    std::vector<const SharedBuffer*> busy;
+    for (int j : placed)
+      if (plan.buffers[j].live_with(buf)) busy.push_back(&plan.buffers[j]);
+    std::sort(busy.begin(), busy.end(), [](auto* x, auto* y) { return x->offset < y->offset; });
+    int64_t at = 0;
+    for (const SharedBuffer* o : busy) {
+      if (at + buf.bytes <= o->offset) break;  // fits in the gap before `o`
+      at = std::max(at, align_up(o->offset + o->bytes, buf.align));
+    }
+    buf.offset = at;
+    int64_t limit = caps.shared_bytes_per_program;
+    if (at + buf.bytes > limit)
+      throw compile_error(fmt::format("shared memory: {} bytes needed with this buffer ({}, {} bytes) live, more "
+                                      "than the {} a program may use on {}; use smaller tiles or fewer stages",
+                                      at + buf.bytes, buf.alloc->result()->type.str(), buf.bytes, limit, target),
+                          buf.alloc->loc.file, buf.alloc->loc.line);
+    plan.buffer_bytes = std::max(plan.buffer_bytes, at + buf.bytes);
+    placed.push_back(k);
+  }
+  plan.scratch_offset = align_up(plan.buffer_bytes, std::max<int64_t>(16, row));
+  return plan;
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,50 @@
+// The shared-memory allocator (Triton's AllocationAnalysis): where each shared_alloc's
+// buffer lives in the program's shared memory (LDS on AMD), so that buffers live at the
+// same time never share a byte and buffers that are never live together may. The GPU
+// lowering runs it before lowering starts; the layout conversions' scratch region
+// follows the buffers (SharedMemoryPlan::scratch_offset). See shared_memory.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/ir/ir.hpp"
+
+namespace tl::gpu {
+
+struct SharedBuffer {
+  const ir::Operation* alloc = nullptr;  // its shared_alloc
+  int64_t bytes = 0;                     // stages * tile elements * element bytes
+  int64_t align = 16;
+  int64_t offset = 0;  // from the start of the program's shared memory
+  // Live range, inclusive, in program points: ops numbered in pre-order, a for/if
+  // covering the points of its regions (shared_memory.cpp says how uses widen it).
+  int64_t first = 0, last = 0;
+
+  bool live_with(const SharedBuffer& o) const { return first <= o.last && o.first <= last; }
+  bool shares_bytes_with(const SharedBuffer& o) const {
+    return offset < o.offset + o.bytes && o.offset < offset + bytes;
+  }
+};
+
+struct SharedMemoryPlan {
+  std::vector<SharedBuffer> buffers;  // in definition (pre-)order
+  // Every value of shared-buffer type (a shared_alloc's result, a loop-carried argument
+  // or result, a branch result) -> the buffers it may be (indices into `buffers`).
+  std::unordered_map<const ir::Value*, std::vector<int>> buffers_of;
+  int64_t buffer_bytes = 0;    // the end of the highest buffer
+  int64_t scratch_offset = 0;  // where the layout conversions' scratch region starts
+
+  // The buffer a shared_alloc defines, or -1.
+  int index_of(const ir::Operation* alloc) const;
+};
+
+// Live ranges and offsets of every shared_alloc in `f`. Throws tl::compile_error naming
+// the line of the first allocation (in placement order) that would end past the
+// target's `shared_bytes_per_program`, with the bytes needed, the limit and `target`.
+SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilities& caps, const std::string& target);
+
+}  // namespace tl::gpu

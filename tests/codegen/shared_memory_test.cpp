@@ -1,0 +1,224 @@
+// The shared-memory allocator (codegen/gpu/shared_memory.{hpp,cpp}) on tile IR made
+// with ir::Builder: buffers live together never share bytes, buffers that are never live
+// together do, a use inside a loop keeps a buffer live for the whole loop (and so do
+// uses through loop-carried values and branch results), offsets are aligned, and a plan
+// over the target's budget is a compile error at the allocation's line.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/gpu/shared_memory.hpp"
+#include "codegen/ir/builder.hpp"
+#include "codegen/target.hpp"
+#include "tl/error.hpp"
+
+namespace {
+
+using namespace tl;
+
+gpu::TargetCapabilities caps(const char* name) { return codegen::capabilities_for(codegen::parse_target(name)); }
+
+ir::SrcLoc at(unsigned line) { return {"user.cpp", line}; }
+
+// A function under construction; `b` inserts at the end of whatever block it points at.
+struct Program {
+  ir::Function f;
+  ir::Builder b{f.body};
+  Program() { f.name = "k"; }
+
+  ir::Value* alloc(DType t, std::vector<int> shape, int stages, unsigned line) {
+    return b.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(t, std::move(shape), stages), at(line));
+  }
+  // Uses `bufs` here: a one-trip loop carrying them (the only ops that take a buffer
+  // today); its body passes them on unchanged.
+  ir::Operation& use(const std::vector<ir::Value*>& bufs) {
+    ir::Value* c0 = b.constant(DType::i32, 0, at(1));
+    ir::Value* c1 = b.constant(DType::i32, 1, at(1));
+    ir::Operation& loop = b.create_for(c0, c1, c1, bufs, at(1));
+    ir::Builder in(*loop.regions[0]);
+    std::vector<ir::Value*> args;
+    for (size_t i = 0; i < bufs.size(); ++i) args.push_back(loop.regions[0]->args[1 + i].get());
+    in.create(Op::yield, args, {}, at(1));
+    return loop;
+  }
+  // Opens a loop with no carried values: `b` now inserts into its body. close() ends it.
+  ir::Operation& open_loop(unsigned line) {
+    ir::Value* c0 = b.constant(DType::i32, 0, at(line));
+    ir::Value* c8 = b.constant(DType::i32, 8, at(line));
+    ir::Value* c1 = b.constant(DType::i32, 1, at(line));
+    ir::Operation& loop = b.create_for(c0, c8, c1, {}, at(line));
+    b.at_end(*loop.regions[0]);
+    return loop;
+  }
+  void close(ir::Operation& loop) {
+    b.create(Op::yield, {}, {}, at(1));
+    b.after(loop);
+  }
+
+  gpu::SharedMemoryPlan plan(const char* target = "gfx942") {
+    ir::verify(f);
+    return gpu::plan_shared_memory(f, caps(target), target);
+  }
+};
+
+const gpu::SharedBuffer& of(const gpu::SharedMemoryPlan& p, const ir::Value* v) {
+  return p.buffers.at(size_t(p.index_of(v->def)));
+}
+
+TEST(SharedMemoryAllocator, BuffersLiveTogetherDoNotOverlap) {
+  Program p;
+  ir::Value* a = p.alloc(DType::f32, {16, 16}, 1, 10);  // 1 KiB
+  ir::Value* b = p.alloc(DType::bf16, {16, 16}, 2, 11);  // 1 KiB
+  p.use({a, b});
+  auto plan = p.plan();
+  ASSERT_EQ(plan.buffers.size(), 2u);
+  EXPECT_EQ(of(plan, a).bytes, 1024);
+  EXPECT_EQ(of(plan, b).bytes, 1024);
+  EXPECT_TRUE(of(plan, a).live_with(of(plan, b)));
+  EXPECT_FALSE(of(plan, a).shares_bytes_with(of(plan, b)));
+  EXPECT_EQ(plan.buffer_bytes, 2048);
+  EXPECT_EQ(plan.scratch_offset, 2048);  // the conversions' scratch follows the buffers
+}
+
+TEST(SharedMemoryAllocator, BuffersNeverLiveTogetherShareBytes) {
+  Program p;
+  ir::Value* a = p.alloc(DType::f32, {16, 16}, 1, 10);
+  p.use({a});
+  ir::Value* b = p.alloc(DType::f32, {16, 16}, 2, 12);  // defined after a's last use
+  p.use({b});
+  auto plan = p.plan();
+  EXPECT_FALSE(of(plan, a).live_with(of(plan, b)));
+  EXPECT_EQ(of(plan, a).offset, 0);
+  EXPECT_EQ(of(plan, b).offset, 0);
+  EXPECT_EQ(plan.buffer_bytes, 2048);  // the larger of the two, not the sum
+}
+
+// The same ops, once in straight-line code and once in a loop body: in the loop, `a`'s
+// use comes before `b`'s definition in the text, but the next iteration uses `a` again
+// while `b` is live, so `b` may not take its bytes.
+TEST(SharedMemoryAllocator, BufferUsedInALoopIsLiveForTheWholeLoop) {
+  for (bool in_loop : {false, true}) {
+    SCOPED_TRACE(in_loop ? "in a loop" : "straight line");
+    Program p;
+    ir::Value* a = p.alloc(DType::f32, {16, 16}, 1, 10);
+    ir::Operation* loop = in_loop ? &p.open_loop(11) : nullptr;
+    p.use({a});
+    ir::Value* b = p.alloc(DType::f32, {16, 16}, 1, 13);  // allocated and dead inside the body
+    p.use({b});
+    if (loop) p.close(*loop);
+    auto plan = p.plan();
+    EXPECT_EQ(of(plan, a).live_with(of(plan, b)), in_loop);
+    EXPECT_EQ(of(plan, a).shares_bytes_with(of(plan, b)), !in_loop);
+    EXPECT_EQ(plan.buffer_bytes, in_loop ? 2048 : 1024);
+  }
+}
+
+// A buffer passed out of a loop (loop-carried) or out of a branch is live until the
+// result's last use: a buffer allocated in between must not reuse its bytes.
+TEST(SharedMemoryAllocator, UsesThroughLoopCarriedAndBranchResultsKeepTheBufferLive) {
+  Program p;
+  ir::Value* a = p.alloc(DType::f32, {16, 16}, 1, 10);
+  ir::Operation& carried = p.use({a});
+  ir::Value* c = p.b.constant(DType::i1, 1, at(12));
+  ir::Value* d = p.alloc(DType::f32, {16, 16}, 1, 13);
+  ir::Operation& branch = p.b.create(Op::if_, {c}, {d->type}, at(14));
+  for (int r = 0; r < 2; ++r) ir::Builder(*branch.add_region()).create(Op::yield, {d}, {}, at(14));
+  ir::Value* b = p.alloc(DType::f32, {16, 16}, 1, 15);  // after both, before the results' uses
+  p.use({b});
+  p.use({carried.result(), branch.result()});
+  auto plan = p.plan();
+  EXPECT_EQ(plan.buffers_of.at(carried.result()), std::vector<int>{plan.index_of(a->def)});
+  EXPECT_EQ(plan.buffers_of.at(branch.result()), std::vector<int>{plan.index_of(d->def)});
+  for (ir::Value* v : {a, d}) {
+    EXPECT_TRUE(of(plan, v).live_with(of(plan, b)));
+    EXPECT_FALSE(of(plan, v).shares_bytes_with(of(plan, b)));
+  }
+  EXPECT_EQ(plan.buffer_bytes, 3 * 1024);
+}
+
+// A buffer allocated in a loop body and carried to the next iteration is live over the
+// whole loop, like one carried in from outside.
+TEST(SharedMemoryAllocator, BufferCarriedAcrossIterationsIsLiveForTheWholeLoop) {
+  Program p;
+  ir::Value* init = p.alloc(DType::f32, {16, 16}, 1, 10);
+  ir::Value* c0 = p.b.constant(DType::i32, 0, at(11));
+  ir::Value* c8 = p.b.constant(DType::i32, 8, at(11));
+  ir::Operation& loop = p.b.create_for(c0, c8, c8, {init}, at(11));
+  ir::Builder in(*loop.regions[0]);
+  in.create(Op::barrier, {}, {}, at(12));  // (an op before the allocation)
+  ir::Value* next = in.create1(Op::shared_alloc, {}, init->type, at(13));
+  in.create(Op::yield, {next}, {}, at(14));
+  ir::Value* other = p.alloc(DType::f32, {16, 16}, 1, 15);
+  p.use({other});
+  auto plan = p.plan();
+  const gpu::SharedBuffer& n = of(plan, next);
+  EXPECT_LE(n.first, plan.buffers[size_t(plan.index_of(init->def))].last);  // from the loop's start
+  EXPECT_TRUE(of(plan, init).live_with(n));
+  EXPECT_FALSE(of(plan, init).shares_bytes_with(n));
+}
+
+TEST(SharedMemoryAllocator, OffsetsAreAligned) {
+  Program p;
+  ir::Value* big = p.alloc(DType::f32, {4}, 25, 10);     // 400 bytes
+  ir::Value* row = p.alloc(DType::f32, {4}, 9, 11);      // 144 bytes: at least a bank row
+  ir::Value* small = p.alloc(DType::f32, {4}, 3, 12);    // 48 bytes
+  ir::Value* tiny = p.alloc(DType::i8, {4}, 1, 13);      // 4 bytes
+  ir::Value* tiny2 = p.alloc(DType::f16, {2}, 1, 14);    // 4 bytes
+  p.use({big, row, small, tiny, tiny2});
+  auto plan = p.plan();
+  // Largest first: 400 at 0; 144 on the next 128-byte bank row (512, not 400); the small
+  // ones first-fit into the gap before it, on 16-byte boundaries.
+  EXPECT_EQ(of(plan, big).offset, 0);
+  EXPECT_EQ(of(plan, row).offset, 512);
+  EXPECT_EQ(of(plan, small).offset, 400);
+  EXPECT_EQ(of(plan, tiny).offset, 448);
+  EXPECT_EQ(of(plan, tiny2).offset, 464);
+  for (auto& b : plan.buffers) {
+    EXPECT_EQ(b.offset % b.align, 0) << b.alloc->loc.line;
+    EXPECT_EQ(b.align, b.bytes >= 128 ? 128 : 16) << b.alloc->loc.line;
+  }
+  EXPECT_EQ(plan.buffer_bytes, 656);
+  EXPECT_EQ(plan.scratch_offset, 768);  // the scratch region starts on a bank row too
+}
+
+// 64 KiB and 16 KiB live together: 80 KiB. gfx942 has 64 KiB of LDS per workgroup,
+// gfx950 160 KiB.
+TEST(SharedMemoryAllocator, OverTheBudgetIsACompileErrorAtTheAllocation) {
+  auto build = [](Program& p) {
+    ir::Value* a = p.alloc(DType::f32, {64, 128}, 2, 30);  // 65536 bytes
+    ir::Value* b = p.alloc(DType::f32, {32, 128}, 1, 31);  // 16384 bytes
+    p.use({a, b});
+  };
+  {
+    Program p;
+    build(p);
+    auto plan = p.plan("gfx950");
+    EXPECT_EQ(plan.buffer_bytes, 81920);
+  }
+  Program p;
+  build(p);
+  try {
+    p.plan("gfx942");
+    FAIL() << "80 KiB of buffers fit in gfx942's 64 KiB";
+  } catch (const compile_error& e) {
+    std::string msg = e.what();
+    EXPECT_EQ(e.line(), 31u) << msg;  // the one placed past the limit
+    EXPECT_NE(msg.find("81920 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("16384 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("65536"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("gfx942"), std::string::npos) << msg;
+  }
+}
+
+TEST(SharedMemoryAllocator, NoBuffersNoBytes) {
+  Program p;
+  p.b.constant(DType::i32, 1, at(1));
+  auto plan = p.plan();
+  EXPECT_TRUE(plan.buffers.empty());
+  EXPECT_EQ(plan.buffer_bytes, 0);
+  EXPECT_EQ(plan.scratch_offset, 0);
+}
+
+}  // namespace
