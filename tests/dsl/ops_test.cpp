@@ -586,3 +586,68 @@ TEST(Layouts, ReductionIntoLoopCarriedAccumulator) {
     for (int c = 0; c < cols; ++c) want[r] += double(h[r * cols + c]);
   EXPECT_TRUE(near(O.download(), want, 1e-5, 1e-5));
 }
+
+// A [32] row-sum result combined with a [32] load in another layout, in one warp: on a
+// GPU the conversion between them is a warp shuffle (shfl.sync.idx / ds_bpermute), no
+// shared memory. f32 and f64 (one and two 32-bit words a value).
+template <class E> void run_row_sum_scale(const char* name, double tol) {
+  using H = typename tl::buffer<E>::host_t;
+  auto k = tl::kernel(name, [](tl::ptr<E> x, tl::ptr<E> z, tl::ptr<E> y) {
+    auto p = tl::program_id(0);
+    auto r = tl::expand_dims(tl::arange(0, 32), 1);
+    auto c = tl::expand_dims(tl::arange(0, 32), 0);
+    auto s = tl::sum(tl::load(x + p * 1024 + r * 32 + c), 1);
+    auto i = tl::arange(0, 32);
+    auto zv = tl::load(z + p * 32 + i);
+    tl::store(y + p * 32 + i, s * zv + zv);
+  });
+  const int programs = 4;
+  auto fx = random_floats(programs * 1024, -1, 1), fz = random_floats(programs * 32, -1, 1);
+  std::vector<H> hx(fx.begin(), fx.end()), hz(fz.begin(), fz.end());
+  auto X = upload<E>(hx);
+  auto Z = upload<E>(hz);
+  auto Y = test_device().alloc<E>(programs * 32);
+  poison(Y);
+  k[tl::grid(programs)].with({.num_warps = 1})(X, Z, Y);
+  std::vector<double> want(programs * 32);
+  for (int p = 0; p < programs; ++p)
+    for (int i = 0; i < 32; ++i) {
+      double s = 0;
+      for (int j = 0; j < 32; ++j) s += double(hx[p * 1024 + i * 32 + j]);
+      want[p * 32 + i] = s * double(hz[p * 32 + i]) + double(hz[p * 32 + i]);
+    }
+  EXPECT_TRUE(near(Y.download(), want, tol, tol)) << name;
+}
+
+TEST(Layouts, WarpLocalConversionOfAReductionResult) {
+  run_row_sum_scale<ty::f32>("row_sum_scale_f32", 1e-5);
+  run_row_sum_scale<ty::f64>("row_sum_scale_f64", 1e-12);
+}
+
+// A [128, 256] f32 tile stored transposed: the layout conversion needs 128 KiB of shared
+// memory, past NVIDIA's 48 KiB of static shared memory (dynamic shared memory, opted in
+// at load) and past the 64 KiB of LDS on gfx90a/gfx942 (a compile error there).
+TEST(Layouts, TransposeThroughMoreThan48KiBOfSharedMemory) {
+  auto k = tl::kernel("transpose_128k", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y) {
+    auto p = tl::program_id(0) * (128 * 256);
+    auto r = tl::expand_dims(tl::arange(0, 128), 1);
+    auto c = tl::expand_dims(tl::arange(0, 256), 0);
+    auto v = tl::load(x + p + r * 256 + c);
+    auto rt = tl::expand_dims(tl::arange(0, 256), 1);
+    auto ct = tl::expand_dims(tl::arange(0, 128), 0);
+    tl::store(y + p + rt * 128 + ct, tl::trans(v));
+  });
+  const int programs = 2, n = programs * 128 * 256;
+  auto h = random_floats(n, -3, 3);
+  auto X = upload<ty::f32>(h);
+  auto Y = test_device().alloc<tl::f32>(n);
+  poison(Y);
+  if (test_device().kind() == tl::device_kind::hip)
+    GTEST_SKIP() << "needs 128 KiB of LDS: gfx950 only, and no AMD GPU here says which";
+  k[tl::grid(programs)].with({.num_warps = 8})(X, Y);
+  std::vector<double> want(n);
+  for (int p = 0; p < programs; ++p)
+    for (int r = 0; r < 128; ++r)
+      for (int c = 0; c < 256; ++c) want[p * 32768 + c * 128 + r] = h[p * 32768 + r * 256 + c];
+  EXPECT_TRUE(near(Y.download(), want, 0, 0));
+}
