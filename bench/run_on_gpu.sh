@@ -11,4 +11,17 @@ date -u +%Y-%m-%dT%H:%MZ >> "$OUT/machine.txt"
 for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test}; do
   /tmp/tl/bin/$t --gtest_brief=1 2>&1 | tee -a "$OUT/gpu_tests.log" | tail -3
 done
+# TL_GPU_SANITIZE="memcheck racecheck synccheck": the same suites again under each of
+# compute-sanitizer's tools (shared memory, barriers and shuffles are where a race
+# hides that a passing test can miss); TL_SANITIZE_FILTER narrows the tests (gtest filter).
+SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+for tool in ${TL_GPU_SANITIZE:-}; do
+  for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test}; do
+    echo "== compute-sanitizer --tool $tool $t" | tee -a "$OUT/sanitizer.log"
+    timeout ${TL_SANITIZE_TIMEOUT:-300} "$SAN" --tool "$tool" --error-exitcode 99 /tmp/tl/bin/$t --gtest_brief=1 \
+      ${TL_SANITIZE_FILTER:+--gtest_filter=$TL_SANITIZE_FILTER} >> "$OUT/sanitizer.log" 2>&1
+    echo "exit $?" | tee -a "$OUT/sanitizer.log"
+    tail -4 "$OUT/sanitizer.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" || true
+  done
+done
 [[ ${TL_SKIP_BENCH:-0} == 1 ]] || PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_gpu_bench.py --tl /tmp/tl/bin/tl-bench-gpu --out "$OUT"

@@ -14,12 +14,6 @@
 namespace tl::gpu {
 namespace {
 
-int floor_pow2(int64_t x) {
-  int v = 1;
-  while (int64_t(v) * 2 <= x) v *= 2;
-  return v;
-}
-
 llvm::AtomicOrdering ordering(sem s) {
   switch (s) {
     case sem::relaxed: return llvm::AtomicOrdering::Monotonic;
