@@ -192,13 +192,7 @@ TEST(AmdgpuLowering, FourWaveSumGoesThroughLds) {
 // release and acquire fences, which on gfx90a+ the backend turns into waits for the
 // outstanding LDS and memory operations before it.
 TEST(AmdgpuLowering, UserBarrierIsAnSBarrier) {
-  auto f = trace("user_barrier", [&](Trace& t) {
-    auto x = ptr_arg<ty::f32>(t, "x", true);
-    auto offs = tl::arange(0, 256);
-    tl::store(x + offs, tl::full<ty::f32>({256}, 1.0));
-    tl::barrier();
-    tl::store(x + 256 + offs, tl::full<ty::f32>({256}, 2.0));
-  });
+  auto f = tltest::user_barrier_kernel();
   for (const char* arch : kArchs) {
     auto co = compile_for(arch, *f, 4);
     std::string dis = amd::disassemble(co.binary);

@@ -121,13 +121,7 @@ TEST(NvptxLowering, OneWarpReductionNeedsNoBarrier) {
 }
 
 TEST(NvptxLowering, UserBarrierIsABarSync) {
-  auto f = trace("user_barrier", [&](Trace& t) {
-    auto x = ptr_arg<ty::f32>(t, "x", true);
-    auto offs = tl::arange(0, 256);
-    tl::store(x + offs, tl::full<ty::f32>({256}, 1.0));
-    tl::barrier();
-    tl::store(x + 256 + offs, tl::full<ty::f32>({256}, 2.0));
-  });
+  auto f = tltest::user_barrier_kernel();
   std::string p = ptx(compile_for("sm_90", *f, 4));
   EXPECT_EQ(count(p, "bar.sync"), 1) << p;
   EXPECT_LT(p.find("st.global"), p.find("bar.sync")) << p;

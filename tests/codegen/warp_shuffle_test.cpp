@@ -13,6 +13,7 @@
 #include "codegen/target.hpp"
 #include "dsl/src/trace.hpp"
 #include "runtime/device.hpp"
+#include "support/compile.hpp"
 #include "support/traced_kernels.hpp"
 #include "tl/tile.hpp"
 
@@ -204,17 +205,8 @@ TEST(WarpShuffle, SimulatedPlansDeliverEveryElement) {
 
 const char* const kArchs[] = {"gfx90a", "gfx942", "gfx950"};
 
-codegen::CodeObject compile_for(const std::string& arch, ir::Function& f, int num_warps) {
-  codegen::CompileOptions o;
-  o.num_warps = num_warps;
-  return codegen::compile(f, codegen::parse_target(arch), o);
-}
-
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
-  return n;
-}
+using tltest::compile_for;
+using tltest::count;
 
 // y[i] = sum_j x[i, j] * z[i] + z[i] over a [32, 32] f32 tile: the row sums come out of
 // the reduction in its slice layout (lanes 0..7 of a row's 8 lanes share it, 8 rows per

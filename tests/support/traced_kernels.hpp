@@ -99,6 +99,19 @@ inline std::unique_ptr<tl::ir::Function> transpose_kernel(int M, int N) {
   });
 }
 
+// Two stores of 256 f32 with tl::barrier() between them: the barrier's lowering, which
+// must sit between the stores (s_barrier / bar.sync).
+inline std::unique_ptr<tl::ir::Function> user_barrier_kernel() {
+  using namespace tl;
+  return trace("user_barrier", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto offs = tl::arange(0, 256);
+    tl::store(x + offs, tl::full<ty::f32>({256}, 1.0));
+    tl::barrier();
+    tl::store(x + 256 + offs, tl::full<ty::f32>({256}, 2.0));
+  });
+}
+
 // out = a + b for [64, 64] f32 tiles where a is row-major (contiguous along dim 1) and b
 // is read column-major (b[r, c] at b + r + c * 64: contiguous along dim 0): two loads of
 // one shape that are coalesced along different dims.
