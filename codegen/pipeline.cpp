@@ -56,6 +56,9 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   dump("common-subexpression elimination", f);
   passes::eliminate_dead_code(f);
   dump("dead-code elimination", f);
+  // Last, so that no later pass moves an access across the barriers it places.
+  passes::insert_barriers(f);
+  dump("barrier insertion", f);
   ir::verify(f);
 
   CodeObject out;

@@ -12,6 +12,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "codegen/gpu/capabilities.hpp"
 #include "codegen/ir/ir.hpp"
 #include "codegen/target.hpp"
 #include "dsl/src/trace.hpp"
@@ -184,6 +185,10 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   std::unique_ptr<ir::Function> f;
   {
     Trace t(name, {loc.file_name(), loc.line()});
+    // The target is known before tracing, so tl::shared is checked against its budget
+    // where the user wrote it (the CPU's buffers are stack arrays: no budget).
+    if (target.kind != codegen::TargetDesc::cpu)
+      t.set_shared_budget(codegen::capabilities_for(target).shared_bytes_per_program, target.arch);
     auto saved = t_args;
     t_args = args;
     try {

@@ -216,6 +216,7 @@ Value* Lowerer::compute(const ir::Operation& op, const Idx& idx) {
       return elem(src, idx_from_dims(src->type.shape, dims));
     }
     case Op::load: return load_elem(op, idx);
+    case Op::shared_load: return load_buf(shared_stage_ptr(op), rt.dtype, idx.flat);
     case Op::atomic_rmw: return atomic_rmw_elem(op, idx);
     case Op::atomic_cas: return atomic_cas_elem(op, idx);
     case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:

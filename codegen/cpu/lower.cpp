@@ -286,6 +286,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
       rep(op.result()).scalar = a;
       return;
     }
+    case Op::shared_store: return lower_shared_store(op);
     case Op::store:
       if (op.operands[0]->type.is_scalar()) store_elem(op, Idx{});
       else memory_loop(op, [&](const Idx& idx) { store_elem(op, idx); });

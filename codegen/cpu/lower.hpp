@@ -73,6 +73,9 @@ class Lowerer {
   llvm::Value* buf_ptr(llvm::Value* buf, DType t, llvm::Value* flat);
   llvm::Value* load_buf(llvm::Value* buf, DType t, llvm::Value* flat);
   void store_buf(llvm::Value* buf, DType t, llvm::Value* flat, llvm::Value* reg);
+  // shared_load / shared_store (memory.cpp): the stage's first element; the store.
+  llvm::Value* shared_stage_ptr(const ir::Operation& op);
+  void lower_shared_store(const ir::Operation& op);
   Idx idx_from_dims(const std::vector<int>& shape, std::vector<llvm::Value*> dims);
   Idx idx_from_flat(const std::vector<int>& shape, llvm::Value* flat);
   // Emits counted loops over `shape` (innermost = last dimension) and calls `body` with

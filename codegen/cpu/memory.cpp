@@ -210,4 +210,20 @@ Value* Lowerer::atomic_cas_elem(const ir::Operation& op, const Idx& idx) {
   return from_mem(b_.CreateBitCast(b_.CreateExtractValue(pair, 0), mem_type(t)), t);
 }
 
+// A shared buffer is a stack array of `stages` tiles (lower_op, shared_alloc); a stage
+// is a row-major tile at stage * numel. The program is one thread, so a load is a copy
+// into the result's buffer (a load is never recomputed) and a store a copy out.
+Value* Lowerer::shared_stage_ptr(const ir::Operation& op) {
+  const ir::Type& bt = op.operands[0]->type;
+  Value* stage = b_.CreateSExt(elem(op.operands[1], Idx{}), b_.getInt64Ty());
+  Value* first = b_.CreateMul(stage, b_.getInt64(uint64_t(bt.numel())), "", true, true);
+  return b_.CreateInBoundsGEP(mem_type(bt.dtype), elem(op.operands[0], Idx{}), first);
+}
+
+void Lowerer::lower_shared_store(const ir::Operation& op) {
+  const ir::Value* v = op.operands[2];
+  Value* dst = shared_stage_ptr(op);
+  loop_nest(v->type.shape, [&](const Idx& idx) { store_buf(dst, v->type.dtype, idx.flat, elem(v, idx)); });
+}
+
 }  // namespace tl::codegen::cpu

@@ -121,6 +121,19 @@ class LayoutPlanner {
     };
     std::map<std::vector<int>, Vote> by_shape;
     ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
+      if (op.op == Op::shared_load || op.op == Op::shared_store) {
+        // A shared tile is read and written best 16 bytes per thread along its last
+        // dim (shared_tile_layout): its shape's default should allow that too.
+        const ir::Type& bt = op.operands[0]->type;
+        std::vector<int> order;
+        for (int d = bt.rank() - 1; d >= 0; --d) order.push_back(d);
+        int vec = std::max(1, std::min(bt.shape.back(), 16 / std::max(1, int(byte_width(bt.dtype)))));
+        Vote& v = by_shape[bt.shape];
+        if (vec > v.vec || v.order.empty()) v = Vote{order, vec};
+        int& w = widest_[{bt.shape, order}];
+        w = std::max(w, vec);
+        return;
+      }
       if (!is_memory_anchor(op)) return;
       const ir::Value* ptr = op.operands[0];
       std::vector<int> order = coalesced_order(axis_, ptr);
@@ -241,6 +254,12 @@ class LayoutPlanner {
       case Op::for_: return loop(o);
       case Op::if_: return branch(o);
       case Op::load: return load(o);
+      // A shared load is an anchor like a load: the layout its users want (a transpose
+      // or reduction of what was stored reads straight into it), else its shape's default.
+      case Op::shared_load: {
+        auto want = wanted_layout(o.result());
+        return set(o.result(), want ? *want : plan_.shape_default(o.result()->type.shape));
+      }
       case Op::store: return store(o);
       case Op::atomic_rmw: case Op::atomic_cas: return atomic(o);
       case Op::reduce: {

@@ -97,6 +97,7 @@ void Lowerer::smem_reserve(int64_t bytes) {
 
 llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer) {
   llvm::LoadInst* ld = b.CreateAlignedLoad(ty, ptr, llvm::Align(align));
+  if (buffer == kUnknownBuffer) return ld;
   ld->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
   if (auto* others = smem_noalias_[size_t(smem_id(buffer))]) ld->setMetadata(llvm::LLVMContext::MD_noalias, others);
   return ld;
@@ -104,6 +105,7 @@ llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align
 
 void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer) {
   llvm::StoreInst* st = b.CreateAlignedStore(v, ptr, llvm::Align(align));
+  if (buffer == kUnknownBuffer) return;
   st->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
   if (auto* others = smem_noalias_[size_t(smem_id(buffer))]) st->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }

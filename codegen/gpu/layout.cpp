@@ -537,4 +537,14 @@ LinearMap xor_swizzle(int rows, int cols, int vec_elems, int elem_bytes, int ban
   return m;
 }
 
+SharedTileLayout shared_tile_layout(const std::vector<int>& shape, int elem_bytes, int bank_bytes) {
+  int64_t numel = 1;
+  for (int d : shape) numel *= d;
+  int cols = shape.empty() ? 1 : shape.back();
+  SharedTileLayout s;
+  s.vec = std::max(1, std::min(cols, 16 / std::max(1, elem_bytes)));
+  s.offsets = xor_swizzle(int(numel / cols), cols, s.vec, elem_bytes, bank_bytes);
+  return s;
+}
+
 }  // namespace tl::gpu

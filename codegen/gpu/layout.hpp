@@ -123,6 +123,18 @@ std::optional<LayoutInverse> invert(const Layout& l);
 // SwizzledSharedEncoding (vec, perPhase, maxPhase). Output: offsets in elements.
 LinearMap xor_swizzle(int rows, int cols, int vec_elems, int elem_bytes, int bank_bytes = 128);
 
+// How one stage of a shared buffer (tl::shared) lies in shared memory, Triton's
+// SwizzledSharedEncoding for it: row-major, 16-byte vectors along the last dim (`vec`
+// elements, fewer when a row is shorter), XOR-swizzled by xor_swizzle with every
+// leading dim counted as rows (a 3-D tile is swizzled as [d0 * d1, d2]; a 1-D tile, one
+// row, is not swizzled). A thread holding `vec` contiguous elements of a row reads or
+// writes them with one 128-bit access at offsets.apply(flat index of the first).
+struct SharedTileLayout {
+  LinearMap offsets;  // flat element index -> offset in elements within the stage
+  int vec = 1;
+};
+SharedTileLayout shared_tile_layout(const std::vector<int>& shape, int elem_bytes, int bank_bytes = 128);
+
 // The flat element index each (register, lane, warp) of `l` gets from the index math the
 // GPU lowering emits for it, evaluated on constants (the same code, folded by LLVM):
 // result[(w * wave + lane) * num_regs + r]. For tests of that emitted code.

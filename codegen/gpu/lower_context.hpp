@@ -132,6 +132,8 @@ class Lowerer {
   // and alias scope, so that a write to one never waits for, nor is ordered by LLVM
   // against, the accesses of another it shares no bytes with.
   static constexpr int kScratch = -1;
+  // An access to one of several user buffers (a loop or branch picks which): no scope.
+  static constexpr int kUnknownBuffer = -2;
   void smem_setup();  // plans the buffers, before anything is lowered
   // A pointer into the scratch region at `byte_offset`; the base of user buffer `buffer`.
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
@@ -155,6 +157,11 @@ class Lowerer {
   void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
   Values smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
   void lower_shared_alloc(const ir::Operation& op);
+  // ---- tl::shared stages (lower_shared.cpp)
+  int smem_buffer_of(const ir::Value* v) const;
+  llvm::Value* shared_stage_base(const ir::Operation& op, unsigned elem_bytes);
+  void lower_shared_load(const ir::Operation& op);
+  void lower_shared_store(const ir::Operation& op);
   // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
   Values broadcast_from_owners(const Values& v, const Layout& l, DType t);
 

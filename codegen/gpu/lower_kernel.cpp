@@ -253,6 +253,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::assert_: return lower_assert(op);
     case Op::barrier: return barrier();  // (nothing is pending after it)
     case Op::shared_alloc: return lower_shared_alloc(op);
+    case Op::shared_load: return lower_shared_load(op);
+    case Op::shared_store: return lower_shared_store(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::constant:

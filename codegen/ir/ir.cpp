@@ -28,6 +28,7 @@ const char* op_name(Op op) {
     case Op::load: return "load"; case Op::store: return "store";
     case Op::atomic_rmw: return "atomic_rmw"; case Op::atomic_cas: return "atomic_cas";
     case Op::shared_alloc: return "shared_alloc";
+    case Op::shared_load: return "shared_load"; case Op::shared_store: return "shared_store";
     case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";

@@ -34,6 +34,10 @@ OpProperties describe(Op op) {
     // Not pure (CSE would fold two buffers into one) and no effect (DCE may drop an
     // unused one); its result type says what it holds, it has no attributes.
     case Op::shared_alloc: return {kAllocates, 0};
+    // Reads and writes of shared memory order like global ones: CSE never merges two
+    // shared_loads with a write (or a barrier) between them, DCE never drops a store.
+    case Op::shared_load: return {kReadsMemory, 0};
+    case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};

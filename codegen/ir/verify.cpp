@@ -57,16 +57,16 @@ class Verifier {
   static bool power_of_two(int d) { return d > 0 && (d & (d - 1)) == 0; }
 
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.
-  // shared_alloc defines one. No op of the language reads or writes one yet (the
-  // shared-memory ops come with tl::shared); until then only loops and branches may
-  // pass one through.
+  // shared_alloc defines one, loops and branches pass one through, and shared_load /
+  // shared_store (operand 0) read and write one; no other op may see one.
   void check_memory_types(const Operation& op) {
     auto check_type = [&](const Type& t) {
       if (!t.is_shared()) return expect(t.stages == 0, op, "a register value has a stage count");
       expect(!t.shape.empty() && t.stages >= 1 && !t.is_ptr(), op, "a shared buffer needs a tile shape and stages");
       for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
-      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield || op.op == Op::shared_alloc, op,
-             "no op reads or writes a shared buffer yet");
+      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield || op.op == Op::shared_alloc ||
+                 op.op == Op::shared_load || op.op == Op::shared_store,
+             op, "only shared_load and shared_store read or write a shared buffer");
     };
     for (const Value* v : op.operands) check_type(v->type);
     for (auto& r : op.results) check_type(r->type);
@@ -145,6 +145,18 @@ class Verifier {
         expect(nops == 0 && op.results.size() == 1 && op.result()->type.is_shared(), op,
                "shared_alloc takes no operands and has one shared-buffer result");
         break;
+      case Op::shared_load: case Op::shared_store: {
+        bool load = op.op == Op::shared_load;
+        expect(nops == (load ? 2u : 3u) && op.results.size() == (load ? 1u : 0u), op,
+               load ? "shared_load takes a buffer and a stage, one result" : "shared_store takes a buffer, a stage and a value");
+        const Type& buf = op.operands[0]->type;
+        expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
+        expect(op.operands[1]->type == Type{DType::i32, DType::i32, {}}, op, "the stage must be a scalar i32");
+        const Type& tile = load ? op.result()->type : op.operands[2]->type;
+        expect(!tile.is_shared() && tile.dtype == buf.dtype && tile.shape == buf.shape, op,
+               "the tile must have the buffer's element type and tile shape");
+        break;
+      }
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
         break;

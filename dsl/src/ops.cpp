@@ -373,4 +373,60 @@ void device_print(const std::string& prefix, Value* v, const Loc& loc) {
 
 void barrier(const Loc& loc) { T(loc).emit(Op::barrier, {}, loc); }
 
+Value* shared_alloc(DType t, const Shape& shape, const Loc& loc) {
+  Trace& tr = T(loc);
+  if (t == DType::ptr) throw trace_error("tl::shared: a shared buffer cannot hold pointers", loc);
+  if (shape.size() < 2 || shape.size() > 4)
+    throw trace_error(fmt::format("tl::shared: the shape is {{stages, tile dims...}} with 1 to 3 tile dims, got {}",
+                                  shape_str(shape)), loc);
+  if (shape[0] <= 0)
+    throw trace_error(fmt::format("tl::shared: the stage count must be positive, got {}", shape[0]), loc);
+  Shape tile(shape.begin() + 1, shape.end());
+  check_shape(tile, "tl::shared", loc);
+  // Bytes in memory (i1 as a byte), counted against the target's budget while tracing
+  // so that the error names this line. Every tl::shared of the program counts: the
+  // allocator may later let buffers that are never live together share bytes, but a
+  // program that fits only thanks to that would break on an unrelated edit.
+  int64_t bytes = int64_t(shape[0]) * byte_width(t);
+  for (int d : tile) bytes *= d;
+  tr.shared_bytes += bytes;
+  if (tr.shared_limit() && tr.shared_bytes > tr.shared_limit())
+    throw trace_error(fmt::format("tl::shared: {} bytes of shared memory asked ({} for this {} buffer), more than the "
+                                  "{} a program may use on {}; use smaller tiles or fewer stages",
+                                  tr.shared_bytes, bytes, shape_str(shape), tr.shared_limit(), tr.shared_target()),
+                      loc);
+  return tr.emit1(Op::shared_alloc, {}, Type::shared_buffer(t, tile, shape[0]), loc);
+}
+
+Value* shared_stage(Value* buf, int stage, Value* runtime_stage, const Loc& loc) {
+  const Type& bt = buf->type;
+  if (!runtime_stage) {
+    if (stage < 0 || stage >= bt.stages)
+      throw trace_error(fmt::format("tl::shared: stage {} is out of range for a buffer of {} stages", stage, bt.stages),
+                        loc);
+    return constant(DType::i32, double(stage), stage, loc);
+  }
+  if (runtime_stage->type != Type{DType::i32, DType::i32, {}})
+    throw trace_error(fmt::format("tl::shared: a stage index must be a scalar i32, got {}", runtime_stage->type.str()),
+                      loc);
+  // A run-time index is not checked: like a pointer offset, one past the stages is the
+  // user's bug (TL_BOUNDS_CHECK does not cover shared memory yet).
+  return runtime_stage;
+}
+
+Value* shared_load(Value* buf, Value* stage, const Loc& loc) {
+  const Type& bt = buf->type;
+  return T(loc).emit1(Op::shared_load, {buf, stage}, Type{bt.dtype, bt.dtype, bt.shape}, loc);
+}
+
+void shared_store(Value* buf, Value* stage, Value* v, const Loc& loc) {
+  const Type& bt = buf->type;
+  if (v->type.dtype != bt.dtype || v->type.is_ptr())
+    throw trace_error(fmt::format("tl::shared: a {} tile stored into a buffer of {}", v->type.str(), name(bt.dtype)), loc);
+  if (v->type.shape != bt.shape)
+    throw trace_error(fmt::format("tl::shared: a tile of shape {} stored into a buffer of {} tiles",
+                                  shape_str(v->type.shape), shape_str(bt.shape)), loc);
+  T(loc).emit(Op::shared_store, {buf, stage, v}, loc);
+}
+
 }  // namespace tl::detail

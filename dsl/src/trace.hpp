@@ -46,6 +46,14 @@ class Trace {
   ir::Value* add_argument(ir::Type t, std::string name, bool divisible_by_16);
 
   int depth() const { return int(frames_.size()); }
+
+  // The launch's shared-memory budget, set by the runtime before tracing when the target
+  // has one (GPUs): every tl::shared is counted against it as it is traced, so the error
+  // names the line that goes over. 0: no budget (the CPU's buffers are stack arrays).
+  void set_shared_budget(int64_t limit, std::string target) { shared_limit_ = limit; shared_target_ = std::move(target); }
+  int64_t shared_limit() const { return shared_limit_; }
+  const std::string& shared_target() const { return shared_target_; }
+  int64_t shared_bytes = 0;  // of every tl::shared traced so far
   std::vector<Frame>& frames() { return frames_; }
   ir::Block* block() { return block_; }
   void set_block(ir::Block* b) { block_ = b; }
@@ -55,6 +63,8 @@ class Trace {
   ir::Block* block_;
   std::vector<Frame> frames_;
   Trace* previous_;
+  int64_t shared_limit_ = 0;
+  std::string shared_target_;
 };
 
 }  // namespace tl::detail

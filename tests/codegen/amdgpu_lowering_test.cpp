@@ -188,6 +188,35 @@ TEST(AmdgpuLowering, FourWaveSumGoesThroughLds) {
   }
 }
 
+// A [64, 64] bf16 tile through stage S-1 of a tl::shared buffer of S stages: 128-bit LDS
+// writes and reads only (the swizzle keeps each thread's 8 bf16 contiguous), the barrier
+// the compiler inserted between them, and exactly the buffer's bytes of LDS.
+TEST(AmdgpuLowering, SharedTileUses128BitLdsAccessesAndAnInsertedBarrier) {
+  for (int stages : {1, 2, 3}) {
+    auto f = trace("smem_tile", [&](Trace& t) {
+      auto x = ptr_arg<ty::bf16>(t, "x", true);
+      auto y = ptr_arg<ty::bf16>(t, "y", true);
+      auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+      auto buf = tl::shared<ty::bf16>({stages, 64, 64});
+      buf[stages - 1].store(tl::load(x + offs));
+      tl::store(y + offs, buf[stages - 1].load());
+    });
+    for (const char* arch : kArchs) {
+      SCOPED_TRACE(testing::Message() << arch << ", " << stages << " stages");
+      auto co = compile_for(arch, *f, 4);
+      std::string dis = amd::disassemble(co.binary);
+      EXPECT_EQ(count(dis, "ds_write_b128"), 2) << dis;  // 16 bf16 per thread: 2 x 16 bytes
+      EXPECT_EQ(count(dis, "ds_read_b128"), 2) << dis;
+      EXPECT_EQ(count(dis, "ds_write"), count(dis, "ds_write_b128")) << "no narrower LDS writes\n" << dis;
+      EXPECT_EQ(count(dis, "ds_read"), count(dis, "ds_read_b128")) << "no narrower LDS reads\n" << dis;
+      EXPECT_EQ(count(dis, "s_barrier"), 1) << dis;
+      EXPECT_LT(dis.rfind("ds_write_b128"), dis.find("s_barrier")) << dis;
+      EXPECT_GT(dis.find("ds_read_b128"), dis.find("s_barrier")) << dis;
+      EXPECT_EQ(co.report.at("lds_bytes"), 8192 * stages);
+    }
+  }
+}
+
 // tl::barrier() is a workgroup barrier that also orders LDS: s_barrier between the
 // release and acquire fences, which on gfx90a+ the backend turns into waits for the
 // outstanding LDS and memory operations before it.

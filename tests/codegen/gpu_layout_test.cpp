@@ -141,6 +141,48 @@ TEST(XorSwizzle, NarrowRowsSharePhases) {
     }
 }
 
+// The layout and swizzle the lowering uses for a [64, 64] bf16 tl::shared stage
+// (shared_tile_layout, composed with the register layout as lower_shared.cpp does): for
+// the planner's default layout of that shape (8 contiguous bf16 per thread, rows across
+// lanes; what both the store and the load of the lowering tests get) and for a layout
+// whose lanes walk down the rows (a transposed reader), every 8-lane phase of every
+// 128-bit access touches 8 distinct 16-byte bank groups, on wave64 and wave32.
+TEST(XorSwizzle, SharedTileAccessesOfTheLoweringAreConflictFree) {
+  const std::vector<int> shape{64, 64};
+  const int eb = 2;
+  SharedTileLayout st = shared_tile_layout(shape, eb);
+  EXPECT_EQ(st.vec, 8);
+  auto phases_conflict_free = [&](const Layout& l, const LinearMap& offsets_map) {
+    Layout offsets = compose(offsets_map, l, shape);
+    int g = std::min(contiguous_run(l, 1), st.vec);
+    EXPECT_EQ(g, 8) << "a 128-bit access per 8 registers: " << l.str();
+    int lanes = 1 << l.lane.size(), warps = 1 << l.warp.size();
+    for (int w = 0; w < warps; ++w)
+      for (int r = 0; r < l.num_regs(); r += g)
+        for (int l0 = 0; l0 < lanes; l0 += 8) {
+          std::set<uint32_t> groups;
+          for (int ln = l0; ln < l0 + 8; ++ln) {
+            uint32_t off = offsets.reg_part(uint32_t(r)) ^ offsets.thread_part(uint32_t(ln), uint32_t(w));
+            EXPECT_EQ(off % uint32_t(g), 0u);  // the access is one aligned vector
+            groups.insert(off * eb / 16 % 8);
+          }
+          if (groups.size() != 8) return false;
+        }
+    return true;
+  };
+  LinearMap identity;
+  for (int b = 0; b < 12; ++b) identity.image.push_back(1u << b);
+  for (int ws : {64, 32}) {
+    SCOPED_TRACE(testing::Message() << "wave" << ws);
+    Layout planned = default_layout(shape, {1, 0}, 8, ws, 4);
+    EXPECT_TRUE(phases_conflict_free(planned, st.offsets)) << planned.str();
+    Layout down_rows = blocked_layout(shape, {1, 8}, {8, ws / 8}, {4, 1}, {0, 1}, ws, 4);
+    EXPECT_TRUE(phases_conflict_free(down_rows, st.offsets)) << down_rows.str();
+    // Unswizzled, the lanes walking down a column of vectors hit one bank group.
+    EXPECT_FALSE(phases_conflict_free(down_rows, identity));
+  }
+}
+
 // --- inverse and composition ----------------------------------------------------
 
 TEST(LayoutInverse, LocatesEveryElementInAThreadThatHoldsIt) {

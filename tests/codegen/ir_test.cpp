@@ -397,4 +397,114 @@ TEST(SharedBufferType, PrintsComparesAndIsCheckedByTheVerifier) {
   EXPECT_THROW(ir::verify(g), compile_error);
 }
 
+// ------------------------------------------------------------ shared tiles
+
+TEST(CleanupPasses, TwoSharedReadsAcrossAWriteAreNotMerged) {
+  auto build = [](bool write_between) {
+    return trace("smem_reads", [&](Trace& t) {
+      auto y = ptr_arg<ty::f32>(t, "y", true);
+      auto offs = tl::arange(0, 64);
+      auto buf = tl::shared<ty::f32>({1, 64});
+      buf[0].store(tl::full<ty::f32>({64}, 1.0));
+      auto a = buf[0].load();
+      if (write_between) buf[0].store(tl::full<ty::f32>({64}, 2.0));
+      auto b = buf[0].load();
+      tl::store(y + offs, a + b);
+    });
+  };
+  auto same = build(false);
+  cleanup(*same);
+  EXPECT_EQ(count_ops(*same, Op::shared_load), 1) << same->str();
+  auto f = build(true);
+  cleanup(*f);
+  EXPECT_EQ(count_ops(*f, Op::shared_load), 2) << f->str();
+  EXPECT_EQ(count_ops(*f, Op::shared_store), 2) << "stores have no results but are kept\n" << f->str();
+}
+
+// The op kinds of a block in order, as text: "shared_store barrier shared_load".
+std::string ops_of(const ir::Block& b) {
+  std::string s;
+  for (auto& op : b.ops)
+    if (op->op == Op::shared_load || op->op == Op::shared_store || op->op == Op::barrier || op->op == Op::for_ ||
+        op->op == Op::if_)
+      s += std::string(s.empty() ? "" : " ") + op_name(op->op);
+  return s;
+}
+
+TEST(InsertBarriers, BetweenAWriteAndAReadOfOneBufferOnly) {
+  auto f = trace("raw", [&](Trace& t) {
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto offs = tl::arange(0, 64);
+    auto a = tl::shared<ty::f32>({2, 64});
+    auto b = tl::shared<ty::f32>({1, 64});
+    a[0].store(tl::full<ty::f32>({64}, 1.0));
+    auto u = b[0].load();  // another buffer: no barrier
+    auto v = a[1].load();  // another stage of `a`, but the stage is a run-time fact: one barrier
+    auto w = a[0].load();  // a second read: none
+    tl::store(y + offs, u + v + w);
+  });
+  EXPECT_EQ(passes::insert_barriers(*f), 1);
+  ir::verify(*f);
+  EXPECT_EQ(ops_of(f->body), "shared_store shared_load barrier shared_load shared_load") << f->str();
+}
+
+TEST(InsertBarriers, NoneWhereTheUsersBarrierAlreadySeparates) {
+  auto f = trace("user_barrier", [&](Trace& t) {
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto a = tl::shared<ty::f32>({1, 64});
+    a[0].store(tl::full<ty::f32>({64}, 1.0));
+    tl::barrier();
+    tl::store(y + tl::arange(0, 64), a[0].load());
+  });
+  EXPECT_EQ(passes::insert_barriers(*f), 0) << f->str();
+  EXPECT_EQ(ops_of(f->body), "shared_store barrier shared_load");
+}
+
+// A loop that writes and then reads one buffer each iteration: a barrier before the read
+// (other threads' writes) and one before the write (the previous iteration's reads,
+// over the back-edge). Nothing before the loop needs one.
+TEST(InsertBarriers, AcrossTheLoopBackEdgeAndOutOfBranches) {
+  auto f = trace("loop", [&](Trace& t) {
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", false);
+    auto offs = tl::arange(0, 64);
+    auto a = tl::shared<ty::f32>({2, 64});
+    auto acc = tl::zeros<ty::f32>({64});
+    for (auto k : tl::range(0, n)) {
+      a[k % 2].store(tl::full<ty::f32>({64}, 1.0) + k.to<ty::f32>());
+      acc = acc + a[k % 2].load();
+    }
+    tl::store(y + offs, acc);
+  });
+  EXPECT_EQ(passes::insert_barriers(*f), 2);
+  ir::verify(*f);
+  ir::Operation* loop = nullptr;
+  for (auto& op : f->body.ops)
+    if (op->op == Op::for_) loop = op.get();
+  ASSERT_TRUE(loop);
+  EXPECT_EQ(ops_of(*loop->regions[0]), "barrier shared_store barrier shared_load") << f->str();
+
+  // A write in one branch reaches the read after the if; reads in a loop that never
+  // writes need nothing more.
+  auto g = trace("branch", [&](Trace& t) {
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", false);
+    auto offs = tl::arange(0, 64);
+    auto a = tl::shared<ty::f32>({1, 64});
+    tl::if_(n > 0, [&] { a[0].store(tl::full<ty::f32>({64}, 1.0)); });
+    auto acc = tl::zeros<ty::f32>({64});
+    for (auto k : tl::range(0, n)) {
+      (void)k;
+      acc = acc + a[0].load();
+    }
+    tl::store(y + offs, acc);
+  });
+  EXPECT_EQ(passes::insert_barriers(*g), 1);
+  ir::verify(*g);
+  EXPECT_EQ(ops_of(g->body), "if barrier for") << g->str();
+  // Running the pass again finds nothing left to do.
+  EXPECT_EQ(passes::insert_barriers(*g), 0);
+  EXPECT_EQ(passes::insert_barriers(*f), 0);
+}
+
 }  // namespace

@@ -120,6 +120,29 @@ TEST(NvptxLowering, OneWarpReductionNeedsNoBarrier) {
   EXPECT_EQ(co.shared_bytes, 0);
 }
 
+// A [64, 64] bf16 tl::shared stage: 128-bit shared stores and loads and the inserted
+// bar.sync between them.
+TEST(NvptxLowering, SharedTileUsesVectorSharedAccessesAndAnInsertedBarrier) {
+  auto f = trace("smem_tile", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::bf16>(t, "y", true);
+    auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+    auto buf = tl::shared<ty::bf16>({2, 64, 64});
+    buf[1].store(tl::load(x + offs));
+    tl::store(y + offs, buf[1].load());
+  });
+  auto co = compile_for("sm_90", *f, 4);
+  std::string p(co.binary.begin(), co.binary.end());
+  EXPECT_GE(count(p, "st.shared.v4"), 1) << p;
+  EXPECT_GE(count(p, "ld.shared.v4"), 1) << p;
+  EXPECT_EQ(count(p, "st.shared."), count(p, "st.shared.v4")) << "no narrower shared stores\n" << p;
+  EXPECT_EQ(count(p, "ld.shared."), count(p, "ld.shared.v4")) << "no narrower shared loads\n" << p;
+  EXPECT_EQ(count(p, "bar.sync"), 1) << p;
+  EXPECT_LT(p.rfind("st.shared"), p.find("bar.sync")) << p;
+  EXPECT_GT(p.find("ld.shared"), p.find("bar.sync")) << p;
+  EXPECT_EQ(co.shared_bytes, 16384);
+}
+
 TEST(NvptxLowering, UserBarrierIsABarSync) {
   auto f = tltest::user_barrier_kernel();
   std::string p = ptx(compile_for("sm_90", *f, 4));

@@ -83,6 +83,13 @@ std::vector<Case> catalogue() {
   c.push_back({"range with step zero", [] { auto k = tl::kernel("m45", [](F32 x) { for (auto i : tl::range(0, 8, 0)) { (void)i; } tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "step must not be zero", Trace});
   c.push_back({"program_id axis 3", [] { auto k = tl::kernel("m46", [](F32 x) { tl::store(x, tl::program_id(3).to<tl::f32>()); }); go(k); }, __LINE__, "axis must be 0, 1 or 2", Trace});
   c.push_back({"device_assert on floats", [] { auto k = tl::kernel("m47", [](F32 x) { tl::detail::device_assert(tl::f32(1.0f).get(), "x", std::source_location::current()); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "condition must be i1", Trace});
+  // --- shared memory (tl::shared) ---
+  c.push_back({"shared tile over the LDS budget", [] { auto k = tl::kernel("s1", [](F32 x) { auto b = tl::shared<tl::f32>({5, 64, 64}); b[0].store(tl::zeros<tl::f32>({64, 64})); tl::store(x + tl::arange(0, 64), tl::sum(b[0].load(), 0)); }); auto d = X(); (void)k.compile("gfx942", {}, d.data()); }, __LINE__, "81920 bytes of shared memory asked", Trace});
+  c.push_back({"shared stage out of range", [] { auto k = tl::kernel("s2", [](F32 x) { auto b = tl::shared<tl::f32>({2, 64}); tl::store(x + tl::arange(0, 64), b[2].load()); }); go(k); }, __LINE__, "stage 2 is out of range for a buffer of 2 stages", Trace});
+  c.push_back({"shared store of another shape", [] { auto k = tl::kernel("s3", [](F32 x) { auto b = tl::shared<tl::f32>({1, 64}); b[0].store(tl::zeros<tl::f32>({32})); tl::store(x + tl::arange(0, 64), b[0].load()); }); go(k); }, __LINE__, "a tile of shape [32] stored into a buffer of [64] tiles", Trace});
+  c.push_back({"shared store of another dtype", [] { auto k = tl::kernel("s4", [](F32 x) { auto b = tl::shared<tl::f32>({1, 64}); tl::detail::shared_store(b.get(), tl::i32(0).get(), tl::arange(0, 64).get(), std::source_location::current()); tl::store(x + tl::arange(0, 64), b[0].load()); }); go(k); }, __LINE__, "stored into a buffer of f32", Trace});
+  c.push_back({"shared tile dim not a power of two", [] { auto k = tl::kernel("s5", [](F32 x) { auto b = tl::shared<tl::f32>({2, 48}); (void)b; tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "power of two", Trace});
+  c.push_back({"shared tile with zero stages", [] { auto k = tl::kernel("s6", [](F32 x) { auto b = tl::shared<tl::f32>({0, 64}); (void)b; tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "stage count must be positive", Trace});
   // --- launches ---
   c.push_back({"zero grid", [] { auto k = tl::kernel("l1", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(0)](b); }, __LINE__, "grid must be positive", Launch});
   c.push_back({"negative grid", [] { auto k = tl::kernel("l2", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(4, -1)](b); }, __LINE__, "grid must be positive", Launch});
@@ -98,6 +105,14 @@ std::vector<Case> catalogue() {
 // clang-format on
 
 }  // namespace
+
+// The budget is the target's: the kernel gfx942 refuses above (80 KiB of LDS) fits in
+// gfx950's 160 KiB.
+TEST(MisuseCatalogue, SharedBudgetIsTheTargetsOwn) {
+  auto k = tl::kernel("s1_ok", [](F32 x) { auto b = tl::shared<tl::f32>({5, 64, 64}); b[0].store(tl::zeros<tl::f32>({64, 64})); tl::store(x + tl::arange(0, 64), tl::sum(b[0].load(), 0)); });
+  auto d = X();
+  EXPECT_NO_THROW((void)k.compile("gfx950", {}, d.data()));
+}
 
 TEST(MisuseCatalogue, EveryCaseIsATypedErrorNamingTheUsersLine) {
   auto cases = catalogue();

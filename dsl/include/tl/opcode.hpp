@@ -17,6 +17,10 @@ enum class Op : uint8_t {
   // a buffer in the program's shared memory (Triton's ttg.local_alloc without a value):
   // no operands, one result of shared-buffer type; the GPU lowering places it
   shared_alloc,
+  // one stage of a shared buffer (Triton's ttg.local_load / local_store): operands the
+  // buffer and a scalar i32 stage index; the load's result is a register tile of the
+  // buffer's tile type, the store takes one as its third operand
+  shared_load, shared_store,
   // synchronization: every thread of the program waits here, and its earlier shared-
   // memory writes are visible to the others after it
   barrier,

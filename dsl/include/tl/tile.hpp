@@ -82,6 +82,12 @@ ir::Value* cumsum(ir::Value* a, int axis, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
 void barrier(const Loc& loc);
+// Shared memory (dsl/src/ops.cpp): a buffer of `stages` tiles, one stage's index (an int
+// checked against the stage count, or a run-time scalar i32), and its reads and writes.
+ir::Value* shared_alloc(DType t, const Shape& shape, const Loc& loc);
+ir::Value* shared_stage(ir::Value* buf, int stage, ir::Value* runtime_stage, const Loc& loc);
+ir::Value* shared_load(ir::Value* buf, ir::Value* stage, const Loc& loc);
+void shared_store(ir::Value* buf, ir::Value* stage, ir::Value* v, const Loc& loc);
 [[noreturn]] void fail(const std::string& what, const Loc& loc);
 
 // Loops and branches (dsl/src/trace.cpp).
@@ -568,6 +574,62 @@ class if_ {
  private:
   bool has_else_ = false;
 };
+
+// ---------------------------------------------------------------------------------
+// Shared memory (Triton's local_alloc / local_load / local_store).
+//
+// `auto buf = tl::shared<tl::bf16>({STAGES, ROWS, COLS});` is one buffer per program of
+// STAGES tiles of [ROWS, COLS] (1 to 3 power-of-two dims; any positive stage count);
+// `buf[s]` is stage s, where s is a C++ int (checked while tracing) or a run-time
+// tl::i32; `buf[s].store(t)` writes a tile of that shape and element type and
+// `buf[s].load()` reads it back in whatever layout its users want. The compiler puts a
+// barrier wherever a thread may read what another wrote, or overwrite what another may
+// still read (codegen/passes/insert_barriers.cpp); tl::barrier() is there for
+// hand-written synchronisation but not needed for these. A buffer is not a tile: it is
+// made once and used as is inside tl::range loops and tl::if_ branches.
+
+namespace detail {
+// `buf[s]`: operator[] cannot take a defaulted location, so the index captures it.
+struct stage_index {
+  int constant = 0;
+  ir::Value* value = nullptr;  // a run-time index, else `constant`
+  Loc loc;
+  stage_index(int s, Loc loc = Loc::current()) : constant(s), loc(loc) {}
+  stage_index(const tile<ty::i32>& s, Loc loc = Loc::current()) : value(s.get()), loc(loc) {}
+};
+}  // namespace detail
+
+template <class E> class shared_stage {
+ public:
+  shared_stage(ir::Value* buf, ir::Value* stage) : buf_(buf), stage_(stage) {}
+  tile<E> load(Loc loc = Loc::current()) const { return tile<E>(detail::shared_load(buf_, stage_, loc)); }
+  template <class V> void store(const tile<V>& v, Loc loc = Loc::current()) const {
+    static_assert(std::is_same_v<E, V>, "tl::shared: the stored tile's element type must be the buffer's (use .to<T>())");
+    detail::shared_store(buf_, stage_, v.get(), loc);
+  }
+
+ private:
+  ir::Value* buf_;
+  ir::Value* stage_;
+};
+
+template <class E> class shared_tile {
+ public:
+  using elem = E;
+  explicit shared_tile(ir::Value* buf) : buf_(buf) {}
+  shared_stage<E> operator[](detail::stage_index s) const {
+    return shared_stage<E>(buf_, detail::shared_stage(buf_, s.constant, s.value, s.loc));
+  }
+  ir::Value* get() const { return buf_; }
+
+ private:
+  ir::Value* buf_;
+};
+
+// shape = {stages, tile dims...}
+template <class E> shared_tile<elem_t<E>> shared(shape_t shape, Loc loc = Loc::current()) {
+  return shared_tile<elem_t<E>>(detail::shared_alloc(elem_t<E>::dtype, shape, loc));
+}
 
 // ---------------------------------------------------------------------------------
 // Debugging.

@@ -1,0 +1,213 @@
+// Barriers for shared memory (Triton's Membar, over tl's structured regions instead of
+// a CFG). A program's threads share its shared buffers: a shared_load may read elements
+// another thread's shared_store wrote (read after write), and a shared_store may
+// overwrite elements another thread's earlier shared_load has still to read (write
+// after read: the next iteration of a loop) or wrote (write after write). Each of those
+// needs an Op::barrier between the two accesses; this pass inserts one before the
+// second access unless a barrier (the user's tl::barrier() or one inserted earlier)
+// already separates them. Two reads in a row need none.
+//
+// The state is, per buffer (shared_alloc), whether reads or writes may be pending, that
+// is made since the last barrier on some path to here. It flows in program order;
+// - a barrier clears it;
+// - an if runs both regions from the state before it and continues with their join;
+// - a for's body starts from the join of the state before the loop and the state at the
+//   end of its body (the back-edge), iterated to a fixed point before anything is
+//   inserted; the state after the loop is that join too (zero iterations included).
+//   When what is pending before the loop would cost the body barriers that the back-edge
+//   alone would not, one barrier goes before the loop instead (run once, not per
+//   iteration).
+// Granularity is the whole buffer: which stage an access touches is a run-time value,
+// so a double-buffered loop gets a barrier between its store and its load of the other
+// stage, as Triton's does for one allocation.
+//
+// Which buffer a shared-typed value is: the shared_alloc itself, or the union of what
+// flows into a loop-carried value or branch result (to a fixed point), as the
+// allocator's buffers_of (codegen/gpu/shared_memory.cpp), recomputed here so that the
+// pass needs no GPU facts. It runs for every target: a barrier on the CPU costs nothing.
+//
+// Scratch memory the GPU lowering uses for layout conversions is not in the IR; the
+// lowering orders it itself (codegen/gpu/convert_layout.cpp).
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "codegen/ir/builder.hpp"
+#include "codegen/passes/passes.hpp"
+
+namespace tl::passes {
+namespace {
+
+using Buffers = std::set<const ir::Operation*>;
+enum : uint8_t { kReads = 1, kWrites = 2 };
+using State = std::map<const ir::Operation*, uint8_t>;  // buffer -> pending accesses
+
+void join_into(State& into, const State& from) {
+  for (auto& [buf, bits] : from) into[buf] |= bits;
+}
+
+class InsertBarriers {
+ public:
+  explicit InsertBarriers(ir::Function& f) : f_(f) {}
+
+  int run() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      propagate(f_.body, changed);
+    }
+    State s;
+    walk(f_.body, s, /*insert=*/true);
+    return inserted_;
+  }
+
+ private:
+  void merge(const ir::Value* into, const ir::Value* from, bool& changed) {
+    auto it = buffers_of_.find(from);
+    if (it == buffers_of_.end()) return;
+    Buffers src = it->second;  // (`into` may rehash the map)
+    auto& dst = buffers_of_[into];
+    size_t before = dst.size();
+    dst.insert(src.begin(), src.end());
+    changed |= dst.size() != before;
+  }
+
+  void propagate(ir::Block& b, bool& changed) {
+    for (auto& op : b.ops) {
+      if (op->op == Op::shared_alloc && !buffers_of_.count(op->result())) {
+        buffers_of_[op->result()] = {op.get()};
+        changed = true;
+      }
+      for (auto& r : op->regions) propagate(*r, changed);
+      if (op->op == Op::for_) {
+        ir::Block& body = *op->regions[0];
+        const ir::Operation* y = body.terminator();
+        for (size_t i = 0; i < op->results.size(); ++i)
+          for (const ir::Value* src : {op->operands[3 + i], y->operands[i]}) {
+            merge(body.args[1 + i].get(), src, changed);
+            merge(op->result(int(i)), src, changed);
+          }
+      } else if (op->op == Op::if_) {
+        for (size_t i = 0; i < op->results.size(); ++i)
+          for (auto& r : op->regions) merge(op->result(int(i)), r->terminator()->operands[i], changed);
+      }
+    }
+  }
+
+  const Buffers& buffers(const ir::Value* v) {
+    static const Buffers none;
+    auto it = buffers_of_.find(v);
+    return it == buffers_of_.end() ? none : it->second;
+  }
+
+  // Runs `b` from state `s` (updated to the state at its end). With `insert`, barriers
+  // are added where needed; without, the same decisions are only simulated (a barrier
+  // that would be inserted still clears the state), so that a loop's fixed point sees
+  // exactly what the inserting walk will do.
+  void walk(ir::Block& b, State& s, bool insert) {
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      ir::Operation& op = *b.ops[i];
+      switch (op.op) {
+        case Op::barrier: s.clear(); break;
+        case Op::shared_load: case Op::shared_store: {
+          bool store = op.op == Op::shared_store;
+          const Buffers& bufs = buffers(op.operands[0]);
+          bool conflict = false;
+          for (const ir::Operation* buf : bufs) {
+            auto it = s.find(buf);
+            if (it != s.end()) conflict |= (it->second & (store ? (kReads | kWrites) : kWrites)) != 0;
+          }
+          if (conflict) {
+            if (insert) {
+              ir::Builder at(b);
+              at.before(op);
+              at.create(Op::barrier, {}, {}, op.loc);  // the line of the access that needs it
+              ++inserted_;
+              ++i;  // the access moved one place down
+            } else {
+              ++simulated_;
+            }
+            s.clear();
+          }
+          for (const ir::Operation* buf : bufs) s[buf] |= store ? kWrites : kReads;
+          break;
+        }
+        case Op::if_: {
+          State then_s = s, else_s = s;
+          walk(*op.regions[0], then_s, insert);
+          walk(*op.regions[1], else_s, insert);
+          join_into(then_s, else_s);
+          s = std::move(then_s);
+          break;
+        }
+        case Op::for_: {
+          // A conflict with what was pending before the loop is cheaper fenced once, before
+          // it, than in every iteration: if the body needs more barriers when entered
+          // from `s` than from a clean state, put one before the loop.
+          ir::Block& body = *op.regions[0];
+          if (!s.empty() && body_barriers(body, s) > body_barriers(body, {})) {
+            if (insert) {
+              ir::Builder at(b);
+              at.before(op);
+              at.create(Op::barrier, {}, {}, op.loc);
+              ++inserted_;
+              ++i;
+            } else {
+              ++simulated_;
+            }
+            s.clear();
+          }
+          State entry = loop_entry(body, s);
+          State end = entry;
+          walk(body, end, insert);
+          s = std::move(entry);  // before the loop (no iteration) joined with the back-edge
+          join_into(s, end);
+          break;
+        }
+        default:
+          for (auto& r : op.regions) walk(*r, s, insert);  // (no other op has regions today)
+          break;
+      }
+    }
+  }
+
+  // The state a loop body starts from when the loop is entered with `before`: joined
+  // with the state at the end of the body, to a fixed point (each round only adds
+  // bits, so a few rounds suffice).
+  State loop_entry(ir::Block& body, const State& before) {
+    int saved = simulated_;  // (the rounds place nothing: the walk after them counts)
+    State entry = before;
+    for (int round = 0; round < 16; ++round) {
+      State end = entry;
+      walk(body, end, /*insert=*/false);
+      State next = entry;
+      join_into(next, end);
+      if (next == entry) break;
+      entry = std::move(next);
+    }
+    simulated_ = saved;
+    return entry;
+  }
+
+  // How many barriers one iteration of `body` would get if the loop were entered with
+  // `before` pending.
+  int body_barriers(ir::Block& body, const State& before) {
+    State end = loop_entry(body, before);
+    int saved = simulated_;
+    walk(body, end, /*insert=*/false);
+    int n = simulated_ - saved;
+    simulated_ = saved;
+    return n;
+  }
+
+  ir::Function& f_;
+  int simulated_ = 0;  // barriers the non-inserting walks would have placed
+  std::unordered_map<const ir::Value*, Buffers> buffers_of_;
+  int inserted_ = 0;
+};
+
+}  // namespace
+
+int insert_barriers(ir::Function& f) { return InsertBarriers(f).run(); }
+
+}  // namespace tl::passes
