@@ -6,7 +6,11 @@
 // (store) past it (CDNA3 ISA, "Buffer Instructions": range checking), so a masked-off
 // lane needs no branch: its offset is moved to kBufferMaskedOffset, past the end.
 #include <llvm/IR/Constants.h>
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Operator.h>
+
+#include <map>
 
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/ir/op_properties.hpp"
@@ -97,27 +101,72 @@ const ir::Value* Lowerer::mask_bound(const ir::Operation& op, const BufferAccess
   return n;
 }
 
-// The resource of `a`: num_records the bound's bytes (clamped to [0, kBufferNumRecords])
-// when the mask is a bound, else kBufferNumRecords.
-llvm::Value* Lowerer::buffer_resource(const BufferAccess& a, unsigned eb) {
+// The resource of `a` whose base is moved `const_bytes` on: num_records the bound's bytes
+// less const_bytes (clamped to [0, kBufferNumRecords]) when the mask is a bound, so that a
+// lane is in range exactly when const_bytes + its offset is below the bound; else
+// kBufferNumRecords (every unmasked lane was proven in range; masked ones, at
+// kBufferMaskedOffset, stay out of range whatever the base).
+llvm::Value* Lowerer::buffer_resource(const BufferAccess& a, unsigned eb, int64_t const_bytes) {
   llvm::Value* records = nullptr;
   if (a.bound) {
     llvm::Value* n = b.CreateMul(b.CreateSExt(scalar(a.bound), b.getInt64Ty()), b.getInt64(eb));
+    if (const_bytes) n = b.CreateSub(n, b.getInt64(const_bytes));
     n = b.CreateIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, b.getInt64(0)});
     records = b.CreateIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()}, {n, b.getInt64(kBufferNumRecords)});
   }
-  return hooks_.buffer_resource(b, scalar(a.base), records);
+  llvm::Value* base = scalar(a.base);
+  if (const_bytes) base = b.CreateInBoundsGEP(b.getInt8Ty(), base, b.getInt64(const_bytes));
+  return hooks_.buffer_resource(b, base, records);
 }
 
-// The i32 byte offsets of `a` in layout l, one per register, masked-off ones (cond false)
-// moved past num_records.
-Values Lowerer::buffer_offsets(const BufferAccess& a, const Layout& l, unsigned eb) {
+namespace {
+// v as x + k: constants added (add, or disjoint) on top of a part LLVM knows is
+// non-negative, so that x * eb is a valid byte offset on its own.
+std::pair<llvm::Value*, int64_t> split_constant(llvm::Value* v, const llvm::DataLayout& dl) {
+  int64_t k = 0;
+  for (;;) {
+    auto* bo = llvm::dyn_cast<llvm::BinaryOperator>(v);
+    if (!bo) break;
+    bool add = bo->getOpcode() == llvm::Instruction::Add;
+    bool disjoint_or = bo->getOpcode() == llvm::Instruction::Or && llvm::cast<llvm::PossiblyDisjointInst>(bo)->isDisjoint();
+    if (!add && !disjoint_or) break;
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(1));
+    llvm::Value* x = bo->getOperand(0);
+    if (!c) {
+      c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(0));
+      x = bo->getOperand(1);
+    }
+    if (!c || c->getSExtValue() < 0 || !llvm::isKnownNonNegative(x, llvm::SimplifyQuery(dl))) break;
+    k += c->getSExtValue();
+    v = x;
+  }
+  return {v, k};
+}
+}  // namespace
+
+// The i32 byte offsets of `a` in layout l, one per register, without their constant parts,
+// which go to consts (bytes, one per register): the base of a resource per constant
+// carries them, as a global access's SGPR base or immediate offset would. Registers that
+// differ only by a constant (the 16-byte accesses of one thread along a row) then share
+// one offset VGPR, and so do accesses of other tensors at the same offsets (the RMSNorm's
+// x, gamma and y): one VGPR live across the reduction instead of one per access.
+Values Lowerer::buffer_offsets(const BufferAccess& a, const Layout& l, unsigned eb, std::vector<int64_t>& consts) {
+  const llvm::DataLayout& dl = m_.getDataLayout();
   Values sum = get(a.offsets[0], l);
+  consts.assign(sum.size(), 0);
+  for (size_t r = 0; r < sum.size(); ++r) std::tie(sum[r], consts[r]) = split_constant(sum[r], dl);
   for (size_t i = 1; i < a.offsets.size(); ++i) {
     Values more = get(a.offsets[i], l);
-    for (size_t r = 0; r < sum.size(); ++r) sum[r] = b.CreateAdd(sum[r], more[r]);
+    for (size_t r = 0; r < sum.size(); ++r) {
+      auto [x, k] = split_constant(more[r], dl);
+      consts[r] += k;
+      sum[r] = b.CreateAdd(sum[r], x, "", /*HasNUW=*/true, /*HasNSW=*/true);
+    }
   }
-  for (auto& o : sum) o = b.CreateMul(o, b.getInt32(eb));
+  for (size_t r = 0; r < sum.size(); ++r) {
+    sum[r] = b.CreateMul(sum[r], b.getInt32(eb), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    consts[r] *= int64_t(eb);
+  }
   return sum;
 }
 
@@ -134,8 +183,14 @@ void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) 
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   const Layout& l = plan_.of(op.result());
-  llvm::Value* rsrc = buffer_resource(a, eb);
-  Values offs = buffer_offsets(a, l, eb);
+  std::vector<int64_t> consts;
+  Values offs = buffer_offsets(a, l, eb, consts);
+  std::map<int64_t, llvm::Value*> rsrcs;  // per constant part, made where first used
+  auto rsrc = [&](int r) {
+    llvm::Value*& x = rsrcs[consts[r]];
+    if (!x) x = buffer_resource(a, eb, consts[r]);
+    return x;
+  };
   Values masks = mask ? get(mask, l) : Values{};
   Values others = other ? get(other, l) : Values{};
   int v = access_width(axis_, l, ptr, mask);
@@ -145,7 +200,7 @@ void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) 
   for (int r = 0; r < l.num_regs(); r += v) {
     if (r & dup) continue;
     llvm::Value* cond = mask && !a.bound ? masks[r] : nullptr;
-    llvm::Value* val = hooks_.buffer_load(b, vty, rsrc, masked_buffer_offset(offs[r], cond));
+    llvm::Value* val = hooks_.buffer_load(b, vty, rsrc(r), masked_buffer_offset(offs[r], cond));
     // Out of range reads 0: `other` only needs selecting in when it may not be 0.
     if (other) {
       llvm::Value* fallback = to_mem(others[r], t);
@@ -171,8 +226,14 @@ void Lowerer::lower_buffer_store(const ir::Operation& op, const BufferAccess& a)
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   const Layout& l = plan_.op_layout(&op);
-  llvm::Value* rsrc = buffer_resource(a, eb);
-  Values offs = buffer_offsets(a, l, eb);
+  std::vector<int64_t> consts;
+  Values offs = buffer_offsets(a, l, eb, consts);
+  std::map<int64_t, llvm::Value*> rsrcs;  // per constant part, made where first used
+  auto rsrc = [&](int r) {
+    llvm::Value*& x = rsrcs[consts[r]];
+    if (!x) x = buffer_resource(a, eb, consts[r]);
+    return x;
+  };
   Values vals = get(val, l);
   Values masks = mask ? get(mask, l) : Values{};
   // Copies of replicated elements, like masked-off ones, go past the end: dropped.
@@ -190,7 +251,7 @@ void Lowerer::lower_buffer_store(const ir::Operation& op, const BufferAccess& a)
       x = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, v));
       for (int k = 0; k < v; ++k) x = b.CreateInsertElement(x, to_mem(vals[r + k], t), uint64_t(k));
     }
-    hooks_.buffer_store(b, x, rsrc, masked_buffer_offset(offs[r], cond));
+    hooks_.buffer_store(b, x, rsrc(r), masked_buffer_offset(offs[r], cond));
   }
 }
 

@@ -136,9 +136,11 @@ class Lowerer {
   std::optional<BufferAccess> buffer_access(const ir::Operation& op);
   void lower_buffer_load(const ir::Operation& op, const BufferAccess& a);
   void lower_buffer_store(const ir::Operation& op, const BufferAccess& a);
-  Values buffer_offsets(const BufferAccess& a, const Layout& l, unsigned elem_bytes);
+  // The byte offset of each register as (per-thread part, constant): the constant goes
+  // into the resource's base, so one per-thread offset serves every register and access.
+  Values buffer_offsets(const BufferAccess& a, const Layout& l, unsigned elem_bytes, std::vector<int64_t>& consts);
   const ir::Value* mask_bound(const ir::Operation& op, const BufferAccess& a);
-  llvm::Value* buffer_resource(const BufferAccess& a, unsigned elem_bytes);
+  llvm::Value* buffer_resource(const BufferAccess& a, unsigned elem_bytes, int64_t const_bytes = 0);
   llvm::Value* masked_buffer_offset(llvm::Value* byte_offset, llvm::Value* cond);
 
   // ---- reductions (lower_reduce.cpp)
