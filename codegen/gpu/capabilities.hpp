@@ -38,7 +38,7 @@ struct MatrixInstruction {
 // that every byte offset with bit 31 set, kBufferMaskedOffset included, is out of range
 // (the hardware compares the unsigned 32-bit offset with num_records: CDNA3 ISA, buffer
 // range checking) while every non-negative i32 byte offset the lowering proves below it
-// is in range. An automatic buffer access needs its last byte below num_records.
+// is in range.
 constexpr uint32_t kBufferNumRecords = 0x7FFFFFFEu;
 constexpr uint32_t kBufferMaskedOffset = 0x80000000u;
 

@@ -55,29 +55,11 @@ std::optional<BufferAccess> Lowerer::buffer_access(const ir::Operation& op) {
     a.bound = mask_bound(op, a);
     return a;
   }
-  // Automatic: ptr = addptr(...addptr(splat(base), o1)..., on), each o an i32 tile, base a
-  // uniform scalar pointer. Scalar offsets the user added to the base before splatting it
-  // (`x + row * cols + c`: (x + row * cols) is a scalar) are already in the base.
-  BufferAccess a;
-  int64_t hi = 0;
-  const ir::Value* p = ptr;
-  while (p->def && p->def->op == Op::addptr) {
-    const ir::Value* o = p->def->operands[1];
-    // i32 only: an i64 offset tile means the user expects offsets past 2^31.
-    if (o->type.dtype != DType::i32 || !axis_.fits_nonnegative_i32(o)) return std::nullopt;
-    hi += axis_.get(o).range.hi;
-    a.offsets.push_back(o);
-    p = p->def->operands[0];
-  }
-  if (a.offsets.empty() || !p->def || p->def->op != Op::splat) return std::nullopt;
-  a.base = p->def->operands[0];
-  if (!a.base->type.is_ptr() || !uniform_scalar(a.base)) return std::nullopt;
-  // The byte offset of the last byte touched must be inside the resource: offsets are
-  // element offsets, the hardware checks bytes.
-  int64_t eb = int64_t(m_.getDataLayout().getTypeStoreSize(mem_type(ptr->type.pointee)));
-  if ((hi + 1) * eb > int64_t(kBufferNumRecords)) return std::nullopt;
-  a.bound = mask_bound(op, a);
-  return a;
+  // Ordinary loads and stores are not made buffer accesses here (Triton's
+  // ConvertToBufferOps would): the automatic rule was built and measured, and it cost
+  // VGPRs in RMSNorm's wide-row forwards that no restriction tried removed without losing
+  // the 4096-column forward's buffer loads (codegen/gpu/README.md).
+  return std::nullopt;
 }
 
 // n when the op's mask is exactly `offsets < splat(n)`, with offsets one non-negative
