@@ -162,3 +162,52 @@ void AmdgpuHooks::trap(llvm::IRBuilderBase& b, unsigned line) {
 }
 
 }  // namespace tl::amd
+
+namespace tl::amd {
+
+// A raw buffer resource (V#, 128 bits) over `base`: stride 0 (raw: the offset is a byte
+// offset, no index, no swizzle), num_records = gpu::kBufferNumRecords bytes unless the
+// lowering passes a tighter bound (a mask `offsets < n` made the range check), and word 3
+// from the capability table (0x27000 on CDNA: DATA_FORMAT 32 and NUM_FORMAT float, which
+// the raw untyped buffer_load/store instructions ignore but must be nonzero; everything
+// else 0, so an out-of-range access returns 0 / is dropped: CDNA3 ISA, "Buffer
+// Instructions", range checking). The V# lives in 4 SGPRs, so base must be uniform:
+// readfirstlane says so to LLVM (a no-op on a kernel argument; without it a base LLVM
+// cannot prove uniform would get a waterfall loop around every access).
+llvm::Value* AmdgpuHooks::buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) {
+  if (!caps_.has_buffer_ops()) return nullptr;
+  llvm::Value* uniform = b.CreateIntrinsic(Intr::amdgcn_readfirstlane, {base->getType()}, {base});
+  llvm::Type* rsrc_ty = llvm::PointerType::get(b.getContext(), 8);  // addrspace(8): buffer resource
+  return b.CreateIntrinsic(Intr::amdgcn_make_buffer_rsrc, {rsrc_ty, base->getType()},
+                           {uniform, b.getInt16(0), num_records ? num_records : b.getInt64(gpu::kBufferNumRecords),
+                            b.getInt32(int32_t(caps_.buffer_resource_flags))});
+}
+
+namespace {
+// The integer type a raw buffer access of `ty` moves (i8, i16, i32, <2 x i32>, <4 x i32>:
+// what buffer_load_{ubyte,ushort,dword,dwordx2,dwordx4} select from in LLVM for every
+// element type; bf16 and i1-as-i8 vectors included), bitcast to and from `ty`.
+llvm::Type* buffer_int_type(llvm::LLVMContext& ctx, unsigned bits) {
+  if (bits <= 32) return llvm::IntegerType::get(ctx, bits);
+  return llvm::FixedVectorType::get(llvm::Type::getInt32Ty(ctx), bits / 32);
+}
+}  // namespace
+
+// llvm.amdgcn.raw.ptr.buffer.load(rsrc, voffset, soffset = 0, aux = 0): voffset is the
+// byte offset checked against num_records (soffset is not range-checked, so it stays 0).
+llvm::Value* AmdgpuHooks::buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) {
+  unsigned bits = unsigned(ty->getPrimitiveSizeInBits());
+  llvm::Type* ity = buffer_int_type(b.getContext(), bits);
+  llvm::Value* v = b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_load, {ity},
+                                     {rsrc, voffset, b.getInt32(0), b.getInt32(0)});
+  return ity == ty ? v : b.CreateBitCast(v, ty);
+}
+
+void AmdgpuHooks::buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) {
+  unsigned bits = unsigned(v->getType()->getPrimitiveSizeInBits());
+  llvm::Type* ity = buffer_int_type(b.getContext(), bits);
+  if (ity != v->getType()) v = b.CreateBitCast(v, ity);
+  b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_store, {ity}, {v, rsrc, voffset, b.getInt32(0), b.getInt32(0)});
+}
+
+}  // namespace tl::amd

@@ -1,5 +1,5 @@
 // The AMDGPU side of the shared GPU lowering: work-item ids, wave64 lane exchanges
-// (DPP, ds_swizzle, ds_bpermute), barriers, the AMDGPU memory model's sync scopes, FP8
+// (DPP, ds_swizzle, ds_bpermute), barriers, buffer resources and raw buffer accesses, the AMDGPU memory model's sync scopes, FP8
 // hardware converts and kernel attributes.
 #pragma once
 
@@ -30,6 +30,9 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;
   llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;
+  llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) override;
+  llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) override;
+  void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) override;
 
  private:
   codegen::TargetDesc desc_;

@@ -33,6 +33,15 @@ struct MatrixInstruction {
   DType a = DType::f16, b = DType::f16, acc = DType::f32;
 };
 
+// A raw buffer resource's size in bytes (num_records) and the offset masked-off lanes
+// are moved to. num_records is Triton's (BufferOpsEmitter): INT32_MAX - 1, below 2^31, so
+// that every byte offset with bit 31 set, kBufferMaskedOffset included, is out of range
+// (the hardware compares the unsigned 32-bit offset with num_records: CDNA3 ISA, buffer
+// range checking) while every non-negative i32 byte offset the lowering proves below it
+// is in range.
+constexpr uint32_t kBufferNumRecords = 0x7FFFFFFEu;
+constexpr uint32_t kBufferMaskedOffset = 0x80000000u;
+
 struct TargetCapabilities {
   std::string arch;  // "gfx942", "sm_90", "cpu"; for messages
   // Lanes per warp/wavefront the architecture runs natively (64 on CDNA, 32 on NVIDIA).

@@ -12,6 +12,7 @@
 
 namespace llvm {
 class Function;
+class Type;
 class Instruction;
 class LLVMContext;
 class Value;
@@ -80,6 +81,19 @@ class GpuHooks {
   // handling must match docs/ir.md (saturate to max finite, keep NaN).
   virtual llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) { return nullptr; }
   virtual llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) { return nullptr; }
+
+  // Buffer accesses, where capabilities().has_buffer_ops() (AMD CDNA): a raw buffer
+  // resource over the uniform global pointer `base` (num_records: `num_records`, a
+  // uniform i64 byte count, or kBufferNumRecords when null; the table's flags); a load of `ty` (any scalar or vector of up to 16 bytes) and a store of
+  // `v` at the i32 byte offset `voffset` from it. Out-of-range offsets read 0 and drop
+  // the write. Targets without buffer instructions are never asked.
+  virtual llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) {
+    return nullptr;
+  }
+  virtual llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) {
+    return nullptr;
+  }
+  virtual void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) {}
 
   // A failed device_assert: record `line` where a debugger can find it, then stop.
   virtual void trap(llvm::IRBuilderBase& b, unsigned line) = 0;

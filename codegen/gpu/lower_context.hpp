@@ -59,6 +59,17 @@ IndexPart combine_index(llvm::IRBuilderBase& b, const IndexPart& x, const IndexP
 IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Value* lane, llvm::Value* warp);
 llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r);
 
+// A load or store made as a buffer access (lower_buffer.cpp): the uniform scalar base
+// pointer and the i32 element-offset tiles whose sum is the per-element offset.
+struct BufferAccess {
+  const ir::Value* base = nullptr;
+  std::vector<const ir::Value*> offsets;
+  // When the mask is exactly `offsets < n` (n a uniform i32 scalar; the RMSNorm's `c <
+  // cols`): n, made the resource's num_records (n * sizeof(E)), so that the hardware's
+  // range check is the mask and no lane needs its offset selected past the end.
+  const ir::Value* bound = nullptr;
+};
+
 class Lowerer;
 // A conversion that crosses no warps, by indexed shuffles (convert_within_warp.cpp):
 // `v` in the source layout of `plan` (warp_shuffle_plan), the result in its destination.
@@ -118,6 +129,19 @@ class Lowerer {
   void lower_load(const ir::Operation& op);
   void lower_store(const ir::Operation& op);
   void lower_atomic(const ir::Operation& op);
+  // ---- buffer accesses (lower_buffer.cpp)
+  // How `op` (a load or store) is made as a buffer access, or nullopt for a global one:
+  // always for tl::amd's, and for an ordinary one through a uniform base plus offsets
+  // proven to stay inside the resource, on targets with buffer instructions.
+  std::optional<BufferAccess> buffer_access(const ir::Operation& op);
+  void lower_buffer_load(const ir::Operation& op, const BufferAccess& a);
+  void lower_buffer_store(const ir::Operation& op, const BufferAccess& a);
+  // The byte offset of each register as (per-thread part, constant): the constant goes
+  // into the resource's base, so one per-thread offset serves every register and access.
+  Values buffer_offsets(const BufferAccess& a, const Layout& l, unsigned elem_bytes, std::vector<int64_t>& consts);
+  const ir::Value* mask_bound(const ir::Operation& op, const BufferAccess& a);
+  llvm::Value* buffer_resource(const BufferAccess& a, unsigned elem_bytes, int64_t const_bytes = 0);
+  llvm::Value* masked_buffer_offset(llvm::Value* byte_offset, llvm::Value* cond);
 
   // ---- reductions (lower_reduce.cpp)
   void lower_reduce(const ir::Operation& op);

@@ -1,6 +1,7 @@
 // Global-memory ops: loads and stores vectorized as wide as the layout's per-thread runs,
 // axis analysis (contiguity, alignment) and the mask's constancy allow; masked-off
 // elements are not accessed (a branch around the access, `other` merged after it).
+// Buffer accesses (AMD) are made in lower_buffer.cpp instead.
 // Elements held by several threads (replication) are stored, and atomics executed,
 // by exactly one of them; an atomic's old value is then shared with the copies.
 #include <fmt/format.h>
@@ -39,6 +40,7 @@ void Lowerer::lower_load(const ir::Operation& op) {
                                    [&] { return b.CreateAlignedLoad(ty, scalar(ptr), llvm::Align(eb)); }, other_v);
     return set_scalar(op.result(), from_mem(v, t));
   }
+  if (auto a = buffer_access(op)) return lower_buffer_load(op, *a);
   const Layout& l = plan_.of(op.result());
   Values ptrs = get(ptr, l);
   Values masks = mask ? get(mask, l) : Values{};
@@ -81,6 +83,7 @@ void Lowerer::lower_store(const ir::Operation& op) {
     llvm::Value* x = to_mem(scalar(val), t);
     return if_then(cond, [&] { b.CreateAlignedStore(x, p, llvm::Align(eb)); });
   }
+  if (auto a = buffer_access(op)) return lower_buffer_store(op, *a);
   const Layout& l = plan_.op_layout(&op);
   Values ptrs = get(ptr, l);
   Values vals = get(val, l);

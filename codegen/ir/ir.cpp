@@ -151,6 +151,7 @@ class Printer {
       case Op::atomic_rmw:
         return fmt::format(" {} {} {}", atomic_name(op.i0), sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
+      case Op::load: case Op::store: return op.i0 ? " buffer" : "";
       case Op::for_: return op.i0 > 1 ? fmt::format(" num_stages={}", op.i0) : "";
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
       default: return "";

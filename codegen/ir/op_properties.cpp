@@ -27,8 +27,9 @@ OpProperties describe(Op op) {
     case Op::cmp: return {kPureElementwise, kAttrI0};
     // A load is elementwise in its pointer (and mask, other) but not pure: what it
     // returns depends on the stores before it.
-    case Op::load: return {kReadsMemory | kElementwise, 0};
-    case Op::store: return {kWritesMemory | kElementwise, 0};
+    // i0: kBufferAccess for an AMD buffer access (op_properties.hpp), else 0.
+    case Op::load: return {kReadsMemory | kElementwise, kAttrI0};
+    case Op::store: return {kWritesMemory | kElementwise, kAttrI0};
     case Op::atomic_rmw: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI0 | kAttrI1};
     case Op::atomic_cas: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI1};
     // Not pure (CSE would fold two buffers into one) and no effect (DCE may drop an
@@ -69,6 +70,18 @@ bool writes_or_has_effects(const Operation& op) {
     for (auto& inner : r->ops)
       if (writes_or_has_effects(*inner)) return true;
   return false;
+}
+
+BufferOperands buffer_operands(const Operation& op) {
+  if ((op.op != Op::load && op.op != Op::store) || op.i0 != kBufferAccess || op.operands.empty()) return {};
+  const Operation* add = op.operands[0]->def;
+  if (!add || add->op != Op::addptr || add->operands.size() != 2) return {};
+  const Operation* splat = add->operands[0]->def;
+  if (!splat || splat->op != Op::splat || splat->operands.size() != 1) return {};
+  const Value* base = splat->operands[0];
+  const Value* offsets = add->operands[1];
+  if (!base->type.is_scalar() || !base->type.is_ptr() || offsets->type.dtype != DType::i32) return {};
+  return {base, offsets};
 }
 
 bool is_removable_if_unused(const Operation& op) {

@@ -12,6 +12,7 @@
 namespace tl::ir {
 
 class Operation;
+class Value;
 
 enum OpTrait : uint16_t {
   // The results depend only on the operands and attributes: equal ops may be merged,
@@ -55,6 +56,20 @@ struct OpProperties {
 
 const OpProperties& properties(Op op);
 inline bool has_trait(Op op, OpTrait t) { return properties(op).has(t); }
+
+// `load` and `store` with i0 == kBufferAccess are AMD buffer accesses (Gluon's
+// amd.cdna3.buffer_load/buffer_store, traced by tl::amd): their pointer operand is
+// always `addptr(splat(base), offsets)`, base a scalar pointer and offsets an i32 tile of
+// element offsets (the verifier keeps it so). Every target gives them the semantics of
+// the masked load/store through that pointer; AMD lowers them to buffer instructions.
+constexpr int64_t kBufferAccess = 1;
+// The scalar base and the i32 offsets of a buffer access's pointer operand
+// (`addptr(splat(base), offsets)`); both null when the op is not one or is malformed.
+struct BufferOperands {
+  const Value* base = nullptr;
+  const Value* offsets = nullptr;
+};
+BufferOperands buffer_operands(const Operation& op);
 
 // For one op, regions included: does running it write memory or have an effect beyond
 // its results? (for/if: whatever any op inside does.)

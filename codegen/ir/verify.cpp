@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "codegen/ir/ir.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
 namespace tl::ir {
@@ -132,11 +133,15 @@ class Verifier {
         expect(nops >= 1 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "load takes a pointer");
         expect(op.result()->type.dtype == op.operands[0]->type.pointee, op, "load result is the pointee");
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "load mask/other shape");
+        expect(op.i0 == 0 || (op.i0 == kBufferAccess && buffer_operands(op).base), op,
+               "a buffer load's pointer is addptr(splat(scalar base), i32 offsets)");
         break;
       case Op::store:
         expect(nops >= 2 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "store takes a pointer");
         expect(op.operands[1]->type.dtype == op.operands[0]->type.pointee, op, "store value is the pointee");
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "store value/mask shape");
+        expect(op.i0 == 0 || (op.i0 == kBufferAccess && buffer_operands(op).base), op,
+               "a buffer store's pointer is addptr(splat(scalar base), i32 offsets)");
         break;
       case Op::barrier:
         expect(nops == 0 && op.results.empty(), op, "barrier takes no operands and has no results");

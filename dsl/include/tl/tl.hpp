@@ -7,3 +7,4 @@
 #include "tl/kernel.hpp"
 #include "tl/numeric.hpp"
 #include "tl/tile.hpp"
+#include "tl/amd.hpp"

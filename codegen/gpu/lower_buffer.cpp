@@ -1,0 +1,240 @@
+// Buffer loads and stores (AMD CDNA): tl::amd::buffer_load/buffer_store, and ordinary
+// tl::load/tl::store whose pointer is a uniform scalar base plus provably small offsets
+// (Triton's ConvertToBufferOps). A buffer access takes its base from a 128-bit resource
+// in SGPRs and a 32-bit byte offset per access from a VGPR; the hardware checks that
+// offset against the resource's num_records and returns 0 (load) or drops the write
+// (store) past it (CDNA3 ISA, "Buffer Instructions": range checking), so a masked-off
+// lane needs no branch: its offset is moved to kBufferMaskedOffset, past the end.
+#include <llvm/IR/Constants.h>
+#include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/Operator.h>
+
+#include <map>
+
+#include "codegen/gpu/lower_context.hpp"
+#include "codegen/ir/op_properties.hpp"
+
+namespace tl::gpu {
+namespace {
+
+// Every thread holds the same value, and LLVM sees it (no divergent source), so the
+// base of a buffer resource stays in SGPRs: kernel arguments, program ids, constants, a
+// loop's induction variable over uniform bounds, and pure arithmetic on those.
+bool uniform_scalar(const ir::Value* v, int depth = 0) {
+  if (!v->type.is_scalar() || depth > 32) return false;
+  const ir::Operation* d = v->def;
+  if (!d) {
+    const ir::Block* owner = v->owner;
+    if (!owner) return false;
+    if (!owner->parent) return true;  // a kernel argument
+    const ir::Operation* loop = owner->parent;
+    return loop->op == Op::for_ && v->index == 0 && uniform_scalar(loop->operands[0], depth + 1) &&
+           uniform_scalar(loop->operands[2], depth + 1);
+  }
+  switch (d->op) {
+    case Op::constant: case Op::program_id: case Op::num_programs: return true;
+    case Op::load: case Op::atomic_rmw: case Op::atomic_cas: case Op::reduce: case Op::scan: return false;
+    default: break;
+  }
+  if (!ir::has_trait(d->op, ir::kPure) || !d->regions.empty()) return false;
+  for (const ir::Value* o : d->operands)
+    if (!uniform_scalar(o, depth + 1)) return false;
+  return true;
+}
+
+}  // namespace
+
+std::optional<BufferAccess> Lowerer::buffer_access(const ir::Operation& op) {
+  if (!hooks_.capabilities().has_buffer_ops()) return std::nullopt;
+  const ir::Value* ptr = op.operands[0];
+  if (ptr->type.is_scalar()) return std::nullopt;
+  if (op.i0 == ir::kBufferAccess) {  // tl::amd: the user asked; the verifier kept the form
+    ir::BufferOperands u = ir::buffer_operands(op);
+    BufferAccess a{u.base, {u.offsets}};
+    a.bound = mask_bound(op, a);
+    return a;
+  }
+  // Ordinary loads and stores are not made buffer accesses here (Triton's
+  // ConvertToBufferOps would): the automatic rule was built and measured, and it cost
+  // VGPRs in RMSNorm's wide-row forwards that no restriction tried removed without losing
+  // the 4096-column forward's buffer loads (codegen/gpu/README.md).
+  return std::nullopt;
+}
+
+// n when the op's mask is exactly `offsets < splat(n)`, with offsets one non-negative
+// tile and n a uniform i32: then lanes are masked off exactly when their offset is at or
+// past n, which is what num_records = n * sizeof(E) makes the hardware check (a vector
+// access is wholly in or out: access_width keeps it within the mask's constancy).
+// Without this every access needs its own masked offset (v_cndmask), one VGPR each, and
+// the same offsets of x, gamma and y are one value that LLVM keeps live across the
+// RMSNorm's reduction, where global accesses fold the per-register constants into the
+// instruction's offset field: +1..+8 VGPRs in the forward kernels.
+const ir::Value* Lowerer::mask_bound(const ir::Operation& op, const BufferAccess& a) {
+  size_t mi = op.op == Op::load ? 1 : 2;
+  if (op.operands.size() <= mi || a.offsets.size() != 1) return nullptr;
+  const ir::Operation* cmp = op.operands[mi]->def;
+  if (!cmp || cmp->op != Op::cmp || CmpPred(cmp->i0) != CmpPred::lt || cmp->operands[0] != a.offsets[0])
+    return nullptr;
+  const ir::Operation* splat = cmp->operands[1]->def;
+  if (!splat || splat->op != Op::splat) return nullptr;
+  const ir::Value* n = splat->operands[0];
+  if (n->type.dtype != DType::i32 || !uniform_scalar(n) || !axis_.fits_nonnegative_i32(a.offsets[0])) return nullptr;
+  return n;
+}
+
+// The resource of `a` whose base is moved `const_bytes` on: num_records the bound's bytes
+// less const_bytes (clamped to [0, kBufferNumRecords]) when the mask is a bound, so that a
+// lane is in range exactly when const_bytes + its offset is below the bound; else
+// kBufferNumRecords (every unmasked lane was proven in range; masked ones, at
+// kBufferMaskedOffset, stay out of range whatever the base).
+llvm::Value* Lowerer::buffer_resource(const BufferAccess& a, unsigned eb, int64_t const_bytes) {
+  llvm::Value* records = nullptr;
+  if (a.bound) {
+    llvm::Value* n = b.CreateMul(b.CreateSExt(scalar(a.bound), b.getInt64Ty()), b.getInt64(eb));
+    if (const_bytes) n = b.CreateSub(n, b.getInt64(const_bytes));
+    n = b.CreateIntrinsic(llvm::Intrinsic::smax, {b.getInt64Ty()}, {n, b.getInt64(0)});
+    records = b.CreateIntrinsic(llvm::Intrinsic::smin, {b.getInt64Ty()}, {n, b.getInt64(kBufferNumRecords)});
+  }
+  llvm::Value* base = scalar(a.base);
+  if (const_bytes) base = b.CreateInBoundsGEP(b.getInt8Ty(), base, b.getInt64(const_bytes));
+  return hooks_.buffer_resource(b, base, records);
+}
+
+namespace {
+// v as x + k: constants added (add, or disjoint) on top of a part LLVM knows is
+// non-negative, so that x * eb is a valid byte offset on its own.
+std::pair<llvm::Value*, int64_t> split_constant(llvm::Value* v, const llvm::DataLayout& dl) {
+  int64_t k = 0;
+  for (;;) {
+    auto* bo = llvm::dyn_cast<llvm::BinaryOperator>(v);
+    if (!bo) break;
+    bool add = bo->getOpcode() == llvm::Instruction::Add;
+    bool disjoint_or = bo->getOpcode() == llvm::Instruction::Or && llvm::cast<llvm::PossiblyDisjointInst>(bo)->isDisjoint();
+    if (!add && !disjoint_or) break;
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(1));
+    llvm::Value* x = bo->getOperand(0);
+    if (!c) {
+      c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(0));
+      x = bo->getOperand(1);
+    }
+    if (!c || c->getSExtValue() < 0 || !llvm::isKnownNonNegative(x, llvm::SimplifyQuery(dl))) break;
+    k += c->getSExtValue();
+    v = x;
+  }
+  return {v, k};
+}
+}  // namespace
+
+// The i32 byte offsets of `a` in layout l, one per register, without their constant parts,
+// which go to consts (bytes, one per register): the base of a resource per constant
+// carries them, as a global access's SGPR base or immediate offset would. Registers that
+// differ only by a constant (the 16-byte accesses of one thread along a row) then share
+// one offset VGPR, and so do accesses of other tensors at the same offsets (the RMSNorm's
+// x, gamma and y): one VGPR live across the reduction instead of one per access.
+Values Lowerer::buffer_offsets(const BufferAccess& a, const Layout& l, unsigned eb, std::vector<int64_t>& consts) {
+  const llvm::DataLayout& dl = m_.getDataLayout();
+  Values sum = get(a.offsets[0], l);
+  consts.assign(sum.size(), 0);
+  for (size_t r = 0; r < sum.size(); ++r) std::tie(sum[r], consts[r]) = split_constant(sum[r], dl);
+  for (size_t i = 1; i < a.offsets.size(); ++i) {
+    Values more = get(a.offsets[i], l);
+    for (size_t r = 0; r < sum.size(); ++r) {
+      auto [x, k] = split_constant(more[r], dl);
+      consts[r] += k;
+      sum[r] = b.CreateAdd(sum[r], x, "", /*HasNUW=*/true, /*HasNSW=*/true);
+    }
+  }
+  for (size_t r = 0; r < sum.size(); ++r) {
+    sum[r] = b.CreateMul(sum[r], b.getInt32(eb), "", /*HasNUW=*/true, /*HasNSW=*/true);
+    consts[r] *= int64_t(eb);
+  }
+  return sum;
+}
+
+llvm::Value* Lowerer::masked_buffer_offset(llvm::Value* off, llvm::Value* cond) {
+  if (!cond) return off;
+  return b.CreateSelect(cond, off, b.getInt32(kBufferMaskedOffset));
+}
+
+void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) {
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
+  const ir::Value* other = op.operands.size() > 2 ? op.operands[2] : nullptr;
+  DType t = op.result()->type.dtype;
+  llvm::Type* ty = mem_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  const Layout& l = plan_.of(op.result());
+  std::vector<int64_t> consts;
+  Values offs = buffer_offsets(a, l, eb, consts);
+  std::map<int64_t, llvm::Value*> rsrcs;  // per constant part, made where first used
+  auto rsrc = [&](int r) {
+    llvm::Value*& x = rsrcs[consts[r]];
+    if (!x) x = buffer_resource(a, eb, consts[r]);
+    return x;
+  };
+  Values masks = mask ? get(mask, l) : Values{};
+  Values others = other ? get(other, l) : Values{};
+  int v = access_width(axis_, l, ptr, mask);
+  llvm::Type* vty = v > 1 ? llvm::FixedVectorType::get(ty, v) : ty;
+  uint32_t dup = l.duplicate_reg_mask();
+  Values out(l.num_regs());
+  for (int r = 0; r < l.num_regs(); r += v) {
+    if (r & dup) continue;
+    llvm::Value* cond = mask && !a.bound ? masks[r] : nullptr;
+    llvm::Value* val = hooks_.buffer_load(b, vty, rsrc(r), masked_buffer_offset(offs[r], cond));
+    // Out of range reads 0: `other` only needs selecting in when it may not be 0.
+    if (other) {
+      llvm::Value* fallback = to_mem(others[r], t);
+      if (v > 1) {
+        fallback = llvm::PoisonValue::get(vty);
+        for (int k = 0; k < v; ++k) fallback = b.CreateInsertElement(fallback, to_mem(others[r + k], t), uint64_t(k));
+      }
+      auto* c = llvm::dyn_cast<llvm::Constant>(fallback);
+      if (!c || !c->isNullValue()) val = b.CreateSelect(masks[r], val, fallback);
+    }
+    for (int k = 0; k < v; ++k) out[r + k] = from_mem(v > 1 ? b.CreateExtractElement(val, uint64_t(k)) : val, t);
+  }
+  for (int r = 0; r < l.num_regs(); ++r)
+    if (!out[r]) out[r] = out[r & ~dup];
+  set_natural(op.result(), Regs{l, std::move(out)});
+}
+
+void Lowerer::lower_buffer_store(const ir::Operation& op, const BufferAccess& a) {
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* val = op.operands[1];
+  const ir::Value* mask = op.operands.size() > 2 ? op.operands[2] : nullptr;
+  DType t = val->type.dtype;
+  llvm::Type* ty = mem_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  const Layout& l = plan_.op_layout(&op);
+  std::vector<int64_t> consts;
+  Values offs = buffer_offsets(a, l, eb, consts);
+  std::map<int64_t, llvm::Value*> rsrcs;  // per constant part, made where first used
+  auto rsrc = [&](int r) {
+    llvm::Value*& x = rsrcs[consts[r]];
+    if (!x) x = buffer_resource(a, eb, consts[r]);
+    return x;
+  };
+  Values vals = get(val, l);
+  Values masks = mask ? get(mask, l) : Values{};
+  // Copies of replicated elements, like masked-off ones, go past the end: dropped.
+  llvm::Value* owner = owner_predicate(l);
+  int v = access_width(axis_, l, ptr, mask);
+  uint32_t dup = l.duplicate_reg_mask();
+  for (int r = 0; r < l.num_regs(); r += v) {
+    if (r & dup) continue;
+    llvm::Value* cond = owner;
+    if (mask && !a.bound) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
+    llvm::Value* x;
+    if (v == 1) {
+      x = to_mem(vals[r], t);
+    } else {
+      x = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, v));
+      for (int k = 0; k < v; ++k) x = b.CreateInsertElement(x, to_mem(vals[r + k], t), uint64_t(k));
+    }
+    hooks_.buffer_store(b, x, rsrc(r), masked_buffer_offset(offs[r], cond));
+  }
+}
+
+}  // namespace tl::gpu
