@@ -21,8 +21,10 @@
 //    expands `atomicrmw fmax` into a compare-and-swap loop. The bits of non-negative
 //    floats order like the floats, so an i32 atomic_max is one global_atomic_smax
 //    (Triton's own float atomic_max uses the same trick).
-//  - NaN. tl's float max reductions and float atomic max are maxnum (docs/ir.md): a NaN
-//    would be dropped, and the column quantized as if it were not there. |NaN| has the
+//  - NaN. tl's float max reductions and float atomic max are maxnum (docs/ir.md,
+//    docs/language.md; on the CPU a float atomic_max leaves the other value whether the
+//    NaN is the operand or already in memory): a NaN would be dropped, and the column
+//    quantized as if it were not there. |NaN| has the
 //    largest bits of all (above +inf), so the integer max keeps it: a column holding a
 //    NaN gets a NaN amax, a NaN scale and all-NaN values, as torch's amax/divide/cast
 //    gives. The integer max is also exact and order-independent, so the result is the
