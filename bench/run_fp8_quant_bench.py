@@ -7,7 +7,9 @@ K of |W| / 448, on the MoE shapes (16, 5120, 8192), (64, 2048, 1408), (1, 8192, 
   tl      samples/fp8_quant through bench/fp8_quant_bench.cpp (tl-bench-fp8-quant)
   Triton  the same algorithm written in Triton below: the same three launches (zero the
           [E, N] workspace, amax by i32 atomic_max on the bits of |w|, cast + transpose),
-          the same [128, 128] tiles and 4 warps, sem="relaxed" and sem="acq_rel"
+          the same tiles and warps as tl's (its JSON says which: [64, 64], 4 warps),
+          sem="relaxed" and sem="acq_rel"; and, relaxed, with torchao's [128, 128] tiles,
+          Triton's best of the two on the H100
   torch   eager: amax, divide, cast, transpose (w.abs().amax(1), w / scale, .to(fp8),
           .transpose(1, 2).contiguous())
 
@@ -30,7 +32,9 @@ import triton.language as tl
 from triton.testing import do_bench
 
 SHAPES = [(16, 5120, 8192), (64, 2048, 1408), (1, 8192, 8192)]
-BLOCK_K, BLOCK_N, NUM_WARPS = 128, 128, 4  # samples/fp8_quant/fp8_quant.hpp Config
+# samples/fp8_quant/fp8_quant.hpp Config (taken from tl's JSON when --tl is given);
+# Triton also runs torchao's [128, 128] tiles, its own best case on the H100
+TILES = {"tl": (64, 64, 4), "torchao": (128, 128, 4)}
 FP8 = torch.float8_e4m3fn
 FP8_MAX = 448.0
 FLOOR_BITS, FLT_MAX_BITS, INF_BITS = 0x2B8CBCCC, 0x7F7FFFFF, 0x7F800000  # 1e-12f, FLT_MAX, +inf
@@ -79,13 +83,24 @@ def fp8_rowwise_cast_transpose(W, A, Q, S, K, N, FP8_MAX: tl.constexpr, BLOCK_K:
     tl.store(Q + e * N * K + (n[:, None] * K + k[None, :]), tl.trans(v), mask=nm[:, None] & km[None, :])
 
 
-def triton_quant(w, amax, q, s, sem):
+def triton_zero_amax(w, amax, sem, tiles):
     E, K, N = w.shape
+    BK, BN, warps = tiles
     fp8_amax_zero[(triton.cdiv(E * N, 1024),)](amax, E * N, BLOCK=1024, num_warps=4)
-    grid = (triton.cdiv(N, BLOCK_N), triton.cdiv(K, BLOCK_K), E)
-    fp8_rowwise_amax[grid](w, amax, K, N, BLOCK_K=BLOCK_K, BLOCK_N=BLOCK_N, SEM=sem, num_warps=NUM_WARPS)
-    fp8_rowwise_cast_transpose[grid](w, amax, q, s, K, N, FP8_MAX=FP8_MAX, BLOCK_K=BLOCK_K, BLOCK_N=BLOCK_N,
-                                     num_warps=NUM_WARPS)
+    grid = (triton.cdiv(N, BN), triton.cdiv(K, BK), E)
+    fp8_rowwise_amax[grid](w, amax, K, N, BLOCK_K=BK, BLOCK_N=BN, SEM=sem, num_warps=warps)
+
+
+def triton_cast(w, amax, q, s, tiles):
+    E, K, N = w.shape
+    BK, BN, warps = tiles
+    grid = (triton.cdiv(N, BN), triton.cdiv(K, BK), E)
+    fp8_rowwise_cast_transpose[grid](w, amax, q, s, K, N, FP8_MAX=FP8_MAX, BLOCK_K=BK, BLOCK_N=BN, num_warps=warps)
+
+
+def triton_quant(w, amax, q, s, sem, tiles):
+    triton_zero_amax(w, amax, sem, tiles)
+    triton_cast(w, amax, q, s, tiles)
 
 
 def torch_quant(w):
@@ -168,19 +183,20 @@ def triton_torch_side(shapes):
         for sem in ("relaxed", "acq_rel"):
             q.view(torch.uint8).fill_(0xAB)
             s.fill_(float("nan"))
-            triton_quant(w, amax, q, s, sem)
+            triton_quant(w, amax, q, s, sem, TILES["tl"])
             torch.cuda.synchronize()
             check(w, q, s, f"triton {sem}")
             if sem == "relaxed":
                 res["triton_checksum_q"], res["triton_checksum_s"] = checksum(q), checksum(s)
-            res[f"triton_{sem}"] = gbs(nbytes, bench(lambda: triton_quant(w, amax, q, s, sem)))
-            grid = (triton.cdiv(N, BLOCK_N), triton.cdiv(K, BLOCK_K), E)
-            res[f"triton_{sem}_amax_ms"] = bench(lambda: (
-                fp8_amax_zero[(triton.cdiv(E * N, 1024),)](amax, E * N, BLOCK=1024, num_warps=4),
-                fp8_rowwise_amax[grid](w, amax, K, N, BLOCK_K=BLOCK_K, BLOCK_N=BLOCK_N, SEM=sem,
-                                       num_warps=NUM_WARPS)))
-        res["triton_cast_ms"] = bench(lambda: fp8_rowwise_cast_transpose[grid](
-            w, amax, q, s, K, N, FP8_MAX=FP8_MAX, BLOCK_K=BLOCK_K, BLOCK_N=BLOCK_N, num_warps=NUM_WARPS))
+            res[f"triton_{sem}"] = gbs(nbytes, bench(lambda: triton_quant(w, amax, q, s, sem, TILES["tl"])))
+            res[f"triton_{sem}_amax_ms"] = bench(lambda: triton_zero_amax(w, amax, sem, TILES["tl"]))
+        res["triton_cast_ms"] = bench(lambda: triton_cast(w, amax, q, s, TILES["tl"]))
+        # torchao's tiles, relaxed
+        q.view(torch.uint8).fill_(0xAB)
+        triton_quant(w, amax, q, s, "relaxed", TILES["torchao"])
+        torch.cuda.synchronize()
+        check(w, q, s, "triton, torchao's tiles")
+        res["triton_torchao_tiles"] = gbs(nbytes, bench(lambda: triton_quant(w, amax, q, s, "relaxed", TILES["torchao"])))
         del q, s, amax
         tq, ts = torch_quant(w)
         torch.cuda.synchronize()
@@ -189,7 +205,8 @@ def triton_torch_side(shapes):
         res["torch"] = gbs(nbytes, bench(lambda: torch_quant(w)))
         rows.append(res)
         print(f"triton/torch E={E:<3} K={K:<5} N={N:<5} triton relaxed {res['triton_relaxed']:6.0f}  "
-              f"acq_rel {res['triton_acq_rel']:6.0f}  torch {res['torch']:6.0f} GB/s", flush=True)
+              f"acq_rel {res['triton_acq_rel']:6.0f}  torchao's tiles {res['triton_torchao_tiles']:6.0f}  "
+              f"torch {res['torch']:6.0f} GB/s", flush=True)
         del w
         torch.cuda.empty_cache()
     return rows
@@ -212,7 +229,10 @@ def main():
         for E, K, N in shapes:
             args += ["--shape", f"{E},{K},{N}"]
         subprocess.run(args, check=True)
-        tlr = {(t["E"], t["K"], t["N"]): t for t in json.load(open(tl_json))["shapes"]}
+        tlj = json.load(open(tl_json))
+        tlr = {(t["E"], t["K"], t["N"]): t for t in tlj["shapes"]}
+        c = tlj["config"]
+        TILES["tl"] = (c["block_k"], c["block_n"], c["num_warps"])
     tri = triton_torch_side(shapes)
     write_tables(a.out, tri, tlr, props.name)
 
@@ -224,11 +244,12 @@ def write_tables(out, tri, tlr, device_name):
         return "" if v != v else round(v, nd) if nd else round(v)
 
     head = ["E", "K", "N", "tl_relaxed_gbs", "tl_acq_rel_gbs", "triton_relaxed_gbs", "triton_acq_rel_gbs", "torch_gbs",
-            "tl_over_triton_relaxed", "tl_amax_ms_relaxed", "tl_amax_ms_acq_rel", "tl_cast_ms",
+            "triton_torchao_tiles_gbs", "tl_over_triton_relaxed", "tl_amax_ms_relaxed", "tl_amax_ms_acq_rel", "tl_cast_ms",
             "triton_amax_ms_relaxed", "triton_amax_ms_acq_rel", "triton_cast_ms", "same_bytes_as_triton", "tl_ok"]
-    lines = ["| E, K, N | tl relaxed | tl acq_rel | Triton relaxed | Triton acq_rel | torch | tl / Triton (relaxed) | "
+    lines = ["| E, K, N | tl relaxed | tl acq_rel | Triton relaxed | Triton acq_rel | torch | Triton, torchao's tiles | "
+             "tl / Triton (relaxed) | "
              "amax kernel ms, tl relaxed / acq_rel | Triton | cast kernel ms, tl / Triton | same bytes as Triton |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     with open(os.path.join(out, "fp8_quant.csv"), "w", newline="") as f:
         wr = csv.writer(f)
         wr.writerow(head)
@@ -242,19 +263,21 @@ def write_tables(out, tri, tlr, device_name):
             g = lambda d, k: d.get(k, nan)
             ratio = g(tr, "gbs") / r["triton_relaxed"]
             wr.writerow([r["E"], r["K"], r["N"], num(g(tr, "gbs")), num(g(ta, "gbs")), num(r["triton_relaxed"]),
-                         num(r["triton_acq_rel"]), num(r["torch"]), num(ratio, 3), num(g(tr, "amax_ms"), 4),
+                         num(r["triton_acq_rel"]), num(r["torch"]), num(r["triton_torchao_tiles"]), num(ratio, 3), num(g(tr, "amax_ms"), 4),
                          num(g(ta, "amax_ms"), 4), num(g(tr, "cast_ms"), 4), num(r["triton_relaxed_amax_ms"], 4),
                          num(r["triton_acq_rel_amax_ms"], 4), num(r["triton_cast_ms"], 4), same,
                          bool(t) and tr["ok"] and ta["ok"]])
             lines.append(f"| {r['E']}, {r['K']}, {r['N']} | {g(tr, 'gbs'):.0f} | {g(ta, 'gbs'):.0f} | "
-                         f"{r['triton_relaxed']:.0f} | {r['triton_acq_rel']:.0f} | {r['torch']:.0f} | {ratio:.2f} | "
+                         f"{r['triton_relaxed']:.0f} | {r['triton_acq_rel']:.0f} | {r['torch']:.0f} | "
+                         f"{r['triton_torchao_tiles']:.0f} | {ratio:.2f} | "
                          f"{g(tr, 'amax_ms'):.3f} / {g(ta, 'amax_ms'):.3f} | "
                          f"{r['triton_relaxed_amax_ms']:.3f} / {r['triton_acq_rel_amax_ms']:.3f} | "
                          f"{g(tr, 'cast_ms'):.3f} / {r['triton_cast_ms']:.3f} | {same} |")
     summary = [f"# FP8 row-wise quantization with a transpose: {device_name}, {time.strftime('%Y-%m-%d')}", "",
                "W bf16 [E, K, N] -> e4m3fn W^T [E, N, K] + f32 scales [E, N]. GB/s of (2 + 2 + 1) * E*K*N + 4 * E*N "
                "bytes (W read by both kernels, FP8 and scales written), CUDA-event medians; the amax kernel's "
-               "times include the workspace fill. Tiles [128, 128], 4 warps.", ""]
+               "times include the workspace fill. tl and Triton: [BLOCK_K, BLOCK_N] = "
+               f"{list(TILES['tl'][:2])}, {TILES['tl'][2]} warps; \"torchao's tiles\": Triton with [128, 128].", ""]
     summary += lines
     open(os.path.join(out, "fp8_quant.md"), "w").write("\n".join(summary) + "\n")
     print("\n".join(summary))

@@ -274,15 +274,16 @@ template <class F> void on_gfx942_and_gfx950(F&& f) {
 
 TEST(Fp8QuantAmd, RelaxedAmaxAtomicIsBare) {
   on_gfx942_and_gfx950([]<class O>(const char* arch) {
-    fp8_quant::Config c;  // relaxed by default
-    ASSERT_EQ(c.sem, tl::sem::relaxed);
-    auto code = amd_code<O>(arch, c, 5120, 8192, false);
-    EXPECT_GE(count(code.dis, "global_atomic_smax"), 1) << arch << "\n" << code.dis;
-    EXPECT_EQ(count(code.dis, "global_atomic_cmpswap"), 0) << arch << "\n" << code.dis;  // no CAS loop
-    EXPECT_EQ(count(code.dis, "buffer_wbl2"), 0) << arch << "\n" << code.dis;
-    EXPECT_EQ(count(code.dis, "buffer_inv"), 0) << arch << "\n" << code.dis;
-    EXPECT_EQ(code.report.at("spill_vgpr"), 0) << arch;
-    EXPECT_EQ(code.report.at("spill_sgpr"), 0) << arch;
+    for (fp8_quant::Config c : {fp8_quant::Config{}, fp8_quant::Config{.block_k = 128, .block_n = 128}}) {
+      ASSERT_EQ(c.sem, tl::sem::relaxed);  // the default
+      auto code = amd_code<O>(arch, c, 5120, 8192, false);
+      EXPECT_GE(count(code.dis, "global_atomic_smax"), 1) << arch << "\n" << code.dis;
+      EXPECT_EQ(count(code.dis, "global_atomic_cmpswap"), 0) << arch << "\n" << code.dis;  // no CAS loop
+      EXPECT_EQ(count(code.dis, "buffer_wbl2"), 0) << arch << "\n" << code.dis;
+      EXPECT_EQ(count(code.dis, "buffer_inv"), 0) << arch << "\n" << code.dis;
+      EXPECT_EQ(code.report.at("spill_vgpr"), 0) << arch;
+      EXPECT_EQ(code.report.at("spill_sgpr"), 0) << arch;
+    }
   });
 }
 
@@ -300,15 +301,18 @@ TEST(Fp8QuantAmd, AcqRelAmaxAtomicHasCacheFences) {
 TEST(Fp8QuantAmd, CastKernelStoresSixteenFp8ALaneWithoutSpills) {
   on_gfx942_and_gfx950([]<class O>(const char* arch) {
     // The design shapes: K a multiple of 16, so every lane's 16 FP8 along K are one
-    // 16-byte store: a [128, 128] tile over 256 lanes is 4 of them a lane.
-    for (auto [K, N] : {std::pair<int64_t, int64_t>{5120, 8192}, {2048, 1408}}) {
-      auto code = amd_code<O>(arch, fp8_quant::Config{}, K, N, true);
-      int x4 = count(code.dis, "global_store_dwordx4") + count(code.dis, "buffer_store_dwordx4");
-      EXPECT_EQ(x4, 4) << arch << " K" << K << "\n" << code.dis;
-      EXPECT_EQ(count(code.dis, "global_store_byte") + count(code.dis, "global_store_short"), 0) << arch << " K" << K;
-      EXPECT_EQ(code.report.at("spill_vgpr"), 0) << arch << " K" << K;
-      EXPECT_EQ(code.report.at("spill_sgpr"), 0) << arch << " K" << K;
-    }
+    // 16-byte store: the tile's bytes over the lanes (64 a wave), 16 at a time. Both the
+    // default tile ([64, 64] over 4 waves: one store a lane) and torchao's ([128, 128]:
+    // four).
+    for (fp8_quant::Config c : {fp8_quant::Config{}, fp8_quant::Config{.block_k = 128, .block_n = 128}})
+      for (auto [K, N] : {std::pair<int64_t, int64_t>{5120, 8192}, {2048, 1408}}) {
+        auto code = amd_code<O>(arch, c, K, N, true);
+        int x4 = count(code.dis, "global_store_dwordx4") + count(code.dis, "buffer_store_dwordx4");
+        EXPECT_EQ(x4, c.block_k * c.block_n / (c.num_warps * 64 * 16)) << arch << " K" << K << "\n" << code.dis;
+        EXPECT_EQ(count(code.dis, "global_store_byte") + count(code.dis, "global_store_short"), 0) << arch << " K" << K;
+        EXPECT_EQ(code.report.at("spill_vgpr"), 0) << arch << " K" << K;
+        EXPECT_EQ(code.report.at("spill_sgpr"), 0) << arch << " K" << K;
+      }
     // K not a multiple of 16 (ragged rows of Q): narrower stores, still correct, no spills.
     auto ragged = amd_code<O>(arch, fp8_quant::Config{}, 300, 200, true);
     EXPECT_EQ(ragged.report.at("spill_vgpr"), 0) << arch;
