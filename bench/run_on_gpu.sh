@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
-# side-by-side benchmark. Logs and results go to $OUT (the device tool's folder) or
-# bench/results.
+# side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or one of them).
+# Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
 mkdir -p /tmp/tl "$OUT" && tar -C /tmp/tl -xJf .bundle/tl.tar.xz
 export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
 date -u +%Y-%m-%dT%H:%MZ >> "$OUT/machine.txt"
-for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test}; do
+for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test fp8_quant_test}; do
   /tmp/tl/bin/$t --gtest_brief=1 2>&1 | tee -a "$OUT/gpu_tests.log" | tail -3
 done
 # TL_GPU_SANITIZE="memcheck racecheck synccheck": the same suites again under each of
@@ -16,7 +16,7 @@ done
 # hides that a passing test can miss); TL_SANITIZE_FILTER narrows the tests (gtest filter).
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 for tool in ${TL_GPU_SANITIZE:-}; do
-  for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test}; do
+  for t in ${TL_GPU_TESTS:-ops_test trace_errors_test misuse_catalogue_test driver_test fp8_quant_test}; do
     echo "== compute-sanitizer --tool $tool $t" | tee -a "$OUT/sanitizer.log"
     timeout ${TL_SANITIZE_TIMEOUT:-300} "$SAN" --tool "$tool" --error-exitcode 99 /tmp/tl/bin/$t --gtest_brief=1 \
       ${TL_SANITIZE_FILTER:+--gtest_filter=$TL_SANITIZE_FILTER} >> "$OUT/sanitizer.log" 2>&1
@@ -24,4 +24,13 @@ for tool in ${TL_GPU_SANITIZE:-}; do
     tail -4 "$OUT/sanitizer.log" | grep -E "ERROR SUMMARY|PASSED|FAILED" || true
   done
 done
-[[ ${TL_SKIP_BENCH:-0} == 1 ]] || PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_gpu_bench.py --tl /tmp/tl/bin/tl-bench-gpu --out "$OUT"
+[[ ${TL_SKIP_BENCH:-0} == 1 ]] && exit 0
+BENCHES=" ${TL_BENCHES:-rmsnorm fp8_quant} "
+rc=0
+if [[ $BENCHES == *" rmsnorm "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_gpu_bench.py --tl /tmp/tl/bin/tl-bench-gpu --out "$OUT" || rc=1
+fi
+if [[ $BENCHES == *" fp8_quant "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1
+fi
+exit $rc
