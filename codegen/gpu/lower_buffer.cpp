@@ -157,6 +157,30 @@ llvm::Value* Lowerer::masked_buffer_offset(llvm::Value* off, llvm::Value* cond) 
   return b.CreateSelect(cond, off, b.getInt32(kBufferMaskedOffset));
 }
 
+namespace {
+// A buffer access's per-register byte offsets, and its resources: one per constant part
+// of the offsets (buffer_offsets), made where first used.
+class BufferRegisters {
+ public:
+  BufferRegisters(Lowerer& L, const BufferAccess& a, const Layout& l, unsigned eb) : L_(L), a_(a), eb_(eb) {
+    offsets = L.buffer_offsets(a, l, eb, consts_);
+  }
+  llvm::Value* resource(int r) {
+    llvm::Value*& x = resources_[consts_[size_t(r)]];
+    if (!x) x = L_.buffer_resource(a_, eb_, consts_[size_t(r)]);
+    return x;
+  }
+  Values offsets;
+
+ private:
+  Lowerer& L_;
+  const BufferAccess& a_;
+  unsigned eb_;
+  std::vector<int64_t> consts_;
+  std::map<int64_t, llvm::Value*> resources_;
+};
+}  // namespace
+
 void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) {
   const ir::Value* ptr = op.operands[0];
   const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
@@ -165,14 +189,7 @@ void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) 
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   const Layout& l = plan_.of(op.result());
-  std::vector<int64_t> consts;
-  Values offs = buffer_offsets(a, l, eb, consts);
-  std::map<int64_t, llvm::Value*> rsrcs;  // per constant part, made where first used
-  auto rsrc = [&](int r) {
-    llvm::Value*& x = rsrcs[consts[r]];
-    if (!x) x = buffer_resource(a, eb, consts[r]);
-    return x;
-  };
+  BufferRegisters regs(*this, a, l, eb);
   Values masks = mask ? get(mask, l) : Values{};
   Values others = other ? get(other, l) : Values{};
   int v = access_width(axis_, l, ptr, mask);
@@ -182,14 +199,10 @@ void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) 
   for (int r = 0; r < l.num_regs(); r += v) {
     if (r & dup) continue;
     llvm::Value* cond = mask && !a.bound ? masks[r] : nullptr;
-    llvm::Value* val = hooks_.buffer_load(b, vty, rsrc(r), masked_buffer_offset(offs[r], cond));
+    llvm::Value* val = hooks_.buffer_load(b, vty, regs.resource(r), masked_buffer_offset(regs.offsets[r], cond));
     // Out of range reads 0: `other` only needs selecting in when it may not be 0.
     if (other) {
-      llvm::Value* fallback = to_mem(others[r], t);
-      if (v > 1) {
-        fallback = llvm::PoisonValue::get(vty);
-        for (int k = 0; k < v; ++k) fallback = b.CreateInsertElement(fallback, to_mem(others[r + k], t), uint64_t(k));
-      }
+      llvm::Value* fallback = pack_for_memory(others, r, v, t);
       auto* c = llvm::dyn_cast<llvm::Constant>(fallback);
       if (!c || !c->isNullValue()) val = b.CreateSelect(masks[r], val, fallback);
     }
@@ -208,14 +221,7 @@ void Lowerer::lower_buffer_store(const ir::Operation& op, const BufferAccess& a)
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   const Layout& l = plan_.op_layout(&op);
-  std::vector<int64_t> consts;
-  Values offs = buffer_offsets(a, l, eb, consts);
-  std::map<int64_t, llvm::Value*> rsrcs;  // per constant part, made where first used
-  auto rsrc = [&](int r) {
-    llvm::Value*& x = rsrcs[consts[r]];
-    if (!x) x = buffer_resource(a, eb, consts[r]);
-    return x;
-  };
+  BufferRegisters regs(*this, a, l, eb);
   Values vals = get(val, l);
   Values masks = mask ? get(mask, l) : Values{};
   // Copies of replicated elements, like masked-off ones, go past the end: dropped.
@@ -226,14 +232,8 @@ void Lowerer::lower_buffer_store(const ir::Operation& op, const BufferAccess& a)
     if (r & dup) continue;
     llvm::Value* cond = owner;
     if (mask && !a.bound) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
-    llvm::Value* x;
-    if (v == 1) {
-      x = to_mem(vals[r], t);
-    } else {
-      x = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, v));
-      for (int k = 0; k < v; ++k) x = b.CreateInsertElement(x, to_mem(vals[r + k], t), uint64_t(k));
-    }
-    hooks_.buffer_store(b, x, rsrc(r), masked_buffer_offset(offs[r], cond));
+    llvm::Value* x = pack_for_memory(vals, r, v, t);
+    hooks_.buffer_store(b, x, regs.resource(r), masked_buffer_offset(regs.offsets[r], cond));
   }
 }
 

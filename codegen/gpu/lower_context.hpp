@@ -121,6 +121,9 @@ class Lowerer {
   llvm::Value* cast(llvm::Value* x, DType from, DType to);
   llvm::Value* to_mem(llvm::Value* x, DType t);    // i1 -> i8
   llvm::Value* from_mem(llvm::Value* x, DType t);  // i8 -> i1
+  // Registers r .. r + width - 1 in their memory form as what one access writes: the
+  // value itself, or a vector of `width` (one 16-byte access).
+  llvm::Value* pack_for_memory(const Values& regs, int r, int width, DType t);
   Values lazy_value(const ir::Value* v, const Layout& l);
   void lower_elementwise_tile(const ir::Operation& op);
   void lower_shape_op(const ir::Operation& op);  // broadcast/reshape/trans of eager values

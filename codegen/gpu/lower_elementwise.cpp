@@ -207,6 +207,13 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
   }
 }
 
+llvm::Value* Lowerer::pack_for_memory(const Values& regs, int r, int width, DType t) {
+  if (width == 1) return to_mem(regs[r], t);
+  llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(mem_type(t), unsigned(width)));
+  for (int k = 0; k < width; ++k) vec = b.CreateInsertElement(vec, to_mem(regs[r + k], t), uint64_t(k));
+  return vec;
+}
+
 // Emits a lazy (pure, cheap) value in the layout its user asks for.
 Values Lowerer::lazy_value(const ir::Value* v, const Layout& l) {
   const ir::Operation& op = *v->def;

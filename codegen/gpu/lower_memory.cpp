@@ -51,15 +51,7 @@ void Lowerer::lower_load(const ir::Operation& op) {
   Values out(l.num_regs());
   for (int r = 0; r < l.num_regs(); r += v) {
     if (r & dup) continue;
-    llvm::Value* fallback = llvm::Constant::getNullValue(vty);
-    if (other) {
-      if (v == 1) {
-        fallback = to_mem(others[r], t);
-      } else {
-        fallback = llvm::PoisonValue::get(vty);
-        for (int k = 0; k < v; ++k) fallback = b.CreateInsertElement(fallback, to_mem(others[r + k], t), uint64_t(k));
-      }
-    }
+    llvm::Value* fallback = other ? pack_for_memory(others, r, v, t) : llvm::Constant::getNullValue(vty);
     llvm::Value* val = if_then_value(mask ? masks[r] : nullptr,
                                      [&] { return b.CreateAlignedLoad(vty, ptrs[r], llvm::Align(eb * v)); }, fallback);
     for (int k = 0; k < v; ++k) out[r + k] = from_mem(v > 1 ? b.CreateExtractElement(val, uint64_t(k)) : val, t);
@@ -95,13 +87,7 @@ void Lowerer::lower_store(const ir::Operation& op) {
     if (r & dup) continue;
     llvm::Value* cond = owner;
     if (mask) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
-    llvm::Value* x;
-    if (v == 1) {
-      x = to_mem(vals[r], t);
-    } else {
-      x = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, v));
-      for (int k = 0; k < v; ++k) x = b.CreateInsertElement(x, to_mem(vals[r + k], t), uint64_t(k));
-    }
+    llvm::Value* x = pack_for_memory(vals, r, v, t);
     if_then(cond, [&] { b.CreateAlignedStore(x, ptrs[r], llvm::Align(eb * v)); });
   }
 }

@@ -60,13 +60,7 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
   for (int r = 0; r < l.num_regs(); r += g) {
     if (r & dup) continue;  // a copy of another register
     llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
-    if (g == 1) {
-      smem_store(to_mem(regs[r], t), p, eb, buffer);
-      continue;
-    }
-    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(g)));
-    for (int k = 0; k < g; ++k) vec = b.CreateInsertElement(vec, to_mem(regs[r + k], t), uint64_t(k));
-    smem_store(vec, p, eb * unsigned(g), buffer);
+    smem_store(pack_for_memory(regs, r, g, t), p, eb * unsigned(g), buffer);
   }
   if (ids != smem_plan_.buffers_of.end())
     for (int id : ids->second) smem_after_write(id);
