@@ -88,6 +88,12 @@ ir::Value* shared_alloc(DType t, const Shape& shape, const Loc& loc);
 ir::Value* shared_stage(ir::Value* buf, int stage, ir::Value* runtime_stage, const Loc& loc);
 ir::Value* shared_load(ir::Value* buf, ir::Value* stage, const Loc& loc);
 void shared_store(ir::Value* buf, ir::Value* stage, ir::Value* v, const Loc& loc);
+// tl::amd's copies straight into shared memory (dsl/src/ops.cpp): `other` is a tile of
+// the buffer's element type (or null), `mask` one of i1 (or null).
+void global_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* ptr, ir::Value* mask, ir::Value* other,
+                           const Loc& loc);
+void async_wait(int num_outstanding, const Loc& loc);
+ir::Value* load_shared_relaxed(ir::Value* buf, ir::Value* stage, const Loc& loc);
 [[noreturn]] void fail(const std::string& what, const Loc& loc);
 
 // Loops and branches (dsl/src/trace.cpp).
@@ -608,6 +614,9 @@ template <class E> class shared_stage {
     detail::shared_store(buf_, stage_, v.get(), loc);
   }
 
+  ir::Value* buffer() const { return buf_; }
+  ir::Value* stage() const { return stage_; }
+
  private:
   ir::Value* buf_;
   ir::Value* stage_;
@@ -630,6 +639,51 @@ template <class E> class shared_tile {
 template <class E> shared_tile<elem_t<E>> shared(shape_t shape, Loc loc = Loc::current()) {
   return shared_tile<elem_t<E>>(detail::shared_alloc(elem_t<E>::dtype, shape, loc));
 }
+
+// ---------------------------------------------------------------------------------
+// AMD's copies straight into shared memory, with Gluon's names and semantics
+// (gluon.language.amd.cdna3/cdna4.async_copy):
+//
+//   tl::amd::global_load_to_shared(buf[s], ptrs, mask, other);  // ptrs: tile<ptr<E>> of the tile's shape
+//   tl::amd::async_wait(1);                  // at most 1 load still in flight
+//   auto t = tl::amd::load_shared_relaxed(buf[s]);
+//
+// The copy is issued and lands later (global_load_lds on AMD, cp.async on NVIDIA, a
+// plain copy on the CPU); async_wait(n) waits until at most n of this thread's loads
+// from global memory are still outstanding. AMD completes them in order and counts
+// ordinary loads too, so n counts every load issued after the copy that must be
+// complete; on NVIDIA each copy is one commit group and n counts those. The compiler
+// still puts the barrier between one thread's copy and another thread's read (after
+// the wait). load_shared_relaxed is buf[s].load() for a stage an async_wait has made
+// complete: LLVM is told not to add its own conservative wait for all copies before it.
+namespace amd {
+template <class E, class M>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<M>& mask,
+                           Loc loc = Loc::current()) {
+  static_assert(std::is_same_v<M, ty::i1>, "tl::amd::global_load_to_shared: the mask must be a tile<i1>");
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(), nullptr, loc);
+}
+template <class E>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, Loc loc = Loc::current()) {
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), nullptr, nullptr, loc);
+}
+template <class E, class S>
+  requires std::is_arithmetic_v<S>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<ty::i1>& mask,
+                           S other, Loc loc = Loc::current()) {
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(),
+                                detail::constant(E::dtype, double(other), int64_t(other), loc), loc);
+}
+template <class E>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<ty::i1>& mask,
+                           const tile<E>& other, Loc loc = Loc::current()) {
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(), other.get(), loc);
+}
+inline void async_wait(int num_outstanding, Loc loc = Loc::current()) { detail::async_wait(num_outstanding, loc); }
+template <class E> tile<E> load_shared_relaxed(const shared_stage<E>& src, Loc loc = Loc::current()) {
+  return tile<E>(detail::load_shared_relaxed(src.buffer(), src.stage(), loc));
+}
+}  // namespace amd
 
 // ---------------------------------------------------------------------------------
 // Debugging.
