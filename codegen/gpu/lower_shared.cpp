@@ -180,14 +180,15 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   if (!l) {
     std::vector<std::string> ws_str;
     for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
+    std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
     throw compile_error(
-        fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory "
-                    "(4 or more used), and lanes of a wave write consecutive chunks; this {} tile of {} "
-                    "({} bytes) has {} contiguous aligned bytes per pointer run, a mask constant over {} elements "
-                    "and 16-byte swizzle vectors of {} elements, so no width fits (a wave of {} lanes needs "
-                    "the tile to hold {} chunks)",
-                    hooks_.target_name(), fmt::join(ws_str, ", "), ir::Type{t, t, bt.shape}.str(), name(t), tile_bytes,
-                    contiguous * eb, constancy > (1 << 20) ? -1 : constancy, st.vec, ws, ws),
+        fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
+                    "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
+                    "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
+                    "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
+                    "needs the tile to hold {} chunks",
+                    hooks_.target_name(), fmt::join(ws_str, ", "), ir::Type{t, t, bt.shape}.str(), eb, tile_bytes,
+                    contiguous * eb, mask_note, st.vec, ws, ws),
         op.loc.file, op.loc.line);
   }
   int per = bytes / eb;
