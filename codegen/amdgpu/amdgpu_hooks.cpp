@@ -102,6 +102,37 @@ void AmdgpuHooks::barrier(llvm::IRBuilderBase& b) {
   b.CreateFence(llvm::AtomicOrdering::Acquire, wg);
 }
 
+// global_load_lds: the LDS address is M0 (wave-uniform) + lane * bytes. Each lane's own
+// destination minus lane * bytes is that base in every lane (the lowering's layout makes
+// it so), so readfirstlane of it is right even when only some lanes are active (a mask).
+llvm::Instruction* AmdgpuHooks::copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
+                                               int bytes) {
+  llvm::Value* lane = lane_ ? lane_ : b.CreateAnd(thread_id(b), b.getInt32(desc_.wave_size - 1));
+  llvm::Value* addr = b.CreatePtrToInt(shared, b.getInt32Ty());
+  llvm::Value* base = b.CreateSub(addr, b.CreateMul(lane, b.getInt32(uint32_t(bytes))));
+  base = b.CreateIntrinsic(b.getInt32Ty(), Intr::amdgcn_readfirstlane, {base});
+  llvm::Value* lds = b.CreateIntToPtr(base, shared->getType());
+  return b.CreateIntrinsic(Intr::amdgcn_global_load_lds, kNoTypes,
+                           {global, lds, b.getInt32(uint32_t(bytes)), b.getInt32(0), b.getInt32(0)});
+}
+
+// s_waitcnt with gfx9's fields (every CDNA chip): vmcnt in bits [3:0] and [15:14],
+// expcnt [6:4] and lgkmcnt [11:8] at their maxima (not waited for). vmcnt counts
+// every outstanding global/buffer load, direct-to-LDS ones included, completed in
+// order; past its 6-bit maximum there is nothing to wait for.
+void AmdgpuHooks::async_wait(llvm::IRBuilderBase& b, int n) {
+  uint32_t vm = uint32_t(std::min(n, 63));
+  uint32_t imm = (vm & 0xF) | (0x7u << 4) | (0xFu << 8) | ((vm >> 4) << 14);
+  b.CreateIntrinsic(Intr::amdgcn_s_waitcnt, kNoTypes, {b.getInt32(imm)});
+}
+
+// MLIR's amdgpu.lds_barrier: this wave's LDS accesses done (lgkmcnt(0); vmcnt and expcnt
+// at their maxima, not waited for), then s_barrier.
+void AmdgpuHooks::shared_barrier(llvm::IRBuilderBase& b) {
+  b.CreateIntrinsic(Intr::amdgcn_s_waitcnt, kNoTypes, {b.getInt32(0xF | (0x7 << 4) | (0x0 << 8) | (0x3 << 14))});
+  b.CreateIntrinsic(Intr::amdgcn_s_barrier, kNoTypes, {});
+}
+
 uint8_t AmdgpuHooks::sync_scope(llvm::LLVMContext& ctx, scope sc) {
   switch (sc) {
     case scope::cta: return uint8_t(ctx.getOrInsertSyncScopeID("workgroup"));

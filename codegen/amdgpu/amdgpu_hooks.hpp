@@ -25,6 +25,10 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* shuffle_xor(llvm::IRBuilderBase& b, llvm::Value* v, int mask) override;
   llvm::Value* shuffle_idx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) override;
   void barrier(llvm::IRBuilderBase& b) override;
+  void shared_barrier(llvm::IRBuilderBase& b) override;
+  llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
+                                    int bytes) override;
+  void async_wait(llvm::IRBuilderBase& b, int n) override;
   uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override;
   void decorate_atomic(llvm::Instruction* inst, scope sc) override;
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;

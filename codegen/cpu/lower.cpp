@@ -287,6 +287,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
       return;
     }
     case Op::shared_store: return lower_shared_store(op);
+    case Op::global_load_to_shared: return lower_global_load_to_shared(op);
+    case Op::async_wait: return;  // the CPU's copy is done when it returns: nothing in flight
     case Op::store:
       if (op.operands[0]->type.is_scalar()) store_elem(op, Idx{});
       else memory_loop(op, [&](const Idx& idx) { store_elem(op, idx); });

@@ -76,6 +76,8 @@ class Lowerer {
   // shared_load / shared_store (memory.cpp): the stage's first element; the store.
   llvm::Value* shared_stage_ptr(const ir::Operation& op);
   void lower_shared_store(const ir::Operation& op);
+  // tl::amd::global_load_to_shared: a plain masked copy (the CPU has nothing asynchronous).
+  void lower_global_load_to_shared(const ir::Operation& op);
   Idx idx_from_dims(const std::vector<int>& shape, std::vector<llvm::Value*> dims);
   Idx idx_from_flat(const std::vector<int>& shape, llvm::Value* flat);
   // Emits counted loops over `shape` (innermost = last dimension) and calls `body` with

@@ -226,4 +226,22 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
   loop_nest(v->type.shape, [&](const Idx& idx) { store_buf(dst, v->type.dtype, idx.flat, elem(v, idx)); });
 }
 
+// The copy has the GPU's results: every element of the stage is written, masked-off
+// ones with `other` (0 when absent), as a tl::load followed by a shared store.
+void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
+  DType t = op.operands[0]->type.dtype;
+  Value* dst = shared_stage_ptr(op);
+  size_t n = op.operands.size();
+  loop_nest(op.operands[2]->type.shape, [&](const Idx& idx) {
+    Value* p = elem(op.operands[2], idx);
+    Value* mask = n > 3 && !ignore_mask_ ? elem(op.operands[3], idx) : nullptr;
+    Value* other = n > 4 && mask ? elem(op.operands[4], idx) : zero(t);
+    Value* v = predicated(*this, mask, other, reg_type(t), [&]() -> Value* {
+      check_access(op, p, t, "global_load_to_shared");
+      return from_mem(b_.CreateAlignedLoad(mem_type(t), p, llvm::Align(byte_width(t))), t);
+    });
+    store_buf(dst, t, idx.flat, v);
+  });
+}
+
 }  // namespace tl::codegen::cpu

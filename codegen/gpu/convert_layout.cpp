@@ -20,6 +20,7 @@ namespace tl::gpu {
 
 void Lowerer::smem_setup() {
   smem_plan_ = plan_shared_memory(f_, hooks_.capabilities(), hooks_.target_name());
+  ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) { has_copies_ |= op.op == Op::global_load_to_shared; });
   const auto& bufs = smem_plan_.buffers;
   size_t n = bufs.size() + 1;  // the users' buffers, then the scratch region
   smem_pending_.assign(n, 0);
@@ -39,14 +40,38 @@ void Lowerer::smem_setup() {
   for (size_t i = 0; i < n; ++i)
     scopes.push_back(mdb.createAnonymousAliasScope(
         domain, i + 1 < n ? fmt::format("tl.shared.buffer{}", i) : std::string("tl.shared.scratch")));
+  // A user buffer's direct-to-shared copies (global_load_to_shared) get a scope of their
+  // own, Triton's AsyncCopies scope per buffer: every access to another buffer is noalias
+  // with them, a plain read of the buffer is not (LLVM waits for the copies before it,
+  // vmcnt(0) on AMD), and a relaxed one is (annotateLocalLoadsSyncedViaAsyncWait).
+  std::vector<llvm::Metadata*> copies;
+  for (size_t i = 0; i + 1 < n; ++i)
+    copies.push_back(mdb.createAnonymousAliasScope(domain, fmt::format("tl.shared.buffer{}.copies", i)));
   smem_scope_.clear();
   smem_noalias_.clear();
+  smem_copy_scope_.clear();
+  smem_copy_noalias_.clear();
+  smem_relaxed_noalias_.clear();
   for (size_t i = 0; i < n; ++i) {
     std::vector<llvm::Metadata*> others;
     for (size_t j = 0; j < n; ++j)
       if (j != i) others.push_back(scopes[j]);
+    for (size_t j = 0; j < copies.size(); ++j)
+      if (j != i) others.push_back(copies[j]);
     smem_scope_.push_back(llvm::MDNode::get(ctx_, {scopes[i]}));
     smem_noalias_.push_back(others.empty() ? nullptr : llvm::MDNode::get(ctx_, others));
+    if (i < copies.size()) {
+      std::vector<llvm::Metadata*> relaxed = others;
+      relaxed.push_back(copies[i]);
+      smem_relaxed_noalias_.push_back(llvm::MDNode::get(ctx_, relaxed));
+      smem_copy_scope_.push_back(llvm::MDNode::get(ctx_, {copies[i]}));
+      std::vector<llvm::Metadata*> not_copy;
+      for (size_t j = 0; j < n; ++j)
+        if (j != i) not_copy.push_back(scopes[j]);
+      for (size_t j = 0; j < copies.size(); ++j)
+        if (j != i) not_copy.push_back(copies[j]);
+      smem_copy_noalias_.push_back(not_copy.empty() ? nullptr : llvm::MDNode::get(ctx_, not_copy));
+    }
   }
 }
 
@@ -95,12 +120,20 @@ void Lowerer::smem_reserve(int64_t bytes) {
                                     hooks_.target_name()));
 }
 
-llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer) {
+llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer, bool relaxed) {
   llvm::LoadInst* ld = b.CreateAlignedLoad(ty, ptr, llvm::Align(align));
   if (buffer == kUnknownBuffer) return ld;
   ld->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
-  if (auto* others = smem_noalias_[size_t(smem_id(buffer))]) ld->setMetadata(llvm::LLVMContext::MD_noalias, others);
+  llvm::MDNode* others = relaxed && buffer != kScratch ? smem_relaxed_noalias_[size_t(buffer)]
+                                                       : smem_noalias_[size_t(smem_id(buffer))];
+  if (others) ld->setMetadata(llvm::LLVMContext::MD_noalias, others);
   return ld;
+}
+
+void Lowerer::smem_tag_copy(llvm::Instruction* copy, int buffer) {
+  if (!copy || buffer == kUnknownBuffer || buffer == kScratch) return;
+  copy->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_copy_scope_[size_t(buffer)]);
+  if (auto* others = smem_copy_noalias_[size_t(buffer)]) copy->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }
 
 void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer) {
@@ -117,8 +150,12 @@ void Lowerer::smem_before_write(int buffer) {
   if (wait) barrier();
 }
 
-void Lowerer::barrier() {
-  hooks_.barrier(b);
+void Lowerer::barrier(bool user) {
+  // With direct-to-shared copies in the kernel, the compiler's barriers order shared
+  // memory only, so that they do not wait for the copies an async_wait left in flight.
+  // (Kernels without copies keep the fenced barrier: their code is unchanged.)
+  if (!user && has_copies_) hooks_.shared_barrier(b);
+  else hooks_.barrier(b);
   std::fill(smem_pending_.begin(), smem_pending_.end(), 0);
 }
 

@@ -62,6 +62,21 @@ class GpuHooks {
 
   // Workgroup barrier that also orders shared-memory accesses across it.
   virtual void barrier(llvm::IRBuilderBase& b) = 0;
+  // A barrier that orders shared memory only (what the compiler's own barriers need).
+  // AMD: the workgroup fences of barrier() also wait for every load in flight (vmcnt(0)),
+  // direct-to-LDS copies included, which would undo an async_wait(n > 0).
+  virtual void shared_barrier(llvm::IRBuilderBase& b) { barrier(b); }
+  // tl::amd::global_load_to_shared: copy `bytes` (one of capabilities().
+  // direct_to_shared_widths) from `global` into shared memory at `shared`, without
+  // registers; lanes of a warp write consecutive `bytes`-sized chunks (the lowering's
+  // layout guarantees it: AMD's LDS DMA can write nothing else). Returns the emitted
+  // instruction (for alias metadata). commit_copies closes this op's copies (NVIDIA's
+  // commit group); async_wait(n) waits until at most n loads (AMD) / groups (NVIDIA)
+  // are outstanding.
+  virtual llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
+                                            int bytes) { return nullptr; }
+  virtual void commit_copies(llvm::IRBuilderBase& b) {}
+  virtual void async_wait(llvm::IRBuilderBase& b, int n) {}
 
   // The LLVM sync scope of an atomic at `sc` (cta / gpu / sys).
   virtual uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) = 0;

@@ -31,6 +31,7 @@ class LayoutPlan {
   const Layout& shape_default(const std::vector<int>& shape);
   // The layout a store or a tile atomic works in (an op without a tile result).
   const Layout& op_layout(const ir::Operation* op) const;
+  int num_warps() const { return num_warps_; }
   bool has_uses(const ir::Value* v) const { return used_.count(v) != 0; }
   // The tile IR with each assigned value's layout, for TL_DUMP_IR.
   std::string str(const ir::Function& f);

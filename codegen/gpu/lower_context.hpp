@@ -169,7 +169,12 @@ class Lowerer {
   void smem_reserve(int64_t bytes);
   int64_t smem_total() const;  // the program's shared memory: buffers and scratch
   // Loads and stores of shared memory, tagged with their buffer's alias scope.
-  llvm::Value* smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer = kScratch);
+  // `relaxed` (load_shared_relaxed): also noalias with the buffer's direct-to-shared
+  // copies, so that AMD's SIInsertWaitcnts does not wait for them (the user's async_wait did).
+  llvm::Value* smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer = kScratch,
+                         bool relaxed = false);
+  // A direct-to-shared copy into `buffer`: its own scope (tl.shared.bufferN.copies).
+  void smem_tag_copy(llvm::Instruction* copy, int buffer);
   void smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer = kScratch);
   // Call before writing a buffer: a barrier if its earlier reads, or any access to a
   // buffer sharing its bytes (one whose live range has ended), may still be pending.
@@ -178,7 +183,8 @@ class Lowerer {
   void smem_after_write(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingWrites; }
   void smem_after_read(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingReads; }
   // A barrier orders every thread's shared-memory accesses: nothing is pending after it.
-  void barrier();
+  void barrier(bool user = false);
+  bool has_copies_ = false;  // the kernel has a global_load_to_shared
   // Writes each thread's registers of `l` to the scratch region at their flat index
   // (vectorized), and reads back the elements `to` wants.
   void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
@@ -189,6 +195,7 @@ class Lowerer {
   llvm::Value* shared_stage_base(const ir::Operation& op, unsigned elem_bytes);
   void lower_shared_load(const ir::Operation& op);
   void lower_shared_store(const ir::Operation& op);
+  void lower_global_load_to_shared(const ir::Operation& op);
   // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
   Values broadcast_from_owners(const Values& v, const Layout& l, DType t);
 
@@ -231,6 +238,9 @@ class Lowerer {
   std::vector<uint8_t> smem_pending_;
   std::vector<std::vector<int>> smem_overlaps_;
   std::vector<llvm::MDNode*> smem_scope_, smem_noalias_;
+  // Per user buffer: the scope of its direct-to-shared copies, what they do not alias,
+  // and what a relaxed read of it does not alias (its plain noalias plus its copies).
+  std::vector<llvm::MDNode*> smem_copy_scope_, smem_copy_noalias_, smem_relaxed_noalias_;
 };
 
 }  // namespace tl::gpu

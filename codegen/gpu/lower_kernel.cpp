@@ -251,10 +251,12 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
     case Op::assert_: return lower_assert(op);
-    case Op::barrier: return barrier();  // (nothing is pending after it)
+    case Op::barrier: return barrier(op.i0 == 0);  // (nothing is pending after it)
     case Op::shared_alloc: return lower_shared_alloc(op);
     case Op::shared_load: return lower_shared_load(op);
     case Op::shared_store: return lower_shared_store(op);
+    case Op::global_load_to_shared: return lower_global_load_to_shared(op);
+    case Op::async_wait: return hooks_.async_wait(b, int(op.i0));
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::constant:

@@ -77,6 +77,7 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
   Layout offsets = compose(st.offsets, l, res->type.shape);
   int g = access_group(l, st.vec);
   int buffer = smem_buffer_of(op.operands[0]);
+  bool relaxed = op.i0 == 1;  // load_shared_relaxed
   llvm::Value* base = shared_stage_base(op, eb);
   uint32_t dup = l.duplicate_reg_mask();
   Values out(l.num_regs());
@@ -84,10 +85,10 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
     if (r & dup) continue;
     llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
     if (g == 1) {
-      out[r] = smem_load(ty, p, eb, buffer);
+      out[r] = smem_load(ty, p, eb, buffer, relaxed);
       continue;
     }
-    llvm::Value* vec = smem_load(llvm::FixedVectorType::get(ty, unsigned(g)), p, eb * unsigned(g), buffer);
+    llvm::Value* vec = smem_load(llvm::FixedVectorType::get(ty, unsigned(g)), p, eb * unsigned(g), buffer, relaxed);
     for (int k = 0; k < g; ++k) out[r + k] = b.CreateExtractElement(vec, uint64_t(k));
   }
   for (int r = 0; r < l.num_regs(); ++r) {
@@ -98,6 +99,127 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
   if (ids != smem_plan_.buffers_of.end())
     for (int id : ids->second) smem_after_read(id);
   set_natural(res, Regs{l, std::move(out)});
+}
+
+}  // namespace tl::gpu
+
+namespace tl::gpu {
+
+namespace {
+// The layout a direct-to-shared copy must be issued in: what AMD's LDS DMA writes. One
+// instruction of a wave writes `bytes` per lane at base + lane * bytes, so the stage's
+// offsets (in elements) are, bit by bit: the chunk's elements (registers), then the
+// lanes, then the warps (copies where the tile is too small for them), then the
+// remaining registers. The element each hardware bit holds is found through the
+// inverse of the stage's swizzle (a bijection on the tile's flat indices), which puts
+// the swizzle into which global address each lane reads, not into where it writes.
+// nullopt when the tile is smaller than one wave's chunks.
+std::optional<Layout> copy_layout(const std::vector<int>& shape, const LinearMap& offsets, int per, int ws, int nw) {
+  int64_t numel = 1;
+  for (int d : shape) numel *= d;
+  int bits = log2_exact(numel), low = log2_exact(per), lane_bits = log2_exact(ws), warp_bits = log2_exact(nw);
+  if (bits < low + lane_bits) return std::nullopt;
+  std::vector<uint32_t> inverse(size_t(bits), 0);
+  for (uint32_t x = 0; x < uint32_t(numel); ++x) {
+    uint32_t y = offsets.apply(x);
+    if (y && (y & (y - 1)) == 0) inverse[size_t(log2_exact(y))] = x;
+  }
+  Layout l;
+  l.shape = shape;
+  int next = 0;
+  for (; next < low; ++next) l.reg.push_back(inverse[size_t(next)]);
+  for (int i = 0; i < lane_bits; ++i) l.lane.push_back(inverse[size_t(next++)]);
+  for (int i = 0; i < warp_bits; ++i) l.warp.push_back(next < bits ? inverse[size_t(next++)] : 0);
+  for (; next < bits; ++next) l.reg.push_back(inverse[size_t(next)]);
+  return l;
+}
+}  // namespace
+
+// tl::amd::global_load_to_shared: each lane copies `bytes` (the widest the target has
+// that the pointers' contiguity and alignment, the mask's constancy and the stage's
+// swizzle vector allow) straight into its chunk of the stage; masked-off chunks get
+// `other` (0 without one) by an ordinary shared store, since the DMA writes nothing
+// for them. On NVIDIA the same layout makes each cp.async's 8-lane phase hit distinct
+// banks; the op is one commit group.
+void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
+  const ir::Type& bt = op.operands[0]->type;
+  const ir::Value* ptr = op.operands[2];
+  const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
+  const ir::Value* other = op.operands.size() > 4 ? op.operands[4] : nullptr;
+  DType t = bt.dtype;
+  llvm::Type* ty = mem_type(t);
+  int eb = int(m_.getDataLayout().getTypeStoreSize(ty));
+  const TargetCapabilities& caps = hooks_.capabilities();
+  SharedTileLayout st = shared_tile_layout(bt.shape, eb, caps.shared_banks * caps.shared_bank_bytes);
+  int last = bt.rank() - 1;
+  int ws = hooks_.wave_size(), nw = plan_.num_warps();
+  int contiguous = axis_.vector_width(ptr, last, 16);  // elements, aligned to the access
+  int64_t constancy = mask ? axis_.mask_constancy(mask, last) : int64_t(1) << 30;
+  int64_t tile_bytes = bt.numel() * eb;
+  int bytes = 0;
+  std::optional<Layout> l;
+  std::vector<int> widths(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
+  std::sort(widths.rbegin(), widths.rend());
+  for (int w : widths) {
+    // AMD's 1- and 2-byte forms fill a whole dword of LDS per lane; 12 bytes is not a
+    // power-of-two chunk of a tile.
+    if (w < 4 || (w & (w - 1)) || w % eb) continue;
+    int per = w / eb;
+    if (per > st.vec || per > contiguous || per > constancy || tile_bytes < int64_t(w) * ws) continue;
+    if ((l = copy_layout(bt.shape, st.offsets, per, ws, nw))) {
+      bytes = w;
+      break;
+    }
+  }
+  if (!l) {
+    std::vector<std::string> ws_str;
+    for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
+    std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
+    throw compile_error(
+        fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
+                    "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
+                    "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
+                    "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
+                    "needs the tile to hold {} chunks",
+                    hooks_.target_name(), fmt::join(ws_str, ", "), ir::Type{t, t, bt.shape}.str(), eb, tile_bytes,
+                    contiguous * eb, mask_note, st.vec, ws, ws),
+        op.loc.file, op.loc.line);
+  }
+  int per = bytes / eb;
+  Values ptrs = get(ptr, *l);
+  Values masks = mask ? get(mask, *l) : Values{};
+  Values others = other ? get(other, *l) : Values{};
+  Layout offsets = compose(st.offsets, *l, bt.shape);
+  int buffer = smem_buffer_of(op.operands[0]);
+  auto ids = smem_plan_.buffers_of.find(op.operands[0]);
+  if (ids != smem_plan_.buffers_of.end())
+    for (int id : ids->second) smem_before_write(id);
+  llvm::Value* base = shared_stage_base(op, unsigned(eb));
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  for (int r = 0; r < l->num_regs(); r += per) {
+    llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
+    if (!mask) {
+      smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
+      continue;
+    }
+    auto* copy = llvm::BasicBlock::Create(ctx_, "copy", fn);
+    auto* fill = llvm::BasicBlock::Create(ctx_, "copy.other", fn);
+    auto* done = llvm::BasicBlock::Create(ctx_, "copy.done", fn);
+    b.CreateCondBr(masks[r], copy, fill);  // the mask is constant over the chunk
+    b.SetInsertPoint(copy);
+    smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
+    b.CreateBr(done);
+    b.SetInsertPoint(fill);
+    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));
+    for (int k = 0; k < per; ++k)
+      vec = b.CreateInsertElement(vec, other ? to_mem(others[r + k], t) : llvm::Constant::getNullValue(ty), uint64_t(k));
+    smem_store(vec, p, unsigned(bytes), buffer);
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  }
+  hooks_.commit_copies(b);
+  if (ids != smem_plan_.buffers_of.end())
+    for (int id : ids->second) smem_after_write(id);
 }
 
 }  // namespace tl::gpu

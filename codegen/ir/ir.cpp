@@ -29,6 +29,7 @@ const char* op_name(Op op) {
     case Op::atomic_rmw: return "atomic_rmw"; case Op::atomic_cas: return "atomic_cas";
     case Op::shared_alloc: return "shared_alloc";
     case Op::shared_load: return "shared_load"; case Op::shared_store: return "shared_store";
+    case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
     case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
@@ -154,6 +155,9 @@ class Printer {
       case Op::load: case Op::store: return op.i0 ? " buffer" : "";
       case Op::for_: return op.i0 > 1 ? fmt::format(" num_stages={}", op.i0) : "";
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
+      case Op::shared_load: return op.i0 ? " relaxed" : "";
+      case Op::barrier: return op.i0 ? " shared" : "";
+      case Op::async_wait: return fmt::format(" num_outstanding={}", op.i0);
       default: return "";
     }
   }

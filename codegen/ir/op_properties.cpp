@@ -37,13 +37,20 @@ OpProperties describe(Op op) {
     case Op::shared_alloc: return {kAllocates, 0};
     // Reads and writes of shared memory order like global ones: CSE never merges two
     // shared_loads with a write (or a barrier) between them, DCE never drops a store.
-    case Op::shared_load: return {kReadsMemory, 0};
+    // i0 = 1: load_shared_relaxed (the user's async_wait synchronized it).
+    case Op::shared_load: return {kReadsMemory, kAttrI0};
+    // The copy writes a stage (asynchronously, complete at an async_wait); the wait
+    // reads and writes nothing but orders the copies before it against what follows.
+    case Op::global_load_to_shared: return {kWritesMemory, 0};
+    case Op::async_wait: return {kSideEffects, kAttrI0};
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};
     case Op::yield: return {kTerminator, 0};
-    case Op::barrier: return {kSideEffects, 0};
+    // i0 = 1: inserted by insert_barriers, for shared memory only (tl::barrier() also
+    // promises global memory).
+    case Op::barrier: return {kSideEffects, kAttrI0};
     case Op::assert_: case Op::print: return {kSideEffects, kAttrStr};
   }
   return {kSideEffects, 0};  // unreachable with a valid Op; the safe answer

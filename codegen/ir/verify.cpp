@@ -66,8 +66,9 @@ class Verifier {
       expect(!t.shape.empty() && t.stages >= 1 && !t.is_ptr(), op, "a shared buffer needs a tile shape and stages");
       for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
       expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield || op.op == Op::shared_alloc ||
-                 op.op == Op::shared_load || op.op == Op::shared_store,
-             op, "only shared_load and shared_store read or write a shared buffer");
+                 op.op == Op::shared_load || op.op == Op::shared_store ||
+                 op.op == Op::global_load_to_shared,
+             op, "only shared_load, shared_store and global_load_to_shared read or write a shared buffer");
     };
     for (const Value* v : op.operands) check_type(v->type);
     for (auto& r : op.results) check_type(r->type);
@@ -160,8 +161,29 @@ class Verifier {
         const Type& tile = load ? op.result()->type : op.operands[2]->type;
         expect(!tile.is_shared() && tile.dtype == buf.dtype && tile.shape == buf.shape, op,
                "the tile must have the buffer's element type and tile shape");
+        expect(op.i0 == 0 || (load && op.i0 == 1), op, "only a shared_load may be relaxed (i0 = 1)");
         break;
       }
+      case Op::global_load_to_shared: {
+        expect(nops >= 3 && nops <= 5 && op.results.empty(), op,
+               "global_load_to_shared takes a buffer, a stage, pointers [, mask [, other]] and has no result");
+        if (nops < 3) break;
+        const Type& buf = op.operands[0]->type;
+        const Type& p = op.operands[2]->type;
+        expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
+        expect(op.operands[1]->type == Type{DType::i32, DType::i32, {}}, op, "the stage must be a scalar i32");
+        expect(p.is_ptr() && p.pointee == buf.dtype && p.shape == buf.shape, op,
+               "the pointers must point to the buffer's element type, one per element of its tile");
+        if (nops >= 4) expect(op.operands[3]->type.dtype == DType::i1 && same_shape(op.operands[3], op.operands[2]), op,
+                              "the mask must be an i1 tile of the pointers' shape");
+        if (nops == 5) expect(op.operands[4]->type.dtype == buf.dtype && same_shape(op.operands[4], op.operands[2]), op,
+                              "other must be a tile of the buffer's element type and the pointers' shape");
+        break;
+      }
+      case Op::async_wait:
+        expect(nops == 0 && op.results.empty() && op.i0 >= 0, op,
+               "async_wait takes no operands, has no result and a non-negative count");
+        break;
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
         break;

@@ -94,6 +94,21 @@ class NvptxHooks final : public gpu::GpuHooks {
     b.CreateIntrinsic(Intr::nvvm_barrier_cta_sync_aligned_all, kNoTypes, {b.getInt32(0)});
   }
   bool order_rmw_with_fences() const override { return true; }
+  // cp.async: .cg (L2 only) for 16 bytes, .ca for 4 and 8 (the only sizes .cg has not);
+  // each global_load_to_shared is one commit group, so async_wait(n) is wait_group n.
+  llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
+                                    int bytes) override {
+    auto id = bytes == 16 ? Intr::nvvm_cp_async_cg_shared_global_16
+              : bytes == 8 ? Intr::nvvm_cp_async_ca_shared_global_8
+                           : Intr::nvvm_cp_async_ca_shared_global_4;
+    return b.CreateIntrinsic(id, kNoTypes, {shared, global});
+  }
+  void commit_copies(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(Intr::nvvm_cp_async_commit_group, kNoTypes, {});
+  }
+  void async_wait(llvm::IRBuilderBase& b, int n) override {
+    b.CreateIntrinsic(Intr::nvvm_cp_async_wait_group, kNoTypes, {b.getInt32(uint32_t(n))});
+  }
   uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override {
     switch (sc) {
       case scope::cta: return uint8_t(ctx.getOrInsertSyncScopeID("block"));

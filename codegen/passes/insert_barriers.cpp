@@ -40,11 +40,24 @@ namespace tl::passes {
 namespace {
 
 using Buffers = std::set<const ir::Operation*>;
-enum : uint8_t { kReads = 1, kWrites = 2 };
+// kInFlight: a global_load_to_shared into the buffer has been issued and no async_wait
+// has run since. Its data lands when the wait says so, not when issued, so a barrier
+// does not publish it (the bit survives barriers); an async_wait turns it into kWrites,
+// which the next barrier publishes. So a read after `copy; async_wait; ` gets its
+// barrier after the wait, whatever barriers came between the copy and the wait.
+enum : uint8_t { kReads = 1, kWrites = 2, kInFlight = 4 };
 using State = std::map<const ir::Operation*, uint8_t>;  // buffer -> pending accesses
 
 void join_into(State& into, const State& from) {
   for (auto& [buf, bits] : from) into[buf] |= bits;
+}
+
+// What a barrier leaves pending: copies still in flight.
+void clear(State& s) {
+  for (auto it = s.begin(); it != s.end();) {
+    it->second &= kInFlight;
+    it = it->second ? std::next(it) : s.erase(it);
+  }
 }
 
 class InsertBarriers {
@@ -108,28 +121,36 @@ class InsertBarriers {
     for (size_t i = 0; i < b.ops.size(); ++i) {
       ir::Operation& op = *b.ops[i];
       switch (op.op) {
-        case Op::barrier: s.clear(); break;
-        case Op::shared_load: case Op::shared_store: {
-          bool store = op.op == Op::shared_store;
+        case Op::barrier: clear(s); break;
+        case Op::async_wait:
+          // Stage-blind like the rest: every copy in flight counts as landed (the
+          // user's n says which ones; a read of a stage still in flight is their bug).
+          for (auto& [buf, bits] : s)
+            if (bits & kInFlight) bits = uint8_t((bits & ~kInFlight) | kWrites);
+          break;
+        case Op::shared_load: case Op::shared_store: case Op::global_load_to_shared: {
+          // The copy is a write: it must not overtake another thread's read of the stage.
+          bool store = op.op != Op::shared_load;
           const Buffers& bufs = buffers(op.operands[0]);
           bool conflict = false;
           for (const ir::Operation* buf : bufs) {
             auto it = s.find(buf);
-            if (it != s.end()) conflict |= (it->second & (store ? (kReads | kWrites) : kWrites)) != 0;
+            if (it != s.end()) conflict |= (it->second & (store ? (kReads | kWrites) : (kWrites | kInFlight))) != 0;
           }
           if (conflict) {
             if (insert) {
               ir::Builder at(b);
               at.before(op);
-              at.create(Op::barrier, {}, {}, op.loc);  // the line of the access that needs it
+              at.create(Op::barrier, {}, {}, op.loc).i0 = 1;  // the line of the access that needs it
               ++inserted_;
               ++i;  // the access moved one place down
             } else {
               ++simulated_;
             }
-            s.clear();
+            clear(s);
           }
-          for (const ir::Operation* buf : bufs) s[buf] |= store ? kWrites : kReads;
+          uint8_t bit = op.op == Op::global_load_to_shared ? kInFlight : store ? kWrites : kReads;
+          for (const ir::Operation* buf : bufs) s[buf] |= bit;
           break;
         }
         case Op::if_: {
@@ -149,13 +170,13 @@ class InsertBarriers {
             if (insert) {
               ir::Builder at(b);
               at.before(op);
-              at.create(Op::barrier, {}, {}, op.loc);
+              at.create(Op::barrier, {}, {}, op.loc).i0 = 1;
               ++inserted_;
               ++i;
             } else {
               ++simulated_;
             }
-            s.clear();
+            clear(s);
           }
           State entry = loop_entry(body, s);
           State end = entry;

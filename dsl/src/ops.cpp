@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "dsl/src/trace.hpp"
+#include "tl/amd.hpp"
 
 namespace tl::detail {
 
@@ -427,6 +428,38 @@ void shared_store(Value* buf, Value* stage, Value* v, const Loc& loc) {
     throw trace_error(fmt::format("tl::shared: a tile of shape {} stored into a buffer of {} tiles",
                                   shape_str(v->type.shape), shape_str(bt.shape)), loc);
   T(loc).emit(Op::shared_store, {buf, stage, v}, loc);
+}
+
+// Checked here so that the error names the user's line; what the target's hardware can
+// copy per lane is checked by the GPU lowering, which knows the layout (also at the
+// user's line).
+void global_load_to_shared(Value* buf, Value* stage, Value* p, Value* mask, Value* other, const Loc& loc) {
+  const char* what = "tl::amd::global_load_to_shared";
+  check_pointer(p, what, loc);
+  const Type& bt = buf->type;
+  if (p->type.pointee != bt.dtype)
+    throw trace_error(fmt::format("{}: pointers to {} copied into a buffer of {}", what, name(p->type.pointee),
+                                  name(bt.dtype)), loc);
+  if (p->type.shape != bt.shape)
+    throw trace_error(fmt::format("{}: a pointer tile of shape {} copied into a buffer of {} tiles", what,
+                                  shape_str(p->type.shape), shape_str(bt.shape)), loc);
+  std::vector<Value*> ops{buf, stage, p};
+  if (mask) ops.push_back(check_mask(mask, p->type.shape, what, loc));
+  if (other) ops.push_back(fit_to_pointer(cast(other, bt.dtype, false, loc), p->type.shape, "other", what, loc));
+  T(loc).emit(Op::global_load_to_shared, ops, loc);
+}
+
+void async_wait(int num_outstanding, const Loc& loc) {
+  if (num_outstanding < 0)
+    throw trace_error(fmt::format("tl::amd::async_wait: the number of loads left outstanding must be >= 0, got {}",
+                                  num_outstanding), loc);
+  T(loc).emit(Op::async_wait, {}, loc)->i0 = num_outstanding;
+}
+
+Value* load_shared_relaxed(Value* buf, Value* stage, const Loc& loc) {
+  Value* v = shared_load(buf, stage, loc);
+  v->def->i0 = 1;  // relaxed: synchronized by the user's async_wait
+  return v;
 }
 
 }  // namespace tl::detail

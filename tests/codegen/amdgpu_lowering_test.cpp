@@ -720,3 +720,109 @@ TEST(GpuLayout, TransposeRoundTrips) {
 }
 
 }  // namespace
+
+// tl::amd's copies (Gluon's async_copy, seed 001), the double-buffered idiom: the next
+// [64, 64] bf16 block is prefetched into stage (k+1)%2 straight into LDS, async_wait(1)
+// leaves at most that copy's last load in flight, the current stage is read relaxed.
+namespace {
+std::unique_ptr<tl::ir::Function> async_pipeline_kernel(bool relaxed, bool plain_too = false) {
+  return trace("async_pipe", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", false);
+    auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+    auto buf = tl::shared<ty::bf16>({2, 64, 64});
+    tl::amd::global_load_to_shared(buf[0], x + offs);
+    auto acc = tl::zeros<ty::f32>({64});
+    for (auto k : tl::range(0, n)) {
+      tl::i32 next = k + 1;
+      tl::amd::global_load_to_shared(buf[next % 2], x + next * 4096 + offs);
+      tl::amd::async_wait(1);
+      auto cur = relaxed ? tl::amd::load_shared_relaxed(buf[k % 2]) : buf[k % 2].load();
+      acc = acc + tl::sum(cur.to<ty::f32>(), 0);
+      if (plain_too) acc = acc + tl::sum(buf[k % 2].load().to<ty::f32>(), 1);
+    }
+    tl::store(y + tl::arange(0, 64), acc);
+  });
+}
+}  // namespace
+
+// The copy is the target's direct-to-LDS load (16 bytes a lane on gfx950, 4 before), the
+// wait an s_waitcnt vmcnt(1), and the read after it (relaxed) carries no vmcnt(0) of
+// LLVM's: its alias scope says no copy in flight writes what it reads. A plain read of
+// the same stage keeps LLVM's conservative vmcnt(0) in front of it.
+TEST(AmdgpuLowering, GlobalLoadToSharedAsyncWaitAndRelaxedRead) {
+  struct Want {
+    const char* arch;
+    const char* copy;
+    int per_op;  // copies per lane for a [64, 64] bf16 stage and 4 waves
+  };
+  for (Want w : {Want{"gfx90a", "global_load_dword", 8}, Want{"gfx942", "global_load_lds_dword ", 8},
+                 Want{"gfx950", "global_load_lds_dwordx4", 2}}) {
+    SCOPED_TRACE(w.arch);
+    auto relaxed = compile_for(w.arch, *async_pipeline_kernel(true), 4);
+    std::string dis = amd::disassemble(relaxed.binary);
+    EXPECT_EQ(count(dis, w.copy), 2 * w.per_op) << dis;  // the prologue's copy and the loop's
+    if (std::string(w.arch) == "gfx90a") EXPECT_EQ(count(dis, " lds\n") + count(dis, " lds "), 2 * w.per_op) << dis;
+    EXPECT_EQ(count(dis, "buffer_load"), 0) << dis;
+    size_t wait = dis.find("s_waitcnt vmcnt(1)");
+    ASSERT_NE(wait, std::string::npos) << dis;
+    size_t read = dis.find("ds_read", wait);
+    ASSERT_NE(read, std::string::npos) << dis;
+    EXPECT_EQ(dis.substr(wait, read - wait).find("vmcnt(0)"), std::string::npos)
+        << "a wait for every copy before the relaxed read\n" << dis.substr(wait, read - wait);
+    EXPECT_NE(dis.substr(wait, read - wait).find("s_barrier"), std::string::npos) << "the inserted barrier after the wait";
+
+    auto plain = compile_for(w.arch, *async_pipeline_kernel(false), 4);
+    std::string pdis = amd::disassemble(plain.binary);
+    size_t pwait = pdis.find("s_waitcnt vmcnt(1)");
+    ASSERT_NE(pwait, std::string::npos) << pdis;
+    size_t pread = pdis.find("ds_read", pwait);
+    ASSERT_NE(pread, std::string::npos) << pdis;
+    EXPECT_NE(pdis.substr(pwait, pread - pwait).find("vmcnt(0)"), std::string::npos)
+        << "the plain read of the same stage lost LLVM's conservative wait\n" << pdis.substr(pwait, pread - pwait);
+  }
+}
+
+// async_wait(n) is vmcnt(n) in gfx9's split field (bits [3:0] and [15:14]): 20 needs
+// both halves. One wave copies a [64, 64] bf16 stage with 32 dword copies on gfx942, so
+// 20 may really be left in flight and LLVM keeps the wait as written.
+TEST(AmdgpuLowering, AsyncWaitEncodesVmcntAboveFifteen) {
+  auto f = trace("async_wait20", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::bf16>(t, "y", true);
+    auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+    auto buf = tl::shared<ty::bf16>({1, 64, 64});
+    tl::amd::global_load_to_shared(buf[0], x + offs);
+    tl::amd::async_wait(20);
+    tl::store(y + offs, tl::amd::load_shared_relaxed(buf[0]));
+  });
+  for (const char* arch : kArchs) {
+    SCOPED_TRACE(arch);
+    std::string dis = amd::disassemble(compile_for(arch, *f, 1).binary);
+    EXPECT_NE(dis.find("s_waitcnt vmcnt(20)"), std::string::npos) << dis;
+  }
+}
+
+// Masked-off chunks: the LDS DMA writes nothing for an inactive lane, so `other` is
+// written by an ordinary LDS store of the same chunk, under the opposite branch.
+TEST(AmdgpuLowering, GlobalLoadToSharedWritesOtherForMaskedChunks) {
+  auto f = trace("async_masked", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::bf16>(t, "y", true);
+    auto rows = scalar_arg<ty::i32>(t, "rows", false);
+    auto r = tl::arange(0, 64);
+    auto offs = tl::expand_dims(r, 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+    auto m = tl::broadcast_to(tl::expand_dims(r < rows, 1), {64, 64});
+    auto buf = tl::shared<ty::bf16>({1, 64, 64});
+    tl::amd::global_load_to_shared(buf[0], x + offs, m, 7);
+    tl::amd::async_wait(0);
+    tl::store(y + offs, tl::amd::load_shared_relaxed(buf[0]));
+  });
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(arch);
+    std::string dis = amd::disassemble(compile_for(arch, *f, 4).binary);
+    EXPECT_GE(count(dis, std::string(arch) == "gfx950" ? "global_load_lds_dwordx4" : "global_load_lds_dword"), 1) << dis;
+    EXPECT_GE(count(dis, "ds_write"), 1) << "no store of `other`\n" << dis;
+  }
+}

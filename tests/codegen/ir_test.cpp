@@ -426,7 +426,7 @@ std::string ops_of(const ir::Block& b) {
   std::string s;
   for (auto& op : b.ops)
     if (op->op == Op::shared_load || op->op == Op::shared_store || op->op == Op::barrier || op->op == Op::for_ ||
-        op->op == Op::if_)
+        op->op == Op::if_ || op->op == Op::global_load_to_shared || op->op == Op::async_wait)
       s += std::string(s.empty() ? "" : " ") + op_name(op->op);
   return s;
 }
@@ -508,3 +508,47 @@ TEST(InsertBarriers, AcrossTheLoopBackEdgeAndOutOfBranches) {
 }
 
 }  // namespace
+
+// A direct-to-shared copy lands at the async_wait, not when issued: a barrier between the
+// copy and the wait (the user's, here) does not publish it, so the read after the wait
+// still gets one, after the wait. The double-buffered loop: a barrier before the copy
+// into the stage other threads read last iteration, and one between the wait and the read.
+TEST(InsertBarriers, AsyncCopiesArePublishedAfterTheirWait) {
+  auto f = trace("copy_wait", [&](Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto a = tl::shared<ty::f32>({1, 64});
+    tl::amd::global_load_to_shared(a[0], x + tl::arange(0, 64));
+    tl::barrier();
+    tl::amd::async_wait(0);
+    tl::store(y + tl::arange(0, 64), tl::amd::load_shared_relaxed(a[0]));
+  });
+  EXPECT_EQ(passes::insert_barriers(*f), 1) << f->str();
+  ir::verify(*f);
+  EXPECT_EQ(ops_of(f->body), "global_load_to_shared barrier async_wait barrier shared_load") << f->str();
+  EXPECT_NE(f->str().find("async_wait num_outstanding=0"), std::string::npos) << f->str();
+  EXPECT_NE(f->str().find("shared_load relaxed"), std::string::npos) << f->str();
+
+  auto g = trace("pipe", [&](Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", false);
+    auto offs = tl::arange(0, 64);
+    auto a = tl::shared<ty::f32>({2, 64});
+    tl::amd::global_load_to_shared(a[0], x + offs);
+    auto acc = tl::zeros<ty::f32>({64});
+    for (auto k : tl::range(0, n)) {
+      tl::amd::global_load_to_shared(a[(k + 1) % 2], x + (k + 1) * 64 + offs);
+      tl::amd::async_wait(1);
+      acc = acc + tl::amd::load_shared_relaxed(a[k % 2]);
+    }
+    tl::store(y + offs, acc);
+  });
+  passes::insert_barriers(*g);
+  ir::verify(*g);
+  ir::Operation* loop = nullptr;
+  for (auto& op : g->body.ops)
+    if (op->op == Op::for_) loop = op.get();
+  ASSERT_TRUE(loop);
+  EXPECT_EQ(ops_of(*loop->regions[0]), "barrier global_load_to_shared async_wait barrier shared_load") << g->str();
+}

@@ -356,3 +356,52 @@ TEST(NvptxLowering, SharedBudgetIsPerSm) {
 }
 
 }  // namespace
+
+// tl::amd's copies on NVIDIA (Gluon's AMD idiom compiles on both): the copy is cp.async,
+// .cg and 16 bytes for 16-byte-aligned bf16 rows, .ca and 4 bytes for an i32 tile whose
+// rows are only 4-byte aligned (the column offset is odd); each copy op is one commit
+// group and async_wait(n) is cp.async.wait_group n before the (barrier and) read.
+TEST(NvptxLowering, GlobalLoadToSharedIsCpAsyncWithCommitAndWaitGroups) {
+  auto f = trace("async_pipe", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", false);
+    auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+    auto buf = tl::shared<ty::bf16>({2, 64, 64});
+    tl::amd::global_load_to_shared(buf[0], x + offs);
+    auto acc = tl::zeros<ty::f32>({64});
+    for (auto k : tl::range(0, n)) {
+      tl::i32 next = k + 1;
+      tl::amd::global_load_to_shared(buf[next % 2], x + next * 4096 + offs);
+      tl::amd::async_wait(1);
+      acc = acc + tl::sum(tl::amd::load_shared_relaxed(buf[k % 2]).to<ty::f32>(), 0);
+    }
+    tl::store(y + tl::arange(0, 64), acc);
+  });
+  auto co = compile_for("sm_90", *f, 4);
+  // (PTX separates an instruction from its operands with a tab)
+  std::string p = std::regex_replace(std::string(co.binary.begin(), co.binary.end()), std::regex("[ \t]+"), " ");
+  EXPECT_EQ(count(p, "cp.async.cg.shared.global"), 2 * 4) << p;  // 8 KiB / (128 threads x 16 B), twice
+  EXPECT_EQ(count(p, "cp.async.commit_group"), 2) << p;
+  EXPECT_EQ(count(p, "cp.async.wait_group 1"), 1) << p;
+  size_t wait = p.find("cp.async.wait_group 1");
+  EXPECT_LT(wait, p.find("bar.sync", wait)) << p;
+  EXPECT_LT(p.find("bar.sync", wait), p.find("ld.shared", wait)) << p;
+
+  auto g = trace("async_ca", [&](Trace& t) {
+    auto x = ptr_arg<ty::i32>(t, "x", true);
+    auto y = ptr_arg<ty::i32>(t, "y", true);
+    auto offs = tl::expand_dims(tl::arange(0, 32), 1) * 33 + tl::expand_dims(tl::arange(0, 32), 0) + 1;
+    auto buf = tl::shared<ty::i32>({1, 32, 32});
+    tl::amd::global_load_to_shared(buf[0], x + offs, offs < 1000, 5);
+    tl::amd::async_wait(0);
+    tl::store(y + tl::expand_dims(tl::arange(0, 32), 1) * 32 + tl::expand_dims(tl::arange(0, 32), 0),
+              tl::amd::load_shared_relaxed(buf[0]));
+  });
+  auto co2 = compile_for("sm_90", *g, 4);
+  std::string p2 = std::regex_replace(std::string(co2.binary.begin(), co2.binary.end()), std::regex("[ \t]+"), " ");
+  EXPECT_GE(count(p2, "cp.async.ca.shared.global"), 1) << p2;
+  EXPECT_NE(p2.find(", 4;"), std::string::npos) << p2;
+  EXPECT_EQ(count(p2, "cp.async.cg"), 0) << p2;
+  EXPECT_EQ(count(p2, "cp.async.wait_group 0"), 1) << p2;
+}

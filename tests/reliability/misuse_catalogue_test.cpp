@@ -10,7 +10,7 @@ namespace {
 
 using F32 = tl::ptr<tl::f32>;
 using I32 = tl::ptr<tl::i32>;
-enum Kind { Trace, Launch };
+enum Kind { Trace, Launch, Compile };
 
 struct Case {
   const char* name;
@@ -99,6 +99,12 @@ std::vector<Case> catalogue() {
   c.push_back({"shared store of another dtype", [] { auto k = tl::kernel("s4", [](F32 x) { auto b = tl::shared<tl::f32>({1, 64}); tl::detail::shared_store(b.get(), tl::i32(0).get(), tl::arange(0, 64).get(), std::source_location::current()); tl::store(x + tl::arange(0, 64), b[0].load()); }); go(k); }, __LINE__, "stored into a buffer of f32", Trace});
   c.push_back({"shared tile dim not a power of two", [] { auto k = tl::kernel("s5", [](F32 x) { auto b = tl::shared<tl::f32>({2, 48}); (void)b; tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "power of two", Trace});
   c.push_back({"shared tile with zero stages", [] { auto k = tl::kernel("s6", [](F32 x) { auto b = tl::shared<tl::f32>({0, 64}); (void)b; tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "stage count must be positive", Trace});
+  // --- tl::amd's copies into shared memory (global_load_to_shared, async_wait) ---
+  c.push_back({"8-byte lanes on a 4-byte direct-to-LDS target", [] { auto k = tl::kernel("a1", [](tl::ptr<tl::f64> x) { auto o = tl::expand_dims(tl::arange(0, 32), 1) * 32 + tl::expand_dims(tl::arange(0, 32), 0); auto b = tl::shared<tl::f64>({1, 32, 32}); tl::amd::global_load_to_shared(b[0], x + o); tl::amd::async_wait(0); tl::store(x + o, tl::amd::load_shared_relaxed(b[0])); }); std::vector<double> d(1024); (void)k.compile("gfx942", {}, d.data()); }, __LINE__, "gfx942 copies 1, 2, 4 bytes a lane", Compile});
+  c.push_back({"copy destination the ISA cannot write (strided rows)", [] { auto k = tl::kernel("a2", [](tl::ptr<tl::bf16> x) { auto o = tl::expand_dims(tl::arange(0, 64), 1) * 128 + tl::expand_dims(tl::arange(0, 64), 0) * 2; auto b = tl::shared<tl::bf16>({1, 64, 64}); tl::amd::global_load_to_shared(b[0], x + o); tl::amd::async_wait(0); tl::store(x + o, tl::amd::load_shared_relaxed(b[0])); }); std::vector<tl::bfloat16> d(8192); (void)k.compile("gfx950", {}, d.data()); }, __LINE__, "2 contiguous aligned bytes", Compile});
+  c.push_back({"copy of a tile smaller than a wave's chunks", [] { auto k = tl::kernel("a3", [](F32 x) { auto o = tl::arange(0, 32); auto b = tl::shared<tl::f32>({1, 32}); tl::amd::global_load_to_shared(b[0], x + o); tl::amd::async_wait(0); tl::store(x + o, tl::amd::load_shared_relaxed(b[0])); }); auto d = X(); (void)k.compile("gfx942", {}, d.data()); }, __LINE__, "needs the tile to hold 64 chunks", Compile});
+  c.push_back({"negative async_wait", [] { auto k = tl::kernel("a4", [](F32 x) { tl::amd::async_wait(-1); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "must be >= 0, got -1", Trace});
+  c.push_back({"copy through pointers of another dtype", [] { auto k = tl::kernel("a5", [](F32 x) { auto b = tl::shared<tl::i32>({1, 64}); tl::detail::global_load_to_shared(b.get(), tl::i32(0).get(), (x + tl::arange(0, 64)).get(), nullptr, nullptr, std::source_location::current()); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "pointers to f32 copied into a buffer of i32", Trace});
   // --- launches ---
   c.push_back({"zero grid", [] { auto k = tl::kernel("l1", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(0)](b); }, __LINE__, "grid must be positive", Launch});
   c.push_back({"negative grid", [] { auto k = tl::kernel("l2", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(4, -1)](b); }, __LINE__, "grid must be positive", Launch});
@@ -138,6 +144,13 @@ TEST(MisuseCatalogue, EveryCaseIsATypedErrorNamingTheUsersLine) {
       EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();
     } catch (const tl::launch_error& e) {
       EXPECT_EQ(c.kind, Launch) << e.what();
+      EXPECT_EQ(e.line(), c.line) << e.what();
+      EXPECT_NE(e.file().find("misuse_catalogue_test.cpp"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();
+    } catch (const tl::compile_error& e) {
+      // What only the target's lowering can know (its copy widths) is refused there,
+      // still at the user's line.
+      EXPECT_EQ(c.kind, Compile) << e.what();
       EXPECT_EQ(e.line(), c.line) << e.what();
       EXPECT_NE(e.file().find("misuse_catalogue_test.cpp"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();

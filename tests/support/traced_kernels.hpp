@@ -9,6 +9,7 @@
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/ir.hpp"
 #include "dsl/src/trace.hpp"
+#include "tl/amd.hpp"
 #include "tl/tile.hpp"
 
 namespace tltest {

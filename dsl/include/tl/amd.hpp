@@ -1,4 +1,5 @@
-// AMD-specific operations, as Gluon's `gl.amd.cdna3`: buffer loads and stores.
+// AMD-specific operations, as Gluon's `gl.amd.cdna3`/`cdna4`: buffer loads and stores,
+// and copies straight into shared memory with their waits (below).
 //
 // A buffer access names a scalar base pointer and an i32 tile of *element* offsets from
 // it, instead of a tile of 64-bit pointers. On CDNA (gfx90a, gfx942, gfx950) it becomes
@@ -19,6 +20,12 @@ namespace tl {
 namespace detail {
 ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir::Value* other, const Loc& loc);
 void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const Loc& loc);
+// tl::amd's copies straight into shared memory (dsl/src/ops.cpp): `other` is a tile of
+// the buffer's element type (or null), `mask` one of i1 (or null).
+void global_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* ptr, ir::Value* mask, ir::Value* other,
+                           const Loc& loc);
+void async_wait(int num_outstanding, const Loc& loc);
+ir::Value* load_shared_relaxed(ir::Value* buf, ir::Value* stage, const Loc& loc);
 }  // namespace detail
 
 namespace amd {
@@ -60,4 +67,49 @@ void buffer_store(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const ti
 }
 
 }  // namespace amd
+
+// AMD's copies straight into shared memory, with Gluon's names and semantics
+// (gluon.language.amd.cdna3/cdna4.async_copy):
+//
+//   tl::amd::global_load_to_shared(buf[s], ptrs, mask, other);  // ptrs: tile<ptr<E>> of the tile's shape
+//   tl::amd::async_wait(1);                  // at most 1 load still in flight
+//   auto t = tl::amd::load_shared_relaxed(buf[s]);
+//
+// The copy is issued and lands later (global_load_lds on AMD, cp.async on NVIDIA, a
+// plain copy on the CPU); async_wait(n) waits until at most n of this thread's loads
+// from global memory are still outstanding. AMD completes them in order and counts
+// ordinary loads too, so n counts every load issued after the copy that must be
+// complete; on NVIDIA each copy is one commit group and n counts those. The compiler
+// still puts the barrier between one thread's copy and another thread's read (after
+// the wait). load_shared_relaxed is buf[s].load() for a stage an async_wait has made
+// complete: LLVM is told not to add its own conservative wait for all copies before it.
+namespace amd {
+template <class E, class M>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<M>& mask,
+                           detail::Loc loc = detail::Loc::current()) {
+  static_assert(std::is_same_v<M, ty::i1>, "tl::amd::global_load_to_shared: the mask must be a tile<i1>");
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(), nullptr, loc);
+}
+template <class E>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, detail::Loc loc = detail::Loc::current()) {
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), nullptr, nullptr, loc);
+}
+template <class E, class S>
+  requires std::is_arithmetic_v<S>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<ty::i1>& mask,
+                           S other, detail::Loc loc = detail::Loc::current()) {
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(),
+                                detail::constant(E::dtype, double(other), int64_t(other), loc), loc);
+}
+template <class E>
+void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<ty::i1>& mask,
+                           const tile<E>& other, detail::Loc loc = detail::Loc::current()) {
+  detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(), other.get(), loc);
+}
+inline void async_wait(int num_outstanding, detail::Loc loc = detail::Loc::current()) { detail::async_wait(num_outstanding, loc); }
+template <class E> tile<E> load_shared_relaxed(const shared_stage<E>& src, detail::Loc loc = detail::Loc::current()) {
+  return tile<E>(detail::load_shared_relaxed(src.buffer(), src.stage(), loc));
+}
+}  // namespace amd
+
 }  // namespace tl

@@ -21,6 +21,13 @@ enum class Op : uint8_t {
   // buffer and a scalar i32 stage index; the load's result is a register tile of the
   // buffer's tile type, the store takes one as its third operand
   shared_load, shared_store,
+  // Gluon's tl::amd copies (seed 001): global_load_to_shared copies a tile from global
+  // memory straight into one stage of a shared buffer (operands buffer, stage, pointer
+  // tile [, mask [, other]]; no result); the copy lands asynchronously and is complete
+  // for this thread once an async_wait (i0 = how many loads may still be outstanding)
+  // lets it. shared_load with i0 = 1 is load_shared_relaxed: a read the user has
+  // already synchronized with an async_wait.
+  global_load_to_shared, async_wait,
   // synchronization: every thread of the program waits here, and its earlier shared-
   // memory writes are visible to the others after it
   barrier,

@@ -608,6 +608,9 @@ template <class E> class shared_stage {
     detail::shared_store(buf_, stage_, v.get(), loc);
   }
 
+  ir::Value* buffer() const { return buf_; }
+  ir::Value* stage() const { return stage_; }
+
  private:
   ir::Value* buf_;
   ir::Value* stage_;
