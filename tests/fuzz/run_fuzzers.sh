@@ -22,7 +22,9 @@ build() {  # name sources... -- libs...
   "$CXX" "${COMMON[@]}" $LLVM_CXXFLAGS -fexceptions "${srcs[@]}" -o "$OUT_DIR/$name" "${libs[@]}"
 }
 build cache_entry_fuzz "$SRC/tests/fuzz/cache_entry_fuzz.cpp" "$SRC/runtime/cache.cpp" -- -lfmt -lxxhash
-build target_name_fuzz "$SRC/tests/fuzz/target_name_fuzz.cpp" "$SRC/codegen/target.cpp" -- \
+# target.cpp answers capabilities_for(): the per-architecture tables come with it.
+build target_name_fuzz "$SRC/tests/fuzz/target_name_fuzz.cpp" "$SRC/codegen/target.cpp" \
+  "$SRC"/codegen/amdgpu/arch*.cpp "$SRC/codegen/nvptx/nvptx_capabilities.cpp" -- \
   -L/usr/lib/llvm-22/lib -lLLVM-22 -lfmt
 build code_object_fuzz "$SRC/tests/fuzz/code_object_fuzz.cpp" "$SRC/codegen/amdgpu/code_object.cpp" \
   $(ls "$SRC"/codegen/amdgpu/comgr.cpp 2>/dev/null) -- \
