@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/gpu/lower_context.hpp"
+#include "tl/numeric.hpp"
 #include "tl/error.hpp"
 
 namespace tl::gpu {
@@ -40,7 +41,9 @@ llvm::Value* Lowerer::from_mem(llvm::Value* x, DType t) {
 
 llvm::Value* Lowerer::constant(DType t, double f, int64_t i) {
   llvm::Type* ty = reg_type(t);
-  if (is_fp8(t)) return b.getInt8(uint8_t(i));
+  // FP8 lives in registers as its bits: the value's encoding, rounded to nearest even and
+  // saturating like a cast (the tracer's `i` of a float constant is its truncation).
+  if (is_fp8(t)) return b.getInt8(to_fp8(t, f));
   if (is_float(t)) return llvm::ConstantFP::get(ty, f);
   if (t == DType::ptr) return llvm::ConstantPointerNull::get(llvm::cast<llvm::PointerType>(ty));
   return llvm::ConstantInt::get(ty, uint64_t(i), is_signed(t));

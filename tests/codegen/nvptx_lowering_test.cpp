@@ -405,3 +405,29 @@ TEST(NvptxLowering, GlobalLoadToSharedIsCpAsyncWithCommitAndWaitGroups) {
   EXPECT_EQ(count(p2, "cp.async.cg"), 0) << p2;
   EXPECT_EQ(count(p2, "cp.async.wait_group 0"), 1) << p2;
 }
+
+// An FP8 constant is its encoding in the format, as a cast would make it (3.0 is 0x44 in
+// e4m3fn, 0x4C in e4m3fnuz, 0x42 in e5m2, 0x46 in e5m2fnuz; 1000 saturates to the
+// format's max finite: 0x7E, 0x7F, 0x7B, 0x7F), not the truncated integer the tracer
+// also records (which made every FP8 constant on a GPU the bits 0x03).
+TEST(NvptxLowering, Fp8ConstantsAreTheirEncoding) {
+  auto store_const = [](auto elem, double value) {
+    using E = decltype(elem);
+    return trace("fp8_const", [&](Trace& t) {
+      auto x = ptr_arg<E>(t, "x", true);
+      tl::store(x + tl::program_id(0), tl::full<E>({}, value));
+    });
+  };
+  struct Case {
+    std::unique_ptr<ir::Function> f;
+    int bits;
+  };
+  Case cases[] = {{store_const(ty::f8e4m3fn{}, 3.0), 0x44},     {store_const(ty::f8e4m3fnuz{}, 3.0), 0x4C},
+                  {store_const(ty::f8e5m2{}, 3.0), 0x42},       {store_const(ty::f8e5m2fnuz{}, 3.0), 0x46},
+                  {store_const(ty::f8e4m3fn{}, 1000.0), 0x7E},  {store_const(ty::f8e4m3fnuz{}, 1000.0), 0x7F},
+                  {store_const(ty::f8e5m2{}, 1.0e6), 0x7B},     {store_const(ty::f8e5m2fnuz{}, 1.0e6), 0x7F}};
+  for (auto& c : cases) {
+    auto co = compile_for("sm_90", *c.f, 1);
+    EXPECT_NE(co.llvm_ir.find("store i8 " + std::to_string(c.bits) + ","), std::string::npos) << c.bits << "\n" << co.llvm_ir;
+  }
+}
