@@ -196,27 +196,35 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
     for (int id : ids->second) smem_before_write(id);
   llvm::Value* base = shared_stage_base(op, unsigned(eb));
   llvm::Function* fn = b.GetInsertBlock()->getParent();
-  for (int r = 0; r < l->num_regs(); r += per) {
-    llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
-    if (!mask) {
+  // A tile with fewer chunks than the program has lanes is held by several warps at once
+  // (zero warp images): only one of them copies, the others would write the same bytes
+  // (a write-write race, which compute-sanitizer's racecheck reports). The predicate is
+  // uniform in a wave, so AMD's wave-wide LDS DMA is issued or skipped whole.
+  llvm::Value* owner = owner_predicate(*l);
+  auto copy_chunks = [&] {
+    for (int r = 0; r < l->num_regs(); r += per) {
+      llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
+      if (!mask) {
+        smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
+        continue;
+      }
+      auto* copy = llvm::BasicBlock::Create(ctx_, "copy", fn);
+      auto* fill = llvm::BasicBlock::Create(ctx_, "copy.other", fn);
+      auto* done = llvm::BasicBlock::Create(ctx_, "copy.done", fn);
+      b.CreateCondBr(masks[r], copy, fill);  // the mask is constant over the chunk
+      b.SetInsertPoint(copy);
       smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
-      continue;
+      b.CreateBr(done);
+      b.SetInsertPoint(fill);
+      llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));
+      for (int k = 0; k < per; ++k)
+        vec = b.CreateInsertElement(vec, other ? to_mem(others[r + k], t) : llvm::Constant::getNullValue(ty), uint64_t(k));
+      smem_store(vec, p, unsigned(bytes), buffer);
+      b.CreateBr(done);
+      b.SetInsertPoint(done);
     }
-    auto* copy = llvm::BasicBlock::Create(ctx_, "copy", fn);
-    auto* fill = llvm::BasicBlock::Create(ctx_, "copy.other", fn);
-    auto* done = llvm::BasicBlock::Create(ctx_, "copy.done", fn);
-    b.CreateCondBr(masks[r], copy, fill);  // the mask is constant over the chunk
-    b.SetInsertPoint(copy);
-    smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
-    b.CreateBr(done);
-    b.SetInsertPoint(fill);
-    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));
-    for (int k = 0; k < per; ++k)
-      vec = b.CreateInsertElement(vec, other ? to_mem(others[r + k], t) : llvm::Constant::getNullValue(ty), uint64_t(k));
-    smem_store(vec, p, unsigned(bytes), buffer);
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  }
+  };
+  if_then(owner, copy_chunks);
   hooks_.commit_copies(b);
   if (ids != smem_plan_.buffers_of.end())
     for (int id : ids->second) smem_after_write(id);
