@@ -362,22 +362,7 @@ TEST(NvptxLowering, SharedBudgetIsPerSm) {
 // rows are only 4-byte aligned (the column offset is odd); each copy op is one commit
 // group and async_wait(n) is cp.async.wait_group n before the (barrier and) read.
 TEST(NvptxLowering, GlobalLoadToSharedIsCpAsyncWithCommitAndWaitGroups) {
-  auto f = trace("async_pipe", [&](Trace& t) {
-    auto x = ptr_arg<ty::bf16>(t, "x", true);
-    auto y = ptr_arg<ty::f32>(t, "y", true);
-    auto n = scalar_arg<ty::i32>(t, "n", false);
-    auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
-    auto buf = tl::shared<ty::bf16>({2, 64, 64});
-    tl::amd::global_load_to_shared(buf[0], x + offs);
-    auto acc = tl::zeros<ty::f32>({64});
-    for (auto k : tl::range(0, n)) {
-      tl::i32 next = k + 1;
-      tl::amd::global_load_to_shared(buf[next % 2], x + next * 4096 + offs);
-      tl::amd::async_wait(1);
-      acc = acc + tl::sum(tl::amd::load_shared_relaxed(buf[k % 2]).to<ty::f32>(), 0);
-    }
-    tl::store(y + tl::arange(0, 64), acc);
-  });
+  auto f = tltest::async_pipeline_kernel(/*relaxed=*/true);
   auto co = compile_for("sm_90", *f, 4);
   // (PTX separates an instruction from its operands with a tab)
   std::string p = std::regex_replace(std::string(co.binary.begin(), co.binary.end()), std::regex("[ \t]+"), " ");

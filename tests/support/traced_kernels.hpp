@@ -174,4 +174,30 @@ inline std::vector<tl::ir::Value*> add_live_shared_buffers(tl::ir::Function& f, 
   return bufs;
 }
 
+// tl::amd's copies (Gluon's async_copy, seed 001), the double-buffered idiom: the next
+// [64, 64] bf16 block is prefetched into stage (k+1)%2 straight into LDS, async_wait(1)
+// leaves at most that copy's last load in flight, the current stage is read relaxed.
+// `plain_too`: also reads the stage with a plain (conservative) load.
+inline std::unique_ptr<tl::ir::Function> async_pipeline_kernel(bool relaxed, bool plain_too = false) {
+  using namespace tl;
+  return trace("async_pipe", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", false);
+    auto offs = tl::expand_dims(tl::arange(0, 64), 1) * 64 + tl::expand_dims(tl::arange(0, 64), 0);
+    auto buf = tl::shared<ty::bf16>({2, 64, 64});
+    tl::amd::global_load_to_shared(buf[0], x + offs);
+    auto acc = tl::zeros<ty::f32>({64});
+    for (auto k : tl::range(0, n)) {
+      tl::i32 next = k + 1;
+      tl::amd::global_load_to_shared(buf[next % 2], x + next * 4096 + offs);
+      tl::amd::async_wait(1);
+      auto cur = relaxed ? tl::amd::load_shared_relaxed(buf[k % 2]) : buf[k % 2].load();
+      acc = acc + tl::sum(cur.to<ty::f32>(), 0);
+      if (plain_too) acc = acc + tl::sum(buf[k % 2].load().to<ty::f32>(), 1);
+    }
+    tl::store(y + tl::arange(0, 64), acc);
+  });
+}
+
 }  // namespace tltest
