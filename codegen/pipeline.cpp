@@ -66,9 +66,10 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
-  // GPU targets first analyse the IR (axis analysis: contiguity, alignment, ranges) and
+  // GPU targets first analyse the IR (axis analysis: contiguity, alignment, ranges),
   // assign every tile value its layout (codegen/gpu/assign_layouts.cpp, printed here
-  // with TL_DUMP_IR), then lower by that plan (codegen/gpu/lower_kernel.cpp).
+  // with TL_DUMP_IR), place the shared buffers (codegen/gpu/shared_memory.cpp), then
+  // lower by those plans (codegen/gpu/lower_kernel.cpp).
   backend->lower(f, module, opts);
   dump("lowering", module);
 
