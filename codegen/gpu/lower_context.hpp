@@ -193,6 +193,20 @@ class Lowerer {
   // ---- tl::shared stages (lower_shared.cpp)
   int smem_buffer_of(const ir::Value* v) const;
   llvm::Value* shared_stage_base(const ir::Operation& op, unsigned elem_bytes);
+  // The swizzled form a stage of `shape` lies in, for this target's banks.
+  SharedTileLayout stage_layout(const std::vector<int>& shape, unsigned elem_bytes);
+  // What a shared_load / shared_store of op's stage in layout `l` needs: the element's
+  // memory type, the swizzled offset of every register, how many registers one access
+  // moves, the buffer (for its alias scope) and the stage's base.
+  struct StageAccess {
+    llvm::Type* ty;
+    unsigned eb;
+    Layout offsets;
+    int group;
+    int buffer;
+    llvm::Value* base;
+  };
+  StageAccess stage_access(const ir::Operation& op, const Layout& l, DType t);
   void lower_shared_load(const ir::Operation& op);
   void lower_shared_store(const ir::Operation& op);
   void lower_global_load_to_shared(const ir::Operation& op);

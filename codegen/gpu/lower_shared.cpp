@@ -39,28 +39,34 @@ llvm::Value* Lowerer::shared_stage_base(const ir::Operation& op, unsigned eb) {
   return b.CreateGEP(b.getInt8Ty(), scalar(op.operands[0]), first, "stage");
 }
 
+SharedTileLayout Lowerer::stage_layout(const std::vector<int>& shape, unsigned eb) {
+  const TargetCapabilities& caps = hooks_.capabilities();
+  return shared_tile_layout(shape, int(eb), caps.shared_banks * caps.shared_bank_bytes);
+}
+
+Lowerer::StageAccess Lowerer::stage_access(const ir::Operation& op, const Layout& l, DType t) {
+  llvm::Type* ty = mem_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  SharedTileLayout st = stage_layout(l.shape, eb);
+  return StageAccess{ty, eb, compose(st.offsets, l, l.shape), access_group(l, st.vec), smem_buffer_of(op.operands[0]),
+                     shared_stage_base(op, eb)};
+}
+
 void Lowerer::lower_shared_store(const ir::Operation& op) {
   const ir::Value* v = op.operands[2];
   DType t = v->type.dtype;
   // The value where it already lives (a store takes any layout: the offsets follow it).
   Layout l = is_lazy(v) ? default_layout(v->type.shape) : natural(v).layout;
   Values regs = get(v, l);
-  llvm::Type* ty = mem_type(t);
-  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  const TargetCapabilities& caps = hooks_.capabilities();
-  SharedTileLayout st = shared_tile_layout(v->type.shape, int(eb), caps.shared_banks * caps.shared_bank_bytes);
-  Layout offsets = compose(st.offsets, l, v->type.shape);
-  int g = access_group(l, st.vec);
-  int buffer = smem_buffer_of(op.operands[0]);
   auto ids = smem_plan_.buffers_of.find(op.operands[0]);
   if (ids != smem_plan_.buffers_of.end())
     for (int id : ids->second) smem_before_write(id);
-  llvm::Value* base = shared_stage_base(op, eb);
+  StageAccess a = stage_access(op, l, t);
   uint32_t dup = l.duplicate_reg_mask();
-  for (int r = 0; r < l.num_regs(); r += g) {
+  for (int r = 0; r < l.num_regs(); r += a.group) {
     if (r & dup) continue;  // a copy of another register
-    llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
-    smem_store(pack_for_memory(regs, r, g, t), p, eb * unsigned(g), buffer);
+    llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(a.offsets, r));
+    smem_store(pack_for_memory(regs, r, a.group, t), p, a.eb * unsigned(a.group), a.buffer);
   }
   if (ids != smem_plan_.buffers_of.end())
     for (int id : ids->second) smem_after_write(id);
@@ -70,25 +76,19 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
   const ir::Value* res = op.result();
   DType t = res->type.dtype;
   const Layout& l = plan_.of(res);
-  llvm::Type* ty = mem_type(t);
-  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  const TargetCapabilities& caps = hooks_.capabilities();
-  SharedTileLayout st = shared_tile_layout(res->type.shape, int(eb), caps.shared_banks * caps.shared_bank_bytes);
-  Layout offsets = compose(st.offsets, l, res->type.shape);
-  int g = access_group(l, st.vec);
-  int buffer = smem_buffer_of(op.operands[0]);
   bool relaxed = op.i0 == 1;  // load_shared_relaxed
-  llvm::Value* base = shared_stage_base(op, eb);
+  StageAccess a = stage_access(op, l, t);
+  int g = a.group;
   uint32_t dup = l.duplicate_reg_mask();
   Values out(l.num_regs());
   for (int r = 0; r < l.num_regs(); r += g) {
     if (r & dup) continue;
-    llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
+    llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(a.offsets, r));
     if (g == 1) {
-      out[r] = smem_load(ty, p, eb, buffer, relaxed);
+      out[r] = smem_load(a.ty, p, a.eb, a.buffer, relaxed);
       continue;
     }
-    llvm::Value* vec = smem_load(llvm::FixedVectorType::get(ty, unsigned(g)), p, eb * unsigned(g), buffer, relaxed);
+    llvm::Value* vec = smem_load(llvm::FixedVectorType::get(a.ty, unsigned(g)), p, a.eb * unsigned(g), a.buffer, relaxed);
     for (int k = 0; k < g; ++k) out[r + k] = b.CreateExtractElement(vec, uint64_t(k));
   }
   for (int r = 0; r < l.num_regs(); ++r) {
@@ -150,7 +150,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   llvm::Type* ty = mem_type(t);
   int eb = int(m_.getDataLayout().getTypeStoreSize(ty));
   const TargetCapabilities& caps = hooks_.capabilities();
-  SharedTileLayout st = shared_tile_layout(bt.shape, eb, caps.shared_banks * caps.shared_bank_bytes);
+  SharedTileLayout st = stage_layout(bt.shape, unsigned(eb));
   int last = bt.rank() - 1;
   int ws = hooks_.wave_size(), nw = plan_.num_warps();
   int contiguous = axis_.vector_width(ptr, last, 16);  // elements, aligned to the access
