@@ -23,47 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/timing.hpp"
 #include "runtime/cuda_api.hpp"
 #include "samples/fp8_quant/fp8_quant.hpp"
 #include "samples/fp8_quant/reference.hpp"
 
 namespace {
-
-const tl::cuda::Api* cu = nullptr;  // set when the device is NVIDIA
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Milliseconds per call of f, measured around `inner` calls, median of `repeats`.
-template <class F> double time_ms(tl::device dev, F&& f, int repeats, int inner) {
-  for (int i = 0; i < 3; ++i) f();
-  dev.synchronize();
-  std::vector<double> t;
-  tl::cuda::CUevent a = nullptr, b = nullptr;
-  if (cu) {
-    cu->check(cu->cuEventCreate(&a, 0), "cuEventCreate");
-    cu->check(cu->cuEventCreate(&b, 0), "cuEventCreate");
-  }
-  for (int r = 0; r < repeats; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (cu) cu->check(cu->cuEventRecord(a, nullptr), "cuEventRecord");
-    for (int i = 0; i < inner; ++i) f();
-    if (cu) {
-      cu->check(cu->cuEventRecord(b, nullptr), "cuEventRecord");
-      cu->check(cu->cuEventSynchronize(b), "cuEventSynchronize");
-      float ms = 0;
-      cu->check(cu->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
-      t.push_back(ms / inner);
-    } else {
-      dev.synchronize();
-      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / inner);
-    }
-  }
-  if (cu) cu->cuEventDestroy(a), cu->cuEventDestroy(b);
-  return median(t);
-}
 
 // Columns of different magnitudes (2^-6 .. 2^6), uniform values from a hash of the
 // element's index (32-bit arithmetic that int64 torch tensors do without overflow), so
@@ -145,8 +110,8 @@ template <class O> nlohmann::json bench_shape(tl::device dev, int64_t E, int64_t
                                                                                c.block_n);
     };
     int inner = n >= (size_t(1) << 28) ? 5 : 20;
-    double ms = time_ms(dev, all, repeats, inner);
-    double amax_ms = time_ms(dev, amax, repeats, inner), cast_ms = time_ms(dev, cast, repeats, inner);
+    double ms = tlbench::time_ms(dev, all, repeats, inner);
+    double amax_ms = tlbench::time_ms(dev, amax, repeats, inner), cast_ms = tlbench::time_ms(dev, cast, repeats, inner);
     r[name] = {{"ms", ms},           {"gbs", bytes / ms / 1e6}, {"amax_ms", amax_ms},
                {"cast_ms", cast_ms}, {"ok", m.ok()},            {"scale_mismatches", m.scales},
                {"value_mismatches", m.values}};
@@ -174,7 +139,7 @@ int main(int argc, char** argv) try {
   }
   if (shapes.empty()) shapes = {{16, 5120, 8192}, {64, 2048, 1408}, {1, 8192, 8192}};
   tl::device dev = tl::default_device();
-  if (dev.kind() == tl::device_kind::cuda) cu = tl::cuda::Api::get();
+  tlbench::use_device_events(dev);
   const bool fnuz = fp8_quant::uses_fnuz(dev.target());
   nlohmann::json all = {{"device", dev.name()}, {"target", dev.target()}, {"fp8", fnuz ? "e4m3fnuz" : "e4m3fn"},
                         {"config", {{"block_k", fp8_quant::Config{}.block_k}, {"block_n", fp8_quant::Config{}.block_n},

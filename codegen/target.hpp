@@ -50,6 +50,9 @@ struct CodeObject {
   // AMD: vgpr, sgpr, spill_vgpr, ..., occupancy; all: shared_bytes; NVIDIA, when the
   // shared buffer is dynamic: dynamic_shared_bytes, which the launch passes.
   std::map<std::string, int64_t> report;
+  // What the compiler decided that the user may want to know, a line each
+  // (`pipelined: loop at f.cpp:12 num_stages=3: yes (...)`): printed by --report.
+  std::vector<std::string> remarks;
   int block_threads = 1;          // threads per program (num_warps * wave_size on GPUs)
   int shared_bytes = 0;           // shared memory (LDS) per program, static and dynamic
   double compile_ms = 0;

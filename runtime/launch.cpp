@@ -140,6 +140,7 @@ nlohmann::json metadata(const std::string& kernel, const std::source_location& l
   m["options"] = {{"num_warps", o.num_warps}, {"num_stages", o.num_stages}, {"waves_per_eu", o.waves_per_eu},
                   {"bounds_check", o.bounds_check}};
   m["report"] = code.report;
+  m["remarks"] = code.remarks;
   m["format"] = code.format;
   m["kernel_symbol"] = code.kernel_symbol;
   m["block_threads"] = code.block_threads;
@@ -160,6 +161,9 @@ codegen::CodeObject from_entry(const cache::Entry& e) {
   c.compile_ms = m.value("compile_ms", 0.0);
   if (m.contains("report"))
     for (auto& [k, v] : m["report"].items()) c.report[k] = v.get<int64_t>();
+  if (m.contains("remarks") && m["remarks"].is_array())
+    for (auto& r : m["remarks"])
+      if (r.is_string()) c.remarks.push_back(r.get<std::string>());
   auto art = [&](const char* n) {
     auto it = e.artifacts.find(n);
     return it == e.artifacts.end() ? std::vector<uint8_t>{} : it->second;

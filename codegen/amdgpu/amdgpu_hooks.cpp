@@ -107,13 +107,29 @@ void AmdgpuHooks::barrier(llvm::IRBuilderBase& b) {
 // it so), so readfirstlane of it is right even when only some lanes are active (a mask).
 llvm::Instruction* AmdgpuHooks::copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
                                                int bytes) {
+  return b.CreateIntrinsic(Intr::amdgcn_global_load_lds, kNoTypes,
+                           {global, lds_dma_base(b, shared, bytes), b.getInt32(uint32_t(bytes)), b.getInt32(0),
+                            b.getInt32(0)});
+}
+
+// The LDS base a wave's direct-to-LDS load writes from (M0): each lane's destination
+// minus lane * bytes, the same in every lane (see copy_to_shared).
+llvm::Value* AmdgpuHooks::lds_dma_base(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes) {
   llvm::Value* lane = lane_ ? lane_ : b.CreateAnd(thread_id(b), b.getInt32(desc_.wave_size - 1));
   llvm::Value* addr = b.CreatePtrToInt(shared, b.getInt32Ty());
   llvm::Value* base = b.CreateSub(addr, b.CreateMul(lane, b.getInt32(uint32_t(bytes))));
   base = b.CreateIntrinsic(b.getInt32Ty(), Intr::amdgcn_readfirstlane, {base});
-  llvm::Value* lds = b.CreateIntToPtr(base, shared->getType());
-  return b.CreateIntrinsic(Intr::amdgcn_global_load_lds, kNoTypes,
-                           {global, lds, b.getInt32(uint32_t(bytes)), b.getInt32(0), b.getInt32(0)});
+  return b.CreateIntToPtr(base, shared->getType());
+}
+
+// buffer_load_dword ... lds through an all-zero resource (a null V#: no records, an
+// invalid data format): every access is out of range, reads 0 without touching memory,
+// and writes the 0 to LDS like any direct-to-LDS load, counted by vmcnt like one.
+llvm::Instruction* AmdgpuHooks::copy_zeros_to_shared(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes) {
+  llvm::Value* rsrc = llvm::ConstantPointerNull::get(llvm::PointerType::get(b.getContext(), 8));
+  return b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_load_lds, kNoTypes,
+                           {rsrc, lds_dma_base(b, shared, bytes), b.getInt32(uint32_t(bytes)), b.getInt32(0),
+                            b.getInt32(0), b.getInt32(0), b.getInt32(0)});
 }
 
 // s_waitcnt with gfx9's fields (every CDNA chip): vmcnt in bits [3:0] and [15:14],

@@ -29,6 +29,9 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
                                     int bytes) override;
   void async_wait(llvm::IRBuilderBase& b, int n) override;
+  bool wait_counts_loads() const override { return true; }
+  bool has_zero_copy() const override { return caps_.has_buffer_ops(); }
+  llvm::Instruction* copy_zeros_to_shared(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes) override;
   uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override;
   void decorate_atomic(llvm::Instruction* inst, scope sc) override;
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;
@@ -39,6 +42,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) override;
 
  private:
+  llvm::Value* lds_dma_base(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes);
   codegen::TargetDesc desc_;
   const ArchOverlay& arch_;
   gpu::TargetCapabilities caps_;  // arch_'s, or the default for a chip without an overlay

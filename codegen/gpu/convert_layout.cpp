@@ -136,11 +136,13 @@ void Lowerer::smem_tag_copy(llvm::Instruction* copy, int buffer) {
   if (auto* others = smem_copy_noalias_[size_t(buffer)]) copy->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }
 
-void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer) {
+void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer, bool relaxed) {
   llvm::StoreInst* st = b.CreateAlignedStore(v, ptr, llvm::Align(align));
   if (buffer == kUnknownBuffer) return;
   st->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
-  if (auto* others = smem_noalias_[size_t(smem_id(buffer))]) st->setMetadata(llvm::LLVMContext::MD_noalias, others);
+  llvm::MDNode* others = relaxed && buffer != kScratch ? smem_relaxed_noalias_[size_t(buffer)]
+                                                       : smem_noalias_[size_t(smem_id(buffer))];
+  if (others) st->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }
 
 void Lowerer::smem_before_write(int buffer) {

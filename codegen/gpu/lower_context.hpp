@@ -175,7 +175,9 @@ class Lowerer {
                          bool relaxed = false);
   // A direct-to-shared copy into `buffer`: its own scope (tl.shared.bufferN.copies).
   void smem_tag_copy(llvm::Instruction* copy, int buffer);
-  void smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer = kScratch);
+  // relaxed: a store no copy in flight writes to (the fill of a masked-off chunk of a
+  // copy): LLVM need not wait for the buffer's copies before it.
+  void smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer = kScratch, bool relaxed = false);
   // Call before writing a buffer: a barrier if its earlier reads, or any access to a
   // buffer sharing its bytes (one whose live range has ended), may still be pending.
   void smem_before_write(int buffer = kScratch);
@@ -210,6 +212,18 @@ class Lowerer {
   void lower_shared_load(const ir::Operation& op);
   void lower_shared_store(const ir::Operation& op);
   void lower_global_load_to_shared(const ir::Operation& op);
+  // How a global_load_to_shared copies: the registers' layout, bytes a lane per load and
+  // elements per load.
+  struct CopyPlan {
+    Layout layout;
+    int bytes;
+    int per;
+  };
+  CopyPlan plan_copy(const ir::Operation& op);
+  // Loads every thread certainly issues for a copy op (0 where some do not).
+  int copy_loads_per_thread(const ir::Operation& op);
+  int loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps);
+  void lower_async_wait(const ir::Operation& op);
   // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
   Values broadcast_from_owners(const Values& v, const Layout& l, DType t);
 

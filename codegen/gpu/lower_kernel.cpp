@@ -256,7 +256,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::shared_load: return lower_shared_load(op);
     case Op::shared_store: return lower_shared_store(op);
     case Op::global_load_to_shared: return lower_global_load_to_shared(op);
-    case Op::async_wait: return hooks_.async_wait(b, int(op.i0));
+    case Op::async_wait: return lower_async_wait(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::constant:

@@ -13,8 +13,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "codegen/gpu/lower_context.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
 namespace tl::gpu {
@@ -141,14 +143,12 @@ std::optional<Layout> copy_layout(const std::vector<int>& shape, const LinearMap
 // `other` (0 without one) by an ordinary shared store, since the DMA writes nothing
 // for them. On NVIDIA the same layout makes each cp.async's 8-lane phase hit distinct
 // banks; the op is one commit group.
-void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
+Lowerer::CopyPlan Lowerer::plan_copy(const ir::Operation& op) {
   const ir::Type& bt = op.operands[0]->type;
   const ir::Value* ptr = op.operands[2];
   const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
-  const ir::Value* other = op.operands.size() > 4 ? op.operands[4] : nullptr;
   DType t = bt.dtype;
-  llvm::Type* ty = mem_type(t);
-  int eb = int(m_.getDataLayout().getTypeStoreSize(ty));
+  int eb = int(m_.getDataLayout().getTypeStoreSize(mem_type(t)));
   const TargetCapabilities& caps = hooks_.capabilities();
   SharedTileLayout st = stage_layout(bt.shape, unsigned(eb));
   int last = bt.rank() - 1;
@@ -156,8 +156,6 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   int contiguous = axis_.vector_width(ptr, last, 16);  // elements, aligned to the access
   int64_t constancy = mask ? axis_.mask_constancy(mask, last) : int64_t(1) << 30;
   int64_t tile_bytes = bt.numel() * eb;
-  int bytes = 0;
-  std::optional<Layout> l;
   std::vector<int> widths(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
   std::sort(widths.rbegin(), widths.rend());
   for (int w : widths) {
@@ -166,25 +164,98 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
     if (w < 4 || (w & (w - 1)) || w % eb) continue;
     int per = w / eb;
     if (per > st.vec || per > contiguous || per > constancy || tile_bytes < int64_t(w) * ws) continue;
-    if ((l = copy_layout(bt.shape, st.offsets, per, ws, nw))) {
-      bytes = w;
-      break;
+    if (auto l = copy_layout(bt.shape, st.offsets, per, ws, nw)) return CopyPlan{*l, w, per};
+  }
+  std::vector<std::string> ws_str;
+  for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
+  std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
+  throw compile_error(
+      fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
+                  "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
+                  "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
+                  "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
+                  "needs the tile to hold {} chunks",
+                  hooks_.target_name(), fmt::join(ws_str, ", "), ir::Type{t, t, bt.shape}.str(), eb, tile_bytes,
+                  contiguous * eb, mask_note, st.vec, ws, ws),
+      op.loc.file, op.loc.line);
+}
+
+// Whether a masked-off chunk of this copy is filled by a zero copy that the target issues
+// in the chunk's place (hooks' copy_zeros_to_shared), so that each chunk issues a load
+// whether masked or not: no `other`, or a zero one.
+static bool zero_filled(const ir::Operation& op) {
+  if (op.operands.size() < 5) return true;
+  const ir::Operation* d = op.operands[4]->def;
+  return d && d->op == Op::constant && d->i0 == 0 && d->f == 0.0 && !std::signbit(d->f);
+}
+
+int Lowerer::copy_loads_per_thread(const ir::Operation& op) {
+  CopyPlan c = plan_copy(op);
+  bool masked = op.operands.size() > 3;
+  if (masked && !(zero_filled(op) && hooks_.has_zero_copy())) return 0;  // a masked-off chunk issues nothing
+  for (int w : c.layout.warp)
+    if (w == 0) return 0;  // copied by some warps only (owner_predicate)
+  return c.layout.num_regs() / c.per;
+}
+
+// The loads (AMD's vmcnt counts each) that the `groups` copy ops issued last before
+// position `pos` of `b` certainly issued, walking back through the program: into the
+// loop's previous iteration and, as the first iteration's alternative, before the loop;
+// out of a branch to before it. The least over those paths, counting nothing past a
+// branch or inner loop that copies (a lower bound: waiting for fewer loads to remain is
+// always safe).
+int Lowerer::loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps) {
+  int sum = 0, found = 0;
+  for (size_t i = pos; i-- > 0 && groups > 0;) {
+    const ir::Operation& op = *b.ops[i];
+    if (op.op == Op::global_load_to_shared) {
+      sum += copy_loads_per_thread(op);
+      --groups;
+      ++found;
+      continue;
     }
+    bool copies = false;
+    for (auto& r : op.regions)
+      ir::walk(*r, [&](ir::Operation& o) { copies |= o.op == Op::global_load_to_shared; });
+    if (copies) return sum;
   }
-  if (!l) {
-    std::vector<std::string> ws_str;
-    for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
-    std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
-    throw compile_error(
-        fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
-                    "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
-                    "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
-                    "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
-                    "needs the tile to hold {} chunks",
-                    hooks_.target_name(), fmt::join(ws_str, ", "), ir::Type{t, t, bt.shape}.str(), eb, tile_bytes,
-                    contiguous * eb, mask_note, st.vec, ws, ws),
-        op.loc.file, op.loc.line);
+  const ir::Operation* parent = b.parent;
+  if (groups == 0 || !parent) return sum;
+  const ir::Block& outer = *parent->parent;
+  size_t at = 0;
+  while (outer.ops[at].get() != parent) ++at;
+  int before = loads_of_last_copies(outer, at, groups, 0);
+  if (parent->op != Op::for_) return sum + before;
+  // A whole pass over the body that copies nothing finds nothing the next time either.
+  if (wraps >= 16 || (wraps > 0 && pos == b.ops.size() && found == 0)) return sum;
+  return sum + std::min(before, loads_of_last_copies(b, b.ops.size(), groups, wraps + 1));
+}
+
+void Lowerer::lower_async_wait(const ir::Operation& op) {
+  int n = int(op.i0);
+  // Copy groups (the pipeliner's waits): on a target whose counter counts loads (AMD's
+  // vmcnt), the loads those groups issued.
+  if (op.i1 == ir::kWaitCountsCopies && hooks_.wait_counts_loads()) {
+    const ir::Block& b = *op.parent;
+    size_t at = 0;
+    while (b.ops[at].get() != &op) ++at;
+    n = n > 0 ? loads_of_last_copies(b, at, n, 0) : 0;
   }
+  hooks_.async_wait(b, n);
+}
+
+void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
+  const ir::Type& bt = op.operands[0]->type;
+  const ir::Value* ptr = op.operands[2];
+  const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
+  const ir::Value* other = op.operands.size() > 4 ? op.operands[4] : nullptr;
+  DType t = bt.dtype;
+  llvm::Type* ty = mem_type(t);
+  int eb = int(m_.getDataLayout().getTypeStoreSize(ty));
+  SharedTileLayout st = stage_layout(bt.shape, unsigned(eb));
+  CopyPlan plan = plan_copy(op);
+  std::optional<Layout> l = plan.layout;
+  int bytes = plan.bytes;
   int per = bytes / eb;
   Values ptrs = get(ptr, *l);
   Values masks = mask ? get(mask, *l) : Values{};
@@ -219,7 +290,14 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
       llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));
       for (int k = 0; k < per; ++k)
         vec = b.CreateInsertElement(vec, other ? to_mem(others[r + k], t) : llvm::Constant::getNullValue(ty), uint64_t(k));
-      smem_store(vec, p, unsigned(bytes), buffer);
+      // No copy in flight writes this chunk (the last one into it was waited for before
+      // the stage was read), so LLVM need not wait for the buffer's copies first.
+      smem_store(vec, p, unsigned(bytes), buffer, /*relaxed=*/true);
+      // The chunk still issues a load (of zeros, which the store above also wrote: the two
+      // agree in whichever order they land), so that a wait counting this copy's loads
+      // counts right when some are masked off.
+      if (zero_filled(op))
+        if (llvm::Instruction* z = hooks_.copy_zeros_to_shared(b, p, bytes)) smem_tag_copy(z, buffer);
       b.CreateBr(done);
       b.SetInsertPoint(done);
     }

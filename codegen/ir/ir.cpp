@@ -153,11 +153,11 @@ class Printer {
         return fmt::format(" {} {} {}", atomic_name(op.i0), sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::load: case Op::store: return op.i0 ? " buffer" : "";
-      case Op::for_: return op.i0 > 1 ? fmt::format(" num_stages={}", op.i0) : "";
+      case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
       case Op::shared_load: return op.i0 ? " relaxed" : "";
       case Op::barrier: return op.i0 ? " shared" : "";
-      case Op::async_wait: return fmt::format(" num_outstanding={}", op.i0);
+      case Op::async_wait: return fmt::format(" num_outstanding={}{}", op.i0, op.i1 ? " copies" : "");
       default: return "";
     }
   }

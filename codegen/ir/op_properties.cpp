@@ -42,7 +42,7 @@ OpProperties describe(Op op) {
     // The copy writes a stage (asynchronously, complete at an async_wait); the wait
     // reads and writes nothing but orders the copies before it against what follows.
     case Op::global_load_to_shared: return {kWritesMemory, 0};
-    case Op::async_wait: return {kSideEffects, kAttrI0};
+    case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};

@@ -63,6 +63,11 @@ inline bool has_trait(Op op, OpTrait t) { return properties(op).has(t); }
 // element offsets (the verifier keeps it so). Every target gives them the semantics of
 // the masked load/store through that pointer; AMD lowers them to buffer instructions.
 constexpr int64_t kBufferAccess = 1;
+// `async_wait` with i1 == kWaitCountsCopies (made by the software pipeliner) counts
+// global_load_to_shared ops (copy groups, NVIDIA's commit groups) still in flight, not
+// AMD's raw vmcnt: the AMD lowering turns it into the vmcnt those copies' instructions
+// make (codegen/gpu/lower_shared.cpp). The user's tl::amd::async_wait(n) is raw (i1 0).
+constexpr int64_t kWaitCountsCopies = 1;
 // The scalar base and the i32 offsets of a buffer access's pointer operand
 // (`addptr(splat(base), offsets)`); both null when the op is not one or is malformed.
 struct BufferOperands {

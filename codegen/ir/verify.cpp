@@ -181,8 +181,8 @@ class Verifier {
         break;
       }
       case Op::async_wait:
-        expect(nops == 0 && op.results.empty() && op.i0 >= 0, op,
-               "async_wait takes no operands, has no result and a non-negative count");
+        expect(nops == 0 && op.results.empty() && op.i0 >= 0 && (op.i1 == 0 || op.i1 == kWaitCountsCopies), op,
+               "async_wait takes no operands, has no result, a non-negative count and counts loads or copies");
         break;
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");

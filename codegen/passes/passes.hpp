@@ -1,6 +1,9 @@
 // Tile-IR passes, one per file, each with a single entry point.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "codegen/ir/ir.hpp"
 
 namespace tl::passes {
@@ -14,5 +17,15 @@ void eliminate_common_subexpressions(ir::Function& f);
 // branches and loop back-edges, unless one already separates them (Triton's Membar).
 // Returns how many it inserted.
 int insert_barriers(ir::Function& f);
+
+struct PipelineOptions {
+  int num_stages = 1;              // for loops that do not set their own (the launch option)
+  int64_t shared_bytes_limit = 0;  // a program's shared memory on the target; 0: no limit
+};
+// Software-pipelines tl::range loops with num_stages > 1 (codegen/passes/pipeline_loops.cpp):
+// loads issued num_stages-1 iterations ahead, into registers or through multi-buffered
+// shared memory. Adds a `pipelined: ...` line to `remarks` per such loop; returns how
+// many loops it pipelined.
+int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks);
 
 }  // namespace tl::passes

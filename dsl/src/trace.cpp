@@ -130,12 +130,14 @@ DType TileBase::dtype() const { return get()->type.dtype; }
 
 // --------------------------------------------------------------------- loops
 
-ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, const Loc& loc) {
+ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, bool stages_given, const Loc& loc) {
   Trace& t = Trace::current(loc);
   for (ir::Value* v : {lb, ub, step})
     if (!v->type.is_scalar() || v->type.dtype != DType::i32)
       throw trace_error(fmt::format("tl::range: bounds and step must be scalar i32, got {}", v->type.str()), loc);
-  if (num_stages < 1) throw trace_error("tl::range: num_stages must be at least 1", loc);
+  if (stages_given && (num_stages < 1 || num_stages > 8))
+    throw trace_error(fmt::format("tl::range: num_stages must be 1 to 8, got {}", num_stages), loc);
+  if (!stages_given) num_stages = 0;  // the launch option's
   if (step->def && step->def->op == Op::constant && step->def->i0 == 0)
     throw trace_error("tl::range: step must not be zero", loc);
   ir::Operation* loop = t.emit(Op::for_, {lb, ub, step}, loc);

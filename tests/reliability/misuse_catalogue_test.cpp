@@ -105,6 +105,9 @@ std::vector<Case> catalogue() {
   c.push_back({"copy of a tile smaller than a wave's chunks", [] { auto k = tl::kernel("a3", [](F32 x) { auto o = tl::arange(0, 32); auto b = tl::shared<tl::f32>({1, 32}); tl::amd::global_load_to_shared(b[0], x + o); tl::amd::async_wait(0); tl::store(x + o, tl::amd::load_shared_relaxed(b[0])); }); auto d = X(); (void)k.compile("gfx942", {}, d.data()); }, __LINE__, "needs the tile to hold 64 chunks", Compile});
   c.push_back({"negative async_wait", [] { auto k = tl::kernel("a4", [](F32 x) { tl::amd::async_wait(-1); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "must be >= 0, got -1", Trace});
   c.push_back({"copy through pointers of another dtype", [] { auto k = tl::kernel("a5", [](F32 x) { auto b = tl::shared<tl::i32>({1, 64}); tl::detail::global_load_to_shared(b.get(), tl::i32(0).get(), (x + tl::arange(0, 64)).get(), nullptr, nullptr, std::source_location::current()); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "pointers to f32 copied into a buffer of i32", Trace});
+  // --- software pipelining ---
+  c.push_back({"tl::range num_stages zero", [] { auto k = tl::kernel("p1", [](F32 x) { for (auto i : tl::range(0, 4, 1, tl::num_stages(0))) tl::store(x + i, tl::f32(1.0f)); }); go(k); }, __LINE__, "num_stages must be 1 to 8, got 0", Trace});
+  c.push_back({"tl::range num_stages above 8", [] { auto k = tl::kernel("p2", [](F32 x) { for (auto i : tl::range(0, 4, 1, tl::num_stages(9))) tl::store(x + i, tl::f32(1.0f)); }); go(k); }, __LINE__, "num_stages must be 1 to 8, got 9", Trace});
   // --- launches ---
   c.push_back({"zero grid", [] { auto k = tl::kernel("l1", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(0)](b); }, __LINE__, "grid must be positive", Launch});
   c.push_back({"negative grid", [] { auto k = tl::kernel("l2", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(4, -1)](b); }, __LINE__, "grid must be positive", Launch});

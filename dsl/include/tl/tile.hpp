@@ -91,7 +91,8 @@ void shared_store(ir::Value* buf, ir::Value* stage, ir::Value* v, const Loc& loc
 [[noreturn]] void fail(const std::string& what, const Loc& loc);
 
 // Loops and branches (dsl/src/trace.cpp).
-ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, const Loc& loc);
+// num_stages: the loop's own (when `stages_given`), else 0: the launch option's.
+ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, bool stages_given, const Loc& loc);
 void end_for();
 void begin_if(ir::Value* cond, const Loc& loc);
 void begin_else();
@@ -502,12 +503,14 @@ struct num_stages {
 // (close the loop), then `!=` again (false: done).
 class range {
  public:
-  range(i32 end, Loc loc = Loc::current()) : range(i32(0), std::move(end), i32(1), num_stages(1), loc) {}
-  range(i32 start, i32 end, Loc loc = Loc::current()) : range(std::move(start), std::move(end), i32(1), num_stages(1), loc) {}
+  // Without num_stages a loop takes the launch option's (`.num_stages`, 1 by default).
+  range(i32 end, Loc loc = Loc::current()) : range(i32(0), std::move(end), i32(1), loc) {}
+  range(i32 start, i32 end, Loc loc = Loc::current()) : range(std::move(start), std::move(end), i32(1), loc) {}
   range(i32 start, i32 end, i32 step, Loc loc = Loc::current())
-      : range(std::move(start), std::move(end), std::move(step), num_stages(1), loc) {}
+      : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), loc_(loc) {}
   range(i32 start, i32 end, i32 step, num_stages stages, Loc loc = Loc::current())
-      : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), stages_(stages.n), loc_(loc) {}
+      : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), stages_(stages.n),
+        stages_given_(true), loc_(loc) {}
 
   class iterator {
    public:
@@ -524,14 +527,15 @@ class range {
     range* r_;
   };
   iterator begin() {
-    iv_ = detail::begin_for(start_.get(), end_.get(), step_.get(), stages_, loc_);
+    iv_ = detail::begin_for(start_.get(), end_.get(), step_.get(), stages_, stages_given_, loc_);
     return iterator(this);
   }
   iterator end() { return iterator(this); }
 
  private:
   i32 start_, end_, step_;
-  int stages_;
+  int stages_ = 0;
+  bool stages_given_ = false;
   Loc loc_;
   ir::Value* iv_ = nullptr;
   bool done_ = false;

@@ -1,0 +1,558 @@
+// Software pipelining of tl::range loops by num_stages (Triton's loop pipeliner, over
+// tl's structured IR). A loop with N > 1 stages issues each eligible load N-1
+// iterations ahead of the iteration that uses it, so that its memory latency overlaps
+// the arithmetic of the iterations in between:
+//
+//   prologue      for k in 0..N-2: the loads of iteration k (masked off past the end)
+//   steady state  each iteration uses the values loaded N-1 iterations earlier and
+//                 issues the loads of iteration i+N-1 (masked off past the end)
+//
+// The "masked epilogue" is the loop's own last N-1 iterations: the loads they issue
+// for iterations that do not exist are masked off (nothing is read), so the loop keeps
+// its trip count and there is no peeled copy of the body; 0, 1, fewer than N or any
+// number of iterations run exactly the iterations the user wrote.
+//
+// Where the value goes:
+// - into registers (the default): the loaded tiles of the N-1 iterations in flight
+//   are loop-carried values, rotated by one each iteration;
+// - into shared memory, when the load's only use is storing it into a one-stage
+//   shared buffer that nothing outside the loop touches (the user staging a tile for
+//   reads by other threads, and later for tl::dot): the buffer gets N stages and the
+//   load becomes a direct copy (global_load_to_shared: AMD global_load_lds, NVIDIA
+//   cp.async) into the stage of iteration i+N-1; the loop waits for the oldest copy only
+//   (async_wait counting copy groups: N-2 of them may stay in flight) and the buffer's
+//   reads read stage i mod N.
+//
+// A load is eligible when it sits directly in the loop body (not in a branch or an
+// inner loop), its pointer, mask and other are computed only from the induction
+// variable and values defined before the loop (by side-effect-free ops, which are
+// cloned for the iterations ahead), and no store or atomic in the loop writes through
+// the same kernel argument (or through a pointer whose argument is unknown): such a
+// load might read what an earlier iteration writes. Pointer arguments are otherwise
+// assumed not to alias one another, as Triton's pipeliner assumes. A loop that issues
+// its own asynchronous copies is a pipeline already and is left alone.
+//
+// Every loop with N > 1 gets a line in the compile report (`pipelined: ...`): what was
+// pipelined, or why nothing was.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/passes.hpp"
+
+namespace tl::passes {
+namespace {
+
+std::string where(const ir::SrcLoc& l) {
+  std::string f = l.file ? l.file : "";
+  size_t slash = f.find_last_of('/');
+  return fmt::format("{}:{}", slash == std::string::npos ? f : f.substr(slash + 1), l.line);
+}
+
+// Whether `b` is `loop`'s body or nested inside it.
+bool inside(const ir::Block* b, const ir::Operation* loop) {
+  for (; b && b->parent; b = b->parent->parent)
+    if (b->parent == loop) return true;
+  return false;
+}
+bool defined_in(const ir::Value* v, const ir::Operation* loop) { return inside(v->def ? v->def->parent : v->owner, loop); }
+
+// The kernel argument a pointer is computed from (through pointer arithmetic and
+// reshaping), or null when that is not known.
+const ir::Value* pointer_argument(const ir::Value* p) {
+  while (p->def) {
+    switch (p->def->op) {
+      case Op::addptr: case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
+        p = p->def->operands[0];
+        break;
+      default: return nullptr;
+    }
+  }
+  return p->owner && !p->owner->parent ? p : nullptr;
+}
+
+// A constant zero (+0.0 for floats), splat or broadcast to a tile or not.
+bool is_zero_constant(const ir::Value* v) {
+  while (v->def && (v->def->op == Op::splat || v->def->op == Op::broadcast)) v = v->def->operands[0];
+  if (!v->def || v->def->op != Op::constant) return false;
+  return v->def->i0 == 0 && v->def->f == 0.0 && !std::signbit(v->def->f);
+}
+
+// Looks through ops that only replicate or reshape a value.
+const ir::Value* through_shape(const ir::Value* v) {
+  while (v->def && (v->def->op == Op::splat || v->def->op == Op::broadcast || v->def->op == Op::reshape ||
+                    v->def->op == Op::expand_dims))
+    v = v->def->operands[0];
+  return v;
+}
+
+// Whether every element of `x` is at least `iv` (x is iv, or iv plus something
+// non-negative: an arange from 0 up, a constant >= 0).
+bool at_least(const ir::Value* x, const ir::Value* iv) {
+  x = through_shape(x);
+  if (x == iv) return true;
+  if (!x->def) return false;
+  auto nonnegative = [](const ir::Value* v) {
+    v = through_shape(v);
+    if (!v->def) return false;
+    if (v->def->op == Op::arange) return v->def->i0 >= 0;
+    return v->def->op == Op::constant && v->def->i0 >= 0 && !is_float(v->type.dtype);
+  };
+  if (x->def->op != Op::add) return false;
+  const ir::Value *a = x->def->operands[0], *b = x->def->operands[1];
+  return (at_least(a, iv) && nonnegative(b)) || (at_least(b, iv) && nonnegative(a));
+}
+
+// Whether `mask` is false wherever the iteration at `iv` does not exist (iv >= ub):
+// an and of terms one of which is `x < ub` with x >= iv, the user's own bound check
+// (`k + tl::arange(0, B) < n` for `tl::range(.., n, ..)`). Then the mask alone keeps the
+// loads of iterations past the end from reading, as in a hand-written prefetch.
+bool mask_bounds_iteration(const ir::Value* mask, const ir::Value* iv, const ir::Value* ub) {
+  mask = through_shape(mask);
+  if (!mask->def || !is_int(iv->type.dtype)) return false;
+  if (mask->def->op == Op::band)
+    return mask_bounds_iteration(mask->def->operands[0], iv, ub) || mask_bounds_iteration(mask->def->operands[1], iv, ub);
+  if (mask->def->op != Op::cmp) return false;
+  auto pred = CmpPred(mask->def->i0);
+  const ir::Value *a = mask->def->operands[0], *b = mask->def->operands[1];
+  if (pred == CmpPred::lt) return through_shape(b) == ub && at_least(a, iv);
+  if (pred == CmpPred::gt) return through_shape(a) == ub && at_least(b, iv);
+  return false;
+}
+
+// One load to pipeline: the body ops its operands are computed from, and, for the
+// shared-memory form, the shared_store that is its only use.
+struct LoadPlan {
+  ir::Operation* load = nullptr;
+  std::set<ir::Operation*> slice;
+  ir::Operation* store = nullptr;  // shared_store(buffer, 0, load) or null (registers)
+};
+
+class Pipeliner {
+ public:
+  Pipeliner(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks)
+      : f_(f), o_(o), remarks_(remarks) {}
+
+  int run() {
+    process(f_.body);
+    return pipelined_;
+  }
+
+ private:
+  // Inner loops first: an outer loop's pipelining clones only address arithmetic, never
+  // an inner loop.
+  void process(ir::Block& b) {
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      ir::Operation* op = b.ops[i].get();
+      for (auto& r : op->regions) process(*r);
+      if (op->op != Op::for_) continue;
+      ir::Operation* now = pipeline(*op);  // (a new loop where it was rebuilt)
+      while (b.ops[i].get() != now) ++i;   // past the prologue placed before it
+    }
+  }
+
+  // Why `v` cannot be recomputed for another iteration ahead, or "" (adding the body ops
+  // it needs to `slice`).
+  std::string slice_of(ir::Value* v, ir::Operation& loop, const ir::Operation& load, std::set<ir::Operation*>& slice) {
+    ir::Block& body = *loop.regions[0];
+    if (!defined_in(v, &loop) || v == body.args[0].get()) return "";
+    if (!v->def)
+      return fmt::format("load at {} depends on a loop-carried value", where(load.loc));
+    ir::Operation* d = v->def;
+    if (slice.count(d)) return "";
+    if (!ir::has_trait(d->op, ir::kPure) || !d->regions.empty())
+      return fmt::format("load at {} depends on the {} at {}", where(load.loc), op_name(d->op), where(d->loc));
+    if (d->parent != &body)
+      return fmt::format("load at {} depends on a value computed in a branch", where(load.loc));
+    slice.insert(d);
+    for (ir::Value* o : d->operands)
+      if (std::string why = slice_of(o, loop, load, slice); !why.empty()) return why;
+    return "";
+  }
+
+  // The shared_store that is the load's only use, when the load can become a direct copy
+  // into that store's buffer (see the top of the file); null otherwise.
+  ir::Operation* shared_destination(ir::Operation& loop, ir::Operation& load) {
+    ir::Block& body = *loop.regions[0];
+    auto uses = ir::uses_of(body, load.result());
+    if (uses.size() != 1) return nullptr;
+    auto [store, index] = uses[0];
+    if (store->op != Op::shared_store || index != 2 || store->parent != &body) return nullptr;
+    if (load.operands.size() > 2 && !is_zero_constant(load.operands[2])) return nullptr;  // AMD's copy fills 0
+    ir::Value* buf = store->operands[0];
+    if (!buf->def || buf->def->op != Op::shared_alloc || defined_in(buf, &loop) || buf->type.stages != 1) return nullptr;
+    // Every access of the buffer is this store, or a read after it in the same iteration.
+    size_t store_at = index_in(body, store);
+    for (auto [user, i] : ir::uses_of(f_.body, buf)) {
+      if (user == store) continue;
+      if (user->op != Op::shared_load || !inside(user->parent, &loop)) return nullptr;
+      const ir::Operation* top = user;
+      while (top->parent != &body) top = top->parent->parent;
+      if (index_in(body, top) <= store_at) return nullptr;
+    }
+    if (o_.shared_bytes_limit > 0) {
+      int64_t total = 0;
+      ir::walk(f_.body, [&](ir::Operation& op) {
+        if (op.op != Op::shared_alloc) return;
+        const ir::Type& t = op.result()->type;
+        total += t.numel() * byte_width(t.dtype) * (&op == buf->def ? loop_stages_ : t.stages);
+      });
+      if (total > o_.shared_bytes_limit) return nullptr;
+    }
+    return store;
+  }
+
+  static size_t index_in(const ir::Block& b, const ir::Operation* op) {
+    for (size_t i = 0; i < b.ops.size(); ++i)
+      if (b.ops[i].get() == op) return i;
+    return b.ops.size();
+  }
+
+  // Returns the loop as it now is (a new op when rebuilt).
+  ir::Operation* pipeline(ir::Operation& loop) {
+    int n = loop.i0 > 0 ? int(loop.i0) : o_.num_stages;
+    if (n <= 1) return &loop;
+    loop_stages_ = n;
+    ir::Block& body = *loop.regions[0];
+    std::string head = fmt::format("pipelined: loop at {} num_stages={}:", where(loop.loc), n);
+    auto decline = [&](const std::string& why) {
+      remarks_.push_back(fmt::format("{} no ({})", head, why));
+      return &loop;
+    };
+
+    bool own_copies = false;
+    std::vector<const ir::Operation*> writes;
+    ir::walk(body, [&](ir::Operation& op) {
+      own_copies |= op.op == Op::global_load_to_shared || op.op == Op::async_wait;
+      if (op.op == Op::store || op.op == Op::atomic_rmw || op.op == Op::atomic_cas) writes.push_back(&op);
+    });
+    if (own_copies) return decline("the loop issues its own asynchronous copies");
+
+    std::vector<LoadPlan> plans;
+    std::vector<std::string> declined;
+    ir::walk(body, [&](ir::Operation& op) {
+      if (op.op != Op::load) return;
+      if (op.parent != &body) {
+        declined.push_back(fmt::format("load at {} is inside a branch or an inner loop", where(op.loc)));
+        return;
+      }
+      LoadPlan p{&op, {}, nullptr};
+      std::string why;
+      for (ir::Value* v : op.operands)
+        if (why.empty()) why = slice_of(v, loop, op, p.slice);
+      const ir::Value* arg = pointer_argument(op.operands[0]);
+      for (const ir::Operation* w : writes) {
+        if (!why.empty()) break;
+        const ir::Value* warg = pointer_argument(w->operands[0]);
+        if (!arg || !warg || arg == warg)
+          why = fmt::format("load at {} may read what the {} at {} writes", where(op.loc), op_name(w->op), where(w->loc));
+      }
+      if (!why.empty()) {
+        declined.push_back(why);
+        return;
+      }
+      plans.push_back(std::move(p));
+    });
+    if (plans.empty()) return decline(declined.empty() ? "no load in the loop body" : declined.front());
+    for (auto& p : plans) p.store = shared_destination(loop, *p.load);
+
+    ir::Operation* now = transform(loop, n, plans);
+    ++pipelined_;
+    int to_shared = int(std::count_if(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }));
+    std::string line = fmt::format("{} yes ({} load{} into registers, {} into shared memory)", head,
+                                   int(plans.size()) - to_shared, plans.size() - to_shared == 1 ? "" : "s", to_shared);
+    for (auto& d : declined) line += fmt::format("; not pipelined: {}", d);
+    remarks_.push_back(line);
+    return now;
+  }
+
+  // The load's operands for the iteration whose induction variable `map` gives, masked
+  // off where `pred` (scalar i1: that iteration exists) is false.
+  std::vector<ir::Value*> operands_ahead(ir::Builder& b, const ir::Operation& load, ir::ValueMap& map, ir::Value* pred) {
+    ir::Value* ptr = map.lookup(load.operands[0]);
+    const ir::Operation& loop = *load.parent->parent;
+    if (load.operands.size() > 1 &&
+        mask_bounds_iteration(load.operands[1], load.parent->args[0].get(), loop.operands[1])) {
+      std::vector<ir::Value*> ops{ptr, map.lookup(load.operands[1])};
+      if (load.operands.size() > 2) ops.push_back(map.lookup(load.operands[2]));
+      return ops;
+    }
+    ir::Value* mask = pred;
+    if (!ptr->type.is_scalar()) mask = b.create1(Op::splat, {pred}, ptr->type.with_dtype(DType::i1), load.loc);
+    if (load.operands.size() > 1)
+      mask = b.create1(Op::band, {map.lookup(load.operands[1]), mask}, mask->type, load.loc);
+    std::vector<ir::Value*> ops{ptr, mask};
+    if (load.operands.size() > 2) ops.push_back(map.lookup(load.operands[2]));
+    return ops;
+  }
+
+  // Clones the slices' ops (in body order) at `b`, reading the induction variable as `iv`.
+  void clone_slices(ir::Builder& b, ir::Block& body, const std::set<ir::Operation*>& slice, ir::Value* iv,
+                    ir::ValueMap& map) {
+    map.map(body.args[0].get(), iv);
+    std::vector<const ir::Operation*> ordered;  // (the builder may be inserting into `body`)
+    for (auto& op : body.ops)
+      if (slice.count(op.get())) ordered.push_back(op.get());
+    for (const ir::Operation* op : ordered) b.insert(ir::clone(*op, map));
+  }
+
+  ir::Operation* transform(ir::Operation& loop, int n, std::vector<LoadPlan>& plans) {
+    ir::Block& body = *loop.regions[0];
+    ir::SrcLoc loc = loop.loc;
+    ir::Value *lb = loop.operands[0], *ub = loop.operands[1], *step = loop.operands[2];
+    std::set<ir::Operation*> slice;
+    for (auto& p : plans) slice.insert(p.slice.begin(), p.slice.end());
+    const ir::Type i32{DType::i32, DType::i32, {}}, i64{DType::i64, DType::i64, {}}, i1{DType::i1, DType::i1, {}};
+
+    // Whether iteration `k` iterations after the one at `iv` exists: (ub - iv) > k * step,
+    // in 64 bits so that neither side wraps near the ends of the i32 range.
+    auto exists_ahead = [&](ir::Builder& b, ir::Value* iv, int k) {
+      ir::Value* left = b.create1(Op::sub, {b.create1(Op::cast, {ub}, i64, loc), b.create1(Op::cast, {iv}, i64, loc)}, i64, loc);
+      ir::Value* right = b.create1(Op::mul, {b.create1(Op::cast, {step}, i64, loc), b.constant(DType::i64, k, loc)}, i64, loc);
+      ir::Operation& c = b.create(Op::cmp, {left, right}, {i1}, loc);
+      c.i0 = int64_t(CmpPred::gt);
+      return c.result();
+    };
+    auto iv_ahead = [&](ir::Builder& b, ir::Value* iv, int k) {
+      return k == 0 ? iv : b.create1(Op::add, {iv, b.create1(Op::mul, {step, b.constant(DType::i32, k, loc)}, i32, loc)}, i32, loc);
+    };
+
+    // Prologue: iterations 0..n-2.
+    ir::Builder pre(*loop.parent);
+    pre.before(loop);
+    std::vector<std::vector<ir::Value*>> first(plans.size());  // registers: the value of iteration k
+    for (int k = 0; k < n - 1; ++k) {
+      ir::Value* iv = iv_ahead(pre, lb, k);
+      ir::Value* pred = exists_ahead(pre, lb, k);
+      ir::ValueMap map;
+      clone_slices(pre, body, slice, iv, map);
+      for (size_t i = 0; i < plans.size(); ++i) {
+        const ir::Operation& ld = *plans[i].load;
+        auto ops = operands_ahead(pre, ld, map, pred);
+        if (plans[i].store) {
+          copy_into(pre, plans[i], pre.constant(DType::i32, k, loc), ops);
+        } else {
+          ir::Operation& c = pre.create(Op::load, ops, {ld.result()->type}, ld.loc);
+          c.i0 = ld.i0;
+          first[i].push_back(c.result());
+        }
+      }
+    }
+
+    if (std::none_of(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }))
+      return unroll_registers(loop, n, plans, slice, first, exists_ahead, iv_ahead);
+
+    // Steady state (a loop with loads through shared memory). Register loads, if any:
+    // carried values s_0..s_{n-2} (s_0 is this iteration's),
+    // the loads of iteration i+n-1 issued at the top of the body.
+    ir::Operation* yield = body.terminator();
+    bool any_shared = false;
+    std::vector<std::vector<ir::Value*>> carried(plans.size());
+    for (size_t i = 0; i < plans.size(); ++i) {
+      any_shared |= plans[i].store != nullptr;
+      if (!plans[i].store)
+        for (int s = 0; s < n - 1; ++s) carried[i].push_back(ir::add_carried_value(loop, first[i][size_t(s)]));
+    }
+    ir::Value* stage = nullptr;  // shared: the stage this iteration reads (i mod n)
+    if (any_shared) stage = ir::add_carried_value(loop, pre.constant(DType::i32, 0, loc));
+
+    ir::Builder top(body);
+    top.before(*body.ops.front());
+    if (any_shared) {
+      // The copies of iteration i are the oldest in flight: the n-2 later iterations'
+      // copies (one group per pipelined load each) may stay outstanding.
+      int groups = 0;
+      for (auto& p : plans) groups += p.store != nullptr;
+      ir::Operation& w = top.create(Op::async_wait, {}, {}, loc);
+      w.i0 = int64_t(n - 2) * groups;
+      w.i1 = ir::kWaitCountsCopies;
+    }
+    ir::Value* iv = body.args[0].get();
+    bool any_registers = std::any_of(plans.begin(), plans.end(), [](auto& p) { return !p.store; });
+    if (any_registers) {
+      ir::Value* pred = exists_ahead(top, iv, n - 1);
+      ir::ValueMap map;
+      clone_slices(top, body, slice, iv_ahead(top, iv, n - 1), map);
+      for (size_t i = 0; i < plans.size(); ++i) {
+        if (plans[i].store) continue;
+        const ir::Operation& ld = *plans[i].load;
+        ir::Operation& c = top.create(Op::load, operands_ahead(top, ld, map, pred), {ld.result()->type}, ld.loc);
+        c.i0 = ld.i0;
+        ir::replace_all_uses(body, ld.result(), carried[i][0]);
+        // rotate: s_k <- s_{k+1}, s_{n-2} <- the load just issued
+        for (int s = 0; s < n - 1; ++s)
+          set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
+      }
+    }
+    if (any_shared) {
+      // Reads of the buffers read this iteration's stage, synchronized by the wait above.
+      for (auto& p : plans) {
+        if (!p.store) continue;
+        ir::Value* buf = p.store->operands[0];
+        buf->type.stages = n;
+        for (auto [user, i] : ir::uses_of(body, buf))
+          if (user->op == Op::shared_load) {
+            user->operands[1] = stage;
+            user->i0 = 1;  // relaxed: the async_wait made the stage complete
+          }
+      }
+      // At the end of the body: the copies of iteration i+n-1 into the stage iteration
+      // i-1 read (stage (i+n-1) mod n), then the next stage to read.
+      ir::Builder end(body);
+      end.before(*yield);
+      ir::Value* pred = exists_ahead(end, iv, n - 1);
+      ir::ValueMap map;
+      clone_slices(end, body, slice, iv_ahead(end, iv, n - 1), map);
+      ir::Value* nv = end.constant(DType::i32, n, loc);
+      ir::Value* write_stage =
+          end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, n - 1, loc)}, i32, loc), nv}, i32, loc);
+      for (auto& p : plans)
+        if (p.store) copy_into(end, p, write_stage, operands_ahead(end, *p.load, map, pred));
+      set_yield(loop, stage,
+                end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc), nv}, i32, loc));
+      // After the loop no copy may still be landing: the buffer's memory may be reused.
+      ir::Builder after(*loop.parent);
+      after.after(loop);
+      ir::Operation& w = after.create(Op::async_wait, {}, {}, loc);
+      w.i0 = 0;
+    }
+    // The original loads (and the stores of the shared form) go; what only they used is
+    // left to dead-code elimination.
+    for (auto& p : plans) {
+      if (p.store) erase(body, p.store);
+      erase(body, p.load);
+    }
+    return &loop;
+  }
+
+  // Loads into registers only: the loop is rebuilt unrolled by U = n-1 (modulo variable
+  // expansion), so that the tile of iteration i lives in slot i mod U from its load to
+  // its use and no register is copied between iterations (rotating n-1 carried tiles
+  // would copy each every iteration, and a copy waits for its load: with n > 2 nothing
+  // would stay in flight). Each trip runs sub-iterations j = 0..U-1 at iv0 + j*step, every
+  // one but the first under "that iteration exists"; sub-iteration j uses slot j and
+  // loads the iteration U ahead (slot j of the next trip) before the rest of its body.
+  template <class Exists, class Ahead>
+  ir::Operation* unroll_registers(ir::Operation& loop, int n, std::vector<LoadPlan>& plans,
+                                  const std::set<ir::Operation*>& slice,
+                                  const std::vector<std::vector<ir::Value*>>& first, Exists&& exists_ahead,
+                                  Ahead&& iv_ahead) {
+    ir::Block& body = *loop.regions[0];
+    ir::SrcLoc loc = loop.loc;
+    const int u = n - 1;
+    const size_t carried = loop.results.size(), np = plans.size();
+    ir::Value *lb = loop.operands[0], *step = loop.operands[2];
+    const ir::Type i32{DType::i32, DType::i32, {}};
+    ir::Builder pre(*loop.parent);
+    pre.before(loop);
+    ir::Value* trip_step = u == 1 ? step : pre.create1(Op::mul, {step, pre.constant(DType::i32, u, loc)}, i32, loc);
+    std::vector<ir::Value*> inits(loop.operands.begin() + 3, loop.operands.end());
+    for (size_t p = 0; p < np; ++p)
+      for (int j = 0; j < u; ++j) inits.push_back(first[p][size_t(j)]);
+    ir::Operation& nl = pre.create_for(lb, loop.operands[1], trip_step, inits, loc);
+    ir::Block& nb = *nl.regions[0];
+    ir::Value* iv0 = nb.args[0].get();
+    std::vector<ir::Value*> cur;
+    for (size_t c = 0; c < carried; ++c) cur.push_back(nb.args[1 + c].get());
+    auto slot = [&](size_t p, int j) { return nb.args[1 + carried + p * size_t(u) + size_t(j)].get(); };
+    std::vector<std::vector<ir::Value*>> next(np, std::vector<ir::Value*>(size_t(u)));
+    ir::Builder at(nb);
+    const ir::Operation* yield = body.terminator();
+
+    // One iteration of the original body at `iv` into `b`, reading slot j; returns the
+    // carried values it yields and the tiles it loads ahead.
+    auto iteration = [&](ir::Builder& b, ir::Value* iv, int j, std::vector<ir::Value*>& ahead) {
+      ir::Value* pred = exists_ahead(b, iv, n - 1);
+      ir::ValueMap am;
+      clone_slices(b, body, slice, iv_ahead(b, iv, n - 1), am);
+      for (size_t p = 0; p < np; ++p) {
+        const ir::Operation& ld = *plans[p].load;
+        ir::Operation& c = b.create(Op::load, operands_ahead(b, ld, am, pred), {ld.result()->type}, ld.loc);
+        c.i0 = ld.i0;
+        ahead.push_back(c.result());
+      }
+      ir::ValueMap m;
+      m.map(body.args[0].get(), iv);
+      for (size_t c = 0; c < carried; ++c) m.map(body.args[1 + c].get(), cur[c]);
+      for (size_t p = 0; p < np; ++p) m.map(plans[p].load->result(), slot(p, j));
+      for (auto& op : body.ops) {
+        if (op.get() == yield) continue;
+        bool is_plan = std::any_of(plans.begin(), plans.end(), [&](auto& pl) { return pl.load == op.get(); });
+        if (!is_plan) b.insert(ir::clone(*op, m));
+      }
+      std::vector<ir::Value*> out;
+      for (ir::Value* v : yield->operands) out.push_back(m.lookup(v));
+      return out;
+    };
+
+    for (int j = 0; j < u; ++j) {
+      if (j == 0) {  // iv0 < ub: the loop's own condition
+        std::vector<ir::Value*> ahead;
+        cur = iteration(at, iv0, 0, ahead);
+        for (size_t p = 0; p < np; ++p) next[p][0] = ahead[p];
+        continue;
+      }
+      ir::Value* iv = at.create1(Op::add, {iv0, at.create1(Op::mul, {step, at.constant(DType::i32, j, loc)}, i32, loc)},
+                                 i32, loc);
+      std::vector<ir::Type> types;
+      for (ir::Value* v : cur) types.push_back(v->type);
+      for (size_t p = 0; p < np; ++p) types.push_back(slot(p, j)->type);
+      ir::Operation& branch = at.create(Op::if_, {exists_ahead(at, iv0, j)}, types, loc);
+      ir::Block& then_b = *branch.add_region();
+      ir::Block& else_b = *branch.add_region();
+      ir::Builder tb(then_b), eb(else_b);
+      std::vector<ir::Value*> ahead;
+      std::vector<ir::Value*> out = iteration(tb, iv, j, ahead);
+      out.insert(out.end(), ahead.begin(), ahead.end());
+      tb.create(Op::yield, out, {}, loc);
+      std::vector<ir::Value*> same = cur;
+      for (size_t p = 0; p < np; ++p) same.push_back(slot(p, j));
+      eb.create(Op::yield, same, {}, loc);
+      for (size_t c = 0; c < carried; ++c) cur[c] = branch.result(int(c));
+      for (size_t p = 0; p < np; ++p) next[p][size_t(j)] = branch.result(int(carried + p));
+    }
+    std::vector<ir::Value*> yields = cur;
+    for (size_t p = 0; p < np; ++p)
+      for (int j = 0; j < u; ++j) yields.push_back(next[p][size_t(j)]);
+    at.create(Op::yield, yields, {}, loc);
+
+    for (size_t c = 0; c < carried; ++c) ir::replace_all_uses(f_.body, loop.result(int(c)), nl.result(int(c)));
+    erase(*loop.parent, &loop);
+    return &nl;
+  }
+
+  void copy_into(ir::Builder& b, const LoadPlan& p, ir::Value* stage, std::vector<ir::Value*> ops) {
+    std::vector<ir::Value*> operands{p.store->operands[0], stage};
+    operands.push_back(ops[0]);
+    operands.push_back(ops[1]);  // (a zero `other` is what the copy fills anyway)
+    b.create(Op::global_load_to_shared, operands, {}, p.load->loc);
+  }
+
+  // Makes the loop yield `v` for the carried value whose body argument is `arg`.
+  static void set_yield(ir::Operation& loop, ir::Value* arg, ir::Value* v) {
+    loop.regions[0]->terminator()->operands[size_t(arg->index - 1)] = v;
+  }
+
+  static void erase(ir::Block& b, ir::Operation* op) {
+    auto it = std::find_if(b.ops.begin(), b.ops.end(), [&](auto& o) { return o.get() == op; });
+    if (it != b.ops.end()) b.ops.erase(it);
+  }
+
+  ir::Function& f_;
+  const PipelineOptions& o_;
+  std::vector<std::string>& remarks_;
+  int loop_stages_ = 1;
+  int pipelined_ = 0;
+};
+
+}  // namespace
+
+int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks) {
+  return Pipeliner(f, o, remarks).run();
+}
+
+}  // namespace tl::passes

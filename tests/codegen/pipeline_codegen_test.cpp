@@ -1,0 +1,175 @@
+// Software pipelining in the generated code (no GPU needed): AMD disassembly for gfx942
+// and gfx950, PTX for sm_90.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <regex>
+#include <string>
+
+#include "codegen/amdgpu/code_object.hpp"
+#include "codegen/target.hpp"
+#include "support/compile.hpp"
+#include "support/traced_kernels.hpp"
+
+namespace {
+
+using namespace tl;
+using tl::detail::Trace;
+using tltest::count;
+using tltest::ptr_arg;
+using tltest::scalar_arg;
+using tltest::trace;
+
+// acc[c] += sum of rows k..k+7 of x[n, 256] (bf16), rows past n masked off; `shared`
+// stages each block through a one-stage shared buffer first.
+std::unique_ptr<ir::Function> stream_kernel(int stages, bool shared) {
+  return trace("pipe_stream", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto n = scalar_arg<ty::i32>(t, "n", true);
+    auto r = tl::arange(0, 8), c = tl::arange(0, 256);
+    auto acc = tl::zeros<ty::f32>({256});
+    auto buf = tl::shared<ty::bf16>({1, 8, 256});
+    for (auto k : tl::range(0, n, 8, tl::num_stages(stages))) {
+      auto rows = k + r;
+      auto m = tl::broadcast_to(tl::expand_dims(rows < n, 1), {8, 256});
+      auto v = tl::load(x + tl::expand_dims(rows, 1) * 256 + tl::expand_dims(c, 0), m, 0.0);
+      if (shared) {
+        buf[0].store(v);
+        v = buf[0].load();
+      }
+      acc = acc + tl::sum(v.to<ty::f32>(), 0);
+    }
+    tl::store(y + c, acc);
+  });
+}
+
+codegen::CodeObject compile(const std::string& arch, ir::Function& f) {
+  codegen::CompileOptions o;
+  o.num_warps = 4;
+  return codegen::compile(f, codegen::parse_target(arch), o);
+}
+
+// The disassembly split at the loop: what comes before the loop's first instruction
+// (the prologue), and the loop (from the target of its backward branch to that branch).
+// Each line ends in "// <address>: <encoding>"; a branch's operand is a signed 16-bit
+// count of dwords from the next instruction.
+struct Split {
+  std::string before, loop;
+};
+Split split_at_loop(const std::string& dis) {
+  std::vector<std::pair<uint64_t, std::string>> lines;
+  std::regex addr_re(R"(// ([0-9A-F]+):)");
+  size_t start = 0;
+  while (start < dis.size()) {
+    size_t end = dis.find('\n', start);
+    if (end == std::string::npos) end = dis.size();
+    std::string line = dis.substr(start, end - start);
+    std::smatch m;
+    if (std::regex_search(line, m, addr_re)) lines.push_back({std::stoull(m[1].str(), nullptr, 16), line});
+    start = end + 1;
+  }
+  std::regex branch_re(R"(s_(?:c?branch\w*)\s+(\d+))");
+  uint64_t lo = 0, hi = 0;
+  for (auto& [addr, line] : lines) {
+    std::smatch m;
+    if (!std::regex_search(line, m, branch_re)) continue;
+    int simm = std::stoi(m[1].str());
+    if (simm < 32768) continue;  // forward
+    uint64_t target = addr + 4 + uint64_t(int64_t(simm - 65536) * 4);
+    if (hi - lo < addr - target) lo = target, hi = addr;
+  }
+  Split s;
+  for (auto& [addr, line] : lines) (addr < lo ? s.before : addr <= hi ? s.loop : s.before) += line + "\n";
+  // (what follows the loop is not the prologue: keep only what precedes it)
+  s.before.clear();
+  for (auto& [addr, line] : lines)
+    if (addr < lo) s.before += line + "\n";
+  return s;
+}
+
+int spills(const codegen::CodeObject& co) {
+  int n = 0;
+  for (const char* k : {"spill_vgpr", "spill_sgpr"})
+    if (auto it = co.report.find(k); it != co.report.end()) n += int(it->second);
+  return n;
+}
+
+struct AmdCopy {
+  const char* arch;
+  const char* copy;  // the direct-to-LDS load of one chunk
+  const char* zero;  // the zero copy of a masked-off chunk
+  int chunks;        // per lane per [8, 256] bf16 tile (16 bytes a lane)
+};
+const AmdCopy kAmd[] = {{"gfx942", "global_load_lds_dword ", "buffer_load_dword off, s", 4},
+                        {"gfx950", "global_load_lds_dwordx4", "buffer_load_dwordx4 off, s", 1}};
+
+// Through shared memory: the prologue issues the copies of N-1 stages, the loop the
+// copies of one (each chunk also has its zero copy for when it is masked off), and the
+// loop waits for the oldest stage only: vmcnt((N-2) * chunks), never vmcnt(0).
+TEST(PipelineCodegen, AmdSharedStagesWaitForTheOldestOnly) {
+  for (const AmdCopy& a : kAmd)
+    for (int n : {2, 3, 4}) {
+      auto f = stream_kernel(n, /*shared=*/true);
+      auto co = compile(a.arch, *f);
+      std::string dis = amd::disassemble(co.binary);
+      Split s = split_at_loop(dis);
+      SCOPED_TRACE(fmt::format("{} num_stages={}\n{}", a.arch, n, dis));
+      ASSERT_FALSE(s.loop.empty());
+      EXPECT_EQ(count(s.before, a.copy), (n - 1) * a.chunks);
+      EXPECT_EQ(count(s.before, a.zero), (n - 1) * a.chunks);
+      EXPECT_EQ(count(s.loop, a.copy), a.chunks);
+      EXPECT_EQ(count(s.loop, a.zero), a.chunks);
+      EXPECT_EQ(count(s.loop, fmt::format("vmcnt({})", (n - 2) * a.chunks)), 1);
+      if (n > 2) EXPECT_EQ(count(s.loop, "vmcnt(0)"), 0);
+      EXPECT_EQ(count(s.loop, "global_load_dword"), 0);  // nothing through registers
+      EXPECT_EQ(spills(co), 0);
+      ASSERT_EQ(co.remarks.size(), 1u);
+      EXPECT_NE(co.remarks[0].find("yes (0 loads into registers, 1 into shared memory)"), std::string::npos);
+    }
+}
+
+// Into registers: N-1 loads in the prologue, and the loop unrolled N-1 times (one
+// iteration per tile in flight, so no tile is copied from one register to another
+// between iterations), one load each; no spills.
+TEST(PipelineCodegen, AmdRegisterStagesLoadAhead) {
+  for (const char* arch : {"gfx942", "gfx950"})
+    for (int n : {1, 2, 3, 4}) {
+      auto f = stream_kernel(n, /*shared=*/false);
+      auto co = compile(arch, *f);
+      std::string dis = amd::disassemble(co.binary);
+      Split s = split_at_loop(dis);
+      SCOPED_TRACE(fmt::format("{} num_stages={}\n{}", arch, n, dis));
+      EXPECT_EQ(count(s.before, "global_load_dwordx4"), n - 1);
+      EXPECT_EQ(count(s.loop, "global_load_dwordx4"), std::max(n - 1, 1));
+      EXPECT_EQ(spills(co), 0);
+    }
+}
+
+// PTX: cp.async for N-1 stages before the loop, one in it, cp.async.wait_group N-2.
+TEST(PipelineCodegen, PtxSharedStagesWaitGroupNMinus2) {
+  for (int n : {2, 3, 4}) {
+    auto f = stream_kernel(n, /*shared=*/true);
+    auto co = compile("sm_90", *f);
+    std::string ptx(co.binary.begin(), co.binary.end());
+    SCOPED_TRACE(fmt::format("num_stages={}\n{}", n, ptx));
+    // 128 threads, 32 bytes of the tile each: two 16-byte copies per stage
+    EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 2 * n);
+    EXPECT_EQ(count(ptx, "cp.async.commit_group"), n);
+    // in the loop, and wait_group 0 once after it
+    if (n > 2) EXPECT_EQ(count(ptx, fmt::format("cp.async.wait_group \t{};", n - 2)), 1);
+    EXPECT_EQ(count(ptx, "cp.async.wait_group \t0;"), n == 2 ? 2 : 1);
+    EXPECT_EQ(count(ptx, "ld.global"), 0);
+  }
+}
+
+// The loop without num_stages compiles to the same code as with num_stages(1).
+TEST(PipelineCodegen, OneStageIsTheUnpipelinedLoop) {
+  auto f = stream_kernel(1, false);
+  auto co = compile("gfx942", *f);
+  EXPECT_TRUE(co.remarks.empty());
+  EXPECT_EQ(count(co.tile_ir, "global_load_to_shared"), 0);
+}
+
+}  // namespace
