@@ -340,7 +340,7 @@ def main():
                 t = blocks[kernel]
                 off64 = rows * cols >= 2 ** 31  # rmsnorm::choose's rule; false for all 7 shapes
                 configs.append((arch, kernel, rows, cols, int(t["block"]), int(t["rows_per_pid"]),
-                                int(t["num_warps"]), off64, t.get("prefetch", "0") == "1", int(t.get("chunk", "0"))))
+                                int(t["num_warps"]), off64, t.get("num_stages", "1") == "2", int(t.get("chunk", "0"))))
                 tl_rows.append(t)
     results = triton_all(configs)
     other = None

@@ -172,12 +172,12 @@ struct Shape {
                      {"fwd_rows_per_pid", fc.rows_per_pid}, {"fwd_warps", fc.num_warps},
                      {"fwd_programs", fc.programs},
                      {"bwd_rows_per_pid", bc.rows_per_pid}, {"bwd_warps", bc.num_warps},
-                     {"bwd_programs", bc.programs}, {"bwd_prefetch", bc.prefetch}, {"bwd_chunk", bc.chunk},
+                     {"bwd_programs", bc.programs}, {"bwd_num_stages", bc.num_stages}, {"bwd_chunk", bc.chunk},
                      {"sets", sets}};
     fmt::print("rmsnorm {:>6}x{:<6} fwd {:8.2f} us {:7.0f} GB/s (R={} w={})  bwd {:8.2f} us {:7.0f} GB/s "
                "(R={} w={} P={}{}{}; dx {:.2f} us + dgamma {:.2f} us)  {}\n",
                s.rows, s.cols, fwd_ms * 1e3, fbytes / fwd_ms / 1e6, fc.rows_per_pid, fc.num_warps, bwd_ms * 1e3,
-               bbytes / bwd_ms / 1e6, bc.rows_per_pid, bc.num_warps, bc.programs, bc.prefetch ? " prefetch" : "",
+               bbytes / bwd_ms / 1e6, bc.rows_per_pid, bc.num_warps, bc.programs, bc.num_stages > 1 ? " num_stages=2" : "",
                bc.chunk ? fmt::format(" chunk={}", bc.chunk) : "", partials_ms * 1e3, dgamma_ms * 1e3,
                ok ? "ok" : "WRONG");
     return j;
@@ -214,7 +214,7 @@ nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats, bool fwd_o
       run(f, b0, "fwd");
     }
   if (fwd_only) return out;
-  for (bool prefetch : {false, true})
+  for (int stages : {1, 2})
     for (int r : {1, 2, 4, 8, 16})
       for (int w : {1, 2, 4, 8, 16})
         for (int per_cu : {1, 2, 4, 8, 16}) {
@@ -223,7 +223,7 @@ nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats, bool fwd_o
           if (b0.block > 512 ? per_cu > 4 || w < 4 : per_cu < 4 || w > 4) continue;
           auto b = b0;
           int64_t blocks = (s.rows + r - 1) / r;
-          b.rows_per_pid = r, b.num_warps = w, b.prefetch = prefetch;
+          b.rows_per_pid = r, b.num_warps = w, b.num_stages = stages;
           b.programs = std::min<int64_t>(blocks, int64_t(per_cu) * cus);
           run(f0, b, "bwd");
         }
@@ -233,7 +233,7 @@ nlohmann::json sweep_rmsnorm(tl::device dev, RowsCols s, int repeats, bool fwd_o
       for (int per_cu : {1, 2, 4, 8}) {
         if (b0.block < 16384 || chunk / (w * 32) < 4) continue;
         auto b = b0;
-        b.chunk = chunk, b.rows_per_pid = 1, b.num_warps = w, b.prefetch = false;
+        b.chunk = chunk, b.rows_per_pid = 1, b.num_warps = w, b.num_stages = 1;
         b.programs = std::min<int64_t>(s.rows, int64_t(per_cu) * cus);
         run(f0, b, "bwd");
       }

@@ -61,11 +61,12 @@ template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
     std::string meta = rmsnorm::compile<E>(cfg, a.target, rows, cols, a.zero_centered, bwd);
     auto j = nlohmann::json::parse(meta);
     fmt::print("kernel: {}\nshape: {}x{}\ntarget: {}\nblock: {}\nrows_per_pid: {}\nnum_warps: {}\nprograms: {}\n"
-               "prefetch: {}\nchunk: {}\n",
+               "num_stages: {}\nchunk: {}\n",
                j.value("kernel", ""), rows, cols, j.value("target_full", ""), cfg.block,
-               cfg.rows_per_pid, cfg.num_warps, cfg.programs, int(cfg.prefetch), cfg.chunk);
+               cfg.rows_per_pid, cfg.num_warps, cfg.programs, cfg.num_stages, cfg.chunk);
     for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy"})
       if (j["report"].contains(k)) fmt::print("{}: {}\n", k, j["report"][k].get<int64_t>());
+    for (auto& r : j.value("remarks", nlohmann::json::array())) fmt::print("{}\n", r.get<std::string>());
     fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));
   }
 }

@@ -67,16 +67,16 @@ template <class E> auto& forward_kernel() {
 
 // Backward, persistent: each program walks blocks of ROWS_PER_PID rows with a stride of
 // the grid, accumulating its partial dgamma in registers, so the partials to reduce
-// afterwards number a few per compute unit rather than one per row. With PREFETCH the
-// loop loads the next block's x, dy and rstd before computing the current one (a
-// two-stage software pipeline written out: the loads of one iteration overlap the
-// arithmetic and stores of the previous), at the cost of a second block in registers.
+// afterwards number a few per compute unit rather than one per row. With STAGES = 2 the
+// loop is software-pipelined (tl::num_stages): the next block's x, dy and rstd are
+// loaded before the current one is computed, so that the loads of one iteration overlap
+// the arithmetic and stores of the previous, at the cost of a second block in registers.
 //   dx = r*g*dy - x * r^3/N * sum(dy*g*x),   dgamma = sum over rows of dy*x*r
 template <class E> auto& backward_kernel() {
   static auto k = tl::kernel("rmsnorm_bwd", [](tl::ptr<E> x, tl::ptr<E> dy, tl::ptr<E> w, tl::ptr<tl::f32> rstd,
                                                tl::ptr<E> dx, tl::ptr<tl::f32> dw_partial, tl::i32 rows,
                                                tl::i32 cols, int BLOCK, int ROWS_PER_PID, bool ZERO_CENTERED,
-                                               bool OFFSETS64, bool PREFETCH) {
+                                               bool OFFSETS64, int STAGES) {
     using Out = typename tl::elem_t<E>;
     const int R = ROWS_PER_PID;
     auto c = tl::arange(0, BLOCK);
@@ -93,39 +93,17 @@ template <class E> auto& backward_kernel() {
     auto step = tl::num_programs(0) * R;
     auto body = [&](auto offsets_of) {
       auto mask_of = [&](const auto& r_idx) { return tl::expand_dims(r_idx < rows, 1) & tl::expand_dims(m, 0); };
-      // One block: the rows r_idx, their x, dy (in E) and rstd, as loaded.
-      auto compute = [&](const auto& r_idx, const auto& xe, const auto& ge, const auto& r) {
-        auto xv = xe.template to<tl::f32>();
-        auto gv = ge.template to<tl::f32>();
+      for (auto first : tl::range(pid * R, rows, step, tl::num_stages(STAGES))) {
+        auto r_idx = first + tl::arange(0, R);
+        auto m2 = mask_of(r_idx);
+        auto offs = offsets_of(r_idx);
+        auto xv = tl::load(x + offs, m2, 0.0f).template to<tl::f32>();
+        auto gv = tl::load(dy + offs, m2, 0.0f).template to<tl::f32>();
+        auto r = tl::load(rstd + r_idx, r_idx < rows, 0.0f);
         auto dot = tl::sum(gv * g2 * xv, 1) / n;
         auto d = tl::expand_dims(r, 1) * g2 * gv - xv * tl::expand_dims(r * r * r * dot, 1);
-        tl::store(dx + offsets_of(r_idx), d.template to<Out>(), mask_of(r_idx));
+        tl::store(dx + offs, d.template to<Out>(), m2);
         dg = dg + gv * xv * tl::expand_dims(r, 1);
-      };
-      if (!PREFETCH) {
-        for (auto first : tl::range(pid * R, rows, step)) {
-          auto r_idx = first + tl::arange(0, R);
-          auto m2 = mask_of(r_idx);
-          auto offs = offsets_of(r_idx);
-          compute(r_idx, tl::load(x + offs, m2, 0.0f), tl::load(dy + offs, m2, 0.0f),
-                  tl::load(rstd + r_idx, r_idx < rows, 0.0f));
-        }
-        return;
-      }
-      auto r_next = pid * R + tl::arange(0, R);
-      auto x_next = tl::load(x + offsets_of(r_next), mask_of(r_next), 0.0f);
-      auto dy_next = tl::load(dy + offsets_of(r_next), mask_of(r_next), 0.0f);
-      auto rstd_next = tl::load(rstd + r_next, r_next < rows, 0.0f);
-      for (auto first : tl::range(pid * R, rows, step)) {
-        auto r_idx = first + tl::arange(0, R);
-        auto xe = x_next, ge = dy_next;
-        auto r = rstd_next;
-        // The next block (past the last row: masked off, nothing read).
-        r_next = r_idx + step;
-        x_next = tl::load(x + offsets_of(r_next), mask_of(r_next), 0.0f);
-        dy_next = tl::load(dy + offsets_of(r_next), mask_of(r_next), 0.0f);
-        rstd_next = tl::load(rstd + r_next, r_next < rows, 0.0f);
-        compute(r_idx, xe, ge, r);
       }
     };
     if (OFFSETS64)
@@ -214,7 +192,7 @@ struct Config {
   int block = 0;
   int rows_per_pid = 1;
   int num_warps = 4;
-  bool prefetch = false;  // backward only: load the next block of rows while computing this one
+  int num_stages = 1;     // backward only: 2 loads the next block of rows while computing this one
   int chunk = 0;          // backward only: > 0 runs backward_chunked_kernel with chunks of this many columns
   bool offsets64 = false;
   int64_t programs = 0;  // the grid
@@ -237,7 +215,7 @@ inline int next_pow2(int64_t n) {
 // narrow rows take blocks of up to 16 rows (2048 elements) with 2 warps and 4 programs
 // per compute unit; wider rows use more warps and fewer programs as they grow (one
 // program per compute unit from 8192 columns), and every row that leaves registers to
-// spare prefetches the next block (rows up to 8192 columns). Rows wider than 16384
+// spare loads the next block ahead (num_stages 2, rows up to 8192 columns). Rows wider than 16384
 // columns go through backward_chunked_kernel (chunks of 8192): it does not spill on
 // AMD, and measured 3.9x the one-pass kernel at 1024x32768 on the H100.
 inline Config choose(int64_t rows, int64_t cols, int compute_units, bool backward) {
@@ -280,7 +258,7 @@ inline Config choose(int64_t rows, int64_t cols, int compute_units, bool backwar
   } else {
     c.num_warps = 16, per_cu = 1;
   }
-  c.prefetch = c.block <= 8192;
+  c.num_stages = c.block <= 8192 ? 2 : 1;
   if (c.block > 16384) c.chunk = 8192;
   int64_t blocks = (rows + c.rows_per_pid - 1) / c.rows_per_pid;
   c.programs = std::min<int64_t>(blocks, per_cu * cus);
@@ -320,7 +298,7 @@ void backward_partials(const Config& c, const B& x, const B& dy, const B& w, con
   else
     backward_kernel<E>()[tl::grid(c.programs)].with({.num_warps = c.num_warps})(
         x, dy, w, rstd, dx, dw_partial, int(rows), int(cols), c.block, c.rows_per_pid, zero_centered,
-        c.offsets64, c.prefetch);
+        c.offsets64, c.num_stages);
 }
 
 template <class F> void reduce_dgamma(const Config& c, const F& dw_partial, const F& dw, int64_t cols) {
@@ -353,7 +331,7 @@ std::string compile(const Config& c, const std::string& target, int64_t rows, in
     return backward_chunked_kernel<E>().compile(target, o, p, p, p, f, p, f, int(rows), int(cols), c.chunk,
                                                 zero_centered, c.offsets64);
   return backward_kernel<E>().compile(target, o, p, p, p, f, p, f, int(rows), int(cols), c.block, c.rows_per_pid,
-                                      zero_centered, c.offsets64, c.prefetch);
+                                      zero_centered, c.offsets64, c.num_stages);
 }
 
 }  // namespace rmsnorm

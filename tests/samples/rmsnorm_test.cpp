@@ -140,7 +140,7 @@ std::string describe(int64_t rows, int64_t cols, const char* dtype, bool zc, con
   return std::to_string(rows) + "x" + std::to_string(cols) + " " + dtype + (zc ? " zero-centered" : "") +
          " fwd B" + std::to_string(f.block) + " R" + std::to_string(f.rows_per_pid) + " w" +
          std::to_string(f.num_warps) + (f.offsets64 ? " off64" : "") + ", bwd R" + std::to_string(b.rows_per_pid) +
-         " w" + std::to_string(b.num_warps) + " P" + std::to_string(b.programs) + (b.prefetch ? " prefetch" : "") +
+         " w" + std::to_string(b.num_warps) + " P" + std::to_string(b.programs) + (b.num_stages > 1 ? " num_stages=" + std::to_string(b.num_stages) : "") +
          (b.chunk ? " chunk" + std::to_string(b.chunk) : "");
 }
 
@@ -237,14 +237,15 @@ TEST(RMSNormSample, RowCountNotDivisibleByTheLargestPackingFactor) {
   }
 }
 
-TEST(RMSNormSample, PrefetchingBackwardOnRaggedRowsAndGrids) {
-  // The two-stage backward: every program's last prefetch lies past the rows (masked);
+TEST(RMSNormSample, PipelinedBackwardOnRaggedRowsAndGrids) {
+  // The two-stage backward (num_stages 2): every program's last load ahead lies past the
+  // rows (masked);
   // 129 rows in blocks of 4 leave a ragged last block; 37 rows over 8 programs leave
   // programs with 4 and 5 blocks; a grid of 1 walks every block itself.
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{129, 77}, {37, 1000}, {64, 128}})
     for (int64_t programs : {int64_t(1), int64_t(3), int64_t(0)}) {
       auto f = rmsnorm::choose(rows, cols, kCUs, false), b = rmsnorm::choose(rows, cols, kCUs, true);
-      b.prefetch = true;
+      b.num_stages = 2;
       if (programs > 0) b.programs = programs;
       for (bool wide : {false, true}) {
         auto bw = b;
@@ -271,7 +272,7 @@ TEST(RMSNormSample, ChunkedBackwardOnWideAndRaggedRows) {
       auto f = rmsnorm::choose(k.rows, k.cols, kCUs, false), b = rmsnorm::choose(k.rows, k.cols, kCUs, true);
       b.chunk = k.chunk;
       b.rows_per_pid = 1;
-      b.prefetch = false;
+      b.num_stages = 1;
       b.programs = programs;
       for (bool wide : {false, true}) {
         auto bw = b;
@@ -349,11 +350,11 @@ TEST(RMSNormChoose, PackingOnlyForNarrowRowsAndNeverBelowTwoProgramsPerCU) {
           // The grid: the forward one program per block of rows, the backward persistent.
           if (bwd) {
             ASSERT_EQ(c.programs, std::min<int64_t>(blocks, per_cu * cus)) << at;
-            ASSERT_EQ(c.prefetch, c.block <= 8192) << at;
+            ASSERT_EQ(c.num_stages, c.block <= 8192 ? 2 : 1) << at;
             ASSERT_EQ(c.chunk, c.block > 16384 ? 8192 : 0) << at;
           } else {
             ASSERT_EQ(c.programs, blocks) << at;
-            ASSERT_FALSE(c.prefetch) << at;
+            ASSERT_EQ(c.num_stages, 1) << at;
             ASSERT_EQ(c.chunk, 0) << at;
           }
           if (c.block > 512) ASSERT_EQ(c.rows_per_pid, 1) << at << ": packed a wide row";
@@ -392,7 +393,7 @@ TEST(RMSNormChoose, DesignShapesOnMI300XAndMI355X) {
       EXPECT_EQ(b.rows_per_pid, 16);
       EXPECT_EQ(b.programs, 4 * cus);
       EXPECT_EQ(b.num_warps, 2);
-      EXPECT_TRUE(b.prefetch);
+      EXPECT_EQ(b.num_stages, 2);
     }
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{8192, 4096}, {4096, 8192}, {16384, 2048}, {2048, 16384},
                               {1024, 32768}})
