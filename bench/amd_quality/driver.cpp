@@ -9,6 +9,9 @@
 //       on the GPU machine: runs every case at its benchmark problem on the default
 //       device, checks it against the double-precision reference, and times it (device
 //       events around batches, median of N), GB/s from the bytes it must move;
+//   tl-amd-quality --target gfx942 --ceiling bench/amd_quality/vgpr_ceiling.json
+//       also writes each target's VGPRs per case: the record amd_quality_test holds
+//       the lowering to (lower it when a change saves registers);
 //   tl-amd-quality --list
 //       the cases and their Triton configuration (params), as JSON.
 #include <fmt/format.h>
@@ -80,7 +83,7 @@ amd_quality::Timer cuda_timer(const tl::cuda::Api* cu, int repeats) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> targets;
-  std::string only, out;
+  std::string only, out, ceiling;
   bool bench = false, list = false;
   int repeats = 20;
   for (int i = 1; i < argc; ++i) {
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
     if (a == "--target") targets.push_back(next());
     else if (a == "--only") only = next();
     else if (a == "--out") out = next();
+    else if (a == "--ceiling") ceiling = next();
     else if (a == "--bench") bench = true;
     else if (a == "--list") list = true;
     else if (a == "--repeats") repeats = std::stoi(next());
@@ -129,13 +133,16 @@ int main(int argc, char** argv) {
       }
     } else {
       if (targets.empty()) targets = {"gfx942"};
+      nlohmann::json record = nlohmann::json::object();
       for (auto& t : targets)
         for (auto& c : picked) {
           auto j = compile_case(c, t);
+          record[t][c.name] = j["report"].value("vgpr", -1);
           fmt::print(stderr, "{:7} {:32} vgpr {:3} spill {} occupancy {}\n", t, c.name, j["report"].value("vgpr", -1),
                      j["report"].value("spill_vgpr", -1), j["report"].value("occupancy", -1));
           result.push_back(j);
         }
+      if (!ceiling.empty()) std::ofstream(ceiling) << record.dump(1) << "\n";
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "tl-amd-quality: {}\n", e.what());

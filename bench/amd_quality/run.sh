@@ -2,7 +2,7 @@
 # The AMD code-quality suite, tl beside Triton, from code objects (no AMD GPU needed):
 # builds tl-amd-quality, compiles every case for gfx942 and gfx950, compiles the Triton
 # twins the same way, and writes bench/results/amd-quality-<date>/{table.md,table.json,
-# plot.png,COMMAND,tl.json}.
+# plot.png,COMMAND} (--isa: both sides' listings in isa/).
 #
 #   bash bench/amd_quality/run.sh [--python /work/venv-triton/bin/python] [--build DIR] [--isa]
 #
@@ -29,14 +29,15 @@ cmake --build "$BUILD" -j"${JOBS:-2}" --target tl-amd-quality >/dev/null
 # A fresh cache, always compiling: compile times are measured, and the disassembly is
 # read back from the entry each compile writes.
 export TL_CACHE_DIR=$(mktemp -d) TL_ALWAYS_COMPILE=1
-"$BUILD/bench/tl-amd-quality" --target gfx942 --target gfx950 --out "$OUT/tl.json"
-"$PY" "$ROOT/bench/amd_quality/compare.py" --tl "$OUT/tl.json" --out "$OUT" "${ISA[@]}"
+TLJSON=$TL_CACHE_DIR/tl.json  # with the disassembly: large, not kept
+"$BUILD/bench/tl-amd-quality" --target gfx942 --target gfx950 --out "$TLJSON"
+"$PY" "$ROOT/bench/amd_quality/compare.py" --tl "$TLJSON" --out "$OUT" "${ISA[@]}"
 rm -rf "$TL_CACHE_DIR"
 {
   echo "# $(date -u +%Y-%m-%dT%H:%MZ), tl $(git -C "$ROOT" rev-parse --short=12 HEAD), $("$PY" -c 'import triton; print("triton", triton.__version__)')"
   echo "bash bench/amd_quality/run.sh --python $PY ${ISA[*]}"
   echo "# which runs:"
-  echo "TL_ALWAYS_COMPILE=1 $BUILD/bench/tl-amd-quality --target gfx942 --target gfx950 --out $OUT/tl.json"
-  echo "$PY bench/amd_quality/compare.py --tl $OUT/tl.json --out $OUT ${ISA[*]}"
+  echo "TL_ALWAYS_COMPILE=1 $BUILD/bench/tl-amd-quality --target gfx942 --target gfx950 --out tl.json"
+  echo "$PY bench/amd_quality/compare.py --tl tl.json --out ${OUT#$ROOT/} ${ISA[*]}"
 } > "$OUT/COMMAND"
 echo "wrote $OUT"
