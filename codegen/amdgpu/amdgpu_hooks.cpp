@@ -177,6 +177,18 @@ llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Va
   return b.CreateTrunc(packed, b.getInt8Ty());
 }
 
+// f32 exp as exp2(x * log2(e)), as Triton's AMD backend and tl's NVPTX lowering do:
+// llvm.exp2 is one v_exp_f32 (with the backend's denormal-range scaling), while
+// llvm.exp.f32 expands to a correctly rounded sequence (range reduction, v_rndne,
+// v_cvt_i32, v_ldexp and overflow/underflow selects) whose temporaries, interleaved
+// over a row's registers, cost a softmax of 16 values a lane 57 VGPRs against 30
+// (bench/amd_quality). The error is Triton's: the rounding of x * log2(e), a few ulp
+// for |x| near the f32 range's end.
+llvm::Value* AmdgpuHooks::math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) {
+  if (op != Op::exp || !x->getType()->isFloatTy()) return nullptr;
+  return b.CreateUnaryIntrinsic(Intr::exp2, b.CreateFMul(x, llvm::ConstantFP::get(b.getFloatTy(), M_LOG2E)));
+}
+
 void AmdgpuHooks::trap(llvm::IRBuilderBase& b, unsigned line) {
   // The failing line goes to a global the runtime (or a debugger) can read with
   // hipModuleGetGlobal("tl_assert_line"); s_trap then ends the dispatch with an error,
