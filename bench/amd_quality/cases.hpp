@@ -1,6 +1,7 @@
 // The suite's cases: each kernel of kernels.hpp at two tile configurations, with its
 // benchmark problem, a cheap problem for the CPU check, and a double-precision
-// reference. `params` is what the Triton twin (triton_kernels.py) is compiled with.
+// reference. `params` is what the Triton twin (triton_kernels.py) is compiled with, and
+// the problem sizes its GPU runner (gpu_bench.py) builds inputs for.
 #pragma once
 
 #include <algorithm>
@@ -341,7 +342,7 @@ inline Case transpose_case(int64_t M, int64_t N, int bm, int bn, int w) {
 
 inline Case embedding_case(int64_t tokens, int64_t vocab, int64_t D, int bt, int bd, int w) {
   Case c{"embedding", fmt::format("embedding.{}x{}_w{}", bt, bd, w), w};
-  c.params = {{"D", D}, {"BT", bt}, {"BD", bd}, {"grid", {tokens / bt}}};
+  c.params = {{"D", D}, {"BT", bt}, {"BD", bd}, {"vocab", vocab}, {"grid", {tokens / bt}}};
   c.problem = fmt::format("{} tokens of a {}x{} bf16 table", tokens, vocab, D);
   c.compile = [=](const std::string& target) {
     return detail::Compiler{target, warps(w)}(embedding_kernel(), tl::grid(tokens / bt), fake<tl::i32>(0),
@@ -369,7 +370,7 @@ inline Case embedding_case(int64_t tokens, int64_t vocab, int64_t D, int bt, int
 
 inline Case histogram_case(int64_t n, int bins, int block, int w) {
   Case c{"histogram", fmt::format("histogram.B{}_w{}", block, w), w};
-  c.params = {{"n", n}, {"BLOCK", block}, {"grid", {tl::cdiv(n, block)}}};
+  c.params = {{"n", n}, {"bins", bins}, {"BLOCK", block}, {"grid", {tl::cdiv(n, block)}}};
   c.problem = fmt::format("{} i32 values into {} bins", n, bins);
   c.compile = [=](const std::string& target) {
     return detail::Compiler{target, warps(w)}(histogram_kernel(), tl::grid(tl::cdiv(n, block)), fake<tl::i32>(0),
@@ -460,7 +461,7 @@ inline Case lse_stream_case(int64_t rows, int64_t cols, int block, int w) {
 
 inline Case segment_sum_case(int64_t segments, int64_t max_len, int block, int w) {
   Case c{"segment_sum", fmt::format("segment_sum.B{}_w{}", block, w), w};
-  c.params = {{"BLOCK", block}, {"grid", {segments}}};
+  c.params = {{"BLOCK", block}, {"max_len", max_len}, {"grid", {segments}}};
   c.problem = fmt::format("{} f32 segments of 0..{} values", segments, max_len);
   c.compile = [=](const std::string& target) {
     return detail::Compiler{target, warps(w)}(segment_sum_kernel(), tl::grid(segments), fake<tl::f32>(0),

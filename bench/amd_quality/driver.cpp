@@ -42,7 +42,9 @@ nlohmann::json compile_case(const amd_quality::Case& c, const std::string& targe
   j["compile_ms"] = meta.value("compile_ms", 0.0);
   auto entry = tl::cache::DiskCache::global().load(meta["key"].get<std::string>());
   if (!entry || !entry->artifacts.count("code")) throw std::runtime_error("no cache entry for " + c.name);
-  j["isa"] = tl::amd::disassemble(entry->artifacts["code"]);
+  const auto& code = entry->artifacts["code"];
+  // AMD: the disassembly; NVIDIA: the PTX itself.
+  j["isa"] = target.rfind("gfx", 0) == 0 ? tl::amd::disassemble(code) : std::string(code.begin(), code.end());
   return j;
 }
 
