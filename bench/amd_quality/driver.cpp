@@ -123,7 +123,12 @@ int main(int argc, char** argv) {
       for (auto& c : picked) {
         auto j = describe(c);
         j["device"] = dev.name();
-        auto r = c.run(dev, true, cu ? &timer : nullptr);
+        amd_quality::Result r;
+        try {
+          r = c.run(dev, true, cu ? &timer : nullptr);
+        } catch (const std::exception& e) {  // recorded, and the other cases still run
+          r.error = std::string("exception: ") + e.what();
+        }
         j["error"] = r.error;
         j["ms"] = r.ms;
         j["bytes"] = r.bytes;
