@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
-# side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant, pipeline).
+# side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant,
+# pipeline, amd_quality).
 # Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
@@ -32,6 +33,10 @@ if [[ $BENCHES == *" rmsnorm "* ]]; then
 fi
 if [[ $BENCHES == *" pipeline "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_pipeline_bench.py --tl /tmp/tl/bin/tl-bench-pipeline --out "$OUT" || rc=1
+fi
+# The AMD code-quality suite's kernels, tl beside Triton (TL_BENCHES=amd_quality).
+if [[ $BENCHES == *" amd_quality "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/amd_quality/gpu_bench.py --tl /tmp/tl/bin/tl-amd-quality --out "$OUT" || rc=1
 fi
 if [[ $BENCHES == *" fp8_quant "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1

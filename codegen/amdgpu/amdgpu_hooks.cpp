@@ -176,9 +176,26 @@ static bool is_e5m2(DType fmt) { return fmt == DType::f8e5m2 || fmt == DType::f8
 
 llvm::Value* AmdgpuHooks::fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) {
   if (!caps_.has_hardware_fp8(fmt)) return nullptr;
-  llvm::Value* w = b.CreateZExt(bits, b.getInt32Ty());
+  // A byte of a loaded vector is converted where it lies: the convert's byte select
+  // (src0_sel:BYTE_n) reads it from its 32-bit word, where zero-extending it first costs
+  // a v_bfe/v_and and a register per byte (FP8 dequantize: 26 VGPRs against Triton's 19,
+  // bench/amd_quality).
+  llvm::Value* w = nullptr;
+  unsigned sel = 0;
+  if (auto* ee = llvm::dyn_cast<llvm::ExtractElementInst>(bits))
+    if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(ee->getIndexOperand())) {
+      unsigned n = unsigned(llvm::cast<llvm::FixedVectorType>(ee->getVectorOperandType())->getNumElements());
+      unsigned i = unsigned(ci->getZExtValue());
+      if (n % 4 == 0 && i < n) {
+        llvm::Value* words =
+            b.CreateBitCast(ee->getVectorOperand(), llvm::FixedVectorType::get(b.getInt32Ty(), n / 4));
+        w = b.CreateExtractElement(words, uint64_t(i / 4));
+        sel = i % 4;
+      }
+    }
+  if (!w) w = b.CreateZExt(bits, b.getInt32Ty());
   return b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_f32_bf8 : Intr::amdgcn_cvt_f32_fp8, kNoTypes,
-                           {w, b.getInt32(0)});
+                           {w, b.getInt32(sel)});
 }
 
 llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) {
@@ -191,6 +208,18 @@ llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Va
       b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_pk_bf8_f32 : Intr::amdgcn_cvt_pk_fp8_f32, kNoTypes,
                         {c, c, b.getInt32(0), b.getFalse()});
   return b.CreateTrunc(packed, b.getInt8Ty());
+}
+
+// f32 exp as exp2(x * log2(e)), as Triton's AMD backend and tl's NVPTX lowering do:
+// llvm.exp2 is one v_exp_f32 (with the backend's denormal-range scaling), while
+// llvm.exp.f32 expands to a correctly rounded sequence (range reduction, v_rndne,
+// v_cvt_i32, v_ldexp and overflow/underflow selects) whose temporaries, interleaved
+// over a row's registers, cost a softmax of 16 values a lane 57 VGPRs against 30
+// (bench/amd_quality). The error is Triton's: the rounding of x * log2(e), a few ulp
+// for |x| near the f32 range's end.
+llvm::Value* AmdgpuHooks::math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) {
+  if (op != Op::exp || !x->getType()->isFloatTy()) return nullptr;
+  return b.CreateUnaryIntrinsic(Intr::exp2, b.CreateFMul(x, llvm::ConstantFP::get(b.getFloatTy(), M_LOG2E)));
 }
 
 void AmdgpuHooks::trap(llvm::IRBuilderBase& b, unsigned line) {

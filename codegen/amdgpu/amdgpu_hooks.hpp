@@ -36,6 +36,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   void decorate_atomic(llvm::Instruction* inst, scope sc) override;
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;
   llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override;
+  llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;
   llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) override;
   llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) override;

@@ -219,8 +219,10 @@ class LayoutPlanner {
         case Op::cast:
           if (!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) meet(wanted_layout(u->result()));
           break;
+        // addptr too: a gathered row index (an embedding's ids) becomes pointers before
+        // its broadcast over the row, and loads in the broadcast's layout.
         case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
-        case Op::abs: case Op::select:
+        case Op::abs: case Op::select: case Op::addptr:
           meet(wanted_layout(u->result()));
           break;
         case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)

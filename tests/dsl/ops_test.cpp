@@ -283,6 +283,47 @@ TEST(Reductions, ThreeDimensionalMiddleAxisAndCumsum) {
   EXPECT_TRUE(near(CS.download(), wc, 1e-5, 1e-5));
 }
 
+// Scans whose axis spans registers, lanes and warps (the GPU lowering's bit-by-bit
+// scan: 8 warps, and rows over warps on the other axis), f32 and i32, with the reference
+// summed in double.
+TEST(Reductions, CumsumAcrossLanesAndWarps) {
+  auto k = tl::kernel("cumsum_wide", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::ptr<tl::i32> yi,
+                                        tl::ptr<tl::f32> z) {
+    auto c = tl::arange(0, 4096);
+    auto v = tl::load(x + c);
+    tl::store(y + c, tl::cumsum(v, 0));
+    tl::store(yi + c, tl::cumsum((v * 100.0f).to<tl::i32>(), 0));
+    auto offs = tl::expand_dims(tl::arange(0, 16), 1) * 256 + tl::expand_dims(tl::arange(0, 256), 0);
+    auto m = tl::load(x + offs);
+    tl::store(z + offs, tl::cumsum(m, 0) + tl::cumsum(m, 1));
+  });
+  auto h = random_floats(4096);
+  auto X = upload<ty::f32>(h);
+  auto Y = test_device().alloc<tl::f32>(4096);
+  auto YI = test_device().alloc<tl::i32>(4096);
+  auto Z = test_device().alloc<tl::f32>(4096);
+  poison(Y);
+  poison(Z);
+  k[tl::grid(1)].with({.num_warps = 8})(X, Y, YI, Z);
+  std::vector<double> wy(4096), wi(4096), wz(4096, 0.0);
+  double run = 0;
+  int64_t irun = 0;
+  for (int i = 0; i < 4096; ++i) {
+    wy[i] = run += h[i];
+    wi[i] = double(irun += int64_t(float(h[i]) * 100.0f));
+  }
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 256; ++c) {
+      double down = 0, across = 0;
+      for (int i = 0; i <= r; ++i) down += h[i * 256 + c];
+      for (int j = 0; j <= c; ++j) across += h[r * 256 + j];
+      wz[r * 256 + c] = down + across;
+    }
+  EXPECT_TRUE(near(Y.download(), wy, 1e-4, 1e-3));
+  EXPECT_TRUE(near(YI.download(), wi, 0, 0));
+  EXPECT_TRUE(near(Z.download(), wz, 1e-4, 1e-3));
+}
+
 TEST(Shapes, TransReshapeBroadcast) {
   auto k = tl::kernel("shapes", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> t, tl::ptr<tl::f32> b) {
     auto r = tl::expand_dims(tl::arange(0, 8), 1);

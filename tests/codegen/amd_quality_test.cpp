@@ -1,0 +1,67 @@
+// The AMD code-quality suite (bench/amd_quality) as a regression net, no GPU and no
+// Triton needed:
+//   - every case's tl kernel runs on the CPU at a cheap problem and matches a plain
+//     double-precision reference (so the suite never measures a wrong kernel);
+//   - every case compiled for gfx942 uses no more VGPRs than recorded in
+//     bench/amd_quality/vgpr_ceiling.json, and spills nothing. A lowering change that
+//     costs a kernel registers fails here; one that saves some says so, and the record
+//     is lowered with `tl-amd-quality --target gfx942 --ceiling FILE`.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "bench/amd_quality/cases.hpp"
+
+namespace {
+
+const std::vector<amd_quality::Case>& all_cases() {
+  static const auto cases = amd_quality::cases();
+  return cases;
+}
+
+nlohmann::json ceiling() {
+  std::ifstream in(TL_SOURCE_DIR "/bench/amd_quality/vgpr_ceiling.json");
+  if (!in) throw std::runtime_error("cannot read bench/amd_quality/vgpr_ceiling.json");
+  return nlohmann::json::parse(in)["gfx942"];
+}
+
+class AmdQuality : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(AmdQuality, MatchesDoubleReferenceOnCpu) {
+  const auto& c = all_cases()[GetParam()];
+  auto r = c.run(tl::cpu_device(), /*bench=*/false, nullptr);
+  EXPECT_EQ(r.error, "") << c.name;
+}
+
+TEST_P(AmdQuality, Gfx942VgprsAtMostRecorded) {
+  const auto& c = all_cases()[GetParam()];
+  auto rec = ceiling();
+  ASSERT_TRUE(rec.contains(c.name)) << c.name << " has no recorded VGPR count in bench/amd_quality/vgpr_ceiling.json";
+  auto meta = nlohmann::json::parse(c.compile("gfx942"));
+  int vgpr = meta["report"]["vgpr"].get<int>(), recorded = rec[c.name].get<int>();
+  EXPECT_LE(vgpr, recorded) << c.name << ": " << vgpr << " VGPRs on gfx942, recorded " << recorded;
+  EXPECT_EQ(meta["report"]["spill_vgpr"].get<int>(), 0) << c.name;
+  EXPECT_EQ(meta["report"]["spill_sgpr"].get<int>(), 0) << c.name;
+  if (vgpr < recorded)
+    std::cout << c.name << ": " << vgpr << " VGPRs, under the recorded " << recorded << ": lower the record\n";
+}
+
+// Every record names a case: a renamed or removed case cannot leave its ceiling behind.
+TEST(AmdQualityRecord, NamesOnlyExistingCases) {
+  std::set<std::string> names;
+  for (auto& c : all_cases()) EXPECT_TRUE(names.insert(c.name).second) << "duplicate case " << c.name;
+  auto rec = ceiling();
+  for (auto it = rec.begin(); it != rec.end(); ++it) EXPECT_TRUE(names.count(it.key())) << "stale record " << it.key();
+}
+
+std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
+  std::string n = all_cases()[info.param].name;
+  for (auto& ch : n)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return n;
+}
+
+INSTANTIATE_TEST_SUITE_P(Suite, AmdQuality, ::testing::Range(size_t(0), all_cases().size()), case_name);
+
+}  // namespace
