@@ -187,8 +187,12 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     Trace t(name, {loc.file_name(), loc.line()});
     // The target is known before tracing, so tl::shared is checked against its budget
     // where the user wrote it (the CPU's buffers are stack arrays: no budget).
-    if (target.kind != codegen::TargetDesc::cpu)
-      t.set_shared_budget(codegen::capabilities_for(target).shared_bytes_per_program, target.arch);
+    if (target.kind != codegen::TargetDesc::cpu) {
+      const gpu::TargetCapabilities caps = codegen::capabilities_for(target);
+      t.set_shared_budget(caps.shared_bytes_per_program, target.arch);
+      // Likewise a tile too large for the registers of num_warps warps.
+      t.set_register_budget(opts.num_warps * target.wave_size, caps.registers_per_lane, opts.num_warps, target.arch);
+    }
     auto saved = t_args;
     t_args = args;
     try {
