@@ -64,7 +64,9 @@ template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
                "prefetch: {}\nchunk: {}\n",
                j.value("kernel", ""), rows, cols, j.value("target_full", ""), cfg.block,
                cfg.rows_per_pid, cfg.num_warps, cfg.programs, int(cfg.prefetch), cfg.chunk);
-    for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy"})
+    for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy",
+                          "regs", "spill_store_bytes", "spill_load_bytes", "local_bytes", "stack_bytes",
+                          "static_shared_bytes", "dynamic_shared_bytes", "max_threads_per_block"})
       if (j["report"].contains(k)) fmt::print("{}: {}\n", k, j["report"][k].get<int64_t>());
     fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));
   }
