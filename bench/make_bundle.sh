@@ -9,7 +9,7 @@ BUILD=${TL_BUNDLE_BUILD:-$ROOT/build-bundle}
 export CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=1
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DTL_STATIC_LLVM=ON -DTL_BUILD_TESTS=ON >/dev/null
 TESTS=(ops_test trace_errors_test numeric_test driver_test misuse_catalogue_test jit_cache_test cache_test rmsnorm_test
-       fp8_quant_test shared_test buffer_ops_test async_copy_test pipeline_test)
+       fp8_quant_test shared_test buffer_ops_test async_copy_test pipeline_test nvidia_report_test)
 cmake --build "$BUILD" -j"$(nproc)" --target tl tl-bench-gpu tl-bench-fp8-quant tl-bench-pipeline tl-amd-quality \
   tl-sample-rmsnorm tl-sample-vector_add tl-sample-fp8_quant tl-cache "${TESTS[@]}"
 STAGE=$ROOT/.bundle/stage
@@ -21,7 +21,8 @@ cp "$BUILD"/bench/tl-bench-gpu "$BUILD"/bench/tl-bench-fp8-quant "$BUILD"/bench/
 # the few shared libraries the GPU machine's Ubuntu may lack
 cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/libxxhash.so.0 "$STAGE"/lib/
 strip "$STAGE"/lib/libtl.so "$STAGE"/bin/*
-cp "$ROOT"/bench/run_gpu_bench.py "$ROOT"/bench/run_fp8_quant_bench.py "$ROOT"/bench/run_pipeline_bench.py "$STAGE"/bench/
+cp "$ROOT"/bench/run_gpu_bench.py "$ROOT"/bench/run_fp8_quant_bench.py "$ROOT"/bench/run_pipeline_bench.py \
+  "$ROOT"/bench/nvidia_report.py "$STAGE"/bench/
 mkdir -p "$STAGE"/bench/amd_quality && cp "$ROOT"/bench/amd_quality/*.py "$STAGE"/bench/amd_quality/
 tar -C "$STAGE" -cJf "$ROOT"/.bundle/tl.tar.xz .
 rm -rf "$STAGE"

@@ -56,6 +56,9 @@ struct CodeObject {
   int block_threads = 1;          // threads per program (num_warps * wave_size on GPUs)
   int shared_bytes = 0;           // shared memory (LDS) per program, static and dynamic
   double compile_ms = 0;
+  // How the binary was linked, for the cache entry and `tl-cache show` (AMD: "comgr" with
+  // comgr's version, or "lld"; and why that one). Empty where there is no choice.
+  std::string linker, linker_version, linker_reason;
 };
 
 // A code-generation target: tile IR in, code object out.
@@ -84,6 +87,11 @@ std::unique_ptr<Target> make_nvptx_target(const TargetDesc& d);
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
 // TL_DUMP_IR is set: print the IR (and the GPU layout plan) after each step to stderr.
 bool dump_ir_enabled();
+
+// What the environment chooses about how code for `d` is built, beyond the target and
+// the options (AMD: the linker and the code object version, codegen/amdgpu/link_choice.hpp),
+// for the cache key; "" for targets with no such choice. Throws what the choice throws.
+std::string build_identity(const TargetDesc& d);
 
 // Parses "gfx942", "gfx950:sramecc+:xnack-", "sm_90", "cpu"/"host" into a target.
 TargetDesc parse_target(const std::string& name);

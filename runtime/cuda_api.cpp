@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <vector>
@@ -57,6 +58,7 @@ std::unique_ptr<Api> Api::load(const char* path) {
   TL_CU_REQUIRE(cuModuleGetFunction);
   TL_CU_REQUIRE(cuLaunchKernel);
   TL_CU_REQUIRE(cuFuncSetAttribute);
+  TL_CU_REQUIRE(cuFuncGetAttribute);
   TL_CU_REQUIRE(cuStreamCreate);
   TL_CU_REQUIRE_V2(cuStreamDestroy);
   TL_CU_REQUIRE(cuStreamSynchronize);
@@ -161,29 +163,35 @@ CUcontext Api::context(int ordinal) const {
 
 void Api::bind(int ordinal) const { check(cuCtxSetCurrent(context(ordinal)), "cuCtxSetCurrent"); }
 
-CUresult Api::load_module_logged(CUmodule* module, const void* image, std::string* log) const {
+CUresult Api::load_module_logged(CUmodule* module, const void* image, std::string* log, std::string* info) const {
   // Both logs: the error log holds ptxas's errors, the info log its warnings and notes,
-  // which help to explain an error (e.g. "used 300 registers").
+  // which help to explain an error (e.g. "used 300 registers"). Verbose: the info log
+  // then also has ptxas's resource lines (stack frame, spill stores and loads), which
+  // the resource report reads (parse_ptxas_info).
   std::vector<char> error_log(16384, '\0'), info_log(16384, '\0');
   int options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_INFO_LOG_BUFFER,
-                   CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES};
+                   CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_LOG_VERBOSE};
   void* values[] = {error_log.data(), reinterpret_cast<void*>(uintptr_t(error_log.size() - 1)),
-                    info_log.data(), reinterpret_cast<void*>(uintptr_t(info_log.size() - 1))};
-  const CUresult err = cuModuleLoadDataEx(module, image, 4, options, values);
+                    info_log.data(), reinterpret_cast<void*>(uintptr_t(info_log.size() - 1)),
+                    reinterpret_cast<void*>(uintptr_t(1))};
+  const CUresult err = cuModuleLoadDataEx(module, image, 5, options, values);
+  const std::string info_text(info_log.data());
+  if (info) *info = info_text;
   if (log) {
     log->assign(error_log.data());
-    const std::string info(info_log.data());
-    if (!info.empty()) *log += (log->empty() ? "" : "\n") + info;
+    if (!info_text.empty()) *log += (log->empty() ? "" : "\n") + info_text;
   }
   return err;
 }
 
-CUmodule Api::load_module(const void* image) const {
+CUmodule Api::load_module(const void* image) const { return load_module(image, nullptr); }
+
+CUmodule Api::load_module(const void* image, std::string* info_log) const {
   CUmodule module = nullptr;
   std::string log;
   // One JIT with the logs attached, rather than cuModuleLoadData and then a second JIT to
   // find out why it failed: the logs cost nothing when it succeeds.
-  const CUresult err = load_module_logged(&module, image, &log);
+  const CUresult err = load_module_logged(&module, image, &log, info_log);
   if (err != CUDA_SUCCESS) {
     try {
       check(err, "cuModuleLoadData");
@@ -192,6 +200,46 @@ CUmodule Api::load_module(const void* image) const {
     }
   }
   return module;
+}
+
+PtxasInfo parse_ptxas_info(const std::string& log, const std::string& kernel) {
+  PtxasInfo info;
+  // "<number> <words>" anywhere in `line`: the number just before `words`, or -1.
+  auto number_before = [](const std::string& line, const std::string& words) -> int64_t {
+    size_t at = line.find(words);
+    if (at == std::string::npos || at < 2) return -1;
+    size_t end = at - 1, begin = end;  // a space separates the number from the words
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(line[begin - 1]))) --begin;
+    if (begin == end) return -1;
+    return std::strtoll(line.c_str() + begin, nullptr, 10);
+  };
+  // ptxas reports each function under "Function properties for <name>" (the stack and
+  // spill line follows) and then "Used <n> registers" for entry functions; a module may
+  // hold other functions, so only the lines after our kernel's header count.
+  bool ours = false;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t nl = log.find('\n', pos);
+    std::string line = log.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? log.size() : nl + 1;
+    if (line.find("Function properties for ") != std::string::npos) {
+      std::string name = line.substr(line.find("Function properties for ") + 24);
+      while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.pop_back();
+      ours = name == kernel;
+      continue;
+    }
+    if (line.find("Compiling entry function") != std::string::npos) {
+      ours = line.find("'" + kernel + "'") != std::string::npos;
+      continue;
+    }
+    if (!ours) continue;
+    if (int64_t v = number_before(line, "bytes stack frame"); v >= 0) info.stack_bytes = v;
+    if (int64_t v = number_before(line, "bytes spill stores"); v >= 0) info.spill_store_bytes = v;
+    if (int64_t v = number_before(line, "bytes spill loads"); v >= 0) info.spill_load_bytes = v;
+    if (size_t u = line.find("Used "); u != std::string::npos && line.find(" registers", u) != std::string::npos)
+      info.registers = std::strtoll(line.c_str() + u + 5, nullptr, 10);
+  }
+  return info;
 }
 
 }  // namespace tl::cuda

@@ -39,7 +39,14 @@ constexpr int CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
-// CUfunction_attribute: raise it to launch with more than 48 KiB of dynamic shared memory.
+// CUfunction_attribute: what the loaded function uses (read after loading, for the
+// resource report), and the one to raise to launch with more than 48 KiB of dynamic
+// shared memory.
+constexpr int CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+constexpr int CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;  // static shared memory
+constexpr int CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES = 2;
+constexpr int CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3;   // local memory per thread: spills, stack
+constexpr int CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 // CUjit_option
 constexpr int CU_JIT_INFO_LOG_BUFFER = 3;
@@ -50,6 +57,15 @@ constexpr int CU_JIT_LOG_VERBOSE = 12;
 // CUmoduleLoadingMode
 constexpr int CU_MODULE_EAGER_LOADING = 1;
 constexpr int CU_MODULE_LAZY_LOADING = 2;
+
+// What ptxas says about one kernel in the JIT's info log (CU_JIT_LOG_VERBOSE), the
+// figures no function attribute gives: "<n> bytes stack frame, <s> bytes spill stores,
+// <l> bytes spill loads" under "Function properties for <kernel>". Fields the log lacks
+// are -1. Pure text parsing: tested without a GPU.
+struct PtxasInfo {
+  int64_t stack_bytes = -1, spill_store_bytes = -1, spill_load_bytes = -1, registers = -1;
+};
+PtxasInfo parse_ptxas_info(const std::string& log, const std::string& kernel);
 
 // What tl needs to know about a device.
 struct DeviceInfo {
@@ -99,9 +115,14 @@ class Api {
   // Loads a module (PTX or cubin) into the current context. On failure throws
   // device_error whose message holds the JIT's error log, i.e. ptxas's own diagnostics.
   CUmodule load_module(const void* image) const;
+  // Like load_module, with the JIT's info log (ptxas's verbose report: registers, stack,
+  // spills) in *info_log.
+  CUmodule load_module(const void* image, std::string* info_log) const;
   // cuModuleLoadDataEx with the JIT's error (and info) log captured into `log`; returns
-  // the driver's result. load_module is this plus check().
-  CUresult load_module_logged(CUmodule* module, const void* image, std::string* log) const;
+  // the driver's result. load_module is this plus check(). `info_log`, when given, gets the
+  // info log alone.
+  CUresult load_module_logged(CUmodule* module, const void* image, std::string* log,
+                              std::string* info_log = nullptr) const;
 
   // ---- entry points (resolved as the *_v2 symbol where the driver has one) ----
   CUresult (*cuInit)(unsigned flags) = nullptr;
@@ -133,6 +154,7 @@ class Api {
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CUstream stream, void** params, void** extra) = nullptr;
   CUresult (*cuFuncSetAttribute)(CUfunction f, int attrib, int value) = nullptr;
+  CUresult (*cuFuncGetAttribute)(int* value, int attrib, CUfunction f) = nullptr;
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
   CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;  // _v2
   CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;

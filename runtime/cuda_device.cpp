@@ -73,7 +73,8 @@ class CudaDevice : public Device {
       throw device_error(fmt::format("kernel '{}' needs {} bytes of shared memory; {} ({}) allows {} per block",
                                      code.kernel_symbol, dynamic, info_.name, info_.arch(), info_.max_shared_optin));
     std::string ptx(code.binary.begin(), code.binary.end());  // NUL-terminated for the driver
-    cuda::CUmodule m = api_.load_module(ptx.c_str());
+    std::string jit_log;
+    cuda::CUmodule m = api_.load_module(ptx.c_str(), &jit_log);
     cuda::CUfunction f = nullptr;
     cuda::CUresult r = api_.cuModuleGetFunction(&f, m, code.kernel_symbol.c_str());
     const char* what = "cuModuleGetFunction";
@@ -87,7 +88,33 @@ class CudaDevice : public Device {
       api_.cuModuleUnload(m);
       api_.check(r, what);
     }
-    return std::make_unique<CudaKernel>(api_, m, f);
+    auto kernel = std::make_unique<CudaKernel>(api_, m, f);
+    kernel->resources = resources(f, jit_log, code.kernel_symbol);
+    kernel->resources["dynamic_shared_bytes"] = dynamic;  // what each launch asks for
+    return kernel;
+  }
+
+  // The resource report of a loaded function, like the AMD report that the code object's
+  // metadata gives: registers per thread, local memory (spills and stack), static shared
+  // memory and the most threads a block may have with these registers, from the driver
+  // (what Triton reports as n_regs, and n_spills = local_bytes / 4); spill stores and loads
+  // from ptxas's verbose log. A figure the driver does not give is left out.
+  std::map<std::string, int64_t> resources(cuda::CUfunction f, const std::string& jit_log, const std::string& symbol) {
+    std::map<std::string, int64_t> r;
+    auto attr = [&](int a, const char* name) {
+      int v = 0;
+      if (api_.cuFuncGetAttribute(&v, a, f) == cuda::CUDA_SUCCESS) r[name] = v;
+    };
+    attr(cuda::CU_FUNC_ATTRIBUTE_NUM_REGS, "regs");
+    attr(cuda::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, "local_bytes");
+    attr(cuda::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, "static_shared_bytes");
+    attr(cuda::CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, "const_bytes");
+    attr(cuda::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max_threads_per_block");
+    const cuda::PtxasInfo p = cuda::parse_ptxas_info(jit_log, symbol);
+    if (p.spill_store_bytes >= 0) r["spill_store_bytes"] = p.spill_store_bytes;
+    if (p.spill_load_bytes >= 0) r["spill_load_bytes"] = p.spill_load_bytes;
+    if (p.stack_bytes >= 0) r["stack_bytes"] = p.stack_bytes;
+    return r;
   }
 
   void launch(LoadedKernel& k, const LaunchDims& d, const ArgSlots& args, void* stream) override {

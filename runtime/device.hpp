@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ enum class DeviceKind { cpu, hip, cuda };
 class LoadedKernel {
  public:
   virtual ~LoadedKernel() = default;
+  // What the device reports about the loaded code, for the resource report where the
+  // code object itself does not say (NVIDIA: the driver's function attributes and ptxas's
+  // log: regs, local_bytes, spill_store_bytes, ...). Empty where the code object says it all.
+  std::map<std::string, int64_t> resources;
 };
 
 struct LaunchDims {

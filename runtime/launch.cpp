@@ -17,6 +17,7 @@
 #include "codegen/target.hpp"
 #include "dsl/src/trace.hpp"
 #include "runtime/cache.hpp"
+#include "runtime/cuda_api.hpp"
 #include "runtime/device.hpp"
 #include "runtime/env.hpp"
 #include "tl/kernel.hpp"
@@ -148,6 +149,8 @@ nlohmann::json metadata(const std::string& kernel, const std::source_location& l
   m["compile_ms"] = code.compile_ms;
   m["code_bytes"] = code.binary.size();
   m["compiler"] = TL_VERSION;
+  if (!code.linker.empty())
+    m["linker"] = {{"name", code.linker}, {"version", code.linker_version}, {"reason", code.linker_reason}};
   return m;
 }
 
@@ -159,6 +162,15 @@ codegen::CodeObject from_entry(const cache::Entry& e) {
   c.block_threads = m.value("block_threads", 1);
   c.shared_bytes = m.value("shared_bytes", 0);
   c.compile_ms = m.value("compile_ms", 0.0);
+  if (auto l = m.find("linker"); l != m.end() && l->is_object()) {
+    auto text = [&](const char* k) {
+      auto it = l->find(k);
+      return it != l->end() && it->is_string() ? it->get<std::string>() : std::string();
+    };
+    c.linker = text("name");
+    c.linker_version = text("version");
+    c.linker_reason = text("reason");
+  }
   if (m.contains("report"))
     for (auto& [k, v] : m["report"].items()) c.report[k] = v.get<int64_t>();
   if (m.contains("remarks") && m["remarks"].is_array())
@@ -181,7 +193,36 @@ struct Built {
   codegen::CodeObject code;
   nlohmann::json meta;
   std::string key;
+  bool hit = false;  // from the disk cache; else compiled and not yet stored (store())
 };
+
+// Stores a compiled (or amended) specialization in the disk cache.
+void store(const Built& b) {
+  cache::Entry e;
+  e.key = b.key;
+  e.meta = b.meta;
+  e.artifacts["code"] = b.code.binary;
+  e.artifacts["tile_ir"] = std::vector<uint8_t>(b.code.tile_ir.begin(), b.code.tile_ir.end());
+  e.artifacts["llvm_ir"] = std::vector<uint8_t>(b.code.llvm_ir.begin(), b.code.llvm_ir.end());
+  cache::DiskCache::global().store(e);
+}
+
+// Adds what the device says about the loaded code (NVIDIA: registers, spills, local and
+// shared memory, from the driver) to the report, then stores the entry: a fresh compile
+// once with everything, a cache hit only when loading told it something new (an entry
+// compiled where no such GPU was).
+void add_resources_and_store(Built& b, const runtime::LoadedKernel* k) {
+  bool changed = false;
+  if (k)
+    for (const auto& [name, value] : k->resources) {
+      auto it = b.code.report.find(name);
+      if (it != b.code.report.end() && it->second == value) continue;
+      b.code.report[name] = value;
+      b.meta["report"][name] = value;
+      changed = true;
+    }
+  if (!b.hit || changed) store(b);
+}
 
 Built build(const std::string& name, const std::source_location& loc, std::span<const ArgValue> args,
             const std::string& constants, const std::function<void()>& trace, const codegen::TargetDesc& target,
@@ -191,8 +232,12 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     Trace t(name, {loc.file_name(), loc.line()});
     // The target is known before tracing, so tl::shared is checked against its budget
     // where the user wrote it (the CPU's buffers are stack arrays: no budget).
-    if (target.kind != codegen::TargetDesc::cpu)
-      t.set_shared_budget(codegen::capabilities_for(target).shared_bytes_per_program, target.arch);
+    if (target.kind != codegen::TargetDesc::cpu) {
+      const gpu::TargetCapabilities caps = codegen::capabilities_for(target);
+      t.set_shared_budget(caps.shared_bytes_per_program, target.arch);
+      // Likewise a tile too large for the registers of num_warps warps.
+      t.set_register_budget(opts.num_warps * target.wave_size, caps.registers_per_lane, opts.num_warps, target.arch);
+    }
     auto saved = t_args;
     t_args = args;
     try {
@@ -208,7 +253,10 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   std::string key = ir::hash(*f);
   {
     // The key: the canonical program, the exact target, the options and this compiler.
-    std::string full = key + "|" + target.str() + "|" + opts.key() + "|" + TL_VERSION;
+    // (build_identity: what the environment chooses, such as AMD's linker and code object
+    // version: another choice is another entry, never a hit on code built the other way.)
+    std::string full = key + "|" + target.str() + "|" + opts.key() + "|" + TL_VERSION + "|" +
+                       codegen::build_identity(target);
     // The canonical program leaves source locations out, so that an edit elsewhere in the
     // file reuses the code. But code that reports a line (a device_assert; every access
     // under bounds checking) has the lines compiled in: key it with them, or a cached
@@ -226,7 +274,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
       if (!code.binary.empty() && !code.kernel_symbol.empty()) {
         ++g_disk_hits;
         env::debug("cache hit {} for kernel '{}' ({})", key.substr(0, 12), name, target.str());
-        return {std::move(code), e->meta, key};
+        return {std::move(code), e->meta, key, true};
       }
     }
   }
@@ -234,14 +282,8 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   codegen::CodeObject code = codegen::compile(fn, target, opts);
   ++g_compiles;
   env::debug("compiled kernel '{}' for {} in {:.1f} ms", name, target.str(), code.compile_ms);
-  cache::Entry e;
-  e.key = key;
-  e.meta = metadata(name, loc, target, opts, fn, code, constants);
-  e.artifacts["code"] = code.binary;
-  e.artifacts["tile_ir"] = std::vector<uint8_t>(code.tile_ir.begin(), code.tile_ir.end());
-  e.artifacts["llvm_ir"] = std::vector<uint8_t>(code.llvm_ir.begin(), code.llvm_ir.end());
-  disk.store(e);
-  return {std::move(code), std::move(e.meta), key};
+  nlohmann::json meta = metadata(name, loc, target, opts, fn, code, constants);
+  return {std::move(code), std::move(meta), key, false};
 }
 
 }  // namespace
@@ -296,6 +338,7 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
       try {
         Built b = build(name_, loc_, r.args, r.constants, trace, target, opts);
         spec->loaded = dev.load(b.code);
+        add_resources_and_store(b, spec->loaded.get());
         spec->code = std::move(b.code);
         spec->ready = true;
       } catch (...) {
@@ -328,6 +371,15 @@ std::string KernelBase::compile_only(const std::string& target_name, const launc
   check_options(o, name_, loc_, target);
   codegen::CompileOptions opts = compile_options(o, target);
   Built b = build(name_, loc_, args, constants, trace, target, opts);
+  // NVIDIA's registers and spills come from the driver after loading (ptxas runs there):
+  // where this machine's first NVIDIA GPU is of the very target, load the code on it for
+  // them. Elsewhere (cross-compiling) the report has what the compiler knows.
+  std::unique_ptr<runtime::LoadedKernel> loaded;
+  if (target.kind == codegen::TargetDesc::nvptx && cuda::Api::get()) {
+    runtime::Device& dev = *cuda_device(0).impl();
+    if (dev.target().str() == target.str()) loaded = dev.load(b.code);
+  }
+  add_resources_and_store(b, loaded.get());
   b.meta["key"] = b.key;
   return b.meta.dump();
 }

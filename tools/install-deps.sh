@@ -5,7 +5,8 @@ set -euo pipefail
 PKGS=(build-essential cmake ccache git pkg-config
       llvm-22-dev liblld-22-dev clang-22 lld-22 libamd-comgr-dev
       libboost-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libzstd-dev zlib1g-dev libedit-dev libcurl4-openssl-dev
-      libgtest-dev libgmock-dev libbenchmark-dev python3)
+      libgtest-dev libgmock-dev libbenchmark-dev python3
+      dpkg-dev file)  # the Debian package (cmake/install.cmake): dpkg-shlibdeps, file
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -136,7 +136,17 @@ std::string cell(const json& meta, std::initializer_list<const char*> path) {
   return j->dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
+// Registers per lane: AMD's VGPRs (AGPRs included), NVIDIA's registers per thread.
+std::string registers(const json& meta) {
+  return field(meta, {"report", "regs"}) ? cell(meta, {"report", "regs"}) : cell(meta, {"report", "vgpr"});
+}
+
 std::string spills(const json& meta) {
+  // NVIDIA: 32-bit registers spilled, from ptxas's spill-store bytes (else the local
+  // memory, Triton's n_spills = local bytes / 4).
+  for (const char* k : {"spill_store_bytes", "local_bytes"})
+    if (const json* b = field(meta, {"report", k}); b && b->is_number_integer())
+      return std::to_string(b->get<int64_t>() / 4);
   const json* v = field(meta, {"report", "spill_vgpr"});
   const json* s = field(meta, {"report", "spill_sgpr"});
   if ((!v || !v->is_number()) && (!s || !s->is_number())) return "-";
@@ -183,10 +193,10 @@ int cmd_list(DiskCache& cache, const std::vector<std::string>& args) {
     return 0;
   }
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"KEY", "KERNEL", "TARGET", "VGPR", "SPILLS", "OCCUPANCY", "SIZE", "LAST USED"});
+  rows.push_back({"KEY", "KERNEL", "TARGET", "REGS", "SPILLS", "OCCUPANCY", "SIZE", "LAST USED"});
   for (const auto& i : infos)
     rows.push_back({i.key.substr(0, 12), cell(i.meta, {"kernel"}), cell(i.meta, {"target"}),
-                    cell(i.meta, {"report", "vgpr"}), spills(i.meta), cell(i.meta, {"report", "occupancy"}),
+                    registers(i.meta), spills(i.meta), cell(i.meta, {"report", "occupancy"}),
                     human_size(i.size), human_time(i.last_used)});
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& r : rows)
@@ -236,6 +246,12 @@ int cmd_show(DiskCache& cache, const std::vector<std::string>& args) {
   for (const auto& [name, data] : e.artifacts)
     list += fmt::format("{}{} ({})", list.empty() ? "" : ", ", name, human_size(data.size()));
   fmt::print("artifacts  {}\n", list.empty() ? "-" : list);
+  // AMD: comgr or lld, comgr's version, and why (runtime/launch.cpp writes it).
+  if (field(e.meta, {"linker", "name"})) {
+    std::string version = cell(e.meta, {"linker", "version"});
+    fmt::print("linker     {}{} ({})\n", cell(e.meta, {"linker", "name"}),
+               version == "-" || version.empty() ? "" : " " + version, cell(e.meta, {"linker", "reason"}));
+  }
   fmt::print("meta       {}\n", dump(e.meta, 2));
   return 0;
 }

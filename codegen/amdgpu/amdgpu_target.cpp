@@ -2,10 +2,8 @@
 // the AMDGPU TargetMachine -> relocatable object -> HSACO (lld in-process, or comgr) ->
 // the metadata report (registers, spills, LDS, occupancy).
 //
-// Code object version, set on purpose (LLVM 22 would default to v6, which older
-// runtimes reject): v5 by default, what ROCm 6 produces; v4 when linking with comgr
-// (TL_AMDGPU_LINKER=comgr), because Debian's comgr 5.2 links nothing newer. Override
-// with TL_AMDGPU_CODE_OBJECT_VERSION=4|5|6.
+// The linker (comgr where it lists the ISA, else lld) and the code object version are
+// chosen in link_choice.cpp, from the environment and the installed comgr.
 #include <fmt/format.h>
 #include <llvm-c/Target.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -21,6 +19,7 @@
 
 #include "codegen/amdgpu/amdgpu_hooks.hpp"
 #include "codegen/amdgpu/code_object.hpp"
+#include "codegen/amdgpu/link_choice.hpp"
 #include "codegen/gpu/lowering.hpp"
 #include "codegen/gpu/optimize.hpp"
 #include "tl/error.hpp"
@@ -29,11 +28,6 @@ namespace tl::amd {
 namespace {
 
 constexpr const char* kTriple = "amdgcn-amd-amdhsa";
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 std::unique_ptr<llvm::TargetMachine> make_target_machine(const codegen::TargetDesc& d, int opt_level) {
   static std::once_flag once;
@@ -62,11 +56,7 @@ class AmdgpuTarget final : public codegen::Target {
  public:
   explicit AmdgpuTarget(const codegen::TargetDesc& d) : desc_(d), hooks_(d) {
     if (d.wave_size != 64 && d.wave_size != 32) throw compile_error("AMDGPU wave size must be 32 or 64");
-    use_comgr_ = env("TL_AMDGPU_LINKER") == "comgr";
-    std::string cov = env("TL_AMDGPU_CODE_OBJECT_VERSION");
-    code_object_version_ = cov.empty() ? (use_comgr_ ? 4 : 5) : std::atoi(cov.c_str());
-    if (code_object_version_ < 4 || code_object_version_ > 6)
-      throw compile_error(fmt::format("TL_AMDGPU_CODE_OBJECT_VERSION must be 4, 5 or 6, got '{}'", cov));
+    link_ = choose_link(d.arch);
   }
 
   const codegen::TargetDesc& desc() const override { return desc_; }
@@ -76,7 +66,7 @@ class AmdgpuTarget final : public codegen::Target {
                                    [&] { return make_target_machine(desc_, opts.opt_level); });
     m.setTargetTriple(llvm::Triple(kTriple));
     m.setDataLayout(tm_->createDataLayout());
-    m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", code_object_version_ * 100);
+    m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", link_.code_object_version * 100);
     lowered_ = gpu::lower_kernel(f, m, opts, hooks_);
     gpu::verify_module(m, "AMDGPU lowering");
   }
@@ -94,12 +84,20 @@ class AmdgpuTarget final : public codegen::Target {
     std::vector<uint8_t> object(buf.begin(), buf.end());
 
     std::optional<std::vector<uint8_t>> hsaco;
-    if (use_comgr_) {
+    out.linker = "lld";
+    out.linker_reason = link_.reason;
+    if (link_.comgr) {
       std::string isa = std::string(kTriple) + "--" + desc_.arch;
       std::string log;
       hsaco = link_hsaco_with_comgr(object, isa, &log);
-      if (!hsaco && env("TL_AMDGPU_LINKER_STRICT") == "1")
-        throw compile_error("comgr could not link the AMDGPU object: " + log);
+      if (!hsaco && link_.strict) throw compile_error("comgr could not link the AMDGPU object: " + log);
+      if (hsaco) {
+        out.linker = "comgr";
+        out.linker_version = link_.comgr_version;
+      } else {
+        // Say why lld linked instead (the first line of comgr's log names the failure).
+        out.linker_reason = link_.reason + "; comgr failed, lld linked: " + log.substr(0, log.find('\n'));
+      }
     }
     if (!hsaco) hsaco = link_hsaco(object);
 
@@ -127,8 +125,7 @@ class AmdgpuTarget final : public codegen::Target {
   AmdgpuHooks hooks_;
   llvm::TargetMachine* tm_ = nullptr;  // this thread's (codegen::thread_machine)
   gpu::LoweringResult lowered_;
-  bool use_comgr_ = false;
-  int code_object_version_ = 5;
+  LinkChoice link_;
 };
 
 }  // namespace

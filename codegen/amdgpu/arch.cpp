@@ -13,6 +13,8 @@ gpu::TargetCapabilities default_capabilities(const std::string& arch, int wave_s
   // The largest flat workgroup LLVM's AMDGPU target accepts
   // ("amdgpu-flat-work-group-size" is capped at 1024, AMDGPUUsage).
   c.max_threads_per_program = 1024;
+  // 256 VGPRs per lane per SIMD before CDNA2 (GCN, CDNA1's arch VGPRs; RDNA's wave64).
+  c.registers_per_lane = 256;
   // 64 KiB of LDS per workgroup (LLVM: FeatureAddressableLocalMemorySize65536 on gfx90a,
   // gfx942 and RDNA; MI200/MI300 ISA guides: 64 KiB LDS per CU), all of it static: AMD
   // has no separate dynamic limit, a launch's dynamic LDS shares the same 64 KiB.
@@ -30,6 +32,10 @@ gpu::TargetCapabilities default_capabilities(const std::string& arch, int wave_s
 gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   // CDNA runs wave64 only (LLVM: FeatureWavefrontSize64 on every gfx9 processor).
   gpu::TargetCapabilities c = default_capabilities(arch, 64);
+  // gfx90a and later: one unified file of 512 per lane per SIMD, 256 arch VGPRs and 256
+  // AGPRs, which LLVM fills before it spills to scratch (AMDGPUUsage; the CDNA2/3 ISA
+  // guides; kArchLimits in code_object.cpp for occupancy).
+  c.registers_per_lane = 512;
   // Global loads that write LDS instead of VGPRs: gfx90a's global_load_{ubyte,sbyte,
   // ushort,sshort,dword} with the `lds` bit, renamed global_load_lds_* on gfx940+. LLVM
   // 22 selects llvm.amdgcn.global.load.lds for sizes 1, 2 and 4 on gfx90a and gfx942.

@@ -47,6 +47,15 @@ std::optional<std::vector<uint8_t>> link_hsaco_with_comgr(const std::vector<uint
                                                           const std::string& isa_name,
                                                           std::string* log = nullptr);
 
+// The version of the comgr link_hsaco_with_comgr loads ("2.4" for Debian's comgr 5.2,
+// "2.8" for ROCm 6.2's, "3.0" for ROCm 7's), or "" with the reason in *why when none
+// loads.
+std::string comgr_version(std::string* why = nullptr);
+// Whether that comgr lists the processor of `isa_name` ("amdgcn-amd-amdhsa--gfx90a"):
+// what a ROCm installation's comgr does for every current ISA, and Debian's 5.2 only up
+// to gfx90a. False, with the reason in *why, when comgr is missing or does not.
+bool comgr_knows_isa(const std::string& isa_name, std::string* why = nullptr);
+
 // What the metadata note (NT_AMDGPU_METADATA) says about one kernel, plus what follows
 // from it for a given workgroup size.
 struct ResourceReport {

@@ -151,7 +151,45 @@ bool read_data(const Comgr& c, Data d, std::string& out) {
   return size == 0 || c.get_data(d, &size, out.data()) == kSuccess;
 }
 
+// Whether comgr lists the processor of `isa_name` (old releases print nothing useful when
+// asked to link for one they do not know). Compares processors only: feature suffixes
+// (":xnack-") are fine to pass on. Caller holds comgr_mutex.
+bool knows_isa_locked(const Comgr& c, const std::string& isa_name, std::string& why) {
+  auto processor = [](const std::string& name) { return name.substr(0, name.find(':')); };
+  size_t count = 0;
+  std::string last;
+  if (c.get_isa_count(&count) == kSuccess) {
+    for (size_t i = 0; i < count; ++i) {
+      const char* name = nullptr;
+      if (c.get_isa_name(i, &name) != kSuccess || !name) continue;
+      if (processor(name) == processor(isa_name)) return true;
+      last = name;
+    }
+  }
+  why = "comgr " + c.version + " does not know the ISA " + isa_name +
+        (last.empty() ? "" : " (its list ends at " + last + ")");
+  return false;
+}
+
 }  // namespace
+
+std::string comgr_version(std::string* why) {
+  const Comgr& c = comgr();
+  if (!c.lib && why) *why = c.load_error;
+  return c.lib ? c.version : std::string();
+}
+
+bool comgr_knows_isa(const std::string& isa_name, std::string* why) {
+  std::string scratch;
+  std::string& msg = why ? *why : scratch;
+  const Comgr& c = comgr();
+  if (!c.lib) {
+    msg = c.load_error;
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(comgr_mutex);
+  return knows_isa_locked(c, isa_name, msg);
+}
 
 std::optional<std::vector<uint8_t>> link_hsaco_with_comgr(const std::vector<uint8_t>& relocatable,
                                                           const std::string& isa_name,
@@ -167,27 +205,8 @@ std::optional<std::vector<uint8_t>> link_hsaco_with_comgr(const std::vector<uint
   std::lock_guard<std::mutex> lock(comgr_mutex);
 
   // Ask first whether comgr knows the ISA: old releases print nothing useful when it
-  // does not. Compare processors only; feature suffixes (":xnack-") are fine to pass on.
-  auto processor = [](const std::string& name) { return name.substr(0, name.find(':')); };
-  size_t count = 0;
-  bool known = false;
-  std::string known_list;
-  if (c.get_isa_count(&count) == kSuccess) {
-    for (size_t i = 0; i < count; ++i) {
-      const char* name = nullptr;
-      if (c.get_isa_name(i, &name) != kSuccess || !name) continue;
-      if (processor(name) == processor(isa_name)) known = true;
-    }
-    if (count > 0) {
-      const char* last = nullptr;
-      if (c.get_isa_name(count - 1, &last) == kSuccess && last) known_list = last;
-    }
-  }
-  if (!known) {
-    msg = "comgr " + c.version + " does not know the ISA " + isa_name +
-          (known_list.empty() ? "" : " (its list ends at " + known_list + ")");
-    return std::nullopt;
-  }
+  // does not.
+  if (!knows_isa_locked(c, isa_name, msg)) return std::nullopt;
 
   Session s{c};
   auto fail = [&](const char* step, Status st) {

@@ -48,6 +48,11 @@ struct TargetCapabilities {
   // The compilation's own wave size is TargetDesc::wave_size / GpuHooks::wave_size().
   int wave_size = 64;
   int max_threads_per_program = 1024;
+  // 32-bit registers per lane of the register file a program's lanes share (AMD: the
+  // SIMD's VGPRs, AGPRs included on gfx90a+; NVIDIA: an SM's 64K over its 128 lanes).
+  // Tracing refuses a tile with more elements per lane than this (docs/language.md,
+  // "Limits"): it cannot be held, and LLVM takes minutes to spill it. 0: no limit (CPU).
+  int registers_per_lane = 0;
 
   // Shared memory (LDS) one program may use, static and dynamic together: the budget
   // the lowering checks and a pipeliner or a shared-memory tile would plan against.

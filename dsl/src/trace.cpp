@@ -51,7 +51,34 @@ ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& l
   return block_->ops.back().get();
 }
 
+// Tiles are checked as they are made, so that the error names the line that made one too
+// large, whichever operation it is (an arange, a broadcast, a reshape, a load).
+void Trace::check_tile_size(Op op, const ir::Type& t, const Loc& loc) const {
+  if (t.is_scalar()) return;
+  const int64_t n = t.numel();
+  // Triton's TRITON_MAX_TENSOR_NUMEL, on every target (a kernel that traces on the CPU
+  // must trace on a GPU). Above it compiles run for minutes: 2^20 f32 took 21 s for gfx942.
+  if (n > max_tile_elements)
+    throw trace_error(fmt::format("{}: a tile of {} elements ({}) is larger than the {} (2^20) a tile may have; "
+                                  "split the work over more programs or a tl::range loop",
+                                  op_name(op), n, t.str(), max_tile_elements),
+                      loc);
+  if (t.is_shared() || registers_per_lane_ == 0 || lanes_ == 0) return;
+  // 64-bit elements (pointers included) take two 32-bit registers; narrower ones are
+  // counted as one each, what a lane needs for the elements it holds.
+  const int64_t per_lane = (n + lanes_ - 1) / lanes_;
+  const int64_t regs = per_lane * (bit_width(t.dtype) > 32 ? 2 : 1);
+  if (regs > registers_per_lane_)
+    throw trace_error(
+        fmt::format("{}: a tile of {} elements ({}) is {} {}-bit elements per lane at num_warps={} ({} lanes), more "
+                    "than the {} registers a lane has on {}; use more warps or a smaller tile",
+                    op_name(op), n, t.str(), per_lane, bit_width(t.dtype) > 32 ? 64 : 32, num_warps_, lanes_,
+                    registers_per_lane_, register_target_),
+        loc);
+}
+
 ir::Value* Trace::emit1(Op op, std::vector<ir::Value*> operands, ir::Type result, const Loc& loc) {
+  check_tile_size(op, result, loc);
   return emit(op, std::move(operands), loc)->add_result(std::move(result));
 }
 

@@ -54,6 +54,13 @@ class Trace {
   int64_t shared_limit() const { return shared_limit_; }
   const std::string& shared_target() const { return shared_target_; }
   int64_t shared_bytes = 0;  // of every tl::shared traced so far
+  // The launch's registers, set by the runtime before tracing on GPUs: `lanes` threads a
+  // program (num_warps x wave size), each with `registers_per_lane` 32-bit registers of
+  // the target's file. A tile with more elements a lane than that is refused where it is
+  // made (emit1). 0: no limit (the CPU).
+  void set_register_budget(int lanes, int registers_per_lane, int num_warps, std::string target) {
+    lanes_ = lanes, registers_per_lane_ = registers_per_lane, num_warps_ = num_warps, register_target_ = std::move(target);
+  }
   std::vector<Frame>& frames() { return frames_; }
   ir::Block* block() { return block_; }
   void set_block(ir::Block* b) { block_ = b; }
@@ -65,6 +72,10 @@ class Trace {
   Trace* previous_;
   int64_t shared_limit_ = 0;
   std::string shared_target_;
+  int lanes_ = 0, registers_per_lane_ = 0, num_warps_ = 0;
+  std::string register_target_;
+
+  void check_tile_size(Op op, const ir::Type& t, const Loc& loc) const;
 };
 
 }  // namespace tl::detail

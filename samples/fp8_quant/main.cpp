@@ -71,7 +71,9 @@ void print_report(const std::string& kernel, const std::string& meta, const Shap
   auto j = nlohmann::json::parse(meta);
   fmt::print("kernel: {}\nshape: E={} K={} N={}\ntarget: {}\nblock: {}x{} (K x N)\nnum_warps: {}\n", kernel, s.E, s.K,
              s.N, j.value("target_full", ""), c.block_k, c.block_n, c.num_warps);
-  for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy"})
+  for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy",
+                        "regs", "spill_store_bytes", "spill_load_bytes", "local_bytes", "stack_bytes",
+                        "static_shared_bytes", "dynamic_shared_bytes", "max_threads_per_block"})
     if (j["report"].contains(k)) fmt::print("{}: {}\n", k, j["report"][k].get<int64_t>());
   fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));
 }

@@ -64,7 +64,9 @@ template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
                "num_stages: {}\nchunk: {}\n",
                j.value("kernel", ""), rows, cols, j.value("target_full", ""), cfg.block,
                cfg.rows_per_pid, cfg.num_warps, cfg.programs, cfg.num_stages, cfg.chunk);
-    for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy"})
+    for (const char* k : {"vgpr", "agpr", "sgpr", "spill_vgpr", "spill_sgpr", "lds_bytes", "scratch_bytes", "occupancy",
+                          "regs", "spill_store_bytes", "spill_load_bytes", "local_bytes", "stack_bytes",
+                          "static_shared_bytes", "dynamic_shared_bytes", "max_threads_per_block"})
       if (j["report"].contains(k)) fmt::print("{}: {}\n", k, j["report"][k].get<int64_t>());
     for (auto& r : j.value("remarks", nlohmann::json::array())) fmt::print("{}\n", r.get<std::string>());
     fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));

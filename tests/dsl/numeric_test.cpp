@@ -152,6 +152,34 @@ TEST(Numeric, Fp8ExhaustiveRoundTrip) {
   }
 }
 
+// tl::to_float of a tl::float8<D>, the host spelling that reads like to_float(bfloat16):
+// exact on every code (the float holds the value the double does, and converts back to
+// the same code), NaN codes give NaN.
+template <DType D> void check_fp8_to_float() {
+  SCOPED_TRACE(fmt_name(D));
+  for (int c = 0; c < 256; ++c) {
+    const float f = tl::to_float(tl::float8<D>{uint8_t(c)});
+    const double d = tl::to_double(D, uint8_t(c));
+    if (std::isnan(d)) {
+      EXPECT_TRUE(std::isnan(f)) << "code " << c;
+      continue;
+    }
+    EXPECT_EQ(double(f), d) << "code " << c;
+    EXPECT_EQ(std::signbit(f), std::signbit(d)) << "code " << c;
+    if (!std::isinf(f)) EXPECT_EQ(tl::to_fp8(D, f), expected_round_trip(tl::float_format(D), c)) << "code " << c;
+  }
+}
+
+TEST(Numeric, Fp8ToFloat) {
+  check_fp8_to_float<DType::f8e4m3fn>();
+  check_fp8_to_float<DType::f8e5m2>();
+  check_fp8_to_float<DType::f8e4m3fnuz>();
+  check_fp8_to_float<DType::f8e5m2fnuz>();
+  EXPECT_EQ(tl::to_float(tl::fp8<DType::f8e4m3fn>(0.3)), 0.3125f);
+  EXPECT_EQ(tl::to_float(tl::fp8<DType::f8e4m3fnuz>(-1000.0)), -240.0f);  // saturated
+  EXPECT_EQ(tl::to_float(tl::fp8<DType::f8e5m2>(57344.0)), 57344.0f);
+}
+
 TEST(Numeric, Fp8TiesToEven) {
   for (DType t : kFp8) {
     SCOPED_TRACE(fmt_name(t));

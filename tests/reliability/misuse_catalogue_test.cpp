@@ -43,6 +43,11 @@ std::vector<Case> catalogue() {
   c.push_back({"expand_dims axis out of range", [] { auto k = tl::kernel("m12", [](F32 x) { auto e = tl::expand_dims(tl::arange(0, 8), 3); tl::store(x, tl::sum(tl::reshape(e, {8}), 0).to<tl::f32>()); }); go(k); }, __LINE__, "out of range", Trace});
   c.push_back({"broadcast_to an incompatible shape", [] { auto k = tl::kernel("m13", [](F32 x) { auto b = tl::broadcast_to(tl::zeros<tl::f32>({8}), {8, 4}); tl::store(x, tl::sum(tl::sum(b, 0), 0)); }); go(k); }, __LINE__, "cannot broadcast", Trace});
   c.push_back({"broadcast_to a lower rank", [] { auto k = tl::kernel("m14", [](F32 x) { auto b = tl::broadcast_to(tl::zeros<tl::f32>({2, 8}), {8}); tl::store(x, tl::sum(b, 0)); }); go(k); }, __LINE__, "cannot broadcast", Trace});
+  // --- limits (docs/language.md, "Limits") ---
+  c.push_back({"tile over 2^20 elements", [] { auto k = tl::kernel("t1", [](F32 x) { auto r = tl::arange(0, 1 << 21); tl::store(x, tl::sum(r, 0).to<tl::f32>()); }); go(k); }, __LINE__, "larger than the 1048576 (2^20) a tile may have", Trace});
+  c.push_back({"broadcast to over 2^20 elements", [] { auto k = tl::kernel("t2", [](F32 x) { auto a = tl::expand_dims(tl::arange(0, 1024), 1) + tl::expand_dims(tl::arange(0, 2048), 0); tl::store(x, tl::sum(tl::sum(a, 0), 0).to<tl::f32>()); }); go(k); }, __LINE__, "a tile of 2097152 elements", Trace});
+  c.push_back({"tile over the registers of one wave", [] { auto k = tl::kernel("t3", [](F32 x) { tl::store(x + tl::arange(0, 65536), tl::zeros<tl::f32>({65536})); }); auto d = X(); (void)k.compile("gfx942", {.num_warps = 1}, d.data()); }, __LINE__, "1024 32-bit elements per lane at num_warps=1 (64 lanes), more than the 512 registers a lane has on gfx942", Trace});
+  c.push_back({"64-bit tile over an NVIDIA lane's registers", [] { auto k = tl::kernel("t4", [](F32 x) { auto v = tl::arange(0, 32768).to<tl::i64>(); tl::store(x, tl::sum(v, 0).to<tl::f32>()); }); auto d = X(); (void)k.compile("sm_90", {.num_warps = 2}, d.data()); }, __LINE__, "512 64-bit elements per lane at num_warps=2 (64 lanes), more than the 512 registers a lane has on sm_90", Trace});
   // --- reductions ---
   c.push_back({"sum axis out of range", [] { auto k = tl::kernel("m15", [](F32 x) { tl::store(x, tl::sum(tl::zeros<tl::f32>({8}), 1)); }); go(k); }, __LINE__, "axis 1 is out of range", Trace});
   c.push_back({"max with a negative axis out of range", [] { auto k = tl::kernel("m16", [](F32 x) { tl::store(x, tl::max(tl::zeros<tl::f32>({8}), -2)); }); go(k); }, __LINE__, "out of range", Trace});
@@ -130,6 +135,16 @@ TEST(MisuseCatalogue, SharedBudgetIsTheTargetsOwn) {
   auto k = tl::kernel("s1_ok", [](F32 x) { auto b = tl::shared<tl::f32>({5, 64, 64}); b[0].store(tl::zeros<tl::f32>({64, 64})); tl::store(x + tl::arange(0, 64), tl::sum(b[0].load(), 0)); });
   auto d = X();
   EXPECT_NO_THROW((void)k.compile("gfx950", {}, d.data()));
+}
+
+// The register limit is per lane at the requested num_warps: the tile refused above with
+// one wave (1024 a lane) is 256 a lane with four and compiles; on the CPU (no register
+// file to fit) it runs.
+TEST(MisuseCatalogue, RegisterLimitScalesWithNumWarps) {
+  auto k = tl::kernel("t3_ok", [](F32 x) { tl::store(x + tl::arange(0, 65536), tl::zeros<tl::f32>({65536})); });
+  auto d = X();
+  EXPECT_NO_THROW((void)k.compile("gfx942", {.num_warps = 4}, d.data()));
+  EXPECT_NO_THROW((void)k.compile("cpu", {.num_warps = 1}, d.data()));
 }
 
 TEST(MisuseCatalogue, EveryCaseIsATypedErrorNamingTheUsersLine) {

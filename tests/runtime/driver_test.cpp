@@ -71,6 +71,36 @@ TEST(DriverLoad, FreeCheckThrowsWithoutADriver) {
 
 // The CUDA toolkit's link-time stub exports every entry point but cannot initialise: the
 // loader accepts it, and it is exactly the case where get() must give nullptr.
+// ptxas's verbose info log, as cuModuleLoadDataEx returns it with CU_JIT_LOG_VERBOSE: the
+// resource report's spill and stack figures come from the lines of our kernel only.
+TEST(PtxasInfo, ReadsTheKernelsLinesOnly) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'other' for 'sm_90'\n"
+      "ptxas info    : Function properties for other\n"
+      "    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n"
+      "ptxas info    : Used 12 registers, used 0 barriers, 360 bytes cmem[0]\n"
+      "ptxas info    : Compiling entry function 'rmsnorm_fwd' for 'sm_90'\n"
+      "ptxas info    : Function properties for rmsnorm_fwd\n"
+      "    296 bytes stack frame, 1024 bytes spill stores, 2060 bytes spill loads\n"
+      "ptxas info    : Used 255 registers, used 1 barriers, 296 bytes cumulative stack size, 392 bytes cmem[0]\n";
+  cuda::PtxasInfo p = cuda::parse_ptxas_info(log, "rmsnorm_fwd");
+  EXPECT_EQ(p.stack_bytes, 296);
+  EXPECT_EQ(p.spill_store_bytes, 1024);
+  EXPECT_EQ(p.spill_load_bytes, 2060);
+  EXPECT_EQ(p.registers, 255);
+  cuda::PtxasInfo o = cuda::parse_ptxas_info(log, "other");
+  EXPECT_EQ(o.spill_store_bytes, 4);
+  EXPECT_EQ(o.registers, 12);
+  // Absent kernel, empty or non-verbose log: nothing known.
+  for (const std::string& l : {std::string(), std::string("ptxas info    : 0 bytes gmem\n"), log}) {
+    cuda::PtxasInfo n = cuda::parse_ptxas_info(l, "missing");
+    EXPECT_EQ(n.stack_bytes, -1);
+    EXPECT_EQ(n.spill_store_bytes, -1);
+    EXPECT_EQ(n.registers, -1);
+  }
+}
+
 TEST(DriverLoad, CudaToolkitStubLoadsButCannotInit) {
   std::string stub;
   for (const char* p : {"/usr/local/cuda/lib64/stubs/libcuda.so", "/usr/local/cuda/lib/stubs/libcuda.so",
@@ -364,6 +394,28 @@ TEST(CudaDriver, PtxKernelRuns) {
   cu->check(cu->cuMemcpyDtoH(host.data(), out, n * sizeof(int32_t)), "cuMemcpyDtoH");
   for (unsigned i = 0; i < n; ++i) ASSERT_EQ(host[i], int32_t(i % threads)) << i;
   cu->check(cu->cuMemFree(out), "cuMemFree");
+  cu->check(cu->cuModuleUnload(module), "cuModuleUnload");
+}
+
+// With CU_JIT_LOG_VERBOSE the JIT's info log carries ptxas's resource lines, and they
+// agree with the driver's own function attributes.
+TEST(CudaDriver, JitInfoLogHasPtxasResources) {
+  TL_REQUIRE_CUDA(cu);
+  if (!has_sm80(cu)) GTEST_SKIP() << "the test PTX targets sm_80";
+  std::string info;
+  cuda::CUmodule module = cu->load_module(kStoreTidPtx, &info);
+  cuda::CUfunction fn = nullptr;
+  cu->check(cu->cuModuleGetFunction(&fn, module, "store_tid"), "cuModuleGetFunction");
+  int regs = 0, local = -1;
+  cu->check(cu->cuFuncGetAttribute(&regs, cuda::CU_FUNC_ATTRIBUTE_NUM_REGS, fn), "cuFuncGetAttribute(NUM_REGS)");
+  cu->check(cu->cuFuncGetAttribute(&local, cuda::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn), "cuFuncGetAttribute");
+  cuda::PtxasInfo p = cuda::parse_ptxas_info(info, "store_tid");
+  std::printf("[measured] store_tid: %d registers, %d local bytes; ptxas log:\n%s\n", regs, local, info.c_str());
+  EXPECT_GT(regs, 0);
+  EXPECT_EQ(p.registers, regs) << info;
+  EXPECT_EQ(p.spill_store_bytes, 0) << info;
+  EXPECT_EQ(p.spill_load_bytes, 0) << info;
+  EXPECT_EQ(p.stack_bytes, local) << info;
   cu->check(cu->cuModuleUnload(module), "cuModuleUnload");
 }
 

@@ -132,12 +132,45 @@ class ToolTest : public ::testing::Test {
   fs::path tmp_, dir_;
 };
 
+// An NVIDIA entry (the driver's report, runtime/cuda_device.cpp): REGS is its registers per
+// thread, SPILLS its spill-store bytes / 4 (else its local memory / 4, Triton's n_spills).
+TEST_F(ToolTest, ListShowsNvidiaRegistersAndSpills) {
+  {
+    DiskCache cache(dir_, uint64_t(1) << 30);
+    Entry e;
+    e.key = "babe" + std::string(27, '0') + "4";
+    e.meta = {{"kernel", "rmsnorm_fwd"}, {"target", "sm_90"},
+              {"report", {{"regs", 40}, {"spill_store_bytes", 24}, {"local_bytes", 32}, {"shared_bytes", 0}}}};
+    e.artifacts["code"] = bytes("// ptx");
+    ASSERT_TRUE(cache.store(e));
+    pause();
+    Entry f = e;
+    f.key = "babe" + std::string(27, '0') + "5";
+    f.meta = {{"kernel", "old_fwd"}, {"target", "sm_90"}, {"report", {{"regs", 255}, {"local_bytes", 64}}}};
+    ASSERT_TRUE(cache.store(f));
+  }
+  Result r = tool({"list", "--target", "sm_90"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto ls = lines(r.out);
+  ASSERT_EQ(ls.size(), 3u) << r.out;
+  std::istringstream fresh(ls[2]), old(ls[1]);
+  std::string key, kernel, target, regs, spills;
+  fresh >> key >> kernel >> target >> regs >> spills;
+  EXPECT_EQ(kernel, "rmsnorm_fwd");
+  EXPECT_EQ(regs, "40");
+  EXPECT_EQ(spills, "6");
+  old >> key >> kernel >> target >> regs >> spills;
+  EXPECT_EQ(kernel, "old_fwd");
+  EXPECT_EQ(regs, "255");
+  EXPECT_EQ(spills, "16");
+}
+
 TEST_F(ToolTest, ListTable) {
   Result r = tool({"list"});
   ASSERT_EQ(r.rc, 0) << r.err;
   auto ls = lines(r.out);
   ASSERT_EQ(ls.size(), 4u) << r.out;
-  for (const char* h : {"KEY", "KERNEL", "TARGET", "VGPR", "SPILLS", "OCCUPANCY", "SIZE", "LAST USED"})
+  for (const char* h : {"KEY", "KERNEL", "TARGET", "REGS", "SPILLS", "OCCUPANCY", "SIZE", "LAST USED"})
     EXPECT_NE(ls[0].find(h), std::string::npos) << h;
   // Most recently used first; keys shortened to 12 characters.
   EXPECT_TRUE(ls[1].starts_with(kSoftmax.substr(0, 12) + " ")) << ls[1];
@@ -151,7 +184,7 @@ TEST_F(ToolTest, ListTable) {
     for (std::string x; in >> x;) w.push_back(x);
     return w;
   };
-  // KEY KERNEL TARGET VGPR SPILLS OCCUPANCY SIZE(2 words) LAST USED(2 words)
+  // KEY KERNEL TARGET REGS SPILLS OCCUPANCY SIZE(2 words) LAST USED(2 words)
   auto add = words(ls[3]);
   ASSERT_EQ(add.size(), 10u) << ls[3];
   EXPECT_EQ(add[1], "add");

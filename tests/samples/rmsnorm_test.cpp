@@ -409,6 +409,20 @@ TEST(RMSNormChoose, DesignShapesOnMI300XAndMI355X) {
   }
 }
 
+// The tile limits (docs/language.md, "Limits") refuse none of the configurations the
+// benchmarks run: the widest, bench/gpu_bench.cpp's forward sweep at 32768 columns with
+// 4 warps, holds 256 elements a thread on NVIDIA (128 a lane on AMD's wave64).
+TEST(RMSNormChoose, WidestBenchConfigurationsTraceOnEveryGpuTarget) {
+  for (const char* target : {"sm_90", "gfx942"}) {
+    SCOPED_TRACE(target);
+    auto f = rmsnorm::choose(1024, 32768, 132, false);
+    f.num_warps = 4;
+    EXPECT_NO_THROW((void)rmsnorm::compile<ty::bf16>(f, target, 1024, 32768, false, false));
+    auto b = rmsnorm::choose(1024, 32768, 132, true);
+    EXPECT_NO_THROW((void)rmsnorm::compile<ty::bf16>(b, target, 1024, 32768, false, true));
+  }
+}
+
 // ---------------------------------------------------------------------------------
 // More than 2^31 elements: 64-bit offsets for real. ~4.3 GB per bf16 buffer, so it
 // runs only on a GPU (TL_DEVICE=hip or cuda); forward only: y of a sample of rows

@@ -60,6 +60,9 @@ float to_float(half v);      // exact
 // Decodes an FP8 code; `fp8` must be one of the four FP8 dtypes (else tl::error).
 double to_double(DType fp8, uint8_t bits);
 template <DType D> double to_double(float8<D> v) { return to_double(D, v.bits); }
+// Exact, like the bf16 and f16 ones: every FP8 value (NaN payloads aside) is a float.
+// tl::to_float(tl::fp8<tl::DType::f8e4m3fn>(0.3)) == 0.3125f.
+template <DType D> float to_float(float8<D> v) { return static_cast<float>(to_double(D, v.bits)); }
 
 // RNE; overflow goes to inf, NaN stays a (quiet) NaN.
 bfloat16 to_bf16(double x);

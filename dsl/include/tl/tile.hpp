@@ -27,6 +27,10 @@ namespace tl {
 
 namespace ir { class Value; }
 
+// The most elements one tile may have (Triton's TRITON_MAX_TENSOR_NUMEL): larger ones are
+// a tl::trace_error where they are made. docs/language.md, "Limits".
+inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
+
 namespace detail {
 using Loc = std::source_location;
 using Shape = std::vector<int>;
