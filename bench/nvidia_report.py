@@ -6,7 +6,7 @@ heuristic (rmsnorm::choose) and loads them there (`tl-sample-rmsnorm --target sm
 --report`): registers per thread, spill stores/loads and local memory come from the CUDA
 driver and ptxas's JIT log (runtime/cuda_device.cpp). Triton's twins from
 run_gpu_bench.py are compiled for the same configuration (BLOCK, rows per program,
-num_warps; prefetching or chunked backward) and launched once; their CompiledKernel gives
+num_warps; the backward pipelined (num_stages 2, Triton's twin with the next block's loads written out) or chunked) and launched once; their CompiledKernel gives
 n_regs and n_spills (= local memory / 4, from the same driver attributes).
 
 On the GPU machine, from the unpacked bundle (bench/nvidia_report.sh does this):
@@ -57,7 +57,7 @@ def triton_report(b, rows, cols):
     elif b["chunk"] > 0:
         k = rms_bwd_chunked[(P,)](x, x, w, rstd, y, dwp, M, N, CHUNK=b["chunk"], num_warps=nw)
         name = f"rms_bwd_chunked CHUNK={b['chunk']}"
-    elif b["prefetch"]:
+    elif b.get("num_stages", 1) > 1:  # tl's loop at num_stages 2: Triton's twin with the loads written ahead
         k = rms_bwd_prefetch[(P,)](x, x, w, rstd, y, dwp, M, N, BLOCK=B, R=R, num_warps=nw)
         name = f"rms_bwd_prefetch BLOCK={B} R={R}"
     else:
