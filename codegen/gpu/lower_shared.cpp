@@ -186,6 +186,7 @@ Lowerer::CopyPlan Lowerer::plan_copy(const ir::Operation& op) {
 static bool zero_filled(const ir::Operation& op) {
   if (op.operands.size() < 5) return true;
   const ir::Operation* d = op.operands[4]->def;
+  while (d && (d->op == Op::splat || d->op == Op::broadcast)) d = d->operands[0]->def;
   return d && d->op == Op::constant && d->i0 == 0 && d->f == 0.0 && !std::signbit(d->f);
 }
 
@@ -236,10 +237,10 @@ void Lowerer::lower_async_wait(const ir::Operation& op) {
   // Copy groups (the pipeliner's waits): on a target whose counter counts loads (AMD's
   // vmcnt), the loads those groups issued.
   if (op.i1 == ir::kWaitCountsCopies && hooks_.wait_counts_loads()) {
-    const ir::Block& b = *op.parent;
+    const ir::Block& block = *op.parent;
     size_t at = 0;
-    while (b.ops[at].get() != &op) ++at;
-    n = n > 0 ? loads_of_last_copies(b, at, n, 0) : 0;
+    while (block.ops[at].get() != &op) ++at;
+    n = n > 0 ? loads_of_last_copies(block, at, n, 0) : 0;
   }
   hooks_.async_wait(b, n);
 }

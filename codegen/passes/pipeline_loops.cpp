@@ -199,10 +199,12 @@ class Pipeliner {
       ir::walk(f_.body, [&](ir::Operation& op) {
         if (op.op != Op::shared_alloc) return;
         const ir::Type& t = op.result()->type;
-        total += t.numel() * byte_width(t.dtype) * (&op == buf->def ? loop_stages_ : t.stages);
+        bool staged = &op == buf->def || multi_buffered_.count(&op);
+        total += t.numel() * byte_width(t.dtype) * (staged ? loop_stages_ : t.stages);
       });
       if (total > o_.shared_bytes_limit) return nullptr;
     }
+    multi_buffered_.insert(buf->def);
     return store;
   }
 
@@ -217,6 +219,7 @@ class Pipeliner {
     int n = loop.i0 > 0 ? int(loop.i0) : o_.num_stages;
     if (n <= 1) return &loop;
     loop_stages_ = n;
+    multi_buffered_.clear();
     ir::Block& body = *loop.regions[0];
     std::string head = fmt::format("pipelined: loop at {} num_stages={}:", where(loop.loc), n);
     auto decline = [&](const std::string& why) {
@@ -546,6 +549,9 @@ class Pipeliner {
   const PipelineOptions& o_;
   std::vector<std::string>& remarks_;
   int loop_stages_ = 1;
+  // The buffers this loop's plans already multi-buffer (counted at loop_stages_ when the
+  // next one is checked against the target's shared memory).
+  std::set<const ir::Operation*> multi_buffered_;
   int pipelined_ = 0;
 };
 

@@ -164,6 +164,39 @@ TEST(PipelineCodegen, PtxSharedStagesWaitGroupNMinus2) {
   }
 }
 
+// A staged tile whose N stages would not fit the target's shared memory stays in
+// registers: [32, 256] f32 is 32 KiB a stage, 96 KiB at num_stages 3: over gfx942's 64 KiB
+// of LDS, within gfx950's 160 KiB.
+TEST(PipelineCodegen, SharedStagesOverTheTargetsBudgetStayInRegisters) {
+  auto kernel = [] {
+    return trace("pipe_big", [&](Trace& t) {
+      auto x = ptr_arg<ty::f32>(t, "x", true);
+      auto y = ptr_arg<ty::f32>(t, "y", true);
+      auto n = scalar_arg<ty::i32>(t, "n", true);
+      auto r = tl::arange(0, 32), c = tl::arange(0, 256);
+      auto acc = tl::zeros<ty::f32>({256});
+      auto buf = tl::shared<ty::f32>({1, 32, 256});
+      for (auto k : tl::range(0, n, 32, tl::num_stages(3))) {
+        auto rows = k + r;
+        auto m = tl::broadcast_to(tl::expand_dims(rows < n, 1), {32, 256});
+        buf[0].store(tl::load(x + tl::expand_dims(rows, 1) * 256 + tl::expand_dims(c, 0), m, 0.0));
+        acc = acc + tl::sum(buf[0].load(), 0);
+      }
+      tl::store(y + c, acc);
+    });
+  };
+  auto f = kernel();
+  auto small = compile("gfx942", *f);
+  ASSERT_EQ(small.remarks.size(), 1u);
+  EXPECT_NE(small.remarks[0].find("yes (1 load into registers, 0 into shared memory)"), std::string::npos)
+      << small.remarks[0];
+  auto g = kernel();
+  auto big = compile("gfx950", *g);
+  ASSERT_EQ(big.remarks.size(), 1u);
+  EXPECT_NE(big.remarks[0].find("yes (0 loads into registers, 1 into shared memory)"), std::string::npos)
+      << big.remarks[0];
+}
+
 // The loop without num_stages compiles to the same code as with num_stages(1).
 TEST(PipelineCodegen, OneStageIsTheUnpipelinedLoop) {
   auto f = stream_kernel(1, false);
