@@ -6,6 +6,9 @@
 // runtimes reject): v5 by default, what ROCm 6 produces; v4 when linking with comgr
 // (TL_AMDGPU_LINKER=comgr), because Debian's comgr 5.2 links nothing newer. Override
 // with TL_AMDGPU_CODE_OBJECT_VERSION=4|5|6.
+//
+// The machine schedule is chosen per kernel among LLVM's GCN schedulers (schedule.hpp);
+// TL_AMDGPU_SCHEDULE=default (or another "amdgpu-sched-strategy" value) forces one.
 #include <fmt/format.h>
 #include <llvm-c/Target.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -21,6 +24,7 @@
 
 #include "codegen/amdgpu/amdgpu_hooks.hpp"
 #include "codegen/amdgpu/code_object.hpp"
+#include "codegen/amdgpu/schedule.hpp"
 #include "codegen/gpu/lowering.hpp"
 #include "codegen/gpu/optimize.hpp"
 #include "tl/error.hpp"
@@ -67,6 +71,7 @@ class AmdgpuTarget final : public codegen::Target {
     code_object_version_ = cov.empty() ? (use_comgr_ ? 4 : 5) : std::atoi(cov.c_str());
     if (code_object_version_ < 4 || code_object_version_ > 6)
       throw compile_error(fmt::format("TL_AMDGPU_CODE_OBJECT_VERSION must be 4, 5 or 6, got '{}'", cov));
+    schedule_ = env("TL_AMDGPU_SCHEDULE");
   }
 
   const codegen::TargetDesc& desc() const override { return desc_; }
@@ -85,13 +90,10 @@ class AmdgpuTarget final : public codegen::Target {
     gpu::optimize_module(m, *tm_, opts.opt_level);
     out.llvm_ir = gpu::module_text(m);
 
-    llvm::SmallVector<char, 0> buf;
-    llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      throw compile_error("the AMDGPU target cannot emit an object file");
-    pm.run(m);
-    std::vector<uint8_t> object(buf.begin(), buf.end());
+    // The machine schedule is chosen per kernel (schedule.hpp); below -O2 the default.
+    std::string strategy = opts.opt_level < 2 ? "default" : schedule_;
+    ScheduledObject scheduled = emit_scheduled(m, *tm_, lowered_.kernel_symbol, lowered_.block_threads, strategy);
+    std::vector<uint8_t> object = std::move(scheduled.object);
 
     std::optional<std::vector<uint8_t>> hsaco;
     if (use_comgr_) {
@@ -120,6 +122,7 @@ class AmdgpuTarget final : public codegen::Target {
                   {"waves_per_workgroup", r.waves_per_workgroup},
                   {"code_object_version", r.code_object_version},
                   {"shared_bytes", r.lds_bytes}};
+    if (!scheduled.remark.empty()) out.remarks.push_back(scheduled.remark);
   }
 
  private:
@@ -129,6 +132,7 @@ class AmdgpuTarget final : public codegen::Target {
   gpu::LoweringResult lowered_;
   bool use_comgr_ = false;
   int code_object_version_ = 5;
+  std::string schedule_;  // TL_AMDGPU_SCHEDULE: "" chooses per kernel, else the strategy to force
 };
 
 }  // namespace
