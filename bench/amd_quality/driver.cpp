@@ -9,7 +9,7 @@
 //       on the GPU machine: runs every case at its benchmark problem on the default
 //       device, checks it against the double-precision reference, and times it (device
 //       events around batches, median of N), GB/s from the bytes it must move;
-//   tl-amd-quality --target gfx942 --ceiling bench/amd_quality/vgpr_ceiling.json
+//   tl-amd-quality --target gfx942 --target gfx950 --ceiling bench/amd_quality/vgpr_ceiling.json
 //       also writes each target's VGPRs per case: the record amd_quality_test holds
 //       the lowering to (lower it when a change saves registers);
 //   tl-amd-quality --list
@@ -40,6 +40,8 @@ nlohmann::json compile_case(const amd_quality::Case& c, const std::string& targe
   auto meta = nlohmann::json::parse(c.compile(target));
   j["report"] = meta["report"];
   j["compile_ms"] = meta.value("compile_ms", 0.0);
+  // What the compiler chose (the AMD machine schedule among them: "schedule: ...").
+  j["remarks"] = meta.value("remarks", nlohmann::json::array());
   auto entry = tl::cache::DiskCache::global().load(meta["key"].get<std::string>());
   if (!entry || !entry->artifacts.count("code")) throw std::runtime_error("no cache entry for " + c.name);
   const auto& code = entry->artifacts["code"];
@@ -145,8 +147,12 @@ int main(int argc, char** argv) {
         for (auto& c : picked) {
           auto j = compile_case(c, t);
           record[t][c.name] = j["report"].value("vgpr", -1);
-          fmt::print(stderr, "{:7} {:32} vgpr {:3} spill {} occupancy {}\n", t, c.name, j["report"].value("vgpr", -1),
-                     j["report"].value("spill_vgpr", -1), j["report"].value("occupancy", -1));
+          std::string schedule;
+          for (auto& r : j["remarks"])
+            if (r.get<std::string>().rfind("schedule: ", 0) == 0) schedule = r.get<std::string>().substr(10);
+          fmt::print(stderr, "{:7} {:32} vgpr {:3} spill {} occupancy {}  {}\n", t, c.name,
+                     j["report"].value("vgpr", -1), j["report"].value("spill_vgpr", -1),
+                     j["report"].value("occupancy", -1), schedule);
           result.push_back(j);
         }
       if (!ceiling.empty()) std::ofstream(ceiling) << record.dump(1) << "\n";

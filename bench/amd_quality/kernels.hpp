@@ -6,7 +6,7 @@
 //   - tl-amd-quality (driver.cpp): compiles every case for gfx942/gfx950 and prints the
 //     code object's resources and instruction counts (run.sh puts Triton beside it);
 //   - tests/codegen/amd_quality_test.cpp: every case checked on the CPU against a
-//     double-precision reference, and its gfx942 VGPRs against the recorded ceiling
+//     double-precision reference, and its gfx942 and gfx950 VGPRs against the recorded ceiling
 //     (bench/amd_quality/vgpr_ceiling.json);
 //   - the H100 runner (driver.cpp --bench): every case timed on the GPU, after the
 //     same check at its benchmark size.

@@ -4,6 +4,9 @@
 //
 // The linker (comgr where it lists the ISA, else lld) and the code object version are
 // chosen in link_choice.cpp, from the environment and the installed comgr.
+//
+// The machine schedule is chosen per kernel among LLVM's GCN schedulers (schedule.hpp);
+// TL_AMDGPU_SCHEDULE=default (or another "amdgpu-sched-strategy" value) forces one.
 #include <fmt/format.h>
 #include <llvm-c/Target.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -20,6 +23,7 @@
 #include "codegen/amdgpu/amdgpu_hooks.hpp"
 #include "codegen/amdgpu/code_object.hpp"
 #include "codegen/amdgpu/link_choice.hpp"
+#include "codegen/amdgpu/schedule.hpp"
 #include "codegen/gpu/lowering.hpp"
 #include "codegen/gpu/optimize.hpp"
 #include "tl/error.hpp"
@@ -57,6 +61,7 @@ class AmdgpuTarget final : public codegen::Target {
   explicit AmdgpuTarget(const codegen::TargetDesc& d) : desc_(d), hooks_(d) {
     if (d.wave_size != 64 && d.wave_size != 32) throw compile_error("AMDGPU wave size must be 32 or 64");
     link_ = choose_link(d.arch);
+    if (const char* forced = std::getenv("TL_AMDGPU_SCHEDULE")) schedule_ = forced;
   }
 
   const codegen::TargetDesc& desc() const override { return desc_; }
@@ -75,13 +80,10 @@ class AmdgpuTarget final : public codegen::Target {
     gpu::optimize_module(m, *tm_, opts.opt_level);
     out.llvm_ir = gpu::module_text(m);
 
-    llvm::SmallVector<char, 0> buf;
-    llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      throw compile_error("the AMDGPU target cannot emit an object file");
-    pm.run(m);
-    std::vector<uint8_t> object(buf.begin(), buf.end());
+    // The machine schedule is chosen per kernel (schedule.hpp); below -O2 the default.
+    std::string strategy = opts.opt_level < 2 ? "default" : schedule_;
+    ScheduledObject scheduled = emit_scheduled(m, *tm_, lowered_.kernel_symbol, lowered_.block_threads, strategy);
+    std::vector<uint8_t> object = std::move(scheduled.object);
 
     std::optional<std::vector<uint8_t>> hsaco;
     out.linker = "lld";
@@ -118,6 +120,7 @@ class AmdgpuTarget final : public codegen::Target {
                   {"waves_per_workgroup", r.waves_per_workgroup},
                   {"code_object_version", r.code_object_version},
                   {"shared_bytes", r.lds_bytes}};
+    if (!scheduled.remark.empty()) out.remarks.push_back(scheduled.remark);
   }
 
  private:
@@ -126,6 +129,7 @@ class AmdgpuTarget final : public codegen::Target {
   llvm::TargetMachine* tm_ = nullptr;  // this thread's (codegen::thread_machine)
   gpu::LoweringResult lowered_;
   LinkChoice link_;
+  std::string schedule_;  // TL_AMDGPU_SCHEDULE: "" chooses per kernel, else the strategy to force
 };
 
 }  // namespace

@@ -1,0 +1,55 @@
+// The machine schedule of an AMD kernel, chosen per kernel by compiling it more than one
+// way (codegen/gpu/README.md, "Machine scheduling on AMD").
+//
+// LLVM's default GCN scheduler trades registers for latency as long as occupancy holds:
+// below 64 VGPRs (8 waves a SIMD on gfx9) it freely hoists, e.g., the denormal range
+// checks of every exp2 in a row above the first v_exp_f32, two extra VGPRs a value
+// (softmax over 4096 f32 columns: 46 VGPRs, Triton 30). LLVM's register-minimizing
+// schedulers ("amdgpu-sched-strategy" = "iterative-minreg", "iterative-maxocc") give
+// most of that back, but minreg ignores latency and may wait for one global load before
+// issuing the next. So each kernel is compiled with the default schedule, then with the
+// alternatives in turn, and an alternative is kept only when it is strictly better on
+// registers or occupancy, no worse on spills and occupancy, and overlaps memory as much
+// as the default (memory_overlap below). Cost: one or two more code generations,
+// about 1.8x the CPU time of a compile (tl-bench-compile, RMSNorm row of 4096).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class Module;
+class TargetMachine;
+}  // namespace llvm
+
+namespace tl::amd {
+
+// How much memory latency a listing can hide, read in program order (branches ignored:
+// a static proxy, the same for every candidate): for the vector memory counter (global,
+// buffer, flat and scratch loads) and the LDS/scalar one (LDS reads and permutes, scalar
+// loads), the most loads outstanding at once and the number of s_waitcnt on it.
+struct MemoryOverlap {
+  int vm_in_flight = 0, vm_waits = 0;
+  int lgkm_in_flight = 0, lgkm_waits = 0;
+};
+MemoryOverlap memory_overlap(const std::string& disassembly);
+// True when `candidate` keeps at least as many loads in flight on both counters as
+// `reference`, with no more waits.
+bool overlaps_as_much(const MemoryOverlap& candidate, const MemoryOverlap& reference);
+
+struct ScheduledObject {
+  std::vector<uint8_t> object;  // relocatable ELF
+  std::string strategy;         // "default" or the "amdgpu-sched-strategy" value it used
+  // When a choice was made, for the compile report: "schedule: iterative-minreg (VGPRs:
+  // default 46, iterative-maxocc 33, iterative-minreg 32; ...)".
+  std::string remark;
+};
+
+// Emits `m` (already optimized) as a relocatable object for the kernel `kernel`, launched
+// with `workgroup_size` work-items, with the best schedule by the rule above. `strategy`:
+// "" to choose, or one strategy to force ("default", "iterative-minreg", ...). Consumes m.
+ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel,
+                               int workgroup_size, const std::string& strategy);
+
+}  // namespace tl::amd
