@@ -320,16 +320,29 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
   dev.launch(*spec->loaded, dims, slots, r.stream);
 }
 
+namespace {
+std::string compile_for(const std::string& name, const std::source_location& loc, const codegen::TargetDesc& target,
+                        const launch_options& o, std::span<const ArgValue> args, const std::string& constants,
+                        const std::function<void()>& trace) {
+  check_options(o, name, loc, target);
+  codegen::CompileOptions opts = compile_options(o, target);
+  Built b = build(name, loc, args, constants, trace, target, opts);
+  b.meta["key"] = b.key;
+  return b.meta.dump();
+}
+}  // namespace
+
+std::string KernelBase::compile_only(const device& dev, const launch_options& o, std::span<const ArgValue> args,
+                                     const std::string& constants, const std::function<void()>& trace) {
+  return compile_for(name_, loc_, (dev ? dev : default_device()).impl()->target(), o, args, constants, trace);
+}
+
 std::string KernelBase::compile_only(const std::string& target_name, const launch_options& o,
                                      std::span<const ArgValue> args, const std::string& constants,
                                      const std::function<void()>& trace) {
   std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
   codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
-  check_options(o, name_, loc_, target);
-  codegen::CompileOptions opts = compile_options(o, target);
-  Built b = build(name_, loc_, args, constants, trace, target, opts);
-  b.meta["key"] = b.key;
-  return b.meta.dump();
+  return compile_for(name_, loc_, target, o, args, constants, trace);
 }
 
 }  // namespace detail
