@@ -257,9 +257,12 @@ tune_stats tuning_stats() {
 
 std::string tune_table::str() const {
   size_t timed = 0, dropped = 0;
-  for (const auto& r : rows) (r.dropped.empty() && r.ms >= 0 ? timed : dropped) += 1;
+  for (const auto& r : rows) {
+    dropped += !r.dropped.empty();
+    timed += r.dropped.empty() && r.ms >= 0;
+  }
   std::string out = fmt::format("tl autotune '{}' [{}] on {}, compiler {}: {} configurations, {} dropped, {} timed",
-                                name, key, device, compiler, rows.size(), dropped, timed);
+                                name, key.empty() ? "no key" : key, device, compiler, rows.size(), dropped, timed);
   if (best >= 0) out += fmt::format(", best #{} ({:.4f} ms)", best, rows[size_t(best)].ms);
   if (from_disk) out += " (stored decision: nothing timed now)";
   out += "\n";
