@@ -3,6 +3,7 @@
 //
 //   tl-sample-rmsnorm [--rows M --cols N] [--dtype bf16|f16] [--zero-centered]
 //   tl-sample-rmsnorm --target gfx942 --report      # resource report, nothing runs
+//   tl-sample-rmsnorm --tune                        # forward: tl::autotune's choice, not rmsnorm::choose
 #include <fmt/format.h>
 
 #include <chrono>
@@ -15,13 +16,14 @@
 #include <nlohmann/json.hpp>
 
 #include "samples/rmsnorm/rmsnorm.hpp"
+#include "samples/rmsnorm/tune.hpp"
 
 namespace {
 
 struct Args {
   int64_t rows = 0, cols = 0;
   std::string dtype = "bf16", target;
-  bool report = false, zero_centered = false;
+  bool report = false, zero_centered = false, tune = false;
   int repeats = 5;
 };
 
@@ -39,6 +41,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--target") a.target = next();
     else if (s == "--report") a.report = true;
     else if (s == "--zero-centered") a.zero_centered = true;
+    else if (s == "--tune") a.tune = true;
     else if (s == "--repeats") a.repeats = std::stoi(next());
     else throw std::runtime_error("unknown argument " + s);
   }
@@ -90,6 +93,11 @@ template <class E> bool run(const Args& a, tl::device dev, int64_t rows, int64_t
 
   const float eps = 1e-6f;
   auto fcfg = rmsnorm::choose(rows, cols, dev.compute_units(), false);
+  // --tune: the forward's rows per program and warps from tl::autotune (tuned on this
+  // device once per shape, then remembered in the cache directory), the rest as chosen.
+  if (a.tune)
+    fcfg = rmsnorm::forward_config(
+        rmsnorm::forward_tuner<E>().best_on(dev, X, Y, W, R, rows, cols, eps, a.zero_centered), rows, cols);
   auto bcfg = rmsnorm::choose(rows, cols, dev.compute_units(), true);
   int64_t bprogs = bcfg.programs;
   auto DWP = dev.alloc<tl::f32>(size_t(bprogs * cols));
