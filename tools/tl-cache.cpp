@@ -326,7 +326,10 @@ int cmd_tune(DiskCache& cache, const std::vector<std::string>& args) {
   rows.push_back({"KEY", "KERNEL", "TUNED FOR", "DEVICE", "BEST", "MS", "DROPPED", "COMPILER", "LAST USED"});
   for (const auto& i : infos)
     rows.push_back({i.key.substr(0, 12), cell(i.meta, {"kernel"}), cell(i.meta, {"key"}), cell(i.meta, {"device"}),
-                    cell(i.meta, {"best_config"}), cell(i.meta, {"best_ms"}),
+                    cell(i.meta, {"best_text"}),
+                    field(i.meta, {"best_ms"}) && field(i.meta, {"best_ms"})->is_number()
+                        ? fmt::format("{:.4f}", field(i.meta, {"best_ms"})->get<double>())
+                        : "-",
                     cell(i.meta, {"dropped"}) + "/" + cell(i.meta, {"configs"}), cell(i.meta, {"compiler"}),
                     human_time(i.last_used)});
   std::vector<size_t> width(rows[0].size(), 0);

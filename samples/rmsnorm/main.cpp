@@ -4,6 +4,7 @@
 //   tl-sample-rmsnorm [--rows M --cols N] [--dtype bf16|f16] [--zero-centered]
 //   tl-sample-rmsnorm --target gfx942 --report      # resource report, nothing runs
 //   tl-sample-rmsnorm --tune                        # forward: tl::autotune's choice, not rmsnorm::choose
+//   tl-sample-rmsnorm --tune --target gfx942 --report   # the forward's space pruned by its reports
 #include <fmt/format.h>
 
 #include <chrono>
@@ -55,8 +56,20 @@ template <class E> host_t<E> narrow(double v) {
   else return tl::to_f16(v);
 }
 
+// --tune --report: the forward's whole configuration space compiled for the target and
+// pruned by the tuner's rules (spills, occupancy, what the shape cannot run), as a tuning
+// run on that device would before timing the rest.
+template <class E> void tune_report(const Args& a, int64_t rows, int64_t cols) {
+  using H = typename tl::buffer<E>::host_t;
+  auto* p = reinterpret_cast<H*>(uintptr_t(1) << 20);
+  auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
+  tl::tune_table t = rmsnorm::forward_tuner<E>().prune(a.target, p, p, p, f, rows, cols, 1e-6f, a.zero_centered);
+  fmt::print("shape {}x{}\n{}\n", rows, cols, t.str());
+}
+
 // Compiles both kernels for the target and prints their resource reports.
 template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
+  if (a.tune) return tune_report<E>(a, rows, cols);
   // Compute units of the target's typical part: MI300X has 304, MI355X 256.
   int cus = a.target.rfind("gfx950", 0) == 0 ? 256 : a.target.rfind("gfx", 0) == 0 ? 304 : 132;
   for (bool bwd : {false, true}) {

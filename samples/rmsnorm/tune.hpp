@@ -36,6 +36,12 @@ inline Config forward_config(const ForwardTune& t, int64_t rows, int64_t cols) {
   return c;
 }
 
+// The element type (tl::bf16, tl::f16) of a launch's x: a tl::buffer, or a raw pointer
+// (what --report compiles with, where nothing runs).
+template <class X> struct element_of { using type = tl::tile<typename X::elem>; };
+template <> struct element_of<tl::bfloat16*> { using type = tl::bf16; };
+template <> struct element_of<tl::half*> { using type = tl::f16; };
+
 // Launches one configuration, or skips it where the kernel cannot run it: packed rows
 // have no row mask (the rows must divide evenly) and are for narrow rows only (seed 004:
 // packing must never cost wide rows), a program holds at most 8192 elements (the sweep's
@@ -43,7 +49,7 @@ inline Config forward_config(const ForwardTune& t, int64_t rows, int64_t cols) {
 // element a thread.
 inline const auto forward_launch = [](tl::tuning& t, const ForwardTune& f, auto& x, auto& y, auto& w, auto& rstd,
                                       int64_t rows, int64_t cols, float eps, bool zero_centered) {
-  using E = tl::tile<typename std::decay_t<decltype(x)>::elem>;  // tl::bf16 or tl::f16, as forward() names it
+  using E = typename element_of<std::decay_t<decltype(x)>>::type;  // tl::bf16 or tl::f16, as forward() names it
   const Config c = forward_config(f, rows, cols);
   const int lanes = t.target().rfind("gfx9", 0) == 0 ? 64 : 32;
   if (f.rows_per_pid > 1 && c.block > 512) t.skip("rows are packed only up to 512 columns");

@@ -378,7 +378,8 @@ template <class Cfg, class Fn> class autotuner {
  private:
   int index_of(const std::string& n) const {
     if (opts_.args.empty()) {
-      if (n.rfind("arg", 0) != 0 || n.size() < 4 || n.find_first_not_of("0123456789", 3) != std::string::npos) return -1;
+      if (n.rfind("arg", 0) != 0 || n.size() < 4 || n.size() > 7 || n.find_first_not_of("0123456789", 3) != std::string::npos)
+        return -1;
       return std::stoi(n.substr(3));
     }
     for (size_t i = 0; i < opts_.args.size(); ++i)
