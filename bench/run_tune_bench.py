@@ -45,7 +45,7 @@ def prune(configs, named_args, **kwargs):
             continue
         if M % r:
             continue
-        if r * B > 8192:
+        if r > 1 and r * B > 8192:
             continue
         if r * B < w * 32:
             continue

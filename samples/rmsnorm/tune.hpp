@@ -44,7 +44,7 @@ template <> struct element_of<tl::half*> { using type = tl::f16; };
 
 // Launches one configuration, or skips it where the kernel cannot run it: packed rows
 // have no row mask (the rows must divide evenly) and are for narrow rows only (seed 004:
-// packing must never cost wide rows), a program holds at most 8192 elements (the sweep's
+// packing must never cost wide rows), a packed program holds at most 8192 elements (the sweep's
 // range: beyond it every lane holds a wide row's worth), and a program has at least one
 // element a thread.
 inline const auto forward_launch = [](tl::tuning& t, const ForwardTune& f, auto& x, auto& y, auto& w, auto& rstd,
@@ -54,7 +54,7 @@ inline const auto forward_launch = [](tl::tuning& t, const ForwardTune& f, auto&
   const int lanes = t.target().rfind("gfx9", 0) == 0 ? 64 : 32;
   if (f.rows_per_pid > 1 && c.block > 512) t.skip("rows are packed only up to 512 columns");
   if (rows % f.rows_per_pid) t.skip("rows_per_pid must divide the rows");
-  if (int64_t(f.rows_per_pid) * c.block > 8192) t.skip("more than 8192 elements a program");
+  if (f.rows_per_pid > 1 && int64_t(f.rows_per_pid) * c.block > 8192) t.skip("more than 8192 elements a packed program");
   if (int64_t(f.rows_per_pid) * c.block < int64_t(f.num_warps) * lanes) t.skip("fewer elements than threads");
   t.launch(forward_kernel<E>(), tl::grid(c.programs), {.num_warps = c.num_warps}, x, y, w, rstd, int(cols), eps,
            c.block, c.rows_per_pid, zero_centered, c.offsets64);
