@@ -175,7 +175,7 @@ std::vector<std::string> dir_names(int dirfd) {
 
 bool is_shard_name(const std::string& n) { return n.size() == 2 && is_hex(n[0]) && is_hex(n[1]); }
 
-enum class FileKind { none, entry, used, temp };
+enum class FileKind { none, entry, used, temp, lock };
 
 // Classifies a name inside shard `shard`; only these names are ever deleted by the cache.
 FileKind classify(const std::string& name, const std::string& shard, std::string* key) {
@@ -186,6 +186,7 @@ FileKind classify(const std::string& name, const std::string& shard, std::string
   if (key) *key = name.substr(0, kKeyLength);
   if (rest == ".tlc") return FileKind::entry;
   if (rest == ".used") return FileKind::used;
+  if (rest == ".lock") return FileKind::lock;
   if (rest.substr(0, 5) == ".tmp.") return FileKind::temp;
   return FileKind::none;
 }
@@ -1067,6 +1068,36 @@ void DiskCache::clear() {
   for (const std::string& name : dir_names(root.fd.get()))
     if (name.starts_with("stats.json.tmp.")) ::unlinkat(root.fd.get(), name.c_str(), 0);
   update_stats_file(root.fd.get(), {}, /*reset=*/true);
+}
+
+KeyLock& KeyLock::operator=(KeyLock&& o) noexcept {
+  if (this != &o) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = o.fd_;
+    o.fd_ = -1;
+  }
+  return *this;
+}
+KeyLock::~KeyLock() {
+  if (fd_ >= 0) ::close(fd_);  // closing the last fd of the open file releases the flock
+}
+
+KeyLock DiskCache::lock(const std::string& raw_key) {
+  auto key = normalize_key(raw_key);
+  if (!key) return {};
+  Dir root = open_root(dir_, true);
+  if (!root.usable()) return {};
+  Dir shard = open_shard(root.fd.get(), key->substr(0, 2), true);
+  if (!shard.usable()) return {};
+  const std::string name = *key + ".lock";
+  int fd = ::openat(shard.fd.get(), name.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+  if (fd < 0) return {};
+  KeyLock l(fd);  // closes the fd on every return below but the last
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return {};
+  while (::flock(fd, LOCK_EX) != 0)
+    if (errno != EINTR) return {};
+  return l;
 }
 
 std::optional<Entry> DiskCache::find_prefix(const std::string& raw_prefix) {

@@ -14,6 +14,7 @@
 //   <dir>/<key[0:2]>/<key>.used       side record: its mtime is the last use, its content
 //                                     the hit count in decimal (updated under flock)
 //   <dir>/<key[0:2]>/<key>.tmp.<pid>.<tid>.<random>   a store in progress
+//   <dir>/<key[0:2]>/<key>.lock       flocked by lock(key): work one process does at a time
 //   <dir>/stats.json, stats.lock      hits/misses/rejected/evicted over all processes
 //                                     (stats.json replaced by rename under stats.lock)
 //
@@ -110,6 +111,21 @@ using IsaProvider = std::function<std::string(const Entry&)>;
 void set_isa_provider(IsaProvider provider);
 IsaProvider isa_provider();
 
+// An exclusive lock held across threads and processes (flock), released on destruction
+// or when the process dies. Empty (held() false) where the directory is unusable.
+class KeyLock {
+ public:
+  KeyLock() = default;
+  explicit KeyLock(int fd) : fd_(fd) {}
+  KeyLock(KeyLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  KeyLock& operator=(KeyLock&& o) noexcept;
+  ~KeyLock();
+  bool held() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
 class DiskCache {
  public:
   // The process-wide cache: TL_CACHE_DIR (default $HOME/.cache/tl), TL_CACHE_MAX_BYTES.
@@ -142,6 +158,10 @@ class DiskCache {
   // and on stats(), flush_stats(), destruction and, for global(), at exit.
   Stats stats();
   void flush_stats();
+  // Waits for the lock on `key` (<key>.lock beside the entry) and holds it: for work that
+  // only one process should do at a time, such as tuning a kernel (the others wait, then
+  // load what it stored). Lock files are tiny, never evicted, removed by clear().
+  KeyLock lock(const std::string& key);
   // Evicts least-recently-used entries until at most `max_bytes` remain; bytes freed.
   uint64_t prune(uint64_t max_bytes);
   // Removes every entry (only files the cache names; never anything else in the directory).

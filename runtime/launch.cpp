@@ -363,14 +363,13 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
   dev.launch(*spec->loaded, dims, slots, r.stream);
 }
 
-std::string KernelBase::compile_only(const std::string& target_name, const launch_options& o,
-                                     std::span<const ArgValue> args, const std::string& constants,
-                                     const std::function<void()>& trace) {
-  std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
-  codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
-  check_options(o, name_, loc_, target);
+namespace {
+std::string compile_for(const std::string& name, const std::source_location& loc, const codegen::TargetDesc& target,
+                        const launch_options& o, std::span<const ArgValue> args, const std::string& constants,
+                        const std::function<void()>& trace) {
+  check_options(o, name, loc, target);
   codegen::CompileOptions opts = compile_options(o, target);
-  Built b = build(name_, loc_, args, constants, trace, target, opts);
+  Built b = build(name, loc, args, constants, trace, target, opts);
   // NVIDIA's registers and spills come from the driver after loading (ptxas runs there):
   // where this machine's first NVIDIA GPU is of the very target, load the code on it for
   // them. Elsewhere (cross-compiling) the report has what the compiler knows.
@@ -382,6 +381,20 @@ std::string KernelBase::compile_only(const std::string& target_name, const launc
   add_resources_and_store(b, loaded.get());
   b.meta["key"] = b.key;
   return b.meta.dump();
+}
+}  // namespace
+
+std::string KernelBase::compile_only(const device& dev, const launch_options& o, std::span<const ArgValue> args,
+                                     const std::string& constants, const std::function<void()>& trace) {
+  return compile_for(name_, loc_, (dev ? dev : default_device()).impl()->target(), o, args, constants, trace);
+}
+
+std::string KernelBase::compile_only(const std::string& target_name, const launch_options& o,
+                                     std::span<const ArgValue> args, const std::string& constants,
+                                     const std::function<void()>& trace) {
+  std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
+  codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
+  return compile_for(name_, loc_, target, o, args, constants, trace);
 }
 
 }  // namespace detail

@@ -5,6 +5,7 @@
 //   tl-cache [--dir D] ir KEY [--llvm]
 //   tl-cache [--dir D] isa KEY
 //   tl-cache [--dir D] stats [--json]
+//   tl-cache [--dir D] tune [--kernel NAME] [--json]
 //   tl-cache [--dir D] prune --max-size BYTES      (suffixes K, M, G)
 //   tl-cache [--dir D] clear
 //
@@ -41,6 +42,7 @@ constexpr const char* kUsage =
     "  ir KEY [--llvm]                              its tile IR (or LLVM IR)\n"
     "  isa KEY                                      its ISA text\n"
     "  stats [--json]                               size, hits, misses, rejected entries\n"
+    "  tune [--kernel NAME] [--json]                stored autotuning decisions (tl::autotune)\n"
     "  prune --max-size BYTES                       evict least recently used (K/M/G suffixes)\n"
     "  clear                                        remove every entry\n"
     "\n"
@@ -315,6 +317,49 @@ int cmd_stats(DiskCache& cache, const std::vector<std::string>& args) {
   return 0;
 }
 
+// The decisions tl::autotune stored (runtime/autotune.cpp): entries whose metadata says
+// "kind": "autotune". Their tables are in --json (and `show KEY`).
+int cmd_tune(DiskCache& cache, const std::vector<std::string>& args) {
+  Options o = parse_options(args, {"--json"}, {"--kernel"}, 0);
+  std::vector<tl::cache::EntryInfo> infos = cache.list();
+  auto kernel = o.values.find("--kernel");
+  std::erase_if(infos, [&](const tl::cache::EntryInfo& i) {
+    return cell(i.meta, {"kind"}) != "autotune" || (kernel != o.values.end() && cell(i.meta, {"kernel"}) != kernel->second);
+  });
+  if (o.flags.count("--json")) {
+    json out = json::array();
+    for (const auto& i : infos) {
+      json d = {{"key", i.key}, {"last_used", i.last_used}, {"hits", i.hits}};
+      for (const char* f : {"kernel", "key", "device", "compiler", "best", "best_config", "best_ms", "configs",
+                            "dropped", "tune_ms", "table"})
+        d[f == std::string("key") ? "tune_key" : f] = i.meta.value(f, json());
+      out.push_back(std::move(d));
+    }
+    fmt::print("{}\n", dump(out, 2));
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  rows.push_back({"KEY", "KERNEL", "TUNED FOR", "DEVICE", "BEST", "MS", "DROPPED", "COMPILER", "LAST USED"});
+  for (const auto& i : infos)
+    rows.push_back({i.key.substr(0, 12), cell(i.meta, {"kernel"}), cell(i.meta, {"key"}), cell(i.meta, {"device"}),
+                    cell(i.meta, {"best_text"}),
+                    field(i.meta, {"best_ms"}) && field(i.meta, {"best_ms"})->is_number()
+                        ? fmt::format("{:.4f}", field(i.meta, {"best_ms"})->get<double>())
+                        : "-",
+                    cell(i.meta, {"dropped"}) + "/" + cell(i.meta, {"configs"}), cell(i.meta, {"compiler"}),
+                    human_time(i.last_used)});
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  for (const auto& r : rows) {
+    std::string line;
+    for (size_t c = 0; c < r.size(); ++c) line += c + 1 == r.size() ? r[c] : fmt::format("{:<{}}  ", r[c], width[c]);
+    fmt::print("{}\n", line);
+  }
+  if (infos.empty()) fmt::print(stderr, "(no autotuning decisions in {})\n", cache.dir().string());
+  return 0;
+}
+
 int cmd_prune(DiskCache& cache, const std::vector<std::string>& args) {
   Options o = parse_options(args, {}, {"--max-size"}, 0);
   auto it = o.values.find("--max-size");
@@ -360,7 +405,7 @@ int run(int argc, char** argv) {
   }
   if (command.empty()) throw UsageError{"no command given", true};
   if (dir && dir->empty()) throw UsageError{"--dir needs a directory", true};
-  static const std::set<std::string> commands = {"list", "show", "ir", "isa", "stats", "prune", "clear"};
+  static const std::set<std::string> commands = {"list", "show", "ir", "isa", "stats", "tune", "prune", "clear"};
   if (command == "help") {
     fmt::print("{}", kUsage);
     return 0;
@@ -375,6 +420,7 @@ int run(int argc, char** argv) {
   if (command == "ir") return cmd_ir(cache, rest);
   if (command == "isa") return cmd_isa(cache, rest);
   if (command == "stats") return cmd_stats(cache, rest);
+  if (command == "tune") return cmd_tune(cache, rest);
   if (command == "prune") return cmd_prune(cache, rest);
   return cmd_clear(cache, rest);
 }

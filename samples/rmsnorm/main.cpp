@@ -3,6 +3,8 @@
 //
 //   tl-sample-rmsnorm [--rows M --cols N] [--dtype bf16|f16] [--zero-centered]
 //   tl-sample-rmsnorm --target gfx942 --report      # resource report, nothing runs
+//   tl-sample-rmsnorm --tune                        # forward: tl::autotune's choice, not rmsnorm::choose
+//   tl-sample-rmsnorm --tune --target gfx942 --report   # the forward's space pruned by its reports
 #include <fmt/format.h>
 
 #include <chrono>
@@ -15,13 +17,14 @@
 #include <nlohmann/json.hpp>
 
 #include "samples/rmsnorm/rmsnorm.hpp"
+#include "samples/rmsnorm/tune.hpp"
 
 namespace {
 
 struct Args {
   int64_t rows = 0, cols = 0;
   std::string dtype = "bf16", target;
-  bool report = false, zero_centered = false;
+  bool report = false, zero_centered = false, tune = false;
   int repeats = 5;
 };
 
@@ -39,6 +42,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--target") a.target = next();
     else if (s == "--report") a.report = true;
     else if (s == "--zero-centered") a.zero_centered = true;
+    else if (s == "--tune") a.tune = true;
     else if (s == "--repeats") a.repeats = std::stoi(next());
     else throw std::runtime_error("unknown argument " + s);
   }
@@ -52,8 +56,20 @@ template <class E> host_t<E> narrow(double v) {
   else return tl::to_f16(v);
 }
 
+// --tune --report: the forward's whole configuration space compiled for the target and
+// pruned by the tuner's rules (spills, occupancy, what the shape cannot run), as a tuning
+// run on that device would before timing the rest.
+template <class E> void tune_report(const Args& a, int64_t rows, int64_t cols) {
+  using H = typename tl::buffer<E>::host_t;
+  auto* p = reinterpret_cast<H*>(uintptr_t(1) << 20);
+  auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
+  tl::tune_table t = rmsnorm::forward_tuner<E>().prune(a.target, p, p, p, f, rows, cols, 1e-6f, a.zero_centered);
+  fmt::print("shape {}x{}\n{}\n", rows, cols, t.str());
+}
+
 // Compiles both kernels for the target and prints their resource reports.
 template <class E> void report(const Args& a, int64_t rows, int64_t cols) {
+  if (a.tune) return tune_report<E>(a, rows, cols);
   // Compute units of the target's typical part: MI300X has 304, MI355X 256.
   int cus = a.target.rfind("gfx950", 0) == 0 ? 256 : a.target.rfind("gfx", 0) == 0 ? 304 : 132;
   for (bool bwd : {false, true}) {
@@ -92,6 +108,11 @@ template <class E> bool run(const Args& a, tl::device dev, int64_t rows, int64_t
 
   const float eps = 1e-6f;
   auto fcfg = rmsnorm::choose(rows, cols, dev.compute_units(), false);
+  // --tune: the forward's rows per program and warps from tl::autotune (tuned on this
+  // device once per shape, then remembered in the cache directory), the rest as chosen.
+  if (a.tune)
+    fcfg = rmsnorm::forward_config(
+        rmsnorm::forward_tuner<E>().best_on(dev, X, Y, W, R, rows, cols, eps, a.zero_centered), rows, cols);
   auto bcfg = rmsnorm::choose(rows, cols, dev.compute_units(), true);
   int64_t bprogs = bcfg.programs;
   auto DWP = dev.alloc<tl::f32>(size_t(bprogs * cols));

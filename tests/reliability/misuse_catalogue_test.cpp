@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "support/reference.hpp"
+#include "tl/autotune.hpp"
 
 namespace {
 
@@ -24,6 +25,16 @@ tl::buffer<tl::ty::f32> X() { return tltest::test_device().alloc<tl::f32>(1 << 1
 tl::buffer<tl::ty::i32> XI() { return tltest::test_device().alloc<tl::i32>(1 << 16); }
 template <class K> void go(K& k) { k[tl::grid(1)](X()); }
 template <class K> void go_i(K& k) { k[tl::grid(1)](XI()); }
+
+// tl::autotune's misuse: a configuration of one field, launched over 64 floats; a block
+// that is not a power of two fails to compile.
+struct TuneCfg {
+  BOOST_HANA_DEFINE_STRUCT(TuneCfg, (int, block));
+};
+const auto tune_launch = [](tl::tuning& t, const TuneCfg& c, auto& x) {
+  static auto k = tl::kernel("tune_misuse", [](F32 x, int B) { tl::store(x + tl::arange(0, B), tl::zeros<tl::f32>({B})); });
+  t.launch(k, tl::grid(1), {}, x, c.block);
+};
 
 // clang-format off
 std::vector<Case> catalogue() {
@@ -123,6 +134,12 @@ std::vector<Case> catalogue() {
   c.push_back({"num_warps over 1024 threads on wave64", [] { auto k = tl::kernel("l6b", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); (void)k.compile("gfx942", {.num_warps = 32}, b.data()); }, __LINE__, "from 1 to 16 (64 lanes each", Launch});
   c.push_back({"num_stages zero", [] { auto k = tl::kernel("l7", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.num_stages = 0})(b); }, __LINE__, "num_stages must be", Launch});
   c.push_back({"waves_per_eu negative", [] { auto k = tl::kernel("l8", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.waves_per_eu = -1})(b); }, __LINE__, "waves_per_eu must be", Launch});
+  // --- autotuning ---
+  c.push_back({"autotune with no configurations", [] { auto t = tl::autotune("t1", std::vector<TuneCfg>{}, {}, tune_launch); (void)t; }, __LINE__, "the configuration list is empty", Launch});
+  c.push_back({"autotune key naming no argument", [] { auto t = tl::autotune("t2", std::vector<TuneCfg>{{64}}, {.args = {"x"}, .key = {"n"}}, tune_launch); (void)t; }, __LINE__, "the key names 'n', which is not one of its arguments (x)", Launch});
+  c.push_back({"autotune key on a buffer", [] { auto t = tl::autotune("t3", std::vector<TuneCfg>{{64}}, {.args = {"x"}, .key = {"x"}}, tune_launch); auto b = X(); t(b); }, __LINE__, "the key names 'x', which is not a number", Launch});
+  c.push_back({"autotune called with other arguments than named", [] { auto t = tl::autotune("t4", std::vector<TuneCfg>{{64}}, {.args = {"x", "n"}, .key = {"n"}}, tune_launch); auto b = X(); t(b); }, __LINE__, "called with 1 arguments, but its argument names list 2", Launch});
+  c.push_back({"autotune with every configuration failing", [] { auto t = tl::autotune("t5", std::vector<TuneCfg>{{3}, {5}}, {.args = {"x"}}, tune_launch); auto b = X(); t(b); }, __LINE__, "no configuration can run (2 given, every one dropped)", Launch});
   return c;
 }
 // clang-format on

@@ -159,6 +159,10 @@ class KernelBase {
   // the cache entry's metadata as JSON text.
   std::string compile_only(const std::string& target, const launch_options& opts, std::span<const ArgValue> args,
                            const std::string& constants, const std::function<void()>& trace);
+  // The same for a device's exact target (its features included), so that a launch on it
+  // then finds the code in the cache: what the autotuner compiles to read the reports.
+  std::string compile_only(const device& dev, const launch_options& opts, std::span<const ArgValue> args,
+                           const std::string& constants, const std::function<void()>& trace);
 
  private:
   struct Impl;
@@ -254,6 +258,13 @@ template <class F> class kernel_t : public detail::KernelBase {
     static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
     return compile_only(target, o, prep.values, prep.constants,
+                        [&] { trace(std::make_index_sequence<arity>{}, args...); });
+  }
+  // Compiles for the device `dev` runs kernels on, without launching.
+  template <class... A> std::string compile(const device& dev, const launch_options& o, A&&... args) {
+    static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
+    auto prep = prepare(std::make_index_sequence<arity>{}, args...);
+    return compile_only(dev, o, prep.values, prep.constants,
                         [&] { trace(std::make_index_sequence<arity>{}, args...); });
   }
 
