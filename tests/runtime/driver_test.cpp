@@ -1,6 +1,10 @@
 // Tests for the run-time driver loaders (runtime/hip_api, runtime/cuda_api). The loading
 // tests always run; the device tests skip, saying why, where no GPU of the kind exists.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include <cstdint>
 #include <cstdio>
@@ -403,7 +407,12 @@ TEST(CudaDriver, JitInfoLogHasPtxasResources) {
   TL_REQUIRE_CUDA(cu);
   if (!has_sm80(cu)) GTEST_SKIP() << "the test PTX targets sm_80";
   std::string info;
-  cuda::CUmodule module = cu->load_module(kStoreTidPtx, &info);
+  // The driver's JIT cache skips ptxas (and its log) for PTX it has compiled before, in
+  // this process (the other tests load store_tid too) or an earlier one: a PTX text of its
+  // own (a comment naming the process and time) makes this load run ptxas.
+  std::string ptx = std::string(kStoreTidPtx) + fmt::format("\n// jit-info-log test {} {}\n", ::getpid(),
+                                                               std::chrono::steady_clock::now().time_since_epoch().count());
+  cuda::CUmodule module = cu->load_module(ptx.c_str(), &info);
   cuda::CUfunction fn = nullptr;
   cu->check(cu->cuModuleGetFunction(&fn, module, "store_tid"), "cuModuleGetFunction");
   int regs = 0, local = -1;
