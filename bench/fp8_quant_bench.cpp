@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/hashed_values.hpp"
 #include "bench/timing.hpp"
 #include "runtime/cuda_api.hpp"
 #include "samples/fp8_quant/fp8_quant.hpp"
@@ -33,21 +34,14 @@ namespace {
 // Columns of different magnitudes (2^-6 .. 2^6), uniform values from a hash of the
 // element's index (32-bit arithmetic that int64 torch tensors do without overflow), so
 // that bench/run_fp8_quant_bench.py builds the same W for Triton and the outputs can be
-// compared byte for byte.
-uint32_t hash32(uint64_t i) {
-  uint64_t x = i & 0xffffffffu;
-  x ^= x >> 16, x = (x * 0x7feb352du) & 0xffffffffu;
-  x ^= x >> 15, x = (x * 0x2c1b3c6du) & 0xffffffffu;
-  x ^= x >> 16;
-  return uint32_t(x);
-}
+// compared byte for byte (tlbench::hash32).
 std::vector<tl::bfloat16> weights(int64_t E, int64_t K, int64_t N) {
   std::vector<tl::bfloat16> w(size_t(E * K * N));
   for (int64_t e = 0; e < E; ++e)
     for (int64_t k = 0; k < K; ++k)
       for (int64_t n = 0; n < N; ++n) {
         size_t i = size_t((e * K + k) * N + n);
-        float u = float(int32_t(hash32(i) >> 8) - (1 << 23)) * 0x1p-23f;  // [-1, 1), exact
+        float u = float(int32_t(tlbench::hash32(i) >> 8) - (1 << 23)) * 0x1p-23f;  // [-1, 1), exact
         w[i] = tl::to_bf16(std::ldexp(u, int((n * 7 + e) % 13) - 6));
       }
   return w;

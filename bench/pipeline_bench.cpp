@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/hashed_values.hpp"
 #include "bench/timing.hpp"
 #include "tl/tl.hpp"
 
@@ -46,15 +47,6 @@ auto& row_sum_kernel() {
   return k;
 }
 
-// bf16 values from a hash of the index, so that the Python harness builds the same x.
-uint32_t hash32(uint64_t i) {
-  uint64_t x = i & 0xffffffffu;
-  x ^= x >> 16, x = (x * 0x7feb352du) & 0xffffffffu;
-  x ^= x >> 15, x = (x * 0x2c1b3c6du) & 0xffffffffu;
-  x ^= x >> 16;
-  return uint32_t(x);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -72,7 +64,8 @@ int main(int argc, char** argv) try {
   tl::device dev = tl::default_device();
   tlbench::use_device_events(dev);
   std::vector<tl::bfloat16> hx(size_t(M * K));
-  for (size_t i = 0; i < hx.size(); ++i) hx[i] = tl::to_bf16(float(int32_t(hash32(i) >> 8) - (1 << 23)) * 0x1p-23f);
+  // [-1, 1) from a hash of the index: bench/run_pipeline_bench.py builds the same x.
+  for (size_t i = 0; i < hx.size(); ++i) hx[i] = tl::to_bf16(float(int32_t(tlbench::hash32(i) >> 8) - (1 << 23)) * 0x1p-23f);
   auto X = dev.alloc<tl::bf16>(hx.size());
   X.upload(hx);
   auto Y = dev.alloc<tl::f32>(size_t(M));
