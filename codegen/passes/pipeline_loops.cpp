@@ -14,7 +14,9 @@
 //
 // Where the value goes:
 // - into registers (the default): the loaded tiles of the N-1 iterations in flight
-//   are loop-carried values, rotated by one each iteration;
+//   are loop-carried values; a loop with only such loads is rebuilt unrolled N-1 times
+//   so that each tile keeps its registers from load to use (unroll_registers), one
+//   with shared-memory loads too rotates them by one each iteration;
 // - into shared memory, when the load's only use is storing it into a one-stage
 //   shared buffer that nothing outside the loop touches (the user staging a tile for
 //   reads by other threads, and later for tl::dot): the buffer gets N stages and the
@@ -353,19 +355,16 @@ class Pipeliner {
     // carried values s_0..s_{n-2} (s_0 is this iteration's),
     // the loads of iteration i+n-1 issued at the top of the body.
     ir::Operation* yield = body.terminator();
-    bool any_shared = false;
     std::vector<std::vector<ir::Value*>> carried(plans.size());
-    for (size_t i = 0; i < plans.size(); ++i) {
-      any_shared |= plans[i].store != nullptr;
+    for (size_t i = 0; i < plans.size(); ++i)
       if (!plans[i].store)
         for (int s = 0; s < n - 1; ++s) carried[i].push_back(ir::add_carried_value(loop, first[i][size_t(s)]));
-    }
-    ir::Value* stage = nullptr;  // shared: the stage this iteration reads (i mod n)
-    if (any_shared) stage = ir::add_carried_value(loop, pre.constant(DType::i32, 0, loc));
+    // The stage this iteration reads (i mod n).
+    ir::Value* stage = ir::add_carried_value(loop, pre.constant(DType::i32, 0, loc));
 
     ir::Builder top(body);
     top.before(*body.ops.front());
-    if (any_shared) {
+    {
       // The copies of iteration i are the oldest in flight: the n-2 later iterations'
       // copies (one group per pipelined load each) may stay outstanding.
       int groups = 0;
@@ -391,7 +390,7 @@ class Pipeliner {
           set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
       }
     }
-    if (any_shared) {
+    {
       // Reads of the buffers read this iteration's stage, synchronized by the wait above.
       for (auto& p : plans) {
         if (!p.store) continue;
