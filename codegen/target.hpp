@@ -36,6 +36,8 @@ struct CompileOptions {
   int num_stages = 1;
   int waves_per_eu = 0;      // AMD: amdgpu-waves-per-eu lower bound; 0 leaves it to LLVM
   bool bounds_check = false;  // CPU: trap on out-of-bounds unmasked accesses
+  int matrix_instr_nonkdim = 0;  // AMD tl::dot: MFMA M/N (16, 32; 0: tl chooses)
+  int kpack = 1;                 // AMD tl::dot: operand k-packing (1, 2)
   int opt_level = 3;
   std::string key() const;
 };

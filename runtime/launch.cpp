@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -101,6 +102,7 @@ codegen::CompileOptions compile_options(const launch_options& o, const codegen::
   c.num_stages = o.num_stages;
   c.waves_per_eu = target.kind == codegen::TargetDesc::amdgpu ? o.waves_per_eu : 0;
   c.bounds_check = target.kind == codegen::TargetDesc::cpu && (o.bounds_check || env::flag("TL_BOUNDS_CHECK"));
+  if (target.kind == codegen::TargetDesc::amdgpu) c.matrix_instr_nonkdim = o.matrix_instr_nonkdim, c.kpack = o.kpack;
   return c;
 }
 
@@ -121,6 +123,10 @@ void check_options(const launch_options& o, const std::string& kernel, const std
     fail(fmt::format("kernel '{}': num_stages must be 1 to 8, got {}", kernel, o.num_stages));
   if (o.waves_per_eu < 0 || o.waves_per_eu > 16)
     fail(fmt::format("kernel '{}': waves_per_eu must be 0 to 16, got {}", kernel, o.waves_per_eu));
+  if (o.matrix_instr_nonkdim != 0 && o.matrix_instr_nonkdim != 16 && o.matrix_instr_nonkdim != 32)
+    fail(fmt::format("kernel '{}': matrix_instr_nonkdim must be 0 (tl chooses), 16 or 32, got {}", kernel,
+                     o.matrix_instr_nonkdim));
+  if (o.kpack != 1 && o.kpack != 2) fail(fmt::format("kernel '{}': kpack must be 1 or 2, got {}", kernel, o.kpack));
 }
 
 nlohmann::json metadata(const std::string& kernel, const std::source_location& loc, const codegen::TargetDesc& target,
@@ -139,7 +145,7 @@ nlohmann::json metadata(const std::string& kernel, const std::source_location& l
   for (unsigned char c : constants) hex += fmt::format("{:02x}", c);
   m["constants_hex"] = hex;
   m["options"] = {{"num_warps", o.num_warps}, {"num_stages", o.num_stages}, {"waves_per_eu", o.waves_per_eu},
-                  {"bounds_check", o.bounds_check}};
+                  {"bounds_check", o.bounds_check}, {"matrix_instr_nonkdim", o.matrix_instr_nonkdim}, {"kpack", o.kpack}};
   m["report"] = code.report;
   m["remarks"] = code.remarks;
   m["format"] = code.format;
@@ -237,6 +243,12 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
       t.set_shared_budget(caps.shared_bytes_per_program, target.arch);
       // Likewise a tile too large for the registers of num_warps warps.
       t.set_register_budget(opts.num_warps * target.wave_size, caps.registers_per_lane, opts.num_warps, target.arch);
+      // And a tl::dot of an FP8 format the matrix instructions do not take.
+      std::vector<DType> fp8;
+      for (const auto& mi : caps.matrix_instructions)
+        for (DType d : {mi.a, mi.b})
+          if (is_fp8(d) && std::find(fp8.begin(), fp8.end(), d) == fp8.end()) fp8.push_back(d);
+      t.set_dot_fp8_formats(std::move(fp8), target.arch);
     }
     auto saved = t_args;
     t_args = args;

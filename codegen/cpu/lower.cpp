@@ -273,6 +273,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::if_: return lower_if(op);
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
+    case Op::dot: return lower_dot(op);
     case Op::assert_: return lower_assert(op);
     case Op::print: return lower_print(op);
     case Op::shared_alloc: {

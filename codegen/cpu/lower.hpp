@@ -128,6 +128,7 @@ class Lowerer {
   // ---- reductions and scans (reduce.cpp)
   void lower_reduce(const ir::Operation& op);
   void lower_scan(const ir::Operation& op);
+  void lower_dot(const ir::Operation& op);  // dot.cpp
 
   // ---- debugging and faults (debug.cpp)
   void lower_assert(const ir::Operation& op);

@@ -259,6 +259,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::async_wait: return lower_async_wait(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
+    case Op::dot:
+      fail(op, fmt::format("tl::dot is not supported on {} yet (it runs on the CPU)", hooks_.target_name()));
     case Op::constant:
       return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));
     case Op::program_id:

@@ -31,7 +31,7 @@ const char* op_name(Op op) {
     case Op::shared_load: return "shared_load"; case Op::shared_store: return "shared_store";
     case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
     case Op::barrier: return "barrier";
-    case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::for_: return "for";
+    case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
     case Op::print: return "print";
   }

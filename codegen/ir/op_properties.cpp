@@ -45,6 +45,7 @@ OpProperties describe(Op op) {
     case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
+    case Op::dot: return {kPure, 0};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};
     case Op::yield: return {kTerminator, 0};

@@ -184,6 +184,19 @@ class Verifier {
         expect(nops == 0 && op.results.empty() && op.i0 >= 0 && (op.i1 == 0 || op.i1 == kWaitCountsCopies), op,
                "async_wait takes no operands, has no result, a non-negative count and counts loads or copies");
         break;
+      case Op::dot: {
+        expect(nops == 3 && op.results.size() == 1, op, "dot takes a, b and the accumulator, one result");
+        if (nops != 3) break;
+        const Type &a = op.operands[0]->type, &b = op.operands[1]->type, &c = op.operands[2]->type;
+        expect(a.rank() == 2 && b.rank() == 2 && c.rank() == 2, op, "dot operands are 2-D tiles");
+        if (a.rank() != 2 || b.rank() != 2 || c.rank() != 2) break;
+        expect(a.shape[1] == b.shape[0] && c.shape[0] == a.shape[0] && c.shape[1] == b.shape[1], op,
+               "dot shapes: a [M, K], b [K, N], accumulator [M, N]");
+        expect(op.result()->type == c, op, "dot result has the accumulator's type");
+        expect(c.dtype == (a.dtype == DType::i8 ? DType::i32 : DType::f32), op,
+               "dot accumulates i8 in i32 and floats in f32");
+        break;
+      }
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
         break;

@@ -360,6 +360,59 @@ Value* cumsum(Value* a, int axis, const Loc& loc) {
   return r;
 }
 
+namespace {
+bool same_fp8_family(DType a, DType b) {
+  auto fnuz = [](DType d) { return d == DType::f8e4m3fnuz || d == DType::f8e5m2fnuz; };
+  return is_fp8(a) && is_fp8(b) && fnuz(a) == fnuz(b);
+}
+}  // namespace
+
+Value* dot(Value* a, Value* b, Value* acc, const Loc& loc) {
+  auto desc = [](const Value* v) { return v->type.str(); };
+  auto both = [&] { return fmt::format("a is {}, b is {}", desc(a), desc(b)); };
+  if (a->type.is_ptr() || b->type.is_ptr() || a->type.rank() != 2 || b->type.rank() != 2)
+    throw trace_error(fmt::format("tl::dot: the operands must be 2-D tiles of numbers ({})", both()), loc);
+  const int M = a->type.shape[0], K = a->type.shape[1], N = b->type.shape[1];
+  if (b->type.shape[0] != K)
+    throw trace_error(fmt::format("tl::dot: a [M, K] and b [K, N] disagree on K ({})", both()), loc);
+  const DType da = a->type.dtype, db = b->type.dtype;
+  bool ok = da == db ? (da == DType::bf16 || da == DType::f16 || da == DType::f32 || da == DType::i8 || is_fp8(da))
+                     : same_fp8_family(da, db);
+  if (!ok)
+    throw trace_error(fmt::format("tl::dot: unsupported operand types ({}): both bf16, both f16, both f32, both i8, "
+                                  "or FP8 of one family (e4m3fn/e5m2, or e4m3fnuz/e5m2fnuz); convert with .to<>()",
+                                  both()), loc);
+  const int min_k = is_fp8(da) ? 32 : 16;
+  if (M < 16 || N < 16 || K < min_k)
+    throw trace_error(fmt::format("tl::dot: M and N must be at least 16 and K at least {} for {} ({})", min_k,
+                                  name(da), both()), loc);
+  Trace& t = T(loc);
+  if (is_fp8(da) && t.dot_fp8_known()) {
+    const auto& have = t.dot_fp8_formats();
+    for (DType d : {da, db})
+      if (std::find(have.begin(), have.end(), d) == have.end()) {
+        std::string names;
+        for (DType h : have) names += fmt::format("{}{}", names.empty() ? "" : ", ", name(h));
+        throw trace_error(
+            names.empty()
+                ? fmt::format("tl::dot: {} has no FP8 matrix instructions ({}); convert to bf16 first",
+                              t.dot_fp8_target(), both())
+                : fmt::format("tl::dot: {} is not an FP8 format of {}, whose matrix instructions take {} ({})",
+                              name(d), t.dot_fp8_target(), names, both()),
+            loc);
+      }
+  }
+  const DType dc = da == DType::i8 ? DType::i32 : DType::f32;
+  const Type acc_type{dc, dc, {M, N}};
+  if (!acc) {
+    acc = full({M, N}, dc, 0.0, 0, loc);
+  } else if (acc->type != acc_type) {
+    throw trace_error(fmt::format("tl::dot: the accumulator must be {} for {} operands, got {} ({})", acc_type.str(),
+                                  name(da), acc->type.str(), both()), loc);
+  }
+  return t.emit1(Op::dot, {a, b, acc}, acc_type, loc);
+}
+
 void device_assert(Value* cond, const std::string& msg, const Loc& loc) {
   if (cond->type.dtype != DType::i1) throw trace_error("tl::device_assert: the condition must be i1", loc);
   ir::Operation* op = T(loc).emit(Op::assert_, {cond}, loc);

@@ -61,6 +61,15 @@ class Trace {
   void set_register_budget(int lanes, int registers_per_lane, int num_warps, std::string target) {
     lanes_ = lanes, registers_per_lane_ = registers_per_lane, num_warps_ = num_warps, register_target_ = std::move(target);
   }
+  // The FP8 formats the target's matrix instructions take, set by the runtime before
+  // tracing on GPUs (from the capability table): a tl::dot of another format is refused
+  // at its line, naming the formats the target has. Unset (the CPU): every format.
+  void set_dot_fp8_formats(std::vector<DType> formats, std::string target) {
+    dot_fp8_known_ = true, dot_fp8_ = std::move(formats), dot_fp8_target_ = std::move(target);
+  }
+  bool dot_fp8_known() const { return dot_fp8_known_; }
+  const std::vector<DType>& dot_fp8_formats() const { return dot_fp8_; }
+  const std::string& dot_fp8_target() const { return dot_fp8_target_; }
   std::vector<Frame>& frames() { return frames_; }
   ir::Block* block() { return block_; }
   void set_block(ir::Block* b) { block_ = b; }
@@ -74,6 +83,9 @@ class Trace {
   std::string shared_target_;
   int lanes_ = 0, registers_per_lane_ = 0, num_warps_ = 0;
   std::string register_target_;
+  bool dot_fp8_known_ = false;
+  std::vector<DType> dot_fp8_;
+  std::string dot_fp8_target_;
 
   void check_tile_size(Op op, const ir::Type& t, const Loc& loc) const;
 };

@@ -20,7 +20,8 @@
 //
 // Configurations are structs declared with BOOST_HANA_DEFINE_STRUCT: tl reads their
 // fields by name to print them, hash them into keys and write them to JSON, with no code
-// per struct. Fields named num_warps, num_stages and waves_per_eu are launch options
+// per struct. Fields named num_warps, num_stages, waves_per_eu, matrix_instr_nonkdim and
+// kpack are launch options
 // (tl::options_from), the others whatever the launch function makes of them.
 #pragma once
 
@@ -119,8 +120,8 @@ template <class T> std::string hash_of(const T& v) requires boost::hana::Struct<
   return detail::fields_hash(reflect(v));
 }
 
-// The launch options a configuration names: its fields num_warps, num_stages and
-// waves_per_eu (where it has them) over `base`.
+// The launch options a configuration names: its fields num_warps, num_stages,
+// waves_per_eu, matrix_instr_nonkdim and kpack (where it has them) over `base`.
 template <class T> launch_options options_from(const T& c, launch_options base = {}) {
   static_assert(boost::hana::Struct<T>::value, "tl::options_from: a struct declared with BOOST_HANA_DEFINE_STRUCT");
   boost::hana::for_each(boost::hana::accessors<T>(), [&](auto pair) {
@@ -130,6 +131,8 @@ template <class T> launch_options options_from(const T& c, launch_options base =
       if (name == "num_warps") base.num_warps = int(m);
       else if (name == "num_stages") base.num_stages = int(m);
       else if (name == "waves_per_eu") base.waves_per_eu = int(m);
+      else if (name == "matrix_instr_nonkdim") base.matrix_instr_nonkdim = int(m);
+      else if (name == "kpack") base.kpack = int(m);
     }
   });
   return base;

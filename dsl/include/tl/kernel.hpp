@@ -119,6 +119,12 @@ struct launch_options {
   int num_stages = 1;       // software-pipelining depth for tl::range loops
   int waves_per_eu = 0;     // AMD occupancy hint (amdgpu-waves-per-eu); 0: compiler's choice
   bool bounds_check = false;  // CPU: stop at the first out-of-bounds unmasked access (also TL_BOUNDS_CHECK=1)
+  // tl::dot on AMD (Triton's knobs of the same names): the MFMA instruction's M and N,
+  // 16 or 32 (0: tl chooses, 32 where the warp's tile allows, as Triton does), and the
+  // k-packing of the operands (1, or 2 on gfx942: each lane holds two instructions' k
+  // elements, read with one 128-bit LDS read). Other targets ignore them.
+  int matrix_instr_nonkdim = 0;
+  int kpack = 1;
 };
 
 // A user stream: hipStream_t or CUstream (ignored on the CPU).

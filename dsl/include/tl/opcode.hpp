@@ -33,6 +33,10 @@ enum class Op : uint8_t {
   barrier,
   // reductions and scans (attribute: axis, combine kind)
   reduce, scan,
+  // matrix multiply-accumulate (Triton's tt.dot): operands a [M, K], b [K, N] and the
+  // accumulator c [M, N]; the result c + a.b has c's type. Operand dtypes: bf16, f16, an
+  // FP8 format (each operand its own) or f32 with an f32 accumulator, i8 with i32.
+  dot,
   // control flow: regions end in a yield
   for_, if_, yield,
   // debugging

@@ -83,6 +83,8 @@ ir::Value* atomic_rmw(AtomicKind k, ir::Value* ptr, ir::Value* v, ir::Value* mas
 ir::Value* atomic_cas(ir::Value* ptr, ir::Value* cmp, ir::Value* v, sem s, scope sc, const Loc& loc);
 ir::Value* reduce(ReduceKind k, ir::Value* a, int axis, const Loc& loc);
 ir::Value* cumsum(ir::Value* a, int axis, const Loc& loc);
+// a [M, K] . b [K, N] + acc [M, N] (acc null: zeros of the accumulator type).
+ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
 void barrier(const Loc& loc);
@@ -428,6 +430,20 @@ template <class E> i32 argmin(const tile<E>& a, int axis, Loc loc = Loc::current
 }
 template <class E> tile<E> cumsum(const tile<E>& a, int axis, Loc loc = Loc::current()) {
   return tile<E>(detail::cumsum(a.get(), axis, loc));
+}
+
+// Matrix multiply (Triton's tl.dot): a [M, K] by b [K, N], f32 accumulation for bf16,
+// f16, FP8 and f32 operands and i32 for i8 (the accumulator type, `dot_acc_t`). M, N and
+// K are powers of two, M and N at least 16, K at least 16 (32 for FP8). On GPUs it runs
+// on the matrix cores (docs/language.md, "tl::dot").
+template <class A> using dot_acc_t = std::conditional_t<A::dtype == DType::i8, ty::i32, ty::f32>;
+template <class A, class B> tile<dot_acc_t<A>> dot(const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
+  return tile<dot_acc_t<A>>(detail::dot(a.get(), b.get(), nullptr, loc));
+}
+// acc + a . b: the accumulator carried through a K loop.
+template <class A, class B, class C>
+tile<C> dot(const tile<A>& a, const tile<B>& b, const tile<C>& acc, Loc loc = Loc::current()) {
+  return tile<C>(detail::dot(a.get(), b.get(), acc.get(), loc));
 }
 
 // ---------------------------------------------------------------------------------
