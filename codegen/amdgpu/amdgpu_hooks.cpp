@@ -37,6 +37,11 @@ void AmdgpuHooks::finish_kernel(llvm::Function& fn, const gpu::KernelInfo& info)
                         "amdgpu-no-default-queue", "amdgpu-no-lds-kernel-id"})
     fn.addFnAttr(a);
   fn.addFnAttr(llvm::Attribute::NoUnwind);
+  // MFMA accumulators: in VGPRs unless AGPRs avoid a spill (LLVM 22 puts every MFMA
+  // accumulator in AGPRs without this, which costs occupancy and spills past 256; with
+  // "0" the register allocator starts from VGPR forms and moves to AGPRs only under
+  // pressure: SIMachineFunctionInfo, measured in codegen/amdgpu/README's notes).
+  if (info.uses_matrix_instructions) fn.addFnAttr("amdgpu-agpr-alloc", "0");
 }
 
 llvm::Value* AmdgpuHooks::thread_id(llvm::IRBuilderBase& b) {
@@ -284,6 +289,49 @@ void AmdgpuHooks::buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Val
   llvm::Type* ity = buffer_int_type(b.getContext(), bits);
   if (ity != v->getType()) v = b.CreateBitCast(v, ity);
   b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_store, {ity}, {v, rsrc, voffset, b.getInt32(0), b.getInt32(0)});
+}
+
+}  // namespace tl::amd
+
+namespace tl::amd {
+
+// The MFMA's operands as its intrinsic takes them (LLVM 22, IntrinsicsAMDGPU.td; each
+// checked with llc): f32 one float; f16 <k x half>; bf16 <4 x i16> for the 1k forms and
+// <8 x bfloat> for gfx950's; 8-bit elements packed into i32 (4), i64 (8), <4 x i32> (16)
+// or <8 x i32> (32, f8f6f4). The accumulator is <m*n/64 x float|i32>; the trailing
+// immediates are cbsz, abid, blgp = 0 (no broadcast), and for f8f6f4 the formats (cbsz,
+// blgp: 0 = e4m3, 1 = e5m2) and zero scales (LLVM then selects the unscaled form).
+std::vector<llvm::Value*> AmdgpuHooks::matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                                       const std::vector<llvm::Value*>& a,
+                                                       const std::vector<llvm::Value*>& bv,
+                                                       const std::vector<llvm::Value*>& c) {
+  auto vector_of = [&](const std::vector<llvm::Value*>& x) -> llvm::Value* {
+    llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(x[0]->getType(), unsigned(x.size())));
+    for (size_t i = 0; i < x.size(); ++i) v = b.CreateInsertElement(v, x[i], uint64_t(i));
+    return v;
+  };
+  auto operand = [&](const std::vector<llvm::Value*>& x, DType t) -> llvm::Value* {
+    if (t == DType::f32) return x[0];
+    llvm::Value* v = vector_of(x);
+    if (t == DType::bf16 && x.size() == 4) return b.CreateBitCast(v, llvm::FixedVectorType::get(b.getInt16Ty(), 4));
+    if (bit_width(t) != 8) return v;
+    const unsigned bits = unsigned(x.size()) * 8;
+    if (bits <= 64) return b.CreateBitCast(v, b.getIntNTy(bits));
+    return b.CreateBitCast(v, llvm::FixedVectorType::get(b.getInt32Ty(), bits / 32));
+  };
+  std::vector<llvm::Value*> args = {operand(a, mi.a), operand(bv, mi.b), vector_of(c)};
+  std::vector<llvm::Type*> overloads;
+  if (mi.intrinsic.find("f8f6f4") != std::string::npos) {
+    auto format = [](DType t) { return t == DType::f8e5m2 ? 1 : 0; };
+    overloads = {args[0]->getType(), args[1]->getType()};
+    for (int x : {format(mi.a), format(mi.b), 0, 0, 0, 0}) args.push_back(b.getInt32(uint32_t(x)));
+  } else {
+    for (int i = 0; i < 3; ++i) args.push_back(b.getInt32(0));
+  }
+  llvm::Value* r = gpu::call_intrinsic(b, mi.intrinsic, overloads, args);
+  std::vector<llvm::Value*> out;
+  for (size_t i = 0; i < c.size(); ++i) out.push_back(b.CreateExtractElement(r, uint64_t(i)));
+  return out;
 }
 
 }  // namespace tl::amd

@@ -38,6 +38,9 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override;
   llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;
+  std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                            const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
+                                            const std::vector<llvm::Value*>& c) override;
   llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) override;
   llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) override;
   void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) override;

@@ -4,6 +4,8 @@
 // its assembler and instruction selection accept), or Triton's AMD backend.
 #include "codegen/amdgpu/arch.hpp"
 
+#include <fmt/format.h>
+
 namespace tl::amd {
 
 gpu::TargetCapabilities default_capabilities(const std::string& arch, int wave_size) {
@@ -59,6 +61,53 @@ gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   c.buffer_resource_flags = 0x00027000;
   // No FP8 converts before gfx942; no matrix instructions listed yet (tl::dot fills them).
   return c;
+}
+
+gpu::MatrixInstruction mfma(std::string name, std::string intrinsic, int m, int n, int k, DType a, DType b,
+                            DType acc) {
+  gpu::MatrixInstruction mi;
+  mi.name = std::move(name);
+  mi.intrinsic = std::move(intrinsic);
+  mi.family = gpu::MatrixFamily::amd_mfma;
+  mi.m = m, mi.n = n, mi.k = k, mi.a = a, mi.b = b, mi.acc = acc;
+  mi.k_per_lane = m * k / 64;
+  return mi;
+}
+
+// Names and signatures: LLVM 22's IntrinsicsAMDGPU.td, each compiled with llc for the
+// chip and its mnemonic read back (the `_1k` bf16 forms are `v_mfma_f32_32x32x8_bf16` from
+// gfx940 on); operand layouts: AMD's Matrix Instruction Calculator (CDNA2, CDNA3).
+std::vector<gpu::MatrixInstruction> cdna_mfma_16bit_and_f32(bool gfx90a) {
+  auto n = [&](const char* old_name, const char* new_name) { return std::string(gfx90a ? old_name : new_name); };
+  using D = DType;
+  return {
+      mfma(n("v_mfma_f32_32x32x8bf16_1k", "v_mfma_f32_32x32x8_bf16"), "llvm.amdgcn.mfma.f32.32x32x8bf16.1k", 32, 32, 8,
+           D::bf16, D::bf16, D::f32),
+      mfma(n("v_mfma_f32_16x16x16bf16_1k", "v_mfma_f32_16x16x16_bf16"), "llvm.amdgcn.mfma.f32.16x16x16bf16.1k", 16, 16,
+           16, D::bf16, D::bf16, D::f32),
+      mfma(n("v_mfma_f32_32x32x8f16", "v_mfma_f32_32x32x8_f16"), "llvm.amdgcn.mfma.f32.32x32x8f16", 32, 32, 8, D::f16,
+           D::f16, D::f32),
+      mfma(n("v_mfma_f32_16x16x16f16", "v_mfma_f32_16x16x16_f16"), "llvm.amdgcn.mfma.f32.16x16x16f16", 16, 16, 16,
+           D::f16, D::f16, D::f32),
+      mfma(n("v_mfma_f32_32x32x2f32", "v_mfma_f32_32x32x2_f32"), "llvm.amdgcn.mfma.f32.32x32x2f32", 32, 32, 2, D::f32,
+           D::f32, D::f32),
+      mfma(n("v_mfma_f32_16x16x4f32", "v_mfma_f32_16x16x4_f32"), "llvm.amdgcn.mfma.f32.16x16x4f32", 16, 16, 4, D::f32,
+           D::f32, D::f32),
+  };
+}
+
+std::vector<gpu::MatrixInstruction> cdna3_mfma_fp8(DType fp8, DType bf8) {
+  std::vector<gpu::MatrixInstruction> v;
+  const std::pair<const char*, DType> kinds[] = {{"fp8", fp8}, {"bf8", bf8}};
+  for (auto [an, at] : kinds)
+    for (auto [bn, bt] : kinds)
+      for (int nonk : {16, 32}) {
+        int k = nonk == 16 ? 32 : 16;
+        std::string shape = fmt::format("{}x{}x{}", nonk, nonk, k);
+        v.push_back(mfma(fmt::format("v_mfma_f32_{}_{}_{}", shape, an, bn),
+                         fmt::format("llvm.amdgcn.mfma.f32.{}.{}.{}", shape, an, bn), nonk, nonk, k, at, bt, DType::f32));
+      }
+  return v;
 }
 
 const gpu::TargetCapabilities& ArchOverlay::capabilities() const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "codegen/gpu/capabilities.hpp"
 #include "tl/dtype.hpp"
@@ -31,6 +32,16 @@ class ArchOverlay {
     return nullptr;
   }
 };
+
+// One MFMA for the table (wave64: a lane holds m * k / 64 elements of A and of B).
+gpu::MatrixInstruction mfma(std::string name, std::string intrinsic, int m, int n, int k, DType a, DType b,
+                            DType acc);
+// The MFMAs gfx90a, gfx942 and gfx950 share: f16 and bf16 (the 1k forms) at 32x32x8 and
+// 16x16x16, f32 at 32x32x2 and 16x16x4. `gfx90a` picks the mnemonics' older spelling.
+std::vector<gpu::MatrixInstruction> cdna_mfma_16bit_and_f32(bool gfx90a);
+// gfx942's FP8 MFMAs (16x16x32, 32x32x16, every pair of fp8/bf8) for the formats the
+// chip reads the bytes as: `fp8` (e4m3) and `bf8` (e5m2).
+std::vector<gpu::MatrixInstruction> cdna3_mfma_fp8(DType fp8, DType bf8);
 
 // The conservative default for a chip tl has no table for (RDNA, or a CDNA chip newer
 // than this file): 64 KiB of LDS, 16-byte accesses, nothing direct-to-LDS, no buffer

@@ -10,6 +10,14 @@ namespace {
 gpu::TargetCapabilities gfx942_capabilities() {
   gpu::TargetCapabilities c = cdna_capabilities("gfx942");
   c.hardware_fp8 = {DType::f8e4m3fnuz, DType::f8e5m2fnuz};
+  // MFMAs: gfx90a's 16-bit and f32 ones, i8 at 8 a lane (the 4-a-lane forms are gone),
+  // FP8 in the FNUZ formats (fp8 = e4m3fnuz, bf8 = e5m2fnuz).
+  c.matrix_instructions = cdna_mfma_16bit_and_f32(false);
+  for (auto& mi : cdna3_mfma_fp8(DType::f8e4m3fnuz, DType::f8e5m2fnuz)) c.matrix_instructions.push_back(mi);
+  c.matrix_instructions.push_back(
+      mfma("v_mfma_i32_16x16x32_i8", "llvm.amdgcn.mfma.i32.16x16x32.i8", 16, 16, 32, DType::i8, DType::i8, DType::i32));
+  c.matrix_instructions.push_back(
+      mfma("v_mfma_i32_32x32x16_i8", "llvm.amdgcn.mfma.i32.32x32x16.i8", 32, 32, 16, DType::i8, DType::i8, DType::i32));
   return c;
 }
 

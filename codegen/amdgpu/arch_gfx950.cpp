@@ -27,6 +27,31 @@ gpu::TargetCapabilities gfx950_capabilities() {
   c.direct_to_shared_widths = {1, 2, 4, 12, 16};
   c.buffer_load_to_shared = true;
   c.hardware_fp8 = {DType::f8e4m3fn, DType::f8e5m2};
+  // MFMAs: gfx942's (its FP8 ones now read the OCP formats: AMD's CDNA4 notes, Triton's
+  // MfmaGroup table), plus the double-rate 16-bit and i8 forms (8 and 16 a lane) and
+  // f8f6f4 at K = 128 / 64 (32 FP8 a lane; format codes 0 = e4m3, 1 = e5m2 in cbsz/blgp,
+  // scales 0: the unscaled v_mfma_f32_*_f8f6f4).
+  c.matrix_instructions = cdna_mfma_16bit_and_f32(false);
+  for (auto& mi : cdna3_mfma_fp8(DType::f8e4m3fn, DType::f8e5m2)) c.matrix_instructions.push_back(mi);
+  using D = DType;
+  for (auto mi : {mfma("v_mfma_i32_16x16x32_i8", "llvm.amdgcn.mfma.i32.16x16x32.i8", 16, 16, 32, D::i8, D::i8, D::i32),
+                  mfma("v_mfma_i32_32x32x16_i8", "llvm.amdgcn.mfma.i32.32x32x16.i8", 32, 32, 16, D::i8, D::i8, D::i32),
+                  mfma("v_mfma_f32_16x16x32_bf16", "llvm.amdgcn.mfma.f32.16x16x32.bf16", 16, 16, 32, D::bf16, D::bf16, D::f32),
+                  mfma("v_mfma_f32_32x32x16_bf16", "llvm.amdgcn.mfma.f32.32x32x16.bf16", 32, 32, 16, D::bf16, D::bf16, D::f32),
+                  mfma("v_mfma_f32_16x16x32_f16", "llvm.amdgcn.mfma.f32.16x16x32.f16", 16, 16, 32, D::f16, D::f16, D::f32),
+                  mfma("v_mfma_f32_32x32x16_f16", "llvm.amdgcn.mfma.f32.32x32x16.f16", 32, 32, 16, D::f16, D::f16, D::f32),
+                  mfma("v_mfma_i32_16x16x64_i8", "llvm.amdgcn.mfma.i32.16x16x64.i8", 16, 16, 64, D::i8, D::i8, D::i32),
+                  mfma("v_mfma_i32_32x32x32_i8", "llvm.amdgcn.mfma.i32.32x32x32.i8", 32, 32, 32, D::i8, D::i8, D::i32)})
+    c.matrix_instructions.push_back(mi);
+  for (D a : {D::f8e4m3fn, D::f8e5m2})
+    for (D b : {D::f8e4m3fn, D::f8e5m2}) {
+      c.matrix_instructions.push_back(mfma("v_mfma_f32_16x16x128_f8f6f4",
+                                           "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32", 16, 16, 128, a, b,
+                                           D::f32));
+      c.matrix_instructions.push_back(mfma("v_mfma_f32_32x32x64_f8f6f4",
+                                           "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v8i32", 32, 32, 64, a, b,
+                                           D::f32));
+    }
   return c;
 }
 

@@ -73,6 +73,12 @@ const Layout& LayoutPlan::of(const ir::Value* v) {
   return shape_default(v->type.shape);
 }
 
+const DotPlan& LayoutPlan::dot(const ir::Operation* op) const {
+  auto it = dots_.find(op);
+  if (it == dots_.end()) throw compile_error("layout plan: a dot without a plan", op->loc.file, op->loc.line);
+  return it->second;
+}
+
 const Layout& LayoutPlan::op_layout(const ir::Operation* op) const {
   auto it = op_layouts_.find(op);
   if (it == op_layouts_.end())
@@ -99,13 +105,14 @@ std::string LayoutPlan::str(const ir::Function& f) {
 
 class LayoutPlanner {
  public:
-  LayoutPlanner(const ir::Function& f, const passes::AxisAnalysis& axis, int ws, int nw)
-      : f_(f), axis_(axis), threads_(ws * nw) {
+  LayoutPlanner(const ir::Function& f, const passes::AxisAnalysis& axis, int ws, int nw, const DotTarget& dot)
+      : f_(f), axis_(axis), threads_(ws * nw), dot_target_(dot) {
     plan_.wave_size_ = ws;
     plan_.num_warps_ = nw;
   }
 
   LayoutPlan run() {
+    plan_dots();
     vote();
     analyze_uses(f_.body);
     block(f_.body);
@@ -113,6 +120,24 @@ class LayoutPlanner {
   }
 
  private:
+  // ---- tl::dot: each dot's instruction and layouts, decided first (its operands' and
+  // accumulator's producers want them)
+  void plan_dots() {
+    ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
+      if (op.op != Op::dot) return;
+      auto fail = [&](const std::string& why) {
+        throw compile_error(fmt::format("tl::dot: {}", why), op.loc.file, op.loc.line);
+      };
+      if (!dot_target_.caps) fail("no matrix-instruction table for this target");
+      const ir::Type &a = op.operands[0]->type, &b = op.operands[1]->type;
+      std::string why;
+      auto p = plan_dot(*dot_target_.caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], plan_.num_warps_,
+                        plan_.wave_size_, dot_target_.nonkdim, dot_target_.kpack, why);
+      if (!p) fail(why);
+      plan_.dots_[&op] = std::move(*p);
+    });
+  }
+
   // ---- anchors
   void vote() {
     struct Vote {
@@ -225,6 +250,16 @@ class LayoutPlanner {
         case Op::abs: case Op::select: case Op::addptr:
           meet(wanted_layout(u->result()));
           break;
+        // A dot's accumulator is wanted in the dot's accumulator layout (a loop's carried
+        // accumulator then never converts); an operand read from a shared buffer is read
+        // straight into its operand layout (Triton's local_load into a dot operand), while
+        // one loaded from global memory keeps its coalesced layout and converts.
+        case Op::dot: {
+          const DotPlan& p = plan_.dots_.at(u);
+          if (index == 2) meet(p.acc);
+          else if (v->def && v->def->op == Op::shared_load) meet(index == 0 ? p.a : p.b);
+          break;
+        }
         case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)
           if (index >= 3) {
             meet(wanted_layout(u->regions[0]->args[size_t(index - 3 + 1)].get()));
@@ -269,6 +304,7 @@ class LayoutPlanner {
         return set(o.result(), reduce_layout(plan_.of(o.operands[0]), int(o.i0)));
       }
       case Op::scan: return set(o.result(), plan_.of(o.operands[0]));
+      case Op::dot: return set(o.result(), plan_.dots_.at(&o).acc);
       default: break;
     }
     if (o.results.size() != 1 || !eager_tile(o.result())) return;
@@ -339,7 +375,15 @@ class LayoutPlanner {
       if (!(own == own_anchor) && available(ptr) && available(mask)) {
         int own_width = access_width(axis_, own, ptr, mask), anchor_width = access_width(axis_, own_anchor, ptr, mask);
         bool small = own.numel() <= int64_t(threads_);
-        if ((own_width > 1 || small) && own_width >= anchor_width) chosen = own;
+        // A dot's accumulator (or what an epilogue computes in its layout) is stored
+        // from there when each access still moves 4 bytes or more, as Triton's AMD
+        // epilogue stores from the (transposed) MFMA layout: converting a 128x128 f32
+        // tile would take 64 KiB of shared memory and two barriers.
+        bool from_dot = std::any_of(plan_.dots_.begin(), plan_.dots_.end(),
+                                    [&](const auto& d) { return d.second.acc == own; });
+        bool wide_enough = own_width >= anchor_width ||
+                           (from_dot && own_width * byte_width(val->type.dtype) >= 4);
+        if ((own_width > 1 || small) && wide_enough) chosen = own;
       }
     }
     plan_.op_layouts_[&o] = chosen;
@@ -399,6 +443,7 @@ class LayoutPlanner {
   const ir::Function& f_;
   const passes::AxisAnalysis& axis_;
   int threads_;
+  DotTarget dot_target_;
   LayoutPlan plan_;
   std::map<std::pair<std::vector<int>, std::vector<int>>, int> widest_;  // (shape, order) -> widest access
   std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
@@ -406,8 +451,9 @@ class LayoutPlanner {
   std::unordered_set<const ir::Value*> weak_;
 };
 
-LayoutPlan assign_layouts(const ir::Function& f, const passes::AxisAnalysis& axis, int wave_size, int num_warps) {
-  return LayoutPlanner(f, axis, wave_size, num_warps).run();
+LayoutPlan assign_layouts(const ir::Function& f, const passes::AxisAnalysis& axis, int wave_size, int num_warps,
+                          const DotTarget& dot) {
+  return LayoutPlanner(f, axis, wave_size, num_warps, dot).run();
 }
 
 }  // namespace tl::gpu

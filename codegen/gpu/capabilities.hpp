@@ -24,13 +24,19 @@ struct TargetDesc;
 
 namespace tl::gpu {
 
-// One matrix-multiply instruction (AMD MFMA, NVIDIA mma.sync/wgmma): the tile shape one
-// warp computes and its operand and accumulator types. The lists are empty for now: the
-// tl::dot issue fills them (and may add fields: operand layouts, k-packing, latency).
+// One matrix-multiply instruction (AMD MFMA, NVIDIA mma.sync): the tile one warp
+// computes per instruction, [m, k] x [k, n] -> [m, n], its operand and accumulator types,
+// and how many elements of A (and of B) one lane holds for it. Where each element sits
+// (which lane, which register) is the family's fragment layout (codegen/gpu/
+// dot_layout.cpp); how the instruction is called, the target's matrix_multiply hook.
+enum class MatrixFamily : uint8_t { amd_mfma, nvidia_mma };
 struct MatrixInstruction {
-  std::string name;  // "v_mfma_f32_32x32x8_f16", "mma.m16n8k16"
+  std::string name;       // the ISA mnemonic: "v_mfma_f32_32x32x8_bf16", "mma.sync.m16n8k16.bf16"
+  std::string intrinsic;  // the LLVM intrinsic the hook calls
+  MatrixFamily family = MatrixFamily::amd_mfma;
   int m = 0, n = 0, k = 0;
   DType a = DType::f16, b = DType::f16, acc = DType::f32;
+  int k_per_lane = 0;     // A elements one lane holds: m * k / wave size (B: n * k / wave size)
 };
 
 // A raw buffer resource's size in bytes (num_records) and the offset masked-off lanes
@@ -81,7 +87,8 @@ struct TargetCapabilities {
 
   // FP8 formats the hardware converts to and from f32.
   std::vector<DType> hardware_fp8;
-  // Matrix instructions the chip has; empty until the tl::dot issue fills them.
+  // Matrix instructions tl::dot may use (the chip's, those tl lowers; capabilities.md
+  // in codegen/gpu/README.md), for every operand type pair each takes.
   std::vector<MatrixInstruction> matrix_instructions;
 
   bool has_direct_to_shared(int bytes) const {

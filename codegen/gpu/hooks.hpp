@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codegen/gpu/capabilities.hpp"
 #include "tl/dtype.hpp"
@@ -29,7 +30,14 @@ struct KernelInfo {
   bool uses_program_id[3] = {false, false, false};
   bool uses_num_programs = false;
   bool uses_trap = false;
+  bool uses_matrix_instructions = false;  // a tl::dot (AMD: accumulators may use AGPRs)
 };
+
+// Calls the LLVM intrinsic `name` (overloaded on `overloads`) with `args` (defined in
+// lower_dot.cpp). A table entry whose name or argument types do not match LLVM's
+// declaration is a compile error naming it, not an assertion inside LLVM.
+llvm::Value* call_intrinsic(llvm::IRBuilderBase& b, const std::string& name, const std::vector<llvm::Type*>& overloads,
+                            const std::vector<llvm::Value*>& args);
 
 class GpuHooks {
  public:
@@ -87,6 +95,18 @@ class GpuHooks {
   virtual bool has_zero_copy() const { return false; }
   virtual llvm::Instruction* copy_zeros_to_shared(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes) {
     return nullptr;
+  }
+
+  // One matrix instruction of capabilities().matrix_instructions: `a` and `b` are the
+  // lane's k_per_lane elements of each operand (in register form: bfloat, half, float, i8
+  // bits for FP8 and i8) in fragment order (codegen/gpu/dot_layout.cpp), `c` its
+  // accumulator elements (f32 or i32); returns the new accumulator elements. Every lane
+  // of the warp must run it.
+  virtual std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const MatrixInstruction& mi,
+                                                    const std::vector<llvm::Value*>& a,
+                                                    const std::vector<llvm::Value*>& bv,
+                                                    const std::vector<llvm::Value*>& c) {
+    return {};
   }
 
   // The LLVM sync scope of an atomic at `sc` (cta / gpu / sys).

@@ -11,6 +11,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/layout.hpp"
 #include "codegen/ir/ir.hpp"
 #include "codegen/passes/axis_analysis.hpp"
@@ -31,6 +32,8 @@ class LayoutPlan {
   const Layout& shape_default(const std::vector<int>& shape);
   // The layout a store or a tile atomic works in (an op without a tile result).
   const Layout& op_layout(const ir::Operation* op) const;
+  // A tl::dot's matrix-core plan: instruction, warps, operand and accumulator layouts.
+  const DotPlan& dot(const ir::Operation* op) const;
   int num_warps() const { return num_warps_; }
   bool has_uses(const ir::Value* v) const { return used_.count(v) != 0; }
   // The tile IR with each assigned value's layout, for TL_DUMP_IR.
@@ -42,6 +45,7 @@ class LayoutPlan {
   std::unordered_set<const ir::Value*> lazy_, used_;
   std::unordered_map<const ir::Value*, Layout> layouts_;
   std::unordered_map<const ir::Operation*, Layout> op_layouts_;
+  std::unordered_map<const ir::Operation*, DotPlan> dots_;
   std::map<std::vector<int>, Layout> defaults_;
 };
 
@@ -52,7 +56,14 @@ class LayoutPlan {
 // when that costs nothing. Loop-carried values take the layout of what the loop body
 // yields (iterated to a fixed point), so an accumulator lives in the layout its update
 // produces, not in that of the `zeros` it starts from.
-LayoutPlan assign_layouts(const ir::Function& f, const passes::AxisAnalysis& axis, int wave_size, int num_warps);
+// What tl::dot is planned against: the target's matrix instructions and the launch's
+// matrix_instr_nonkdim and kpack. Without it (null), a dot is a compile error.
+struct DotTarget {
+  const TargetCapabilities* caps = nullptr;
+  int nonkdim = 0, kpack = 1;
+};
+LayoutPlan assign_layouts(const ir::Function& f, const passes::AxisAnalysis& axis, int wave_size, int num_warps,
+                          const DotTarget& dot = {});
 
 // How many consecutive registers of `l` one access through `ptr` may cover: the
 // layout's run along its fastest dim, the pointer's contiguity and alignment, and the

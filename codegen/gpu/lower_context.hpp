@@ -146,6 +146,9 @@ class Lowerer {
   llvm::Value* buffer_resource(const BufferAccess& a, unsigned elem_bytes, int64_t const_bytes = 0);
   llvm::Value* masked_buffer_offset(llvm::Value* byte_offset, llvm::Value* cond);
 
+  // ---- tl::dot on the matrix cores (lower_dot.cpp)
+  void lower_dot(const ir::Operation& op);
+
   // ---- reductions (lower_reduce.cpp)
   void lower_reduce(const ir::Operation& op);
   void lower_scan(const ir::Operation& op);

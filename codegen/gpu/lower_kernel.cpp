@@ -33,7 +33,7 @@ Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileO
                                     max_threads));
   info_.block_threads = threads_;
   info_.waves_per_eu = opts.waves_per_eu;
-  plan_ = assign_layouts(f, axis_, ws_, nw_);
+  plan_ = assign_layouts(f, axis_, ws_, nw_, DotTarget{&hooks.capabilities(), opts.matrix_instr_nonkdim, opts.kpack});
   if (codegen::dump_ir_enabled()) std::fprintf(stderr, "%s", plan_.str(f).c_str());
 }
 
@@ -259,8 +259,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::async_wait: return lower_async_wait(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
-    case Op::dot:
-      fail(op, fmt::format("tl::dot is not supported on {} yet (it runs on the CPU)", hooks_.target_name()));
+    case Op::dot: return lower_dot(op);
     case Op::constant:
       return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));
     case Op::program_id:

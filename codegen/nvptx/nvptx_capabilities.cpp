@@ -6,6 +6,8 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <string>
+#include <utility>
 
 namespace tl::nvptx {
 namespace {
@@ -59,6 +61,32 @@ gpu::TargetCapabilities capabilities(const std::string& arch) {
   // lowering does not use them yet (it converts FP8 in software); the table says what
   // the hardware has.
   if (sm >= 89) c.hardware_fp8 = {DType::f8e4m3fn, DType::f8e5m2};
+  // mma.sync (PTX ISA, "Warp-level matrix multiply-accumulate"; LLVM 22's
+  // llvm.nvvm.mma.* intrinsics, compiled with llc and ptxas, their fragments checked on an
+  // H100): m16n8k16 bf16 and f16, m16n8k32 s8, m16n8k8 tf32 (f32 operands: TF32, Triton's
+  // default precision), and m16n8k32 e4m3/e5m2 from sm_89 (PTX 8.4).
+  auto mma = [](const char* name, const char* intrinsic, int k, DType a, DType b, DType acc) {
+    gpu::MatrixInstruction mi;
+    mi.name = name, mi.intrinsic = intrinsic, mi.family = gpu::MatrixFamily::nvidia_mma;
+    mi.m = 16, mi.n = 8, mi.k = k, mi.a = a, mi.b = b, mi.acc = acc;
+    mi.k_per_lane = 16 * k / 32;
+    return mi;
+  };
+  using D = DType;
+  c.matrix_instructions = {
+      mma("mma.sync.m16n8k16.f32.bf16.bf16.f32", "llvm.nvvm.mma.m16n8k16.row.col.bf16", 16, D::bf16, D::bf16, D::f32),
+      mma("mma.sync.m16n8k16.f32.f16.f16.f32", "llvm.nvvm.mma.m16n8k16.row.col.f32.f32", 16, D::f16, D::f16, D::f32),
+      mma("mma.sync.m16n8k32.s32.s8.s8.s32", "llvm.nvvm.mma.m16n8k32.row.col.s8", 32, D::i8, D::i8, D::i32),
+      mma("mma.sync.m16n8k8.f32.tf32.tf32.f32", "llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, D::f32, D::f32, D::f32),
+  };
+  if (sm >= 89)
+    for (auto [an, at] : {std::pair{"e4m3", D::f8e4m3fn}, std::pair{"e5m2", D::f8e5m2}})
+      for (auto [bn, bt] : {std::pair{"e4m3", D::f8e4m3fn}, std::pair{"e5m2", D::f8e5m2}}) {
+        auto mi = mma("", "", 32, at, bt, D::f32);
+        mi.name = std::string("mma.sync.m16n8k32.f32.") + an + "." + bn + ".f32";
+        mi.intrinsic = std::string("llvm.nvvm.mma.m16n8k32.row.col.f32.") + an + "." + bn + ".f32";
+        c.matrix_instructions.push_back(mi);
+      }
   return c;
 }
 

@@ -26,6 +26,7 @@
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
@@ -147,6 +148,36 @@ class NvptxHooks final : public gpu::GpuHooks {
  private:
   codegen::TargetDesc desc_;
   gpu::TargetCapabilities caps_;
+
+  // mma.sync (LLVM 22's llvm.nvvm.mma.*, fragments in codegen/gpu/dot_layout.cpp): A in
+  // four 32-bit registers, B in two, C/D four f32 or s32. Two 16-bit elements a register
+  // (bf16 packed as i32, f16 as <2 x half>), four 8-bit ones (i32), one tf32 (the f32's
+  // bits: the hardware reads its top 19).
+  std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                            const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
+                                            const std::vector<llvm::Value*>& c) override {
+    auto regs = [&](const std::vector<llvm::Value*>& x, DType t) {
+      std::vector<llvm::Value*> out;
+      const size_t w = size_t(32 / bit_width(t));
+      for (size_t r = 0; r < x.size(); r += w) {
+        if (w == 1) {
+          out.push_back(b.CreateBitCast(x[r], b.getInt32Ty()));
+          continue;
+        }
+        llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(x[r]->getType(), unsigned(w)));
+        for (size_t i = 0; i < w; ++i) v = b.CreateInsertElement(v, x[r + i], uint64_t(i));
+        out.push_back(t == DType::f16 ? v : b.CreateBitCast(v, b.getInt32Ty()));
+      }
+      return out;
+    };
+    std::vector<llvm::Value*> args = regs(a, mi.a);
+    for (llvm::Value* x : regs(bv, mi.b)) args.push_back(x);
+    for (llvm::Value* x : c) args.push_back(x);
+    llvm::Value* r = gpu::call_intrinsic(b, mi.intrinsic, {}, args);
+    std::vector<llvm::Value*> out;
+    for (unsigned i = 0; i < c.size(); ++i) out.push_back(b.CreateExtractValue(r, i));
+    return out;
+  }
 };
 
 class NvptxTarget final : public codegen::Target {
@@ -163,7 +194,14 @@ class NvptxTarget final : public codegen::Target {
       LLVMInitializeNVPTXAsmPrinter();
     });
     llvm::Triple triple(kTriple);
-    std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx_version(desc_.arch)) : desc_.features;
+    // mma.sync on FP8 needs PTX 8.4 (sm_89+, where the capability table lists it).
+    bool fp8_dot = false;
+    ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
+      fp8_dot |= op.op == Op::dot && is_fp8(op.operands[0]->type.dtype);
+    });
+    int ptx = ptx_version(desc_.arch);
+    if (fp8_dot) ptx = std::max(ptx, 84);
+    std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx) : desc_.features;
     tm_ = &codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", desc_.arch, features, opts.opt_level >= 3), [&] {
       std::string err;
       const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);

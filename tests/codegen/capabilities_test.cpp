@@ -86,8 +86,24 @@ TEST(Capabilities, WaveSizesAndCommonLimits) {
   for (const char* a : {"gfx942", "sm_90"}) {
     EXPECT_EQ(caps(a).max_threads_per_program, 1024) << a;
     EXPECT_EQ(caps(a).max_global_access_bytes, 16) << a;
-    EXPECT_TRUE(caps(a).matrix_instructions.empty()) << a;  // the tl::dot issue fills them
   }
+  // Matrix instructions (tl::dot): what each chip has, per operand type.
+  auto takes = [&](const char* arch, DType t) {
+    int n = 0;
+    for (const auto& mi : caps(arch).matrix_instructions) n += mi.a == t && mi.b == t;
+    return n;
+  };
+  EXPECT_EQ(takes("gfx90a", DType::bf16), 2);
+  EXPECT_EQ(takes("gfx90a", DType::i8), 2);
+  EXPECT_EQ(takes("gfx90a", DType::f8e4m3fnuz), 0);
+  EXPECT_EQ(takes("gfx942", DType::f8e4m3fnuz), 2);
+  EXPECT_EQ(takes("gfx942", DType::f8e4m3fn), 0);
+  EXPECT_EQ(takes("gfx950", DType::f8e4m3fn), 4);  // 16x16x32, 32x32x16, and the two f8f6f4
+  EXPECT_EQ(takes("gfx950", DType::bf16), 4);
+  EXPECT_EQ(takes("sm_80", DType::bf16), 1);
+  EXPECT_EQ(takes("sm_80", DType::f8e4m3fn), 0);
+  EXPECT_EQ(takes("sm_90", DType::f8e4m3fn), 1);
+  EXPECT_TRUE(caps("cpu").matrix_instructions.empty());
   EXPECT_EQ(caps("gfx942").arch, "gfx942");
   EXPECT_EQ(caps("sm_90").arch, "sm_90");
 }

@@ -1,0 +1,190 @@
+// The matrix-core plan of a tl::dot (dot_layout.hpp): instruction choice, warp split and
+// the accumulator and operand layouts built from each family's fragment.
+//
+// Fragments, as images of the element-index and lane-id bits in (row, col) of the
+// instruction's tile (A: [m, k], B: [k, n], accumulator: [m, n]):
+//  - AMD MFMA (wave64; AMD's Matrix Instruction Calculator for CDNA2/CDNA3, Triton's
+//    MFMA linear layouts for CDNA4): A row = lane % m, k = kb * (lane / m) + element (kb:
+//    the lane's elements, k-packed); B likewise with n; accumulator col = lane % n, row =
+//    element bits 0-1, then the lane groups above n, then the remaining element bits
+//    (32x32: row = 8 (i / 4) + 4 (lane / 32) + i % 4; 16x16: row = 4 (lane / 16) + i).
+//    gfx950's f8f6f4 instructions hold their 32 FP8 a lane in two halves of k; A and B
+//    are laid out alike, so the contiguous numbering used here only permutes which
+//    hardware k two elements meet at, the same for A and B.
+//  - NVIDIA mma.sync m16n8kK (PTX ISA, "Matrix fragments for mma.m16n8k*"; groupID =
+//    lane / 4, threadID_in_group = lane % 4, w elements per 32-bit register: 2 for 16-bit
+//    types, 4 for 8-bit, 1 for tf32): A row = groupID + 8 (reg & 1), k = w threadID + j +
+//    4w (reg >> 1); B k = w threadID + j + 4w reg, n = groupID; accumulator row =
+//    groupID + 8 (i >> 1), col = 2 threadID + (i & 1).
+#include "codegen/gpu/dot_layout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tl::gpu {
+namespace {
+
+struct Coord {
+  int r = 0, c = 0;
+};
+struct Fragment {
+  std::vector<Coord> elem, lane;  // per element-index bit, per lane-id bit
+};
+
+int lg(int x) { return log2_exact(x); }
+
+Fragment transposed(Fragment f) {
+  for (auto* v : {&f.elem, &f.lane})
+    for (Coord& x : *v) std::swap(x.r, x.c);
+  return f;
+}
+
+// MFMA operand [rows, k]: lane % rows -> row, lane / rows -> k group of kb elements.
+Fragment mfma_operand(int rows, int kb) {
+  Fragment f;
+  for (int j = 0; j < lg(kb); ++j) f.elem.push_back({0, 1 << j});
+  for (int j = 0; j < 6; ++j) f.lane.push_back(j < lg(rows) ? Coord{1 << j, 0} : Coord{0, kb << (j - lg(rows))});
+  return f;
+}
+
+Fragment mfma_acc(const MatrixInstruction& mi) {
+  Fragment f;
+  const int elems = mi.m * mi.n / 64, groups = 6 - lg(mi.n);
+  for (int j = 0; j < lg(mi.n); ++j) f.lane.push_back({0, 1 << j});
+  for (int j = 0; j < groups; ++j) f.lane.push_back({4 << j, 0});
+  for (int j = 0; j < lg(elems); ++j) f.elem.push_back({j < 2 ? 1 << j : 4 << (groups + j - 2), 0});
+  return f;
+}
+
+// Elements of A per 32-bit register: 2 for 16-bit types, 4 for 8-bit, 1 for tf32.
+int mma_per_reg(const MatrixInstruction& mi) { return 32 / bit_width(mi.a); }
+
+Fragment mma_a(const MatrixInstruction& mi) {
+  const int w = mma_per_reg(mi);
+  Fragment f;
+  for (int j = 0; j < lg(w); ++j) f.elem.push_back({0, 1 << j});
+  f.elem.push_back({8, 0});
+  f.elem.push_back({0, 4 * w});
+  f.lane = {{0, w}, {0, 2 * w}, {1, 0}, {2, 0}, {4, 0}};
+  return f;
+}
+
+Fragment mma_b(const MatrixInstruction& mi) {
+  const int w = mma_per_reg(mi);
+  Fragment f;
+  for (int j = 0; j < lg(w); ++j) f.elem.push_back({1 << j, 0});
+  f.elem.push_back({4 * w, 0});
+  f.lane = {{w, 0}, {2 * w, 0}, {0, 1}, {0, 2}, {0, 4}};
+  return f;
+}
+
+Fragment mma_acc() {
+  Fragment f;
+  f.elem = {{0, 1}, {8, 0}};
+  f.lane = {{0, 2}, {0, 4}, {1, 0}, {2, 0}, {4, 0}};
+  return f;
+}
+
+enum class WarpRole { n, m, copy };
+
+// A layout of a [rows, cols] tile: the fragment, then `reg_extra` register bits, the
+// lanes, and one image per warp bit.
+Layout build(int rows, int cols, const Fragment& f, const std::vector<Coord>& reg_extra,
+             const std::vector<Coord>& warp) {
+  auto flat = [&](Coord x) { return uint32_t(x.r) * uint32_t(cols) + uint32_t(x.c); };
+  Layout l;
+  l.shape = {rows, cols};
+  for (Coord x : f.elem) l.reg.push_back(flat(x));
+  for (Coord x : reg_extra) l.reg.push_back(flat(x));
+  for (Coord x : f.lane) l.lane.push_back(flat(x));
+  for (Coord x : warp) l.warp.push_back(flat(x));
+  return l;
+}
+
+}  // namespace
+
+std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b, int M, int N, int K,
+                                int num_warps, int wave_size, int nonkdim, int kpack, std::string& why) {
+  std::vector<const MatrixInstruction*> takes;
+  bool swap = !caps.matrix_instructions.empty() && caps.matrix_instructions[0].family == MatrixFamily::amd_mfma;
+  for (const auto& mi : caps.matrix_instructions)
+    if (swap ? mi.a == b && mi.b == a : mi.a == a && mi.b == b) takes.push_back(&mi);
+  if (takes.empty()) {
+    why = fmt::format("no matrix instruction of {} multiplies {} by {}", caps.arch, name(a), name(b));
+    return std::nullopt;
+  }
+  const bool amd = takes[0]->family == MatrixFamily::amd_mfma;
+  const int lanes = amd ? 64 : 32;
+  if (wave_size != lanes) {
+    why = fmt::format("{}'s matrix instructions need waves of {} lanes, not {}", caps.arch, lanes, wave_size);
+    return std::nullopt;
+  }
+  // The instruction: AMD's M = N as asked (or Triton's rule, then the other size), the
+  // largest k dividing K among those that fit the tile.
+  std::vector<int> sizes = {0};
+  if (amd) sizes = nonkdim ? std::vector<int>{nonkdim} : (std::min(M, N) >= 32 ? std::vector<int>{32, 16}
+                                                                                  : std::vector<int>{16, 32});
+  const MatrixInstruction* pick = nullptr;
+  for (int size : sizes) {
+    for (const MatrixInstruction* mi : takes)
+      if ((!size || mi->m == size) && mi->m <= M && mi->n <= N && K % mi->k == 0 && (!pick || mi->k > pick->k))
+        pick = mi;
+    if (pick) break;
+  }
+  if (!pick) {
+    std::string have;
+    for (const MatrixInstruction* mi : takes) have += fmt::format("{}{}x{}x{}", have.empty() ? "" : ", ", mi->m, mi->n, mi->k);
+    why = fmt::format("no matrix instruction of {} for {} x {} fits a [{}, {}] x [{}, {}] dot{} (it has {})", caps.arch,
+                      name(a), name(b), M, K, K, N,
+                      nonkdim ? fmt::format(" with matrix_instr_nonkdim={}", nonkdim) : std::string(), have);
+    return std::nullopt;
+  }
+  DotPlan p;
+  p.instr = *pick;
+  p.swap_operands = swap;
+  p.kpack = amd && kpack > 1 && K % (pick->k * kpack) == 0 ? kpack : 1;
+  const int kp = pick->k * p.kpack;
+  p.k_steps = K / kp;
+  // Warps: halve the larger repetition count, M on ties (Triton's warpsPerTile); warps
+  // the tile cannot use hold copies.
+  p.reps_m = M / pick->m;
+  p.reps_n = N / pick->n;
+  std::vector<WarpRole> roles;
+  for (int w = 1; w < num_warps; w *= 2) {
+    if (p.reps_m >= p.reps_n && p.reps_m > 1) roles.push_back(WarpRole::m), p.warps_m *= 2, p.reps_m /= 2;
+    else if (p.reps_n > 1) roles.push_back(WarpRole::n), p.warps_n *= 2, p.reps_n /= 2;
+    else roles.push_back(WarpRole::copy);
+  }
+  // Warp-id bits: N first (the low bits), then M, then copies.
+  std::stable_sort(roles.begin(), roles.end(), [](WarpRole x, WarpRole y) { return int(x) < int(y); });
+  std::vector<Coord> warp_acc, warp_a, warp_b;
+  int wn = 0, wm = 0;
+  for (WarpRole r : roles) {
+    if (r == WarpRole::n) {
+      Coord c{0, pick->n << wn++};
+      warp_acc.push_back(c), warp_a.push_back({}), warp_b.push_back(c);
+    } else if (r == WarpRole::m) {
+      Coord c{pick->m << wm++, 0};
+      warp_acc.push_back(c), warp_a.push_back(c), warp_b.push_back({});
+    } else {
+      warp_acc.push_back({}), warp_a.push_back({}), warp_b.push_back({});
+    }
+  }
+  const int kb = pick->k_per_lane * p.kpack;
+  Fragment fa = amd ? mfma_operand(pick->m, kb) : mma_a(*pick);
+  Fragment fb = amd ? transposed(mfma_operand(pick->n, kb)) : mma_b(*pick);
+  Fragment fc = amd ? transposed(mfma_acc(*pick)) : mma_acc();
+  std::vector<Coord> ra, rb, rc;
+  for (int j = 0; j < lg(p.k_steps); ++j) ra.push_back({0, kp << j}), rb.push_back({kp << j, 0});
+  for (int j = 0; j < lg(p.reps_n); ++j) rc.push_back({0, (pick->n * p.warps_n) << j});
+  for (int j = 0; j < lg(p.reps_m); ++j) rc.push_back({(pick->m * p.warps_m) << j, 0});
+  for (int j = 0; j < lg(p.reps_m); ++j) ra.push_back({(pick->m * p.warps_m) << j, 0});
+  for (int j = 0; j < lg(p.reps_n); ++j) rb.push_back({0, (pick->n * p.warps_n) << j});
+  p.acc = build(M, N, fc, rc, warp_acc);
+  p.a = build(M, K, fa, ra, warp_a);
+  p.b = build(K, N, fb, rb, warp_b);
+  return p;
+}
+
+}  // namespace tl::gpu

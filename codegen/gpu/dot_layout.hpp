@@ -1,0 +1,62 @@
+// tl::dot on the matrix cores: which instruction a dot uses, how the program's warps
+// split its [M, N] tile, and the three layouts it works in (Triton's MFMA / MMA
+// accumulator encodings and their dot-operand encodings), all as linear layouts
+// (layout.hpp), so that reshape, trans, reductions and conversions keep working on them.
+//
+// One instruction computes an [m, k] x [k, n] tile per warp; its fragment (which lane and
+// register holds which element) is the family's (AMD MFMA, NVIDIA mma.sync), and is
+// linear in the lane and element bits. A dot's tile is covered by:
+//  - warps: the low warp-id bits split N, the next ones M (Triton's warpsPerCTA, chosen
+//    by halving the larger of the M and N repetitions), any left over hold copies;
+//  - repetitions per warp along M and N (register bits above the fragment's) and along K
+//    (the operands' registers), interleaved with the warps as in Triton.
+// Register order: accumulator [fragment][N reps][M reps]; A [k-packed fragment][K steps]
+// [M reps]; B [k-packed fragment][K steps][N reps]. `kpack` (AMD) gives each lane
+// kpack instructions' worth of contiguous k elements (one 128-bit LDS read for two
+// MFMAs); instruction j of a K step takes chunk j. Which hardware k an element meets is
+// then permuted, identically for A and B, which a sum over k does not see.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/gpu/layout.hpp"
+
+namespace tl::gpu {
+
+struct DotPlan {
+  MatrixInstruction instr;
+  // AMD: the instruction computes C^T = B^T A^T (B's fragment as its A, A's as its B, as
+  // Triton's transposed MFMA layout), so that a lane's accumulator elements are 4
+  // consecutive N (32x32: rows of D are our N) and the epilogue stores 16 bytes of f32 a
+  // lane instead of one element. `instr` is then the one for (b's type, a's type).
+  bool swap_operands = false;
+  int kpack = 1;
+  int warps_m = 1, warps_n = 1;
+  int reps_m = 1, reps_n = 1, k_steps = 1;  // per warp; k_steps of instr.k * kpack
+  Layout acc, a, b;
+
+  int acc_regs_per_instr() const { return instr.m * instr.n / lanes(); }
+  int a_regs_per_step() const { return instr.k_per_lane * kpack; }
+  // B elements a lane holds per instruction: n * k / lanes (A's count where m = n, half
+  // of it for NVIDIA's m16n8).
+  int b_per_instr() const { return instr.n * instr.k / lanes(); }
+  int b_regs_per_step() const { return b_per_instr() * kpack; }
+  int lanes() const { return instr.family == MatrixFamily::amd_mfma ? 64 : 32; }
+  // First register of a fragment: accumulator tile (mi, ni); A tile (mi, K step ks);
+  // B tile (ni, ks). Instruction j of a K step reads registers j * k_per_lane onwards.
+  int acc_reg(int mi, int ni) const { return acc_regs_per_instr() * (ni + reps_n * mi); }
+  int a_reg(int mi, int ks) const { return a_regs_per_step() * (ks + k_steps * mi); }
+  int b_reg(int ni, int ks) const { return b_regs_per_step() * (ks + k_steps * ni); }
+};
+
+// The plan of a dot of a [M, K] (dtype a) by [K, N] (dtype b) on `caps`' matrix
+// instructions, with num_warps warps of wave_size lanes. nonkdim: the instruction's M
+// and N (AMD's matrix_instr_nonkdim; 0: 32 when the tile's M and N are at least 32, else
+// 16, as Triton); kpack as asked where K allows it. Among the instructions left, the one
+// with the largest k that divides K. nullopt, with `why`, when no instruction fits.
+std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b, int M, int N, int K,
+                                int num_warps, int wave_size, int nonkdim, int kpack, std::string& why);
+
+}  // namespace tl::gpu

@@ -1,0 +1,194 @@
+// tl::dot in the generated code (no GPU needed): for gfx90a, gfx942 and gfx950 every
+// operand dtype and matrix_instr_nonkdim gives the expected v_mfma instruction, as many
+// per K step as the tile needs, operands read from LDS 128 bits at a time where a lane
+// holds 16 bytes, and no spills; sm_80/sm_90 give mma.sync of the right shape and type.
+// A [BM, BK] x [BK, BN] tile product per program, its K loop carrying the accumulator.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <regex>
+#include <string>
+
+#include "codegen/amdgpu/code_object.hpp"
+#include "codegen/target.hpp"
+#include "support/compile.hpp"
+#include "support/traced_kernels.hpp"
+
+namespace {
+
+using namespace tl;
+using tl::detail::Trace;
+using tltest::count;
+using tltest::ptr_arg;
+using tltest::scalar_arg;
+using tltest::trace;
+
+// C[BM, BN] = sum over K steps of A[BM, BK] . B[BK, BN]; A row-major [BM, K], B row-major
+// [K, BN]; `k_steps` iterations (a constant, so that the loop's body is what is counted).
+template <class EA, class EB = EA>
+std::unique_ptr<ir::Function> gemm_tile(int BM, int BN, int BK, int k_steps) {
+  return trace("dot_tile", [&](Trace& t) {
+    using C = std::conditional_t<EA::dtype == DType::i8, ty::i32, ty::f32>;
+    auto a = ptr_arg<EA>(t, "a", true);
+    auto b = ptr_arg<EB>(t, "b", true);
+    auto c = ptr_arg<C>(t, "c", true);
+    auto rm = tl::arange(0, BM), rn = tl::arange(0, BN), rk = tl::arange(0, BK);
+    auto acc = tl::zeros<C>({BM, BN});
+    for (auto k : tl::range(0, k_steps * BK, BK)) {
+      auto x = tl::load(a + tl::expand_dims(rm, 1) * (k_steps * BK) + tl::expand_dims(k + rk, 0));
+      auto y = tl::load(b + tl::expand_dims(k + rk, 1) * BN + tl::expand_dims(rn, 0));
+      acc = tl::dot(x, y, acc);
+    }
+    tl::store(c + tl::expand_dims(rm, 1) * BN + tl::expand_dims(rn, 0), acc);
+  });
+}
+
+codegen::CodeObject compile(const std::string& arch, ir::Function& f, int warps, int nonkdim = 0, int kpack = 1) {
+  codegen::CompileOptions o;
+  o.num_warps = warps;
+  o.matrix_instr_nonkdim = nonkdim;
+  o.kpack = kpack;
+  return codegen::compile(f, codegen::parse_target(arch), o);
+}
+
+// The loop's instructions: from the target of the backward branch to the branch.
+std::string loop_body(const std::string& dis) {
+  size_t br = dis.rfind("s_cbranch_scc");
+  size_t alt = dis.rfind("s_cbranch_vccnz");
+  if (alt != std::string::npos && (br == std::string::npos || alt > br)) br = alt;
+  if (br == std::string::npos) return dis;
+  // The loop starts at the first label before the branch that the branch targets; the
+  // disassembly has no labels, so take the text after the prologue's last s_waitcnt
+  // before the loop's first mfma: the test only counts per-iteration instructions, and
+  // a K loop's body is everything between the last two mfma-free stretches.
+  return dis.substr(0, br);
+}
+
+struct Case {
+  const char* arch;
+  DType a;
+  int nonkdim;
+  const char* mnemonic;
+  int per_k_step;  // instructions per BK=64 step of a 64x64 tile at 4 warps
+};
+
+}  // namespace
+
+// Every dtype on every AMD chip: the instruction tl's table says, per K step
+// (BM = BN = 64, BK = 64, 4 warps: each warp 32x32 of the tile).
+TEST(DotCodegen, AmdInstructionPerDtypeAndNonKDim) {
+  const Case cases[] = {
+      {"gfx90a", DType::bf16, 32, "v_mfma_f32_32x32x8bf16_1k", 8},   {"gfx90a", DType::bf16, 16, "v_mfma_f32_16x16x16bf16_1k", 16},
+      {"gfx90a", DType::f16, 32, "v_mfma_f32_32x32x8f16", 8},        {"gfx90a", DType::f16, 16, "v_mfma_f32_16x16x16f16", 16},
+      {"gfx90a", DType::i8, 32, "v_mfma_i32_32x32x8i8", 8},          {"gfx90a", DType::i8, 16, "v_mfma_i32_16x16x16i8", 16},
+      {"gfx90a", DType::f32, 32, "v_mfma_f32_32x32x2f32", 32},       {"gfx90a", DType::f32, 16, "v_mfma_f32_16x16x4f32", 64},
+      {"gfx942", DType::bf16, 32, "v_mfma_f32_32x32x8_bf16", 8},     {"gfx942", DType::bf16, 16, "v_mfma_f32_16x16x16_bf16", 16},
+      {"gfx942", DType::f16, 32, "v_mfma_f32_32x32x8_f16", 8},       {"gfx942", DType::f16, 16, "v_mfma_f32_16x16x16_f16", 16},
+      {"gfx942", DType::i8, 32, "v_mfma_i32_32x32x16_i8", 4},        {"gfx942", DType::i8, 16, "v_mfma_i32_16x16x32_i8", 8},
+      {"gfx942", DType::f32, 32, "v_mfma_f32_32x32x2_f32", 32},      {"gfx942", DType::f32, 16, "v_mfma_f32_16x16x4_f32", 64},
+      {"gfx942", DType::f8e4m3fnuz, 32, "v_mfma_f32_32x32x16_fp8_fp8", 4},
+      {"gfx942", DType::f8e4m3fnuz, 16, "v_mfma_f32_16x16x32_fp8_fp8", 8},
+      {"gfx942", DType::f8e5m2fnuz, 16, "v_mfma_f32_16x16x32_bf8_bf8", 8},
+      {"gfx950", DType::bf16, 32, "v_mfma_f32_32x32x16_bf16", 4},    {"gfx950", DType::bf16, 16, "v_mfma_f32_16x16x32_bf16", 8},
+      {"gfx950", DType::f16, 32, "v_mfma_f32_32x32x16_f16", 4},      {"gfx950", DType::f16, 16, "v_mfma_f32_16x16x32_f16", 8},
+      {"gfx950", DType::i8, 32, "v_mfma_i32_32x32x32_i8", 2},        {"gfx950", DType::i8, 16, "v_mfma_i32_16x16x64_i8", 4},
+      {"gfx950", DType::f32, 16, "v_mfma_f32_16x16x4_f32", 64},
+      {"gfx950", DType::f8e4m3fn, 32, "v_mfma_f32_32x32x64_f8f6f4", 1}, {"gfx950", DType::f8e5m2, 16, "v_mfma_f32_16x16x32_bf8_bf8", 8},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} {} nonkdim {}", c.arch, name(c.a), c.nonkdim));
+    std::unique_ptr<ir::Function> f;
+    switch (c.a) {
+      case DType::bf16: f = gemm_tile<ty::bf16>(64, 64, 64, 4); break;
+      case DType::f16: f = gemm_tile<ty::f16>(64, 64, 64, 4); break;
+      case DType::i8: f = gemm_tile<ty::i8>(64, 64, 64, 4); break;
+      case DType::f32: f = gemm_tile<ty::f32>(64, 64, 64, 4); break;
+      case DType::f8e4m3fnuz: f = gemm_tile<ty::f8e4m3fnuz>(64, 64, 64, 4); break;
+      case DType::f8e5m2fnuz: f = gemm_tile<ty::f8e5m2fnuz>(64, 64, 64, 4); break;
+      case DType::f8e4m3fn: f = gemm_tile<ty::f8e4m3fn>(64, 64, 64, 4); break;
+      case DType::f8e5m2: f = gemm_tile<ty::f8e5m2>(64, 64, 64, 4); break;
+      default: FAIL();
+    }
+    auto co = compile(c.arch, *f, 4, c.nonkdim);
+    std::string dis = amd::disassemble(co.binary);
+    // The loop runs 4 K steps; LLVM may unroll it: count over the kernel, per K step.
+    int n = count(dis, std::string(c.mnemonic) + " ");
+    EXPECT_EQ(n % c.per_k_step, 0) << n << " " << c.mnemonic;
+    EXPECT_GE(n, c.per_k_step) << c.mnemonic;
+    EXPECT_LE(n, 4 * c.per_k_step) << c.mnemonic;
+    EXPECT_EQ(count(dis, "v_mfma"), n) << "another MFMA than " << c.mnemonic;
+    EXPECT_EQ(co.report.at("spill_vgpr"), 0);
+    EXPECT_EQ(co.report.at("spill_sgpr"), 0);
+  }
+}
+
+// The anchor's configurations (../shared/anchors/gemm_anchor.py static: Triton 3.6 on
+// the tutorial matmul, bf16, BK = 64): VGPR + AGPR no more than Triton's and no spills
+// (Triton: gfx942 128x128 4 warps 216 + 64, 256x256 8 warps 256 + 0 with 6 spills;
+// gfx950 204 + 64 and 256 + 0 with 40 spills). Operands come from LDS 128 bits a lane
+// where a lane holds 16 bytes of k (gfx950's 8-element bf16 MFMAs; gfx942 with kpack 2),
+// and the accumulator is stored without a trip through LDS (the LDS is the operands').
+TEST(DotCodegen, AmdGemmTilesWithinTritonsRegisters) {
+  struct Cfg {
+    const char* arch;
+    int bm, bn, warps, kpack, triton_regs;
+  };
+  for (const Cfg& c : {Cfg{"gfx942", 128, 128, 4, 1, 216 + 64}, Cfg{"gfx942", 128, 128, 4, 2, 216 + 64},
+                       Cfg{"gfx942", 256, 256, 8, 1, 256}, Cfg{"gfx950", 128, 128, 4, 1, 204 + 64},
+                       Cfg{"gfx950", 256, 256, 8, 1, 256}}) {
+    SCOPED_TRACE(fmt::format("{} {}x{}x64 {} warps kpack {}", c.arch, c.bm, c.bn, c.warps, c.kpack));
+    auto f = gemm_tile<ty::bf16>(c.bm, c.bn, 64, 4);
+    auto co = compile(c.arch, *f, c.warps, 0, c.kpack);
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_EQ(co.report.at("spill_vgpr"), 0);
+    EXPECT_EQ(co.report.at("scratch_bytes"), 0);
+    EXPECT_LE(co.report.at("vgpr") + co.report.at("agpr"), c.triton_regs);
+    // Each warp's share of the tile: (bm * bn / warps) / (32 * 32) MFMAs per 8 (gfx942) or
+    // 16 (gfx950) of k.
+    int per_step = c.bm * c.bn / c.warps / 1024 * 64 / (std::string(c.arch) == "gfx950" ? 16 : 8);
+    EXPECT_EQ(count(dis, "v_mfma"), per_step);
+    if (std::string(c.arch) == "gfx950" || c.kpack == 2) {
+      EXPECT_GT(count(dis, "ds_read_b128"), 0);
+      EXPECT_EQ(count(dis, "ds_read_b64") + count(dis, "ds_read2_b64"), 0);
+    }
+    // The operands' conversion (A or B, 16 KiB or 32 KiB of bf16), not the 64 or 256 KiB
+    // accumulator.
+    EXPECT_LE(co.report.at("lds_bytes"), int64_t(std::max(c.bm, c.bn)) * 64 * 2);
+  }
+}
+
+// NVIDIA: mma.sync of the operand types' shape, 64x64 tile at 4 warps (each warp 32x32:
+// 2 x 4 instructions of 16x8 per K step), FP8 on sm_89+ only (PTX 8.4).
+TEST(DotCodegen, NvidiaMmaSyncPerDtype) {
+  struct NvCase {
+    const char* arch;
+    DType a;
+    const char* ptx;
+    int per_k_step;  // per BK = 64
+  };
+  for (const NvCase& c : {NvCase{"sm_90", DType::bf16, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", 32},
+                          NvCase{"sm_80", DType::f16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32", 32},
+                          NvCase{"sm_90", DType::i8, "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32", 16},
+                          NvCase{"sm_80", DType::f32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32", 64},
+                          NvCase{"sm_90", DType::f8e4m3fn, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16},
+                          NvCase{"sm_89", DType::f8e5m2, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 16}}) {
+    SCOPED_TRACE(fmt::format("{} {}", c.arch, name(c.a)));
+    std::unique_ptr<ir::Function> f;
+    switch (c.a) {
+      case DType::bf16: f = gemm_tile<ty::bf16>(64, 64, 64, 4); break;
+      case DType::f16: f = gemm_tile<ty::f16>(64, 64, 64, 4); break;
+      case DType::i8: f = gemm_tile<ty::i8>(64, 64, 64, 4); break;
+      case DType::f32: f = gemm_tile<ty::f32>(64, 64, 64, 4); break;
+      case DType::f8e4m3fn: f = gemm_tile<ty::f8e4m3fn>(64, 64, 64, 4); break;
+      case DType::f8e5m2: f = gemm_tile<ty::f8e5m2>(64, 64, 64, 4); break;
+      default: FAIL();
+    }
+    auto co = compile(c.arch, *f, 4);
+    std::string ptx(co.binary.begin(), co.binary.end());
+    int n = count(ptx, c.ptx);
+    EXPECT_GE(n, c.per_k_step);
+    EXPECT_EQ(n % c.per_k_step, 0) << n;
+    EXPECT_EQ(count(ptx, "mma.sync"), n);
+  }
+}

@@ -1,0 +1,224 @@
+// tl::dot's matrix-core plans (codegen/gpu/dot_layout.cpp), checked on the host against
+// the hardware's own description of each instruction: for every target's instructions,
+// tile shapes, warp counts and kpack, the operands are distributed to (warp, lane,
+// register) by the plan's layouts, the lowering's loop (lower_dot.cpp: K steps, M and N
+// repetitions, kpack chunks, the plan's register indices) runs with each instruction
+// simulated by the ISA's fragment formulas (written here independently of the layout
+// code: AMD's Matrix Instruction Calculator, the PTX ISA's fragment tables), and the
+// accumulator registers, read back through the plan's accumulator layout, must hold
+// A.B exactly (small integers). This is the proof the MFMA path gets without an AMD GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <functional>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "codegen/gpu/dot_layout.hpp"
+#include "codegen/target.hpp"
+
+namespace {
+
+using namespace tl;
+using namespace tl::gpu;
+
+// The element of tile `shape` held at (warp, lane, register) under `l`.
+uint32_t flat_of(const Layout& l, uint32_t w, uint32_t lane, uint32_t r) { return l.reg_part(r) ^ l.thread_part(lane, w); }
+
+// One instruction as the hardware documents it: lane `l`'s A element e is A[row][k] with
+// (row, k) = a_at(l, e); B element e is B[k][col] = b_at(l, e); accumulator element i is
+// D[row][col] = c_at(l, i).
+struct Hw {
+  std::function<std::pair<int, int>(int, int)> a_at, b_at, c_at;
+};
+
+Hw hardware(const MatrixInstruction& mi) {
+  Hw h;
+  if (mi.family == MatrixFamily::amd_mfma) {
+    // AMD Matrix Instruction Calculator (CDNA3), e.g. v_mfma_f32_32x32x8_bf16:
+    // A[i][k]: lane = i + 32 * (k / 4), item k % 4; D[i][j]: lane = j + 32 * ((i / 4) % 2),
+    // item = 4 * (i / 8) + i % 4. 16x16: D lane = j + 16 * (i / 4), item = i % 4.
+    const int M = mi.m, kb = mi.k_per_lane;
+    h.a_at = [=](int l, int e) { return std::pair{l % M, kb * (l / M) + e}; };
+    h.b_at = [=](int l, int e) { return std::pair{kb * (l / M) + e, l % M}; };
+    if (M == 32) h.c_at = [](int l, int i) { return std::pair{8 * (i / 4) + 4 * (l / 32) + i % 4, l % 32}; };
+    else h.c_at = [](int l, int i) { return std::pair{4 * (l / 16) + i, l % 16}; };
+  } else {
+    // PTX ISA, "Matrix Fragments for mma.m16n8k16 / k32 / k8": groupID = lane >> 2,
+    // threadID_in_group = lane % 4; `w` elements per 32-bit register, element e of the
+    // lane's list is register e / w, byte/half e % w.
+    const int w = 32 / bit_width(mi.a);
+    h.a_at = [=](int l, int e) {
+      int r = e / w, j = e % w, g = l >> 2, t = l % 4;
+      return std::pair{g + 8 * (r & 1), w * t + j + 4 * w * (r >> 1)};
+    };
+    h.b_at = [=](int l, int e) {
+      int r = e / w, j = e % w, g = l >> 2, t = l % 4;
+      return std::pair{w * t + j + 4 * w * r, g};
+    };
+    h.c_at = [](int l, int i) { return std::pair{(l >> 2) + 8 * (i >> 1), 2 * (l % 4) + (i & 1)}; };
+  }
+  return h;
+}
+
+// Runs the dot as the lowering does and returns what the accumulator layout reads back.
+std::vector<int64_t> simulate(const DotPlan& p, const std::vector<int64_t>& A, const std::vector<int64_t>& B, int M,
+                              int N, int K, int num_warps) {
+  const int lanes = p.lanes();
+  const MatrixInstruction& mi = p.instr;
+  Hw hw = hardware(mi);
+  const int na = p.a.num_regs(), nb = p.b.num_regs(), nc = p.acc.num_regs();
+  EXPECT_EQ(na, p.a_regs_per_step() * p.k_steps * p.reps_m);
+  EXPECT_EQ(nb, p.b_regs_per_step() * p.k_steps * p.reps_n);
+  EXPECT_EQ(nc, p.acc_regs_per_instr() * p.reps_m * p.reps_n);
+  std::vector<int64_t> out(size_t(M) * N, 0);
+  std::vector<int> written(size_t(M) * N, 0);
+  for (int w = 0; w < num_warps; ++w) {
+    // Registers of every lane of this warp.
+    std::vector<std::vector<int64_t>> ra(lanes, std::vector<int64_t>(na)), rb(lanes, std::vector<int64_t>(nb)),
+        rc(lanes, std::vector<int64_t>(nc, 0));
+    for (int l = 0; l < lanes; ++l) {
+      for (int r = 0; r < na; ++r) ra[l][r] = A[flat_of(p.a, w, l, r)];
+      for (int r = 0; r < nb; ++r) rb[l][r] = B[flat_of(p.b, w, l, r)];
+    }
+    const int kl = mi.k_per_lane, klb = p.b_per_instr(), per = p.acc_regs_per_instr();
+    for (int ks = 0; ks < p.k_steps; ++ks)
+      for (int m = 0; m < p.reps_m; ++m)
+        for (int n = 0; n < p.reps_n; ++n)
+          for (int j = 0; j < p.kpack; ++j) {
+            // The instruction: gather its A and B tiles from the lanes' fragments.
+            std::vector<int64_t> ta(size_t(mi.m) * mi.k, INT64_MIN), tb(size_t(mi.k) * mi.n, INT64_MIN);
+            // Swapped (AMD): the hardware's A is our B's fragment, its B our A's, and its
+            // D[n][m] our C[m][n].
+            const auto& first = p.swap_operands ? rb : ra;
+            const auto& second = p.swap_operands ? ra : rb;
+            const int r1 = p.swap_operands ? p.b_reg(n, ks) + j * klb : p.a_reg(m, ks) + j * kl;
+            const int r2 = p.swap_operands ? p.a_reg(m, ks) + j * kl : p.b_reg(n, ks) + j * klb;
+            for (int l = 0; l < lanes; ++l)
+              for (int e = 0; e < std::max(kl, klb); ++e) {
+                if (e < kl) {
+                  auto [ar, ak] = hw.a_at(l, e);
+                  ta.at(size_t(ar) * mi.k + ak) = first[l][r1 + e];
+                }
+                if (e < klb) {
+                  auto [bk, bn] = hw.b_at(l, e);
+                  tb.at(size_t(bk) * mi.n + bn) = second[l][r2 + e];
+                }
+              }
+            for (int64_t x : ta) EXPECT_NE(x, INT64_MIN) << "an A element no lane supplies";
+            for (int64_t x : tb) EXPECT_NE(x, INT64_MIN) << "a B element no lane supplies";
+            for (int l = 0; l < lanes; ++l)
+              for (int i = 0; i < per; ++i) {
+                auto [cr, cc] = hw.c_at(l, i);  // of the hardware's D
+                int64_t s = 0;
+                for (int k = 0; k < mi.k; ++k) s += ta[size_t(cr) * mi.k + k] * tb[size_t(k) * mi.n + cc];
+                rc[l][p.acc_reg(m, n) + i] += s;
+              }
+          }
+    for (int l = 0; l < lanes; ++l)
+      for (int r = 0; r < nc; ++r) {
+        uint32_t f = flat_of(p.acc, w, l, r);
+        if (written[f]) EXPECT_EQ(out[f], rc[l][r]) << "copies of element " << f << " disagree";
+        out[f] = rc[l][r];
+        written[f] = 1;
+      }
+  }
+  for (size_t f = 0; f < written.size(); ++f) EXPECT_TRUE(written[f]) << "element " << f << " held by no thread";
+  return out;
+}
+
+void check_target(const std::string& arch) {
+  auto caps = codegen::capabilities_for(codegen::parse_target(arch));
+  ASSERT_FALSE(caps.matrix_instructions.empty()) << arch;
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (const auto& mi : caps.matrix_instructions) {
+    for (int nonkdim : {0, 16, 32})
+      for (int kpack : {1, 2})
+        for (int num_warps : {1, 2, 4, 8})
+          for (auto [M, N, K] : {std::tuple{16, 16, 128}, {32, 64, 64}, {64, 32, 256}, {128, 128, 32}, {16, 128, 64},
+                                 {256, 16, 128}}) {
+            std::string why;
+            // AMD swaps the operands: the instruction for (x, y) is the table's (y, x).
+            const bool amd = mi.family == MatrixFamily::amd_mfma;
+            auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, num_warps, caps.wave_size, nonkdim,
+                              kpack, why);
+            if (!p || p->instr.name != mi.name || p->instr.a != mi.a || p->instr.b != mi.b) continue;
+            EXPECT_EQ(p->swap_operands, amd);
+            SCOPED_TRACE(fmt::format("{} {} [{}x{}x{}] warps {} nonkdim {} kpack {}", arch, mi.name, M, N, K, num_warps,
+                                     nonkdim, kpack));
+            std::vector<int64_t> A(size_t(M) * K), B(size_t(K) * N);
+            for (auto& x : A) x = int(rng() % 15) - 7;
+            for (auto& x : B) x = int(rng() % 15) - 7;
+            auto got = simulate(*p, A, B, M, N, K, num_warps);
+            for (int m = 0; m < M; ++m)
+              for (int n = 0; n < N; ++n) {
+                int64_t want = 0;
+                for (int k = 0; k < K; ++k) want += A[size_t(m) * K + k] * B[size_t(k) * N + n];
+                ASSERT_EQ(got[size_t(m) * N + n], want) << "C[" << m << "][" << n << "]";
+              }
+            ++checked;
+          }
+  }
+  // Every instruction of the table is reachable by some shape and options above.
+  std::set<std::pair<std::string, int>> used;
+  for (const auto& mi : caps.matrix_instructions) {
+    bool any = false;
+    for (int nonkdim : {16, 32})
+      for (auto [M, N, K] : {std::tuple{32, 32, 128}, {16, 16, 128}, {32, 32, 64}, {32, 32, 16}, {16, 16, 32},
+                             {16, 16, 16}, {32, 32, 8}, {16, 16, 4}, {32, 32, 2}}) {
+        std::string why;
+        const bool amd = mi.family == MatrixFamily::amd_mfma;
+        auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, 4, caps.wave_size, nonkdim, 1, why);
+        any |= p && p->instr.name == mi.name && p->instr.a == mi.a && p->instr.b == mi.b;
+      }
+    EXPECT_TRUE(any) << arch << ": no shape selects " << mi.name << " for " << name(mi.a) << " x " << name(mi.b);
+  }
+  EXPECT_GT(checked, 20) << arch;
+}
+
+}  // namespace
+
+TEST(DotLayout, Gfx90aMatchesTheIsa) { check_target("gfx90a"); }
+TEST(DotLayout, Gfx942MatchesTheIsa) { check_target("gfx942"); }
+TEST(DotLayout, Gfx950MatchesTheIsa) { check_target("gfx950"); }
+TEST(DotLayout, Sm80MatchesThePtxIsa) { check_target("sm_80"); }
+TEST(DotLayout, Sm90MatchesThePtxIsa) { check_target("sm_90"); }
+
+// The choices Triton users expect: 32x32 once M and N allow it, 16x16 below or when
+// asked; the largest k dividing K; warps halving the larger repetition count; kpack kept
+// only where K holds two instructions' k.
+TEST(DotLayout, InstructionAndWarpChoice) {
+  auto gfx942 = codegen::capabilities_for(codegen::parse_target("gfx942"));
+  auto gfx950 = codegen::capabilities_for(codegen::parse_target("gfx950"));
+  std::string why;
+  auto p = plan_dot(gfx942, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, 0, 1, why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->instr.name, "v_mfma_f32_32x32x8_bf16");
+  EXPECT_EQ(p->warps_m, 2);
+  EXPECT_EQ(p->warps_n, 2);
+  EXPECT_EQ(p->reps_m, 2);
+  EXPECT_EQ(p->k_steps, 8);
+  p = plan_dot(gfx942, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, 16, 2, why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->instr.name, "v_mfma_f32_16x16x16_bf16");
+  EXPECT_EQ(p->kpack, 2);
+  EXPECT_EQ(p->a_regs_per_step(), 8);  // one 128-bit read feeds two MFMAs
+  p = plan_dot(gfx950, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, 0, 1, why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->instr.name, "v_mfma_f32_32x32x16_bf16");
+  p = plan_dot(gfx950, DType::f8e4m3fn, DType::f8e4m3fn, 64, 64, 128, 4, 64, 16, 1, why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->instr.name, "v_mfma_f32_16x16x128_f8f6f4");
+  p = plan_dot(gfx942, DType::bf16, DType::bf16, 16, 64, 64, 4, 64, 0, 1, why);
+  ASSERT_TRUE(p) << why;
+  EXPECT_EQ(p->instr.m, 16);
+  EXPECT_EQ(p->warps_n, 4);
+  // Failures say why.
+  EXPECT_FALSE(plan_dot(gfx942, DType::f8e4m3fn, DType::f8e4m3fn, 64, 64, 64, 4, 64, 0, 1, why));
+  EXPECT_NE(why.find("no matrix instruction of gfx942 multiplies f8e4m3fn by f8e4m3fn"), std::string::npos) << why;
+  EXPECT_FALSE(plan_dot(gfx942, DType::bf16, DType::bf16, 16, 16, 64, 4, 64, 32, 1, why));
+  EXPECT_NE(why.find("with matrix_instr_nonkdim=32"), std::string::npos) << why;
+}
