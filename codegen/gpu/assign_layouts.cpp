@@ -40,6 +40,13 @@ std::vector<int> coalesced_order(const passes::AxisAnalysis& axis, const ir::Val
 // every thread holds, nor a shared-memory buffer, which is an address).
 bool distributed(const ir::Value* v) { return !v->type.is_scalar() && !v->type.is_shared(); }
 
+// A shared_load's result, or its transpose.
+bool read_from_shared(const ir::Value* v) {
+  const ir::Operation* d = v->def;
+  if (d && d->op == Op::trans) d = d->operands[0]->def;
+  return d && d->op == Op::shared_load;
+}
+
 bool is_memory_anchor(const ir::Operation& op) {
   return (op.op == Op::load || op.op == Op::store) && !op.operands[0]->type.is_scalar();
 }
@@ -254,10 +261,16 @@ class LayoutPlanner {
         // accumulator then never converts); an operand read from a shared buffer is read
         // straight into its operand layout (Triton's local_load into a dot operand), while
         // one loaded from global memory keeps its coalesced layout and converts.
+        // A transposed dot operand read from a shared buffer (B^T stored K-contiguous)
+        // is read in the transpose of the operand layout.
+        case Op::trans:
+          if (v->def && v->def->op == Op::shared_load)
+            if (auto w = wanted_layout(u->result())) meet(trans_source_layout(*w, u->ints));
+          break;
         case Op::dot: {
           const DotPlan& p = plan_.dots_.at(u);
           if (index == 2) meet(p.acc);
-          else if (v->def && v->def->op == Op::shared_load) meet(index == 0 ? p.a : p.b);
+          else if (read_from_shared(v)) meet(index == 0 ? p.a : p.b);
           break;
         }
         case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)

@@ -109,6 +109,16 @@ class GpuHooks {
     return {};
   }
 
+  // NVIDIA's ldmatrix.x4 (.trans): four 8x8 matrices of 16-bit elements from shared
+  // memory, lane l giving the address of row l % 8 of matrix l / 8 (16 contiguous bytes);
+  // returns the lane's four 32-bit registers, register q holding row l / 4, columns
+  // 2 (l % 4) and 2 (l % 4) + 1 of matrix q (of its transpose with `trans`). Empty where
+  // the target has no such instruction (has_load_matrix false).
+  virtual bool has_load_matrix() const { return false; }
+  virtual std::vector<llvm::Value*> load_matrix_x4(llvm::IRBuilderBase& b, llvm::Value* shared, bool trans) {
+    return {};
+  }
+
   // The LLVM sync scope of an atomic at `sc` (cta / gpu / sys).
   virtual uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) = 0;
   // Target metadata on an atomic instruction (AMD: no fine-grained memory).

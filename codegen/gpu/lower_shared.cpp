@@ -74,12 +74,69 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
     for (int id : ids->second) smem_after_write(id);
 }
 
+namespace {
+// When `l` (a 2-D tile of 16-bit elements) is made of ldmatrix.x4 results (NVIDIA): the
+// layout of the row addresses its lanes give, one register per ldmatrix (nullopt when
+// it is not). An x4 result holds, in register bit 0 and lane bits 0-4, the 8x8 matrix
+// element (l / 4, 2 (l % 4) + bit 0): in the tile, column bits 0-2 then row bits 0-2
+// (not transposed), or row bits 0-2 then column bits 0-2 (.trans: the tile's rows are
+// the matrix's columns); register bits 1 and 2 choose the matrix (any 8-column-aligned
+// block), higher bits the ldmatrix. Its lanes address rows: lane bits 0-2 the row
+// within the matrix, bits 3-4 the matrix. mma.sync's operand fragments are this shape
+// (A from a K-contiguous tile, B with .trans from an N-contiguous one).
+std::optional<Layout> ldmatrix_addresses(const Layout& l, bool& trans) {
+  if (l.rank() != 2 || l.reg.size() < 3 || l.lane.size() != 5 || l.shape[1] < 8) return std::nullopt;
+  const uint32_t C = uint32_t(l.shape[1]);
+  const std::vector<uint32_t> cols = {1, 2, 4}, rows = {C, 2 * C, 4 * C};
+  auto is = [&](std::vector<uint32_t> got, const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+    std::vector<uint32_t> want = a;
+    want.insert(want.end(), b.begin(), b.end());
+    return got == want;
+  };
+  std::vector<uint32_t> frag = {l.reg[0], l.lane[0], l.lane[1], l.lane[2], l.lane[3], l.lane[4]};
+  if (is(frag, cols, rows)) trans = false;
+  else if (is(frag, rows, cols)) trans = true;
+  else return std::nullopt;
+  for (size_t i = 1; i < l.reg.size(); ++i)
+    if (l.reg[i] == 0 || (l.reg[i] % C) % 8 != 0) return std::nullopt;  // copies, or a block not 8-aligned
+  Layout a;
+  a.shape = l.shape;
+  a.reg.assign(l.reg.begin() + 3, l.reg.end());
+  a.lane = {C, 2 * C, 4 * C, l.reg[1], l.reg[2]};
+  a.warp = l.warp;
+  return a;
+}
+}  // namespace
+
 void Lowerer::lower_shared_load(const ir::Operation& op) {
   const ir::Value* res = op.result();
   DType t = res->type.dtype;
   const Layout& l = plan_.of(res);
   bool relaxed = op.i0 == 1;  // load_shared_relaxed
   StageAccess a = stage_access(op, l, t);
+  // A matrix-instruction operand of 16-bit elements: ldmatrix, four 8x8 blocks a lane
+  // group in one instruction, conflict-free on the swizzled stage (each matrix row is one
+  // 16-byte vector, and the swizzle spreads a matrix's 8 rows over the banks).
+  bool trans = false;
+  auto addr = bit_width(t) == 16 && hooks_.has_load_matrix() ? ldmatrix_addresses(l, trans) : std::nullopt;
+  if (addr && stage_layout(l.shape, a.eb).vec >= 8) {
+    Layout offsets = compose(stage_layout(l.shape, a.eb).offsets, *addr, l.shape);
+    Values out(l.num_regs());
+    auto* pair = llvm::FixedVectorType::get(a.ty, 2);
+    for (int c = 0; c < addr->num_regs(); ++c) {
+      llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(offsets, c));
+      Values q = hooks_.load_matrix_x4(b, p, trans);
+      for (int i = 0; i < 4; ++i) {
+        llvm::Value* v = b.CreateBitCast(q[size_t(i)], pair);
+        for (int j = 0; j < 2; ++j) out[size_t(c * 8 + 2 * i + j)] = b.CreateExtractElement(v, uint64_t(j));
+      }
+    }
+    auto ids = smem_plan_.buffers_of.find(op.operands[0]);
+    if (ids != smem_plan_.buffers_of.end())
+      for (int id : ids->second) smem_after_read(id);
+    set_natural(res, Regs{l, std::move(out)});
+    return;
+  }
   int g = a.group;
   uint32_t dup = l.duplicate_reg_mask();
   Values out(l.num_regs());

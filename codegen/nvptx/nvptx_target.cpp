@@ -149,6 +149,16 @@ class NvptxHooks final : public gpu::GpuHooks {
   codegen::TargetDesc desc_;
   gpu::TargetCapabilities caps_;
 
+  bool has_load_matrix() const override { return true; }
+  std::vector<llvm::Value*> load_matrix_x4(llvm::IRBuilderBase& b, llvm::Value* shared, bool trans) override {
+    llvm::Value* r = b.CreateIntrinsic(trans ? Intr::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                                             : Intr::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16,
+                                       {shared->getType()}, {shared});
+    std::vector<llvm::Value*> out;
+    for (unsigned q = 0; q < 4; ++q) out.push_back(b.CreateExtractValue(r, q));
+    return out;
+  }
+
   // mma.sync (LLVM 22's llvm.nvvm.mma.*, fragments in codegen/gpu/dot_layout.cpp): A in
   // four 32-bit registers, B in two, C/D four f32 or s32. Two 16-bit elements a register
   // (bf16 packed as i32, f16 as <2 x half>), four 8-bit ones (i32), one tf32 (the f32's

@@ -382,7 +382,8 @@ Value* dot(Value* a, Value* b, Value* acc, const Loc& loc) {
     throw trace_error(fmt::format("tl::dot: unsupported operand types ({}): both bf16, both f16, both f32, both i8, "
                                   "or FP8 of one family (e4m3fn/e5m2, or e4m3fnuz/e5m2fnuz); convert with .to<>()",
                                   both()), loc);
-  const int min_k = is_fp8(da) ? 32 : 16;
+  // 8-bit operands: every matrix instruction but gfx90a's takes 32 of k at least.
+  const int min_k = bit_width(da) == 8 ? 32 : 16;
   if (M < 16 || N < 16 || K < min_k)
     throw trace_error(fmt::format("tl::dot: M and N must be at least 16 and K at least {} for {} ({})", min_k,
                                   name(da), both()), loc);

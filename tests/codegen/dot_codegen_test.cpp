@@ -44,6 +44,34 @@ std::unique_ptr<ir::Function> gemm_tile(int BM, int BN, int BK, int k_steps) {
   });
 }
 
+// The same through one-stage shared buffers (what the GEMM sample writes): A [BM, BK]
+// and B [BK, BN] (or B^T [BN, BK], K-contiguous, transposed for the dot), the K loop at
+// `stages` (the pipeliner makes the loads asynchronous copies into `stages` buffers).
+template <class E>
+std::unique_ptr<ir::Function> gemm_tile_shared(int BM, int BN, int BK, int k_steps, int stages, bool b_transposed) {
+  return trace("dot_tile_shared", [&](Trace& t) {
+    auto a = ptr_arg<E>(t, "a", true);
+    auto b = ptr_arg<E>(t, "b", true);
+    auto c = ptr_arg<ty::f32>(t, "c", true);
+    auto rm = tl::arange(0, BM), rn = tl::arange(0, BN), rk = tl::arange(0, BK);
+    const int K = k_steps * BK;
+    auto acc = tl::zeros<ty::f32>({BM, BN});
+    auto sa = tl::shared<E>({1, BM, BK});
+    auto sb = b_transposed ? tl::shared<E>({1, BN, BK}) : tl::shared<E>({1, BK, BN});
+    for (auto k : tl::range(0, K, BK, tl::num_stages(stages))) {
+      sa[0].store(tl::load(a + tl::expand_dims(rm, 1) * K + tl::expand_dims(k + rk, 0)));
+      if (b_transposed) {
+        sb[0].store(tl::load(b + tl::expand_dims(rn, 1) * K + tl::expand_dims(k + rk, 0)));
+        acc = tl::dot(sa[0].load(), tl::trans(sb[0].load()), acc);
+      } else {
+        sb[0].store(tl::load(b + tl::expand_dims(k + rk, 1) * BN + tl::expand_dims(rn, 0)));
+        acc = tl::dot(sa[0].load(), sb[0].load(), acc);
+      }
+    }
+    tl::store(c + tl::expand_dims(rm, 1) * BN + tl::expand_dims(rn, 0), acc);
+  });
+}
+
 codegen::CodeObject compile(const std::string& arch, ir::Function& f, int warps, int nonkdim = 0, int kpack = 1) {
   codegen::CompileOptions o;
   o.num_warps = warps;
@@ -190,5 +218,26 @@ TEST(DotCodegen, NvidiaMmaSyncPerDtype) {
     EXPECT_GE(n, c.per_k_step);
     EXPECT_EQ(n % c.per_k_step, 0) << n;
     EXPECT_EQ(count(ptx, "mma.sync"), n);
+  }
+}
+
+// Operands staged in shared memory reach mma.sync through ldmatrix: A (K-contiguous)
+// with ldmatrix.x4, B (N-contiguous) with ldmatrix.x4.trans, B^T (K-contiguous) with
+// ldmatrix.x4 again; no scalar 16-bit shared loads. 128x128x32 at 4 warps: each warp
+// 64x64 = 4 A tiles and 8 B tiles of 16 k per K step of 16, two steps per BK.
+TEST(DotCodegen, NvidiaOperandsThroughLdmatrix) {
+  for (bool bt : {false, true}) {
+    SCOPED_TRACE(bt ? "B^T" : "B");
+    auto f = gemm_tile_shared<ty::bf16>(128, 128, 32, 4, 3, bt);
+    auto co = compile("sm_90", *f, 4);
+    std::string ptx(co.binary.begin(), co.binary.end());
+    int plain = count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16");
+    int trans = count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16");
+    // A: 4 M tiles x 2 K steps; B: 8 N tiles x 2 K steps / 2 per x4.
+    EXPECT_EQ(plain, bt ? 8 + 8 : 8);
+    EXPECT_EQ(trans, bt ? 0 : 8);
+    EXPECT_EQ(count(ptx, "ld.shared.b16") + count(ptx, "ld.shared.u16"), 0);
+    EXPECT_EQ(count(ptx, "mma.sync.aligned.m16n8k16"), 4 * 8 * 2);
+    EXPECT_GT(count(ptx, "cp.async"), 0);
   }
 }

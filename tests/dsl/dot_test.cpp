@@ -145,11 +145,7 @@ std::vector<Shape> shapes(int min_k) {
 }
 
 template <class EA, class EB = EA> void check_all(double range) {
-  int min_k = std::is_same_v<typename EA::elem, tl::ty::f8e4m3fn> || std::is_same_v<typename EA::elem, tl::ty::f8e5m2> ||
-                      std::is_same_v<typename EA::elem, tl::ty::f8e4m3fnuz> ||
-                      std::is_same_v<typename EA::elem, tl::ty::f8e5m2fnuz>
-                  ? 32
-                  : 16;
+  const int min_k = tl::bit_width(EA::elem::dtype) == 8 ? 32 : 16;  // FP8 and i8
   for (const Shape& s : shapes(min_k)) {
     SCOPED_TRACE(str(s));
     check<EA, EB>(s, range);

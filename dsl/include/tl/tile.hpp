@@ -434,7 +434,7 @@ template <class E> tile<E> cumsum(const tile<E>& a, int axis, Loc loc = Loc::cur
 
 // Matrix multiply (Triton's tl.dot): a [M, K] by b [K, N], f32 accumulation for bf16,
 // f16, FP8 and f32 operands and i32 for i8 (the accumulator type, `dot_acc_t`). M, N and
-// K are powers of two, M and N at least 16, K at least 16 (32 for FP8). On GPUs it runs
+// K are powers of two, M and N at least 16, K at least 16 (32 for FP8 and i8). On GPUs it runs
 // on the matrix cores (docs/language.md, "tl::dot").
 template <class A> using dot_acc_t = std::conditional_t<A::dtype == DType::i8, ty::i32, ty::f32>;
 template <class A, class B> tile<dot_acc_t<A>> dot(const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
