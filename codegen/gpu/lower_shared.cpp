@@ -75,34 +75,40 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
 }
 
 namespace {
-// When `l` (a 2-D tile of 16-bit elements) is made of ldmatrix.x4 results (NVIDIA): the
-// layout of the row addresses its lanes give, one register per ldmatrix (nullopt when
-// it is not). An x4 result holds, in register bit 0 and lane bits 0-4, the 8x8 matrix
-// element (l / 4, 2 (l % 4) + bit 0): in the tile, column bits 0-2 then row bits 0-2
-// (not transposed), or row bits 0-2 then column bits 0-2 (.trans: the tile's rows are
-// the matrix's columns); register bits 1 and 2 choose the matrix (any 8-column-aligned
-// block), higher bits the ldmatrix. Its lanes address rows: lane bits 0-2 the row
-// within the matrix, bits 3-4 the matrix. mma.sync's operand fragments are this shape
-// (A from a K-contiguous tile, B with .trans from an N-contiguous one).
-std::optional<Layout> ldmatrix_addresses(const Layout& l, bool& trans) {
-  if (l.rank() != 2 || l.reg.size() < 3 || l.lane.size() != 5 || l.shape[1] < 8) return std::nullopt;
-  const uint32_t C = uint32_t(l.shape[1]);
-  const std::vector<uint32_t> cols = {1, 2, 4}, rows = {C, 2 * C, 4 * C};
+// When `l` (a 2-D tile of 16- or 8-bit elements) is made of ldmatrix.x4 results
+// (NVIDIA): the layout of the row addresses its lanes give, one register per ldmatrix
+// (nullopt when it is not). An x4 result holds, in its `w` low register bits (w = 1 for
+// 16-bit elements, 2 for 8-bit: a 32-bit register's elements) and lane bits 0-4, the
+// element (l / 4, 4 bytes (l % 4) + the low bits) of an 8-row by 16-byte matrix: in the
+// tile, column bits 0 .. w+1 then row bits 0-2 (not transposed), or (16-bit only) row
+// bits 0-2 then column bits 0-2 (.trans: the tile's rows are the matrix's columns); the
+// next two register bits choose the matrix (any 16-byte-aligned block), higher bits the
+// ldmatrix. Its lanes address rows: lane bits 0-2 the row within the matrix, bits 3-4
+// the matrix. mma.sync's operand fragments are this shape (A from a K-contiguous tile,
+// B from a K-contiguous B^T, and 16-bit B with .trans from an N-contiguous one).
+std::optional<Layout> ldmatrix_addresses(const Layout& l, int elem_bits, bool& trans) {
+  const size_t w = elem_bits == 8 ? 2 : 1;
+  if (l.rank() != 2 || l.reg.size() < w + 2 || l.lane.size() != 5 || l.shape[1] < int(16 * 8 / elem_bits))
+    return std::nullopt;
+  const uint32_t C = uint32_t(l.shape[1]), chunk = uint32_t(16 * 8 / elem_bits);
+  std::vector<uint32_t> cols = {1, 2, 4}, rows = {C, 2 * C, 4 * C};
+  if (w == 2) cols.push_back(8);
   auto is = [&](std::vector<uint32_t> got, const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
     std::vector<uint32_t> want = a;
     want.insert(want.end(), b.begin(), b.end());
     return got == want;
   };
-  std::vector<uint32_t> frag = {l.reg[0], l.lane[0], l.lane[1], l.lane[2], l.lane[3], l.lane[4]};
+  std::vector<uint32_t> frag(l.reg.begin(), l.reg.begin() + long(w));
+  frag.insert(frag.end(), l.lane.begin(), l.lane.end());
   if (is(frag, cols, rows)) trans = false;
-  else if (is(frag, rows, cols)) trans = true;
+  else if (w == 1 && is(frag, rows, cols)) trans = true;
   else return std::nullopt;
-  for (size_t i = 1; i < l.reg.size(); ++i)
-    if (l.reg[i] == 0 || (l.reg[i] % C) % 8 != 0) return std::nullopt;  // copies, or a block not 8-aligned
+  for (size_t i = w; i < l.reg.size(); ++i)
+    if (l.reg[i] == 0 || (l.reg[i] % C) % chunk != 0) return std::nullopt;  // copies, or a block not 16-byte aligned
   Layout a;
   a.shape = l.shape;
-  a.reg.assign(l.reg.begin() + 3, l.reg.end());
-  a.lane = {C, 2 * C, 4 * C, l.reg[1], l.reg[2]};
+  a.reg.assign(l.reg.begin() + long(w) + 2, l.reg.end());
+  a.lane = {C, 2 * C, 4 * C, l.reg[w], l.reg[w + 1]};
   a.warp = l.warp;
   return a;
 }
@@ -114,21 +120,26 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
   const Layout& l = plan_.of(res);
   bool relaxed = op.i0 == 1;  // load_shared_relaxed
   StageAccess a = stage_access(op, l, t);
-  // A matrix-instruction operand of 16-bit elements: ldmatrix, four 8x8 blocks a lane
-  // group in one instruction, conflict-free on the swizzled stage (each matrix row is one
-  // 16-byte vector, and the swizzle spreads a matrix's 8 rows over the banks).
+  // A matrix-instruction operand of 16- or 8-bit elements: ldmatrix, four 8-row by
+  // 16-byte blocks a lane group in one instruction, conflict-free on the swizzled stage
+  // (each matrix row is one 16-byte vector, and the swizzle spreads a matrix's 8 rows
+  // over the banks).
   bool trans = false;
-  auto addr = bit_width(t) == 16 && hooks_.has_load_matrix() ? ldmatrix_addresses(l, trans) : std::nullopt;
-  if (addr && stage_layout(l.shape, a.eb).vec >= 8) {
+  const int bits = bit_width(t);
+  auto addr = (bits == 16 || bits == 8) && hooks_.has_load_matrix() ? ldmatrix_addresses(l, bits, trans)
+                                                                   : std::nullopt;
+  if (addr && stage_layout(l.shape, a.eb).vec * int(a.eb) >= 16) {
     Layout offsets = compose(stage_layout(l.shape, a.eb).offsets, *addr, l.shape);
     Values out(l.num_regs());
-    auto* pair = llvm::FixedVectorType::get(a.ty, 2);
+    const int per_reg = 32 / bits;
+    auto* elems = llvm::FixedVectorType::get(a.ty, unsigned(per_reg));
     for (int c = 0; c < addr->num_regs(); ++c) {
       llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(offsets, c));
       Values q = hooks_.load_matrix_x4(b, p, trans);
       for (int i = 0; i < 4; ++i) {
-        llvm::Value* v = b.CreateBitCast(q[size_t(i)], pair);
-        for (int j = 0; j < 2; ++j) out[size_t(c * 8 + 2 * i + j)] = b.CreateExtractElement(v, uint64_t(j));
+        llvm::Value* v = b.CreateBitCast(q[size_t(i)], elems);
+        for (int j = 0; j < per_reg; ++j)
+          out[size_t((c * 4 + i) * per_reg + j)] = b.CreateExtractElement(v, uint64_t(j));
       }
     }
     auto ids = smem_plan_.buffers_of.find(op.operands[0]);

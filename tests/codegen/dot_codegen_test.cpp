@@ -241,3 +241,15 @@ TEST(DotCodegen, NvidiaOperandsThroughLdmatrix) {
     EXPECT_GT(count(ptx, "cp.async"), 0);
   }
 }
+
+// FP8 (sm_90): A and B^T, both K-contiguous, through ldmatrix.x4 as pairs of bytes
+// (no .trans for 8-bit: an N-contiguous FP8 B converts instead). 128x128x64 at 4 warps:
+// A 4 M tiles x 2 K steps of 32, B^T 8 N tiles x 2 K steps / 2 per x4.
+TEST(DotCodegen, NvidiaFp8OperandsThroughLdmatrix) {
+  auto f = gemm_tile_shared<ty::f8e4m3fn>(128, 128, 64, 4, 3, true);
+  auto co = compile("sm_90", *f, 4);
+  std::string ptx(co.binary.begin(), co.binary.end());
+  EXPECT_EQ(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 8 + 8);
+  EXPECT_EQ(count(ptx, "ld.shared.u8") + count(ptx, "ld.shared.b8"), 0);
+  EXPECT_EQ(count(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"), 4 * 8 * 2);
+}
