@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "codegen/gpu/layout_plan.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
 namespace tl::gpu {
@@ -243,7 +244,7 @@ class LayoutPlanner {
     for (auto [u, index] : it == users_.end() ? no_users : it->second) {
       switch (u->op) {
         case Op::broadcast:
-          meet(broadcast_source_layout(plan_.shape_default(u->result()->type.shape), v->type.shape));
+          meet(broadcast_source_layout(broadcast_layout(u->result()), v->type.shape));
           break;
         case Op::reshape: case Op::expand_dims:
           if (auto w = wanted_layout(u->result())) meet(reshape_layout(*w, v->type.shape));
@@ -292,6 +293,38 @@ class LayoutPlanner {
     return wanted_[v] = conflict ? std::nullopt : want;
   }
 
+  // The layout a broadcast is made in: that of a dot's accumulator it is combined with
+  // by an elementwise op (an epilogue's per-row and per-column scales, `acc *
+  // expand_dims(rs, 1)`), so that the scales load into slices of the accumulator's
+  // layout instead of converting a whole [M, N] tile through shared memory (Triton's
+  // forward propagation of the MMA layout); else its shape's default.
+  Layout broadcast_layout(const ir::Value* res) {
+    static const std::vector<std::pair<const ir::Operation*, int>> none;
+    auto it = users_.find(res);
+    for (auto [u, index] : it == users_.end() ? none : it->second) {
+      if (!has_trait(u->op, ir::kElementwise) || u->op == Op::load || u->op == Op::store) continue;
+      for (const ir::Value* o : u->operands)
+        if (o != res)
+          if (const Layout* l = accumulator_layout_of(o, 8)) return *l;
+    }
+    return plan_.shape_default(res->type.shape);
+  }
+  // The dot accumulator layout `v` is (or, not planned yet, an elementwise op on it will
+  // be: it works in its first eager operand's layout), or null.
+  const Layout* accumulator_layout_of(const ir::Value* v, int depth) {
+    if (!eager_tile(v) || depth == 0) return nullptr;
+    if (auto l = plan_.layouts_.find(v); l != plan_.layouts_.end()) {
+      for (const auto& d : plan_.dots_)
+        if (d.second.acc == l->second) return &d.second.acc;
+      return nullptr;
+    }
+    const ir::Operation* d = v->def;
+    if (!d || !has_trait(d->op, ir::kElementwise) || d->op == Op::load || d->op == Op::store) return nullptr;
+    for (const ir::Value* x : d->operands)
+      if (eager_tile(x)) return accumulator_layout_of(x, depth - 1);
+    return nullptr;
+  }
+
   // ---- the walk
   void set(const ir::Value* v, const Layout& l) { plan_.layouts_[v] = l; }
 
@@ -325,7 +358,7 @@ class LayoutPlanner {
     switch (o.op) {
       case Op::reshape: case Op::expand_dims: return set(res, reshape_layout(plan_.of(o.operands[0]), res->type.shape));
       case Op::trans: return set(res, trans_layout(plan_.of(o.operands[0]), o.ints));
-      case Op::broadcast: return set(res, plan_.shape_default(res->type.shape));
+      case Op::broadcast: return set(res, broadcast_layout(res));
       default: break;
     }
     elementwise(o);
