@@ -52,8 +52,7 @@ void Lowerer::lower_dot(const ir::Operation& op) {
           Values out = p.swap_operands ? hooks_.matrix_multiply(b, mi, fb, fa, fc)
                                        : hooks_.matrix_multiply(b, mi, fa, fb, fc);
           if (int(out.size()) != per_acc)
-            fail(op, fmt::format("tl::dot: {} has no lowering for {} on {}", hooks_.target_name(), mi.name,
-                                 hooks_.target_name()));
+            fail(op, fmt::format("tl::dot: {} has no lowering of {}", hooks_.target_name(), mi.name));
           std::copy(out.begin(), out.end(), c.begin() + cr);
         }
   info_.uses_matrix_instructions = true;
