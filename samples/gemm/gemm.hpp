@@ -218,16 +218,19 @@ void gemm_fp8(const Config& c, const PA& a, const PB& b_t, const PS& row_scale, 
                                                           c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages);
 }
 
-// Compiles (runs nothing) for `target` and returns the metadata (JSON: the resource
-// report, the pipeliner's remarks). The pointers only shape the specialization (16-byte
-// aligned, like device buffers); M, N and K decide the divisibility the compiler sees.
-inline std::string compile_bf16(const Config& c, const std::string& target, int64_t M, int64_t N, int64_t K) {
+// Compiles (runs nothing) for `target` (a name: "sm_90", "gfx942", "cpu"; or a
+// tl::device: its own target, whose report on NVIDIA then has the driver's registers and
+// spills) and returns the metadata (JSON: the resource report, the pipeliner's remarks).
+// The pointers only shape the specialization (16-byte aligned, like device buffers);
+// M, N and K decide the divisibility the compiler sees.
+template <class Target>
+std::string compile_bf16(const Config& c, const Target& target, int64_t M, int64_t N, int64_t K) {
   auto* p = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
   return bf16_kernel().compile(target, options_of(c), p, p, p, int(M), int(N), int(K), c.block_m, c.block_n,
                                c.block_k, c.group_m, c.num_stages);
 }
-template <class F8>
-std::string compile_fp8(const Config& c, const std::string& target, int64_t M, int64_t N, int64_t K) {
+template <class F8, class Target>
+std::string compile_fp8(const Config& c, const Target& target, int64_t M, int64_t N, int64_t K) {
   auto* p = reinterpret_cast<typename tl::elem_t<F8>::host*>(uintptr_t(1) << 20);
   auto* s = reinterpret_cast<float*>(uintptr_t(1) << 21);
   auto* o = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 22);
