@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
 # side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant,
-# pipeline, amd_quality, tune).
+# pipeline, amd_quality, tune, gemm).
 # Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
@@ -41,6 +41,10 @@ fi
 # tl::autotune on the RMSNorm forward beside @triton.autotune (TL_BENCHES=tune).
 if [[ $BENCHES == *" tune "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_tune_bench.py --tl /tmp/tl/bin/tl-bench-tune --out "$OUT" || rc=1
+fi
+# samples/gemm beside Triton's tutorial matmul (mma.sync and wgmma) and torch (TL_BENCHES=gemm).
+if [[ $BENCHES == *" gemm "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_gemm_bench.py --tl /tmp/tl/bin/tl-bench-gemm --out "$OUT" || rc=1
 fi
 if [[ $BENCHES == *" fp8_quant "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1
