@@ -121,11 +121,9 @@ inline auto& bf16_kernel() {
 }
 
 // The scales multiply the f32 accumulator (torch._scaled_mm's row-wise scaling): the
-// scaled product is rounded to bf16 once. (tl broadcasts the loaded scales in its
-// default blocked layout and converts that [BLOCK_M, BLOCK_N] f32 tile to the
-// accumulator's layout through shared memory, BLOCK_M x BLOCK_N x 4 bytes beside the
-// stages; Triton loads them straight into a slice of the accumulator's layout. See
-// choose.)
+// scaled product is rounded to bf16 once. The scales load straight into slices of the
+// accumulator's layout (assign_layouts makes a broadcast combined with a dot's
+// accumulator in its layout), as Triton's do: no [BLOCK_M, BLOCK_N] conversion.
 template <class F8> auto& fp8_kernel() {
   static auto k = tl::kernel("gemm_fp8", [](tl::ptr<F8> a, tl::ptr<F8> b_t, tl::ptr<tl::f32> row_scale,
                                             tl::ptr<tl::f32> col_scale, tl::ptr<tl::bf16> c, tl::i32 M, tl::i32 N,
@@ -160,18 +158,14 @@ struct Config {
 //                   (204 VGPRs, 96 KiB LDS; the        (198 VGPRs, 96 KiB LDS; BLOCK_K
 //                   anchor's 256x256 spills 35 VGPRs,  128 took 354 VGPRs + AGPRs)
 //                   Triton's 40)
-//   gfx942, gfx90a  128x128x64, 2 stages, 4 warps      64x128x64, 2 stages, 4 warps
-//                   (202 VGPRs; the stages fill the    (gfx942; 128x128 does not fit: see
-//                   64 KiB LDS exactly)                below)
+//   gfx942, gfx90a  128x128x64, 2 stages, 4 warps      128x128x64, 2 stages, 4 warps
+//                   (202 VGPRs; the stages fill the    (gfx942: 136 VGPRs, 32 KiB LDS)
+//                   64 KiB LDS exactly)
 //   CPU             64x128x32, 1 stage, both: a program is a loop nest on one thread with
 //                   no latency to hide; the accumulator's rows along N are what the
 //                   vectorizer runs over (on 2 cores at 512^3: 32x32 tiles 2x slower,
 //                   128x128 and 128x256 within the noise of it)
 //
-// FP8's epilogue (the scales broadcast over the accumulator: fp8_kernel) takes a layout
-// conversion through shared memory of BLOCK_M x BLOCK_N x 4 bytes beside the stages
-// (64 KiB at 128x128; tl does not reuse the stages' memory for it): that rules out
-// 128x128 FP8 tiles on gfx942, whose 64 KiB it fills alone.
 // GPU shapes too small to give every compute unit a program at those tiles halve the
 // block (4 warps) until they do or a side is 32, trading reuse for parallelism.
 inline Config choose(int64_t M, int64_t N, int64_t K, const std::string& target, int compute_units, bool fp8) {
@@ -180,7 +174,7 @@ inline Config choose(int64_t M, int64_t N, int64_t K, const std::string& target,
   Config c;
   if (target.rfind("sm_", 0) == 0) c = fp8 ? Config{128, 128, 64, 8, 3, 8} : Config{128, 128, 64, 8, 3, 4};
   else if (target.rfind("gfx950", 0) == 0) c = fp8 ? Config{128, 128, 64, 8, 2, 4} : Config{256, 128, 64, 8, 2, 8};
-  else c = fp8 ? Config{64, 128, 64, 8, 2, 4} : Config{128, 128, 64, 8, 2, 4};
+  else c = Config{128, 128, 64, 8, 2, 4};
   while (c.block_m > 32 && c.block_n > 32 && tl::cdiv(M, c.block_m) * tl::cdiv(N, c.block_n) < compute_units) {
     c.block_m /= 2, c.block_n /= 2;
     c.num_warps = 4;

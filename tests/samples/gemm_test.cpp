@@ -116,7 +116,7 @@ TEST(GemmSample, ChooseFollowsTheDocumentedTable) {
   EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "sm_90", 132, false), {128, 128, 64, 8, 3, 4}));
   EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "sm_90", 132, true), {128, 128, 64, 8, 3, 8}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx942:sramecc+:xnack-", 304, false), {128, 128, 64, 8, 2, 4}));
-  EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx942", 304, true), {64, 128, 64, 8, 2, 4}));
+  EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx942", 304, true), {128, 128, 64, 8, 2, 4}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx950", 256, false), {256, 128, 64, 8, 2, 8}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx950", 256, true), {128, 128, 64, 8, 2, 4}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx90a", 104, false), {128, 128, 64, 8, 2, 4}));
