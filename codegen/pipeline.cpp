@@ -61,7 +61,12 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   // and what the original loads leave unused go to a second CSE and DCE.
   std::vector<std::string> remarks;
   passes::PipelineOptions pipelining{opts.num_stages, 0};
-  if (target.kind != TargetDesc::cpu) pipelining.shared_bytes_limit = capabilities_for(target).shared_bytes_per_program;
+  if (target.kind != TargetDesc::cpu) {
+    const auto caps = capabilities_for(target);
+    pipelining.shared_bytes_limit = caps.shared_bytes_per_program;
+    pipelining.direct_to_shared_widths = caps.direct_to_shared_widths;
+    pipelining.wave_size = target.wave_size;
+  }
   if (passes::pipeline_loops(f, pipelining, remarks) > 0) {
     dump("software pipelining", f);
     passes::eliminate_common_subexpressions(f);

@@ -120,6 +120,12 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
   }
   // Code generation rewrites the IR it runs on: an alternative starts from a copy.
   auto copy = llvm::CloneModule(m);
+  // A kernel with MFMAs starts with its accumulators in VGPRs ("amdgpu-agpr-alloc"="0":
+  // AGPRs cost occupancy); where that spills, the same code with AGPRs allowed (LLVM
+  // then gives the accumulators AGPRs, 256 more registers a lane) is tried too.
+  llvm::Function* kfn = m.getFunction(kernel);
+  std::unique_ptr<llvm::Module> agpr_copy;
+  if (kfn && kfn->getFnAttribute("amdgpu-agpr-alloc").getValueAsString() == "0") agpr_copy = llvm::CloneModule(m);
   Candidate dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel);
   Candidate best = dflt;
   std::string tried = fmt::format("default {}", dflt.report.vgpr + dflt.report.agpr);
@@ -138,6 +144,14 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     // alternative is worth its code generation only when it found a saving that it
     // could not keep.
     if (allowed || !saves) break;
+  }
+  if (agpr_copy && spills(best.report) > 0) {
+    agpr_copy->getFunction(kernel)->removeFnAttr("amdgpu-agpr-alloc");
+    with_strategy(*agpr_copy, best.scheduled.strategy);
+    Candidate c = evaluate({emit_object(*agpr_copy, tm), best.scheduled.strategy + "+agprs"}, workgroup_size, kernel);
+    tried += fmt::format(", {}+agprs {} ({} spilled)", best.scheduled.strategy, c.report.vgpr + c.report.agpr,
+                         spills(c.report));
+    if (rank(c.report) < rank(best.report)) best = std::move(c);
   }
   best.scheduled.remark = fmt::format("schedule: {} (VGPRs: {})", best.scheduled.strategy, tried);
   return std::move(best.scheduled);

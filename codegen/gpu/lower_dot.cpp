@@ -10,6 +10,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
 namespace tl::gpu {
@@ -34,17 +35,75 @@ llvm::Value* call_intrinsic(llvm::IRBuilderBase& b, const std::string& name, con
   return b.CreateCall(f, args);
 }
 
+void Lowerer::plan_deferred_operand_reads() {
+  std::unordered_map<const ir::Value*, int> uses;
+  ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
+    for (const ir::Value* v : op.operands) ++uses[v];
+  });
+  ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
+    if (op.op != Op::dot) return;
+    const DotPlan& p = plan_.dot(&op);
+    for (int i = 0; i < 2; ++i) {
+      const ir::Value* v = op.operands[size_t(i)];
+      const ir::Operation* tr = nullptr;
+      if (v->def && v->def->op == Op::trans && uses[v] == 1) tr = v->def, v = tr->operands[0];
+      const ir::Operation* read = v->def;
+      if (!read || read->op != Op::shared_load || uses[v] != 1 || read->parent != op.parent) continue;
+      // The operand's registers are the read's (a transpose renames no register).
+      const Layout& want = i == 0 ? p.a : p.b;
+      if (!(tr ? trans_layout(plan_.of(v), tr->ints) == want : plan_.of(v) == want)) continue;
+      // Reading later is reading the same bytes: nothing between writes memory.
+      bool between = false, clean = true;
+      for (const auto& o : op.parent->ops) {
+        if (o.get() == &op) break;
+        if (between) clean &= !ir::writes_or_has_effects(*o);
+        between |= o.get() == read;
+      }
+      if (!clean) continue;
+      deferred_reads_.insert(read);
+      deferred_values_.insert(v);
+      if (tr) deferred_values_.insert(tr->result());
+    }
+  });
+}
+
 void Lowerer::lower_dot(const ir::Operation& op) {
   const DotPlan& p = plan_.dot(&op);
   const MatrixInstruction& mi = p.instr;
-  Values a = get(op.operands[0], p.a);
-  Values bv = get(op.operands[1], p.b);
+  // An operand is either in registers already (converted to the operand layout) or read
+  // from its shared buffer by this dot, a K step at a time (plan_deferred_operand_reads).
+  struct Operand {
+    const ir::Operation* read = nullptr;
+    Layout layout;
+    Values regs;
+  };
+  auto operand = [&](const ir::Value* v, const Layout& want) {
+    Operand o;
+    if (!deferred_values_.count(v)) {
+      o.regs = get(v, want);
+      return o;
+    }
+    const ir::Value* src = v->def->op == Op::trans ? v->def->operands[0] : v;
+    o.read = src->def;
+    o.layout = plan_.of(src);
+    o.regs.assign(size_t(want.num_regs()), nullptr);
+    return o;
+  };
+  Operand A = operand(op.operands[0], p.a), B = operand(op.operands[1], p.b);
+  // (Operands are never i1: their memory form is their register form.)
+  auto need = [&](Operand& o, int first, int count) {
+    if (o.read) read_stage_registers(*o.read, o.layout, first, count, o.regs);
+  };
+  Values& a = A.regs;
+  Values& bv = B.regs;
   Values c = get(op.operands[2], p.acc);
   const int per_acc = p.acc_regs_per_instr(), kl = mi.k_per_lane, klb = p.b_per_instr();
   for (int ks = 0; ks < p.k_steps; ++ks)
     for (int mi_rep = 0; mi_rep < p.reps_m; ++mi_rep)
       for (int ni_rep = 0; ni_rep < p.reps_n; ++ni_rep)
         for (int j = 0; j < p.kpack; ++j) {
+          if (ni_rep == 0 && j == 0) need(A, p.a_reg(mi_rep, ks), p.a_regs_per_step());
+          if (j == 0) need(B, p.b_reg(ni_rep, ks), p.b_regs_per_step());
           const int ar = p.a_reg(mi_rep, ks) + j * kl, br = p.b_reg(ni_rep, ks) + j * klb;
           const int cr = p.acc_reg(mi_rep, ni_rep);
           Values fa(a.begin() + ar, a.begin() + ar + kl), fb(bv.begin() + br, bv.begin() + br + klb);
@@ -55,6 +114,10 @@ void Lowerer::lower_dot(const ir::Operation& op) {
             fail(op, fmt::format("tl::dot: {} has no lowering of {}", hooks_.target_name(), mi.name));
           std::copy(out.begin(), out.end(), c.begin() + cr);
         }
+  for (const Operand* o : {&A, &B})
+    if (o->read)
+      if (auto ids = smem_plan_.buffers_of.find(o->read->operands[0]); ids != smem_plan_.buffers_of.end())
+        for (int id : ids->second) smem_after_read(id);
   info_.uses_matrix_instructions = true;
   set_natural(op.result(), Regs{p.acc, std::move(c)});
 }

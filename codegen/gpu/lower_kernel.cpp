@@ -77,6 +77,7 @@ LoweringResult Lowerer::run() {
     scalars_[a] = v;
   }
   smem_setup();
+  plan_deferred_operand_reads();
   scopes_.emplace_back();
   lower_block(f_.body);
   b.CreateRetVoid();
@@ -274,6 +275,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
   const ir::Value* res = op.result();
   switch (op.op) {
     case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans: case Op::arange:
+      if (deferred_values_.count(res)) return;  // the transpose of a read its dot makes (lower_dot.cpp)
       if (res->type.is_scalar()) {  // a one-element tile back to a scalar: every thread holds it
         const ir::Value* src = op.operands[0];
         set_scalar(res, get(src, default_layout(src->type.shape))[0]);

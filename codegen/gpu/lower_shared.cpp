@@ -114,12 +114,11 @@ std::optional<Layout> ldmatrix_addresses(const Layout& l, int elem_bits, bool& t
 }
 }  // namespace
 
-void Lowerer::lower_shared_load(const ir::Operation& op) {
-  const ir::Value* res = op.result();
-  DType t = res->type.dtype;
-  const Layout& l = plan_.of(res);
+void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int first, int count, Values& out) {
+  DType t = op.result()->type.dtype;
   bool relaxed = op.i0 == 1;  // load_shared_relaxed
   StageAccess a = stage_access(op, l, t);
+  const int last = first + count;
   // A matrix-instruction operand of 16- or 8-bit elements: ldmatrix, four 8-row by
   // 16-byte blocks a lane group in one instruction, conflict-free on the swizzled stage
   // (each matrix row is one 16-byte vector, and the swizzle spreads a matrix's 8 rows
@@ -130,10 +129,10 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
                                                                    : std::nullopt;
   if (addr && stage_layout(l.shape, a.eb).vec * int(a.eb) >= 16) {
     Layout offsets = compose(stage_layout(l.shape, a.eb).offsets, *addr, l.shape);
-    Values out(l.num_regs());
-    const int per_reg = 32 / bits;
+    const int per_reg = 32 / bits, per_call = 4 * per_reg;
     auto* elems = llvm::FixedVectorType::get(a.ty, unsigned(per_reg));
-    for (int c = 0; c < addr->num_regs(); ++c) {
+    for (int c = first / per_call; c * per_call < last; ++c) {
+      if (out[size_t(c * per_call)]) continue;
       llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(offsets, c));
       Values q = hooks_.load_matrix_x4(b, p, trans);
       for (int i = 0; i < 4; ++i) {
@@ -142,28 +141,34 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
           out[size_t((c * 4 + i) * per_reg + j)] = b.CreateExtractElement(v, uint64_t(j));
       }
     }
-    auto ids = smem_plan_.buffers_of.find(op.operands[0]);
-    if (ids != smem_plan_.buffers_of.end())
-      for (int id : ids->second) smem_after_read(id);
-    set_natural(res, Regs{l, std::move(out)});
     return;
   }
-  int g = a.group;
-  uint32_t dup = l.duplicate_reg_mask();
-  Values out(l.num_regs());
-  for (int r = 0; r < l.num_regs(); r += g) {
-    if (r & dup) continue;
+  const int g = a.group;
+  const uint32_t dup = l.duplicate_reg_mask();
+  for (int r = first / g * g; r < last; r += g) {
+    if ((r & dup) || out[size_t(r)]) continue;
     llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(a.offsets, r));
     if (g == 1) {
-      out[r] = smem_load(a.ty, p, a.eb, a.buffer, relaxed);
+      out[size_t(r)] = smem_load(a.ty, p, a.eb, a.buffer, relaxed);
       continue;
     }
     llvm::Value* vec = smem_load(llvm::FixedVectorType::get(a.ty, unsigned(g)), p, a.eb * unsigned(g), a.buffer, relaxed);
-    for (int k = 0; k < g; ++k) out[r + k] = b.CreateExtractElement(vec, uint64_t(k));
+    for (int k = 0; k < g; ++k) out[size_t(r + k)] = b.CreateExtractElement(vec, uint64_t(k));
   }
-  for (int r = 0; r < l.num_regs(); ++r) {
-    if (!out[r]) out[r] = out[r & ~dup];
-  }
+  for (int r = first; r < last; ++r)
+    if (!out[size_t(r)]) {
+      if (!out[size_t(r & ~dup)]) read_stage_registers(op, l, r & ~dup, 1, out);
+      out[size_t(r)] = out[size_t(r & ~dup)];
+    }
+}
+
+void Lowerer::lower_shared_load(const ir::Operation& op) {
+  if (deferred_reads_.count(&op)) return;  // read by its dot (lower_dot.cpp)
+  const ir::Value* res = op.result();
+  DType t = res->type.dtype;
+  const Layout& l = plan_.of(res);
+  Values out(size_t(l.num_regs()));
+  read_stage_registers(op, l, 0, l.num_regs(), out);
   for (auto& x : out) x = from_mem(x, t);
   auto ids = smem_plan_.buffers_of.find(op.operands[0]);
   if (ids != smem_plan_.buffers_of.end())

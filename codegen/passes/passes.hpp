@@ -21,6 +21,12 @@ int insert_barriers(ir::Function& f);
 struct PipelineOptions {
   int num_stages = 1;              // for loops that do not set their own (the launch option)
   int64_t shared_bytes_limit = 0;  // a program's shared memory on the target; 0: no limit
+  // The target's direct global->shared copy widths (bytes a lane) and its wave size: a
+  // load whose contiguity, alignment or mask allows none of them (a ragged K masked per
+  // element) is pipelined into registers instead of becoming a copy. Empty with wave
+  // size 1: the CPU, which copies anything element by element.
+  std::vector<int> direct_to_shared_widths;
+  int wave_size = 1;
 };
 // Software-pipelines tl::range loops with num_stages > 1 (codegen/passes/pipeline_loops.cpp):
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered

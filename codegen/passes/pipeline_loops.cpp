@@ -40,10 +40,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <climits>
+#include <optional>
 #include <set>
 
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/axis_analysis.hpp"
 #include "codegen/passes/passes.hpp"
 
 namespace tl::passes {
@@ -185,6 +188,7 @@ class Pipeliner {
     auto [store, index] = uses[0];
     if (store->op != Op::shared_store || index != 2 || store->parent != &body) return nullptr;
     if (load.operands.size() > 2 && !is_zero_constant(load.operands[2])) return nullptr;  // AMD's copy fills 0
+    if (!copyable(load)) return nullptr;
     ir::Value* buf = store->operands[0];
     if (!buf->def || buf->def->op != Op::shared_alloc || defined_in(buf, &loop) || buf->type.stages != 1) return nullptr;
     // Every access of the buffer is this store, or a read after it in the same iteration.
@@ -210,6 +214,26 @@ class Pipeliner {
     return store;
   }
 
+  // Whether the GPU lowering can issue `load` as direct copies (lower_shared.cpp's
+  // plan_copy, approximated from the axis facts): some width of the target's, 4 bytes and
+  // up, no wider than a 16-byte swizzle vector, covered by the pointers' contiguity and
+  // alignment and the mask's constancy along the last dim, with a wave's chunks in the tile.
+  bool copyable(const ir::Operation& load) {
+    if (o_.direct_to_shared_widths.empty()) return o_.wave_size <= 1;  // the CPU copies anything; a GPU without copies nothing
+    const ir::Value* ptr = load.operands[0];
+    const ir::Value* mask = load.operands.size() > 1 ? load.operands[1] : nullptr;
+    const int last = ptr->type.rank() - 1, eb = byte_width(ptr->type.pointee);
+    if (last < 0) return false;
+    const int vw = axis_->vector_width(ptr, last);
+    const int64_t mc = mask ? axis_->mask_constancy(mask, last) : INT64_MAX;
+    for (int w : o_.direct_to_shared_widths) {
+      if (w < 4 || w > 16 || w % eb) continue;
+      const int e = w / eb;
+      if (e <= vw && e <= mc && e <= ptr->type.shape.back() && ptr->type.numel() * eb / w >= o_.wave_size) return true;
+    }
+    return false;
+  }
+
   static size_t index_in(const ir::Block& b, const ir::Operation* op) {
     for (size_t i = 0; i < b.ops.size(); ++i)
       if (b.ops[i].get() == op) return i;
@@ -222,6 +246,7 @@ class Pipeliner {
     if (n <= 1) return &loop;
     loop_stages_ = n;
     multi_buffered_.clear();
+    axis_.emplace(f_);  // of the function as it is now (earlier loops may have been rebuilt)
     ir::Block& body = *loop.regions[0];
     std::string head = fmt::format("pipelined: loop at {} num_stages={}:", where(loop.loc), n);
     auto decline = [&](const std::string& why) {
@@ -547,6 +572,7 @@ class Pipeliner {
   ir::Function& f_;
   const PipelineOptions& o_;
   std::vector<std::string>& remarks_;
+  std::optional<AxisAnalysis> axis_;
   int loop_stages_ = 1;
   // The buffers this loop's plans already multi-buffer (counted at loop_stages_ when the
   // next one is checked against the target's shared memory).
