@@ -145,9 +145,9 @@ void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int b
   if (others) st->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }
 
-void Lowerer::smem_before_write(int buffer) {
+void Lowerer::smem_before_write(int buffer, bool reads_ordered) {
   int id = smem_id(buffer);
-  bool wait = smem_pending_[size_t(id)] & kPendingReads;
+  bool wait = !reads_ordered && (smem_pending_[size_t(id)] & kPendingReads);
   for (int j : smem_overlaps_[size_t(id)]) wait |= smem_pending_[size_t(j)] != 0;
   if (wait) barrier();
 }

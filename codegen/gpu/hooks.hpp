@@ -83,6 +83,13 @@ class GpuHooks {
   // are outstanding.
   virtual llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
                                             int bytes) { return nullptr; }
+  // A copy of `bytes` that reads nothing and writes zeros where `pred` (i1) is false,
+  // with no branch (NVIDIA: cp.async's src-size operand, 0 for a masked-off chunk), for a
+  // masked copy whose `other` is zero; null where the target has none.
+  virtual llvm::Instruction* copy_to_shared_or_zeros(llvm::IRBuilderBase& b, llvm::Value* global,
+                                                     llvm::Value* shared, int bytes, llvm::Value* pred) {
+    return nullptr;
+  }
   virtual void commit_copies(llvm::IRBuilderBase& b) {}
   virtual void async_wait(llvm::IRBuilderBase& b, int n) {}
   // Whether async_wait's n counts loads (AMD's vmcnt) rather than commit groups: then a

@@ -194,7 +194,9 @@ class Lowerer {
   void smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer = kScratch, bool relaxed = false);
   // Call before writing a buffer: a barrier if its earlier reads, or any access to a
   // buffer sharing its bytes (one whose live range has ended), may still be pending.
-  void smem_before_write(int buffer = kScratch);
+  // `reads_ordered`: this buffer's own pending reads need no barrier (the IR says so: the
+  // pipeliner's copy into the stage the previous iteration read, kCopyIntoLastReadStage).
+  void smem_before_write(int buffer = kScratch, bool reads_ordered = false);
   // Call after a buffer's writes / the reads of a use (the next write needs a barrier).
   void smem_after_write(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingWrites; }
   void smem_after_read(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingReads; }

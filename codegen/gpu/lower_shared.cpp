@@ -338,7 +338,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   int buffer = smem_buffer_of(op.operands[0]);
   auto ids = smem_plan_.buffers_of.find(op.operands[0]);
   if (ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) smem_before_write(id);
+    for (int id : ids->second) smem_before_write(id, op.i0 == ir::kCopyIntoLastReadStage);
   llvm::Value* base = shared_stage_base(op, unsigned(eb));
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   // A tile with fewer chunks than the program has lanes is held by several warps at once
@@ -353,6 +353,12 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
         smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
         continue;
       }
+      // Zeros for masked-off chunks, and a copy that can write them itself: no branch.
+      if (zero_filled(op))
+        if (llvm::Instruction* c = hooks_.copy_to_shared_or_zeros(b, ptrs[r], p, bytes, masks[r])) {
+          smem_tag_copy(c, buffer);
+          continue;
+        }
       auto* copy = llvm::BasicBlock::Create(ctx_, "copy", fn);
       auto* fill = llvm::BasicBlock::Create(ctx_, "copy.other", fn);
       auto* done = llvm::BasicBlock::Create(ctx_, "copy.done", fn);

@@ -156,6 +156,7 @@ class Printer {
       case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
       case Op::shared_load: return op.i0 ? " relaxed" : "";
+      case Op::global_load_to_shared: return op.i0 ? " into_last_read_stage" : "";
       case Op::barrier: return op.i0 ? " shared" : "";
       case Op::async_wait: return fmt::format(" num_outstanding={}{}", op.i0, op.i1 ? " copies" : "");
       default: return "";

@@ -41,7 +41,7 @@ OpProperties describe(Op op) {
     case Op::shared_load: return {kReadsMemory, kAttrI0};
     // The copy writes a stage (asynchronously, complete at an async_wait); the wait
     // reads and writes nothing but orders the copies before it against what follows.
-    case Op::global_load_to_shared: return {kWritesMemory, 0};
+    case Op::global_load_to_shared: return {kWritesMemory, kAttrI0};  // i0: kCopyIntoLastReadStage
     case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};

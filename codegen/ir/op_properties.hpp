@@ -68,6 +68,12 @@ constexpr int64_t kBufferAccess = 1;
 // AMD's raw vmcnt: the AMD lowering turns it into the vmcnt those copies' instructions
 // make (codegen/gpu/lower_shared.cpp). The user's tl::amd::async_wait(n) is raw (i1 0).
 constexpr int64_t kWaitCountsCopies = 1;
+// `global_load_to_shared` with i0 == kCopyIntoLastReadStage (made by the software
+// pipeliner, in its loop's body after the reads): the copy writes the stage the previous
+// iteration read, never one this iteration reads, so only a barrier since the top of the
+// iteration must order it after the reads (codegen/passes/insert_barriers.cpp), not one
+// right before it.
+constexpr int64_t kCopyIntoLastReadStage = 1;
 // The scalar base and the i32 offsets of a buffer access's pointer operand
 // (`addptr(splat(base), offsets)`); both null when the op is not one or is malformed.
 struct BufferOperands {

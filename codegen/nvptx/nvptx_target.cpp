@@ -104,6 +104,16 @@ class NvptxHooks final : public gpu::GpuHooks {
                            : Intr::nvvm_cp_async_ca_shared_global_4;
     return b.CreateIntrinsic(id, kNoTypes, {shared, global});
   }
+  llvm::Instruction* copy_to_shared_or_zeros(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
+                                             int bytes, llvm::Value* pred) override {
+    // src-size 0: nothing is read (the pointer of a masked-off chunk may be anywhere)
+    // and the chunk is zero-filled (PTX ISA, cp.async).
+    auto id = bytes == 16 ? Intr::nvvm_cp_async_cg_shared_global_16_s
+              : bytes == 8 ? Intr::nvvm_cp_async_ca_shared_global_8_s
+                           : Intr::nvvm_cp_async_ca_shared_global_4_s;
+    llvm::Value* size = b.CreateSelect(pred, b.getInt32(uint32_t(bytes)), b.getInt32(0));
+    return b.CreateIntrinsic(id, kNoTypes, {shared, global, size});
+  }
   void commit_copies(llvm::IRBuilderBase& b) override {
     b.CreateIntrinsic(Intr::nvvm_cp_async_commit_group, kNoTypes, {});
   }

@@ -34,6 +34,7 @@
 #include <unordered_map>
 
 #include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/passes.hpp"
 
 namespace tl::passes {
@@ -118,10 +119,12 @@ class InsertBarriers {
   // that would be inserted still clears the state), so that a loop's fixed point sees
   // exactly what the inserting walk will do.
   void walk(ir::Block& b, State& s, bool insert) {
+    // A barrier has run since this block began (in a loop body: since the iteration's top).
+    bool barrier_in_block = false;
     for (size_t i = 0; i < b.ops.size(); ++i) {
       ir::Operation& op = *b.ops[i];
       switch (op.op) {
-        case Op::barrier: clear(s); break;
+        case Op::barrier: clear(s), barrier_in_block = true; break;
         case Op::async_wait:
           // Stage-blind like the rest: every copy in flight counts as landed (the
           // user's n says which ones; a read of a stage still in flight is their bug).
@@ -132,10 +135,15 @@ class InsertBarriers {
           // The copy is a write: it must not overtake another thread's read of the stage.
           bool store = op.op != Op::shared_load;
           const Buffers& bufs = buffers(op.operands[0]);
+          // The pipeliner's copy into the stage the previous iteration read: the reads
+          // pending since this iteration's barrier are of other stages.
+          bool other_stage = op.op == Op::global_load_to_shared && op.i0 == ir::kCopyIntoLastReadStage &&
+                             barrier_in_block && b.parent && b.parent->op == Op::for_;
+          uint8_t against = store ? uint8_t((other_stage ? 0 : kReads) | kWrites) : uint8_t(kWrites | kInFlight);
           bool conflict = false;
           for (const ir::Operation* buf : bufs) {
             auto it = s.find(buf);
-            if (it != s.end()) conflict |= (it->second & (store ? (kReads | kWrites) : (kWrites | kInFlight))) != 0;
+            if (it != s.end()) conflict |= (it->second & against) != 0;
           }
           if (conflict) {
             if (insert) {
@@ -148,6 +156,7 @@ class InsertBarriers {
               ++simulated_;
             }
             clear(s);
+            barrier_in_block = true;
           }
           uint8_t bit = op.op == Op::global_load_to_shared ? kInFlight : store ? kWrites : kReads;
           for (const ir::Operation* buf : bufs) s[buf] |= bit;

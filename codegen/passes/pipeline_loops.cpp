@@ -438,7 +438,8 @@ class Pipeliner {
       ir::Value* write_stage =
           end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, n - 1, loc)}, i32, loc), nv}, i32, loc);
       for (auto& p : plans)
-        if (p.store) copy_into(end, p, write_stage, operands_ahead(end, *p.load, map, pred));
+        if (p.store)
+          copy_into(end, p, write_stage, operands_ahead(end, *p.load, map, pred)).i0 = ir::kCopyIntoLastReadStage;
       set_yield(loop, stage,
                 end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc), nv}, i32, loc));
       // After the loop no copy may still be landing: the buffer's memory may be reused.
@@ -552,11 +553,11 @@ class Pipeliner {
     return &nl;
   }
 
-  void copy_into(ir::Builder& b, const LoadPlan& p, ir::Value* stage, std::vector<ir::Value*> ops) {
+  ir::Operation& copy_into(ir::Builder& b, const LoadPlan& p, ir::Value* stage, std::vector<ir::Value*> ops) {
     std::vector<ir::Value*> operands{p.store->operands[0], stage};
     operands.push_back(ops[0]);
     operands.push_back(ops[1]);  // (a zero `other` is what the copy fills anyway)
-    b.create(Op::global_load_to_shared, operands, {}, p.load->loc);
+    return b.create(Op::global_load_to_shared, operands, {}, p.load->loc);
   }
 
   // Makes the loop yield `v` for the carried value whose body argument is `arg`.

@@ -93,6 +93,16 @@ std::string loop_body(const std::string& dis) {
   return dis.substr(0, br);
 }
 
+// The PTX of a kernel's (first) loop: from its label to the branch back to it.
+std::string ptx_loop(const std::string& ptx) {
+  std::regex back(R"(bra(\.uni)?\s+(\$L__BB\d+_\d+);)");
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), back); it != std::sregex_iterator(); ++it) {
+    size_t label = ptx.find((*it)[2].str() + ":");
+    if (label != std::string::npos && label < size_t(it->position())) return ptx.substr(label, size_t(it->position()) - label);
+  }
+  return "";
+}
+
 struct Case {
   const char* arch;
   DType a;
@@ -239,6 +249,11 @@ TEST(DotCodegen, NvidiaOperandsThroughLdmatrix) {
     EXPECT_EQ(count(ptx, "ld.shared.b16") + count(ptx, "ld.shared.u16"), 0);
     EXPECT_EQ(count(ptx, "mma.sync.aligned.m16n8k16"), 4 * 8 * 2);
     EXPECT_GT(count(ptx, "cp.async"), 0);
+    // One barrier an iteration: after the wait for its stage. The copies at its end write
+    // the stage the previous iteration read, which that barrier already ordered.
+    std::string loop = ptx_loop(ptx);
+    EXPECT_EQ(count(loop, "bar.sync"), 1) << loop.substr(0, 2000);
+    EXPECT_EQ(count(loop, "cp.async.wait_group"), 1);
   }
 }
 
