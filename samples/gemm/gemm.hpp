@@ -151,9 +151,12 @@ struct Config {
 // --report`; NVIDIA registers from ptxas 13.0 -v on the PTX, as the driver would):
 //
 //   target          bf16                               FP8
-//   NVIDIA          128x128x64, 3 stages, 4 warps      128x128x64, 3 stages, 8 warps
-//                   (96 KiB of shared memory for the   (4 warps: 255 registers and 332
-//                   stages, 255 registers, no spills)  bytes of spills; 8: 236, none)
+//   NVIDIA          128x256x64, 3 stages, 8 warps      128x128x128, 3 stages, 8 warps
+//                   (144 KiB of stages, 250 registers, (195 registers, no spills)
+//                   no spills)
+//   (H100, 8192^3, tl-bench-gemm --config, bench/gemm_sweep.sh: bf16 399 TFLOP/s against
+//   366 at 128x128x64 s3 w4; FP8 345 against 303 at 128x128x64 s3 w8; 4 warps at
+//   128x128 spill on FP8: bench/results/h100-2026-11-23-gemm/sweep.txt)
 //   gfx950          256x128x64, 2 stages, 8 warps      128x128x64, 2 stages, 4 warps
 //                   (204 VGPRs, 96 KiB LDS; the        (198 VGPRs, 96 KiB LDS; BLOCK_K
 //                   anchor's 256x256 spills 35 VGPRs,  128 took 354 VGPRs + AGPRs)
@@ -172,7 +175,7 @@ inline Config choose(int64_t M, int64_t N, int64_t K, const std::string& target,
   (void)K;
   if (is_cpu(target)) return {64, 128, 32, 8, 1, 4};
   Config c;
-  if (target.rfind("sm_", 0) == 0) c = fp8 ? Config{128, 128, 64, 8, 3, 8} : Config{128, 128, 64, 8, 3, 4};
+  if (target.rfind("sm_", 0) == 0) c = fp8 ? Config{128, 128, 128, 8, 3, 8} : Config{128, 256, 64, 8, 3, 8};
   else if (target.rfind("gfx950", 0) == 0) c = fp8 ? Config{128, 128, 64, 8, 2, 4} : Config{256, 128, 64, 8, 2, 8};
   else c = Config{128, 128, 64, 8, 2, 4};
   while (c.block_m > 32 && c.block_n > 32 && tl::cdiv(M, c.block_m) * tl::cdiv(N, c.block_n) < compute_units) {
