@@ -23,7 +23,12 @@
 //   load becomes a direct copy (global_load_to_shared: AMD global_load_lds, NVIDIA
 //   cp.async) into the stage of iteration i+N-1; the loop waits for the oldest copy only
 //   (async_wait counting copy groups: N-2 of them may stay in flight) and the buffer's
-//   reads read stage i mod N.
+//   reads read stage i mod N. Only where the target can copy it: some direct-to-shared
+//   width of its table fits the pointers' contiguity and alignment and the mask's
+//   constancy (a K masked element by element, a ragged GEMM's, goes to registers). The
+//   copies at the end of the body write the stage the previous iteration read
+//   (kCopyIntoLastReadStage), which the barrier after this iteration's wait already
+//   ordered: insert_barriers adds none of their own, one barrier an iteration as Triton.
 //
 // A load is eligible when it sits directly in the loop body (not in a branch or an
 // inner loop), its pointer, mask and other are computed only from the induction
