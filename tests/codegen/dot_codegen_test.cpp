@@ -72,25 +72,28 @@ std::unique_ptr<ir::Function> gemm_tile_shared(int BM, int BN, int BK, int k_ste
   });
 }
 
+// A 64x64x64 tile product (4 K steps) of operands of type `t`; null for a type tl::dot
+// does not take.
+std::unique_ptr<ir::Function> gemm_tile_of(DType t) {
+  switch (t) {
+    case DType::bf16: return gemm_tile<ty::bf16>(64, 64, 64, 4);
+    case DType::f16: return gemm_tile<ty::f16>(64, 64, 64, 4);
+    case DType::i8: return gemm_tile<ty::i8>(64, 64, 64, 4);
+    case DType::f32: return gemm_tile<ty::f32>(64, 64, 64, 4);
+    case DType::f8e4m3fnuz: return gemm_tile<ty::f8e4m3fnuz>(64, 64, 64, 4);
+    case DType::f8e5m2fnuz: return gemm_tile<ty::f8e5m2fnuz>(64, 64, 64, 4);
+    case DType::f8e4m3fn: return gemm_tile<ty::f8e4m3fn>(64, 64, 64, 4);
+    case DType::f8e5m2: return gemm_tile<ty::f8e5m2>(64, 64, 64, 4);
+    default: return nullptr;
+  }
+}
+
 codegen::CodeObject compile(const std::string& arch, ir::Function& f, int warps, int nonkdim = 0, int kpack = 1) {
   codegen::CompileOptions o;
   o.num_warps = warps;
   o.matrix_instr_nonkdim = nonkdim;
   o.kpack = kpack;
   return codegen::compile(f, codegen::parse_target(arch), o);
-}
-
-// The loop's instructions: from the target of the backward branch to the branch.
-std::string loop_body(const std::string& dis) {
-  size_t br = dis.rfind("s_cbranch_scc");
-  size_t alt = dis.rfind("s_cbranch_vccnz");
-  if (alt != std::string::npos && (br == std::string::npos || alt > br)) br = alt;
-  if (br == std::string::npos) return dis;
-  // The loop starts at the first label before the branch that the branch targets; the
-  // disassembly has no labels, so take the text after the prologue's last s_waitcnt
-  // before the loop's first mfma: the test only counts per-iteration instructions, and
-  // a K loop's body is everything between the last two mfma-free stretches.
-  return dis.substr(0, br);
 }
 
 // The PTX of a kernel's (first) loop: from its label to the branch back to it.
@@ -136,18 +139,8 @@ TEST(DotCodegen, AmdInstructionPerDtypeAndNonKDim) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(fmt::format("{} {} nonkdim {}", c.arch, name(c.a), c.nonkdim));
-    std::unique_ptr<ir::Function> f;
-    switch (c.a) {
-      case DType::bf16: f = gemm_tile<ty::bf16>(64, 64, 64, 4); break;
-      case DType::f16: f = gemm_tile<ty::f16>(64, 64, 64, 4); break;
-      case DType::i8: f = gemm_tile<ty::i8>(64, 64, 64, 4); break;
-      case DType::f32: f = gemm_tile<ty::f32>(64, 64, 64, 4); break;
-      case DType::f8e4m3fnuz: f = gemm_tile<ty::f8e4m3fnuz>(64, 64, 64, 4); break;
-      case DType::f8e5m2fnuz: f = gemm_tile<ty::f8e5m2fnuz>(64, 64, 64, 4); break;
-      case DType::f8e4m3fn: f = gemm_tile<ty::f8e4m3fn>(64, 64, 64, 4); break;
-      case DType::f8e5m2: f = gemm_tile<ty::f8e5m2>(64, 64, 64, 4); break;
-      default: FAIL();
-    }
+    std::unique_ptr<ir::Function> f = gemm_tile_of(c.a);
+    ASSERT_TRUE(f);
     auto co = compile(c.arch, *f, 4, c.nonkdim);
     std::string dis = amd::disassemble(co.binary);
     // The loop runs 4 K steps; LLVM may unroll it: count over the kernel, per K step.
@@ -212,16 +205,8 @@ TEST(DotCodegen, NvidiaMmaSyncPerDtype) {
                           NvCase{"sm_90", DType::f8e4m3fn, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32", 16},
                           NvCase{"sm_89", DType::f8e5m2, "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32", 16}}) {
     SCOPED_TRACE(fmt::format("{} {}", c.arch, name(c.a)));
-    std::unique_ptr<ir::Function> f;
-    switch (c.a) {
-      case DType::bf16: f = gemm_tile<ty::bf16>(64, 64, 64, 4); break;
-      case DType::f16: f = gemm_tile<ty::f16>(64, 64, 64, 4); break;
-      case DType::i8: f = gemm_tile<ty::i8>(64, 64, 64, 4); break;
-      case DType::f32: f = gemm_tile<ty::f32>(64, 64, 64, 4); break;
-      case DType::f8e4m3fn: f = gemm_tile<ty::f8e4m3fn>(64, 64, 64, 4); break;
-      case DType::f8e5m2: f = gemm_tile<ty::f8e5m2>(64, 64, 64, 4); break;
-      default: FAIL();
-    }
+    std::unique_ptr<ir::Function> f = gemm_tile_of(c.a);
+    ASSERT_TRUE(f);
     auto co = compile(c.arch, *f, 4);
     std::string ptx(co.binary.begin(), co.binary.end());
     int n = count(ptx, c.ptx);
