@@ -45,17 +45,12 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
                        const std::function<void()>& go, const tl::buffer<tl::ty::bf16>& C,
                        const std::function<gemm::Errors()>& check,
                        const std::function<std::string()>& compile) {
-  std::vector<uint8_t> junk(C.bytes(), 0xAB);
-  dev.copy_to_device(C.data(), junk.data(), junk.size());
-  auto t0 = std::chrono::steady_clock::now();
-  go();
-  dev.synchronize();
-  double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double first_ms = gemm::poison_and_run_once(dev, C, go);
   gemm::Errors e = check();
   // Batches of about 20 ms (at most 100 launches): the second launch's time says how
   // many.
   const double flops = 2.0 * double(S) * double(S) * double(S);
-  t0 = std::chrono::steady_clock::now();
+  auto t0 = std::chrono::steady_clock::now();
   go();
   dev.synchronize();
   double one_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -15,12 +15,15 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
 
 #include "tl/numeric.hpp"
+#include "tl/tl.hpp"
 
 namespace gemm {
 
@@ -140,6 +143,18 @@ inline Errors check(const std::vector<float>& a, const std::vector<float>& b, bo
   }
   e.rel_norm = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   return e;
+}
+
+// Poisons C (0xAB bytes: no GEMM here computes that bf16 pattern, so an element the
+// kernel failed to write shows up), runs `go` once and waits: the first launch's
+// milliseconds, compile or cache lookup included.
+inline double poison_and_run_once(tl::device dev, const tl::buffer<tl::ty::bf16>& C, const std::function<void()>& go) {
+  std::vector<uint8_t> junk(C.bytes(), 0xAB);
+  dev.copy_to_device(C.data(), junk.data(), junk.size());
+  auto t0 = std::chrono::steady_clock::now();
+  go();
+  dev.synchronize();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace gemm
