@@ -29,8 +29,8 @@ with TL_BENCHES=gemm runs this):
 Writes gemm.json (every run), gemm.md (the table), gemm.png and tl_gemm.json to --out.
 --dry-run needs no GPU and no torch: it compiles the Triton kernel for sm_90 at every
 configuration (where Triton is installed), runs tl-bench-gemm if --tl is given (at
---sizes, on whatever device it finds) and writes the tables and plot from made-up
-Triton/torch figures marked as such.
+--sizes, on whatever device it finds) and writes the tables and plot with tl's runs only
+(nothing is made up for the columns it did not measure).
 """
 import argparse, json, os, subprocess, sys, time
 
@@ -202,22 +202,6 @@ def static_compile_check():
                 print(f"triton sm_90 {dt} {cfg_str((BM, BN, BK, ST, W))}: {type(e).__name__} {str(e)[:120]}")
 
 
-def made_up_rows(sizes, tl_cfgs):
-    """Figures in the shape of real ones, for checking the tables and plot (marked)."""
-    rows = []
-    for dtype in ("bf16", "fp8"):
-        for i, S in enumerate(sizes):
-            for mode, base in (("mma.sync", 390), ("wgmma", 650)):
-                ours = tuple(tl_cfgs.get(f"{dtype} {S}", TL_NVIDIA[dtype]))
-                for which, cfg, tf in (("tl's config", ours, base - 20), ("anchor", ANCHOR_CFGS[0], base + 5 * i)):
-                    rows.append({"impl": f"triton {mode}", "which": which, "dtype": dtype, "M": S, "N": S, "K": S,
-                                 "config": list(cfg), "tflops": float(tf), "ms": 2.0 * S ** 3 / tf / 1e9, "ok": True,
-                                 "made_up": True})
-            rows.append({"impl": "torch", "dtype": dtype, "M": S, "N": S, "K": S, "op": "made up",
-                         "tflops": 700.0 if dtype == "bf16" else 1250.0, "ok": True, "made_up": True})
-    return rows
-
-
 # ---------------------------------------------------------------- tables
 
 def write_tables(out, sizes, tl_runs, rows, device_name, versions):
@@ -232,7 +216,7 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
         s = f"{r['tflops']:.3g}"
         if with_cfg:
             s += f" ({cfg_str(r['config'])})"
-        return s + (" *" if r.get("made_up") else "")
+        return s
 
     lines = [f"# GEMM: {device_name}, {time.strftime('%Y-%m-%d')}", "",
              "TFLOP/s (2*M*N*K / median time; CUDA-event medians). tl: samples/gemm (tl::dot on mma.sync, K loop "
@@ -262,8 +246,6 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
                           "triton_mma_sync_best": ms_best and ms_best["tflops"],
                           "triton_wgmma_tl_config": wg_same and wg_same["tflops"],
                           "triton_wgmma_best": wg_best and wg_best["tflops"], "torch": th and th["tflops"]})
-    if any(r.get("made_up") for r in rows):
-        lines += ["", "* made up by --dry-run: not a measurement"]
     bad = [r for r in rows if not r.get("ok")] + [r for r in tl_runs if not r.get("ok")]
     for r in bad:
         lines.append(f"- failed: {r['impl']} {r['dtype']} {r['M']}^3 {r.get('config', '')}: "
@@ -292,7 +274,7 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
     ax.set_xticks(range(len(table)))
     ax.set_xticklabels([f"{r['dtype']} {r['size']}^3" for r in table])
     ax.set_ylabel("TFLOP/s (median)")
-    ax.set_title(f"GEMM, {device_name}" + (" (dry run: made-up figures)" if any(r.get("made_up") for r in rows) else ""))
+    ax.set_title(f"GEMM, {device_name}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, "gemm.png"), dpi=120)
@@ -328,7 +310,7 @@ def main():
         for mode, v in MODES.items():
             print(f"+ DISABLE_MMA_V3={v} TRITON_CACHE_DIR=/tmp/triton-cache-gemm-{mode} {sys.executable} {__file__} "
                   f"--triton-worker {mode} --sizes {a.sizes} --tl-configs '{json.dumps(tl_cfgs)}' --worker-out ...")
-        rows = made_up_rows(sizes, tl_cfgs)
+        rows = []  # nothing measured: the tables show tl's runs only
         device_name, versions = "no GPU", f"triton {triton.__version__ if triton else 'not installed'}"
     else:
         import torch
