@@ -172,3 +172,18 @@ TEST(GemmSample, ChosenGpuConfigurationsPipelineIntoSharedMemory) {
     }
   }
 }
+
+// A K that is not a multiple of 8 masks A's tile element by element along K: no direct
+// copy width tl uses (4 bytes and up: sm_90's cp.async, gfx950's global_load_lds) fits, so
+// the pipeliner keeps A's loads in registers and copies B's (masked along N only) into the
+// stages; before, the copy failed to compile for the GPU.
+TEST(GemmSample, RaggedKPipelinesWhatTheTargetCanCopy) {
+  gemm::Config c{128, 128, 64, 8, 3, 4};
+  for (auto [target, want] : {std::pair{"sm_90", "(1 load into registers, 1 into shared memory)"},
+                              std::pair{"gfx950", "(1 load into registers, 1 into shared memory)"}}) {
+    auto j = nlohmann::json::parse(gemm::compile_bf16(c, target, 4096, 4096, 4095));
+    std::string remarks;
+    for (auto& r : j.value("remarks", nlohmann::json::array())) remarks += r.get<std::string>() + "\n";
+    EXPECT_NE(remarks.find(want), std::string::npos) << target << ": " << remarks;
+  }
+}
