@@ -54,10 +54,19 @@ for kind in "${kinds[@]}"; do
   if [[ $kind == address ]]; then
     # strict_init_order: a static initializer may not touch another file's globals at all
     # (whatever the link order happens to be today).
-    env ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:suppressions=$SUPP/asan.supp" \
-        LSAN_OPTIONS="suppressions=$SUPP/lsan.supp" \
-        UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp" \
-        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E "$EXCLUDE" || status=1
+    # Debian's comgr (ROCm 5.2) leaves threads behind whose stacks LeakSanitizer's
+    # stop-the-world tracer crashes on at exit under ctest ("Tracer caught signal 11": a
+    # crash of the sanitizer, not a leak; the same test passes run by hand). So the suite
+    # links AMD code objects with the in-process lld (tests of the linker choice set
+    # TL_AMDGPU_LINKER themselves), and the tests of comgr itself (Comgr.*) run apart,
+    # still under ASan and UBSan, without the leak check.
+    asan="halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:suppressions=$SUPP/asan.supp"
+    ubsan="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
+    env ASAN_OPTIONS="detect_leaks=1:$asan" LSAN_OPTIONS="suppressions=$SUPP/lsan.supp" UBSAN_OPTIONS="$ubsan" \
+        TL_AMDGPU_LINKER=lld \
+        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -E "^Comgr\.${EXCLUDE:+|$EXCLUDE}" || status=1
+    env ASAN_OPTIONS="detect_leaks=0:$asan" UBSAN_OPTIONS="$ubsan" \
+        ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -R "^Comgr\." ${EXCLUDE:+-E "$EXCLUDE"} || status=1
   else
     env TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$SUPP/tsan.supp" \
         ctest --test-dir "$dir" --output-on-failure -j"$JOBS" -L concurrency -E "$EXCLUDE" || status=1
