@@ -41,11 +41,19 @@ std::vector<int> coalesced_order(const passes::AxisAnalysis& axis, const ir::Val
 // every thread holds, nor a shared-memory buffer, which is an address).
 bool distributed(const ir::Value* v) { return !v->type.is_scalar() && !v->type.is_shared(); }
 
-// A shared_load's result, or its transpose.
+// The shared_load `v` is, or is a cast of (an FP8 tile converted to a dot's operand
+// type: the dot converts each K step's registers as it reads them, lower_dot.cpp).
+const ir::Operation* shared_read_of(const ir::Value* v) {
+  const ir::Operation* d = v->def;
+  if (d && d->op == Op::cast) d = d->operands[0]->def;
+  return d && d->op == Op::shared_load ? d : nullptr;
+}
+
+// A shared_load's result (or a cast of one), or its transpose.
 bool read_from_shared(const ir::Value* v) {
   const ir::Operation* d = v->def;
-  if (d && d->op == Op::trans) d = d->operands[0]->def;
-  return d && d->op == Op::shared_load;
+  if (d && d->op == Op::trans) v = d->operands[0];
+  return shared_read_of(v) != nullptr;
 }
 
 bool is_memory_anchor(const ir::Operation& op) {
@@ -228,6 +236,15 @@ class LayoutPlanner {
   // rematerialization of a layout conversion into its load: an RMSNorm's gamma row or
   // per-row 1/rms, broadcast over the program's rows, then needs no trip through shared
   // memory and no barrier. Threads holding broadcast copies load the same addresses.
+  // `v` is a dot's a or b, or transposed into one.
+  bool feeds_dot_operand(const ir::Value* v) const {
+    auto it = users_.find(v);
+    if (it == users_.end()) return false;
+    for (auto [u, index] : it->second)
+      if ((u->op == Op::dot && index < 2) || (u->op == Op::trans && feeds_dot_operand(u->result()))) return true;
+    return false;
+  }
+
   std::optional<Layout> wanted_layout(const ir::Value* v) {
     if (!distributed(v)) return std::nullopt;
     if (auto it = wanted_.find(v); it != wanted_.end()) return it->second;
@@ -250,7 +267,11 @@ class LayoutPlanner {
           if (auto w = wanted_layout(u->result())) meet(reshape_layout(*w, v->type.shape));
           break;
         case Op::cast:
-          if (!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) meet(wanted_layout(u->result()));
+          // (An FP8 tile keeps the layout its own access wants, but a read from shared
+          // memory converted for a dot is read in the dot's operand layout.)
+          if ((!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) ||
+              (v->def && v->def->op == Op::shared_load && feeds_dot_operand(u->result())))
+            meet(wanted_layout(u->result()));
           break;
         // addptr too: a gathered row index (an embedding's ids) becomes pointers before
         // its broadcast over the row, and loads in the broadcast's layout.
@@ -265,7 +286,7 @@ class LayoutPlanner {
         // A transposed dot operand read from a shared buffer (B^T stored K-contiguous)
         // is read in the transpose of the operand layout.
         case Op::trans:
-          if (v->def && v->def->op == Op::shared_load)
+          if (shared_read_of(v))
             if (auto w = wanted_layout(u->result())) meet(trans_source_layout(*w, u->ints));
           break;
         case Op::dot: {

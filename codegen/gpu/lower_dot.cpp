@@ -45,13 +45,18 @@ void Lowerer::plan_deferred_operand_reads() {
     const DotPlan& p = plan_.dot(&op);
     for (int i = 0; i < 2; ++i) {
       const ir::Value* v = op.operands[size_t(i)];
-      const ir::Operation* tr = nullptr;
+      const ir::Operation *tr = nullptr, *cv = nullptr;
       if (v->def && v->def->op == Op::trans && uses[v] == 1) tr = v->def, v = tr->operands[0];
+      const ir::Value* converted = v;  // the registers the dot takes, before any transpose
+      if (v->def && v->def->op == Op::cast && uses[v] == 1) cv = v->def, v = cv->operands[0];
       const ir::Operation* read = v->def;
       if (!read || read->op != Op::shared_load || uses[v] != 1 || read->parent != op.parent) continue;
-      // The operand's registers are the read's (a transpose renames no register).
+      // The operand's registers are the read's (a transpose renames no register; a cast
+      // converts each register where it stands).
       const Layout& want = i == 0 ? p.a : p.b;
-      if (!(tr ? trans_layout(plan_.of(v), tr->ints) == want : plan_.of(v) == want)) continue;
+      const Layout& have = plan_.of(converted);
+      if (!(tr ? trans_layout(have, tr->ints) == want : have == want)) continue;
+      if (cv && !(plan_.of(v) == have)) continue;
       // Reading later is reading the same bytes: nothing between writes memory.
       bool between = false, clean = true;
       for (const auto& o : op.parent->ops) {
@@ -62,6 +67,7 @@ void Lowerer::plan_deferred_operand_reads() {
       if (!clean) continue;
       deferred_reads_.insert(read);
       deferred_values_.insert(v);
+      if (cv) deferred_values_.insert(cv->result());
       if (tr) deferred_values_.insert(tr->result());
     }
   });
@@ -72,10 +78,13 @@ void Lowerer::lower_dot(const ir::Operation& op) {
   const MatrixInstruction& mi = p.instr;
   // An operand is either in registers already (converted to the operand layout) or read
   // from its shared buffer by this dot, a K step at a time (plan_deferred_operand_reads).
+  // A read converted on the way (an FP8 tile cast to bf16) reads into `raw` and
+  // converts each register once, as its K step needs it.
   struct Operand {
     const ir::Operation* read = nullptr;
+    const ir::Operation* cast = nullptr;
     Layout layout;
-    Values regs;
+    Values regs, raw;
   };
   auto operand = [&](const ir::Value* v, const Layout& want) {
     Operand o;
@@ -84,15 +93,22 @@ void Lowerer::lower_dot(const ir::Operation& op) {
       return o;
     }
     const ir::Value* src = v->def->op == Op::trans ? v->def->operands[0] : v;
+    if (src->def->op == Op::cast) o.cast = src->def, src = src->def->operands[0];
     o.read = src->def;
     o.layout = plan_.of(src);
     o.regs.assign(size_t(want.num_regs()), nullptr);
+    if (o.cast) o.raw.assign(size_t(want.num_regs()), nullptr);
     return o;
   };
   Operand A = operand(op.operands[0], p.a), B = operand(op.operands[1], p.b);
   // (Operands are never i1: their memory form is their register form.)
   auto need = [&](Operand& o, int first, int count) {
-    if (o.read) read_stage_registers(*o.read, o.layout, first, count, o.regs);
+    if (!o.read) return;
+    if (!o.cast) return read_stage_registers(*o.read, o.layout, first, count, o.regs);
+    read_stage_registers(*o.read, o.layout, first, count, o.raw);
+    const DType from = o.cast->operands[0]->type.dtype, to = o.cast->result()->type.dtype;
+    for (int r = first; r < first + count; ++r)
+      if (!o.regs[size_t(r)]) o.regs[size_t(r)] = cast(o.raw[size_t(r)], from, to);
   };
   Values& a = A.regs;
   Values& bv = B.regs;

@@ -1,0 +1,358 @@
+// FP8 split-K decode attention in tl (issue 15, seed 002): one new query token per
+// sequence attending over an FP8 KV cache.
+//
+//   Q        bf16 [B, Hq, D]
+//   K, V     FP8 [B, S_max, Hkv, D] (e4m3fnuz on gfx942; e4m3fn on gfx950, NVIDIA, the CPU)
+//   k_scale, v_scale  f32 [B, S_max, Hkv]: token t of batch b in KV head h is K[b, t, h, :] * k_scale[b, t, h]
+//   seq_lens i32 [B]: batch b attends over tokens [0, seq_lens[b]) (0: its output is zeros)
+//   out      bf16 [B, Hq, D] = softmax(Q K^T * sm_scale) V, query head h reading KV head h / G (GQA, G = Hq / Hkv)
+//
+// Two kernels, the algorithm of ../shared/anchors/fp8_decode_anchor.py:
+// - decode_partial, one program per (batch, KV head, slice of the sequence): the G query
+//   heads of the KV head are the M rows of both dots (padded to BLOCK_M >= 16, tl::dot's
+//   smallest M), and the program runs the online softmax over its slice BLOCK_N tokens at a
+//   time, writing its normalized output and its log-sum-exp per query head.
+// - decode_combine, one program per query head: merges the slices by their log-sum-exp.
+//
+// Seed 002's lessons, as code:
+// - K goes straight into the QK^T dot and is dequantized there: its FP8 tile is copied
+//   into shared memory, read as the dot's operand, and its per-token scale multiplies the
+//   dot's f32 result (a column scale), so no dequantized K tile is ever built.
+// - V is loaded where the accumulator is updated (its scale folded into P's columns).
+// - Nothing lives across iterations but the accumulator and the running max and sum: the
+//   K and V tiles of the iterations ahead are in shared memory, not registers. The loop is
+//   `tl::range(start, end, BLOCK_N, tl::num_stages(S))`; each tile is a load stored into a
+//   one-stage tl::shared buffer, which the pipeliner turns into S stages of direct copies
+//   (cp.async on NVIDIA, global_load_lds on AMD) issued S-1 iterations ahead.
+// - Per-target configurations (the seed's BLOCK_N=64, num_stages=2, num_warps=1 on AMD),
+//   and a guardrail: a configuration whose compile report shows spills is never launched,
+//   the next candidate is (choose_config).
+//
+// Offsets are 32-bit: check_problem refuses caches of 2^31 elements or more.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tl/numeric.hpp"
+#include "tl/tl.hpp"
+
+namespace fp8_decode {
+
+// "cpu" (--target), "cpu-skylake" (a CPU device's target()), "host".
+inline bool is_cpu(const std::string& target) { return target.rfind("cpu", 0) == 0 || target == "host"; }
+inline bool is_amd(const std::string& target) { return target.rfind("gfx", 0) == 0; }
+
+// The KV cache's FP8 format on a target: gfx942's matrix cores and converters take the
+// FNUZ formats, every other target the OCP ones.
+inline std::string fp8_format_for(const std::string& target) {
+  return target.rfind("gfx942", 0) == 0 ? "e4m3fnuz" : "e4m3fn";
+}
+
+// The problem's sizes (the tensors' shapes above) and the softmax scale.
+struct Problem {
+  int64_t B = 1, S_max = 1, Hq = 1, Hkv = 1, D = 128;
+  float sm_scale = 0;  // 0: 1/sqrt(D)
+  int64_t G() const { return Hkv > 0 ? Hq / Hkv : 0; }
+  float scale() const { return sm_scale != 0 ? sm_scale : float(1.0 / std::sqrt(double(D))); }
+  std::string str() const { return fmt::format("B={} S_max={} Hq={} Hkv={} D={}", B, S_max, Hq, Hkv, D); }
+};
+
+// A launch configuration of decode_partial (Triton's names). BLOCK_M is the query heads
+// of one KV head padded to a power of two of at least 16.
+struct Config {
+  int block_n = 64;
+  int num_stages = 2;
+  int num_warps = 1;
+  std::string str() const { return fmt::format("BLOCK_N={} num_stages={} num_warps={}", block_n, num_stages, num_warps); }
+};
+
+inline int block_m_for(int64_t G) {
+  int m = 16;
+  while (m < G) m *= 2;
+  return m;
+}
+
+// Refuses what the kernels cannot run, with the reason, before anything is launched.
+inline void check_problem(const Problem& p) {
+  auto bad = [&](const std::string& why) { throw std::invalid_argument("fp8_decode: " + why + " (" + p.str() + ")"); };
+  if (p.B < 1 || p.S_max < 1 || p.Hq < 1 || p.Hkv < 1) bad("B, S_max, Hq and Hkv must be positive");
+  if (p.D != 64 && p.D != 128 && p.D != 256) bad("D must be 64, 128 or 256");
+  if (p.Hq % p.Hkv != 0) bad("Hq must be a multiple of Hkv");
+  if (p.G() > 16) bad("at most 16 query heads per KV head (G = Hq / Hkv)");
+  if (!(p.scale() > 0) || !std::isfinite(p.scale())) bad("the softmax scale must be positive and finite");
+  const int64_t lim = int64_t(1) << 31;
+  if (p.B * p.S_max * p.Hkv * p.D >= lim) bad("K and V must have fewer than 2^31 elements (32-bit offsets)");
+}
+
+inline void check_seq_lens(const Problem& p, std::span<const int32_t> seq_lens) {
+  if (int64_t(seq_lens.size()) != p.B)
+    throw std::invalid_argument(fmt::format("fp8_decode: {} sequence lengths for B={}", seq_lens.size(), p.B));
+  for (size_t b = 0; b < seq_lens.size(); ++b)
+    if (seq_lens[b] < 0 || seq_lens[b] > p.S_max)
+      throw std::invalid_argument(fmt::format("fp8_decode: seq_lens[{}] = {} is outside [0, S_max = {}]", b,
+                                              seq_lens[b], p.S_max));
+}
+
+// ---- the kernels -------------------------------------------------------------------------
+
+// Partial results, for slice s of (batch b, KV head h) and query head g of the group:
+//   part_o   f32 [B * Hkv, split, G, D]: that slice's softmax-weighted V (normalized)
+//   part_lse f32 [B * Hkv, split, G]: log of the slice's softmax denominator, in units
+//            of the scaled scores (-inf for an empty slice)
+template <class F8> auto& partial_kernel() {
+  static auto k = tl::kernel("fp8_decode_partial", [](tl::ptr<tl::bf16> q, tl::ptr<F8> kc, tl::ptr<F8> vc,
+                                                      tl::ptr<tl::f32> k_scale, tl::ptr<tl::f32> v_scale,
+                                                      tl::ptr<tl::i32> seq_lens, tl::ptr<tl::f32> part_o,
+                                                      tl::ptr<tl::f32> part_lse, tl::i32 S_max, tl::i32 split,
+                                                      tl::f32 sm_scale, int HKV, int G, int D, int BLOCK_M,
+                                                      int BLOCK_N, int STAGES) {
+    const float inf = std::numeric_limits<float>::infinity();
+    auto bh = tl::program_id(0), sp = tl::program_id(1);
+    auto b = bh / HKV, hk = bh % HKV;
+    auto len = tl::load(seq_lens + b);
+    auto m = tl::arange(0, BLOCK_M), d = tl::arange(0, D);
+    auto row_ok = tl::expand_dims(m < G, 1);
+    // The G query heads of KV head hk are rows bh * G .. bh * G + G - 1 of Q [B * Hq, D].
+    auto qt = tl::load(q + tl::expand_dims((bh * G + m) * D, 1) + tl::expand_dims(d, 0), row_ok, 0);
+    // This program's slice: [start, end), whole BLOCK_N blocks but the last.
+    auto chunk = ((len + split - 1) / split + (BLOCK_N - 1)) / BLOCK_N * BLOCK_N;
+    auto start = sp * chunk;
+    auto end = tl::minimum(start + chunk, len);
+
+    auto m_i = tl::full<tl::f32>({BLOCK_M}, -inf);  // running max of the scaled scores
+    auto l_i = tl::zeros<tl::f32>({BLOCK_M});       // running softmax denominator
+    auto acc = tl::zeros<tl::f32>({BLOCK_M, D});    // running softmax-weighted V
+    auto sk = tl::shared<F8>({1, BLOCK_N, D}), sv = tl::shared<F8>({1, BLOCK_N, D});
+    for (auto n0 : tl::range(start, end, BLOCK_N, tl::num_stages(STAGES))) {
+      auto n = n0 + tl::arange(0, BLOCK_N);
+      auto n_ok = n < end;  // the loop's own bound check: the copies ahead need no other mask
+      auto token = (b * S_max + n) * HKV + hk;  // row of K, V and the scales
+      auto tile = tl::expand_dims(token * D, 1) + tl::expand_dims(d, 0);
+      auto tile_ok = tl::expand_dims(n_ok, 1);
+      // Scores: Q.K^T on the matrix cores in bf16 (e4m3 values are exact in bf16), then
+      // K's per-token scale and the softmax scale on the f32 columns.
+      sk[0].store(tl::load(kc + tile, tile_ok, 0));
+      auto ks = tl::load(k_scale + token, n_ok, 0.0f);
+      auto qk = tl::dot(qt, tl::trans(sk[0].load().template to<tl::bf16>())) * tl::expand_dims(ks * sm_scale, 0);
+      qk = tl::where(tl::expand_dims(n_ok, 0), qk, -inf);
+      // Online softmax: every block has a valid token, so m_new is finite.
+      auto m_new = tl::maximum(m_i, tl::max(qk, 1));
+      auto p = tl::exp(qk - tl::expand_dims(m_new, 1));
+      auto alpha = tl::exp(m_i - m_new);
+      l_i = l_i * alpha + tl::sum(p, 1);
+      // V's per-token scale scales P's columns (the rows of V), in f32 before P is rounded.
+      sv[0].store(tl::load(vc + tile, tile_ok, 0));
+      auto vs = tl::load(v_scale + token, n_ok, 0.0f);
+      auto pv = (p * tl::expand_dims(vs, 0)).template to<tl::bf16>();
+      acc = acc * tl::expand_dims(alpha, 1) + tl::dot(pv, sv[0].load().template to<tl::bf16>());
+      m_i = m_new;
+    }
+    auto nonempty = l_i > 0.0f;
+    auto o = acc / tl::expand_dims(tl::where(nonempty, l_i, 1.0f), 1);
+    auto lse = tl::where(nonempty, m_i + tl::log(tl::where(nonempty, l_i, 1.0f)), -inf);
+    auto part = (bh * split + sp) * G + m;  // [BLOCK_M]
+    tl::store(part_o + tl::expand_dims(part * D, 1) + tl::expand_dims(d, 0), o, row_ok);
+    tl::store(part_lse + part, lse, m < G);
+  });
+  return k;
+}
+
+// Merges the slices of one query head by their log-sum-exp: weights exp(lse_s - max lse),
+// empty slices (lse = -inf) weigh nothing, and a head whose slices are all empty (seq_len
+// 0) writes zeros. SPLIT_P2: the split count padded to a power of two (the tile size).
+inline auto& combine_kernel() {
+  static auto k = tl::kernel("fp8_decode_combine", [](tl::ptr<tl::f32> part_o, tl::ptr<tl::f32> part_lse,
+                                                      tl::ptr<tl::bf16> out, tl::i32 split, int G, int D,
+                                                      int SPLIT_P2) {
+    const float inf = std::numeric_limits<float>::infinity();
+    auto head = tl::program_id(0);  // b * Hq + h = (b * Hkv + h / G) * G + h % G
+    auto bh = head / G, g = head % G;
+    auto s = tl::arange(0, SPLIT_P2), d = tl::arange(0, D);
+    auto s_ok = s < split;
+    auto part = (bh * split + s) * G + g;
+    auto lse = tl::load(part_lse + part, s_ok, -inf);
+    auto mx = tl::max(lse, 0);
+    auto w = tl::where(lse > -inf, tl::exp(lse - mx), 0.0f);  // (lse - mx is NaN where both are -inf)
+    auto o = tl::load(part_o + tl::expand_dims(part * D, 1) + tl::expand_dims(d, 0), tl::expand_dims(s_ok, 1), 0.0f);
+    auto num = tl::sum(o * tl::expand_dims(w, 1), 0);
+    auto den = tl::sum(w, 0);
+    auto res = tl::where(den > 0.0f, num / tl::where(den > 0.0f, den, 1.0f), 0.0f);
+    tl::store(out + head * D + d, res.to<tl::bf16>());
+  });
+  return k;
+}
+
+// ---- split count, configurations, the guardrail -----------------------------------------
+
+// Slices per (batch, KV head): enough programs for about two per compute unit, but no
+// slice shorter than 4 blocks of BLOCK_N tokens (each slice's partial output costs a
+// [G, D] f32 write and read, and a short slice never gets its pipeline going), at most 64.
+inline int choose_split(const Problem& p, int compute_units, const Config& c) {
+  const int64_t pairs = p.B * p.Hkv;
+  int64_t want = std::max<int64_t>(1, (2 * int64_t(compute_units) + pairs - 1) / pairs);
+  int64_t most = std::max<int64_t>(1, p.S_max / (4 * int64_t(c.block_n)));
+  return int(std::clamp<int64_t>(std::min(want, most), 1, 64));
+}
+
+// The candidates for a target, best first. AMD: seed 002's measured tuple (BLOCK_N=64,
+// num_stages=2, num_warps=1: 108 VGPRs and two waves per SIMD on MI350), then smaller
+// tiles. NVIDIA: more warps and stages (bench/results/...-fp8-decode); the CPU: one
+// program is a loop nest on a thread, nothing to hide.
+inline std::vector<Config> candidates(const std::string& target, int64_t D) {
+  if (is_cpu(target)) return {{64, 1, 1}};
+  if (is_amd(target)) {
+    if (D >= 256) return {{64, 2, 1}, {32, 2, 1}, {16, 2, 1}};
+    return {{64, 2, 1}, {32, 2, 1}, {16, 2, 1}};
+  }
+  return {{64, 3, 4}, {64, 2, 4}, {32, 2, 4}, {16, 2, 4}};
+}
+
+inline tl::launch_options options_of(const Config& c) { return {.num_warps = c.num_warps, .num_stages = c.num_stages}; }
+// The combine's [split, D] f32 tile over one warp up to 4096 elements, else 4 (64 x 256
+// over one warp would be 512 registers a lane on NVIDIA).
+inline tl::launch_options combine_options(const Problem& p, int split) {
+  return {.num_warps = int64_t(std::bit_ceil(unsigned(split))) * p.D > 4096 ? 4 : 1};
+}
+
+// Compiles decode_partial (runs nothing) for `target` (a name: "gfx942", "sm_90", "cpu";
+// or a tl::device) and returns its metadata (JSON: the resource report, the pipeliner's
+// remarks). The pointers only shape the specialization (16-byte aligned like device
+// buffers).
+template <class F8, class Target>
+std::string compile_partial(const Config& c, const Target& target, const Problem& p) {
+  using H = typename tl::elem_t<F8>::host;
+  auto* bf = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  auto* f8 = reinterpret_cast<H*>(uintptr_t(1) << 21);
+  auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
+  auto* i = reinterpret_cast<int32_t*>(uintptr_t(1) << 23);
+  return partial_kernel<F8>().compile(target, options_of(c), bf, f8, f8, f, f, i, f, f, int(p.S_max), 1, p.scale(),
+                                      int(p.Hkv), int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages);
+}
+template <class Target> std::string compile_combine(const Target& target, const Problem& p, int split) {
+  auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
+  auto* bf = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  return combine_kernel().compile(target, combine_options(p, split), f, f, bf, split, int(p.G()), int(p.D),
+                                  int(std::bit_ceil(unsigned(split))));
+}
+
+// Spills in a compile report (AMD: VGPRs and SGPRs spilled; NVIDIA: the driver's spill
+// stores and loads; the CPU reports none).
+inline int64_t spills_of(const nlohmann::json& report) {
+  int64_t n = 0;
+  for (const char* k : {"spill_vgpr", "spill_sgpr", "spill_store_bytes", "spill_load_bytes"})
+    if (report.contains(k)) n += report[k].get<int64_t>();
+  return n;
+}
+
+// One candidate's verdict, for the report: refused when its report shows spills or it
+// does not compile for the target (its stages over the shared memory, a tile over a
+// lane's registers).
+struct Verdict {
+  Config config;
+  nlohmann::json report;  // null when it did not compile
+  std::string refused;    // why, or empty
+};
+
+// The guardrail: the first of `list` that compiles without spills, and the verdicts of
+// those tried (the refused ones first). When every one is refused, the error says why.
+template <class F8, class Target>
+std::pair<Config, std::vector<Verdict>> guarded_choice(const std::vector<Config>& list, const Target& target,
+                                                       const Problem& p) {
+  std::vector<Verdict> seen;
+  for (const Config& c : list) {
+    Verdict v{c, nullptr, ""};
+    try {
+      v.report = nlohmann::json::parse(compile_partial<F8>(c, target, p))["report"];
+      if (int64_t n = spills_of(v.report)) v.refused = fmt::format("{} spilled", n);
+    } catch (const tl::error& e) {  // over the shared memory or a lane's registers
+      v.refused = e.what();
+    }
+    seen.push_back(v);
+    if (v.refused.empty()) return {c, seen};
+  }
+  std::string why;
+  for (const Verdict& v : seen) why += fmt::format("; {}: {}", v.config.str(), v.refused);
+  throw std::runtime_error("fp8_decode: no configuration passes the guardrail for " + p.str() + why);
+}
+
+// The configuration for a problem on a device, decided once per (target, F8, D, G, Hkv)
+// and remembered.
+template <class F8> Config choose_config(tl::device dev, const Problem& p) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::string, int64_t, int64_t, int64_t>, Config> chosen;
+  std::lock_guard<std::mutex> lock(mu);
+  auto key = std::tuple{dev.target(), p.D, p.G(), p.Hkv};
+  if (auto it = chosen.find(key); it != chosen.end()) return it->second;
+  Config c = guarded_choice<F8>(candidates(dev.target(), p.D), dev, p).first;
+  chosen[key] = c;
+  return c;
+}
+
+// ---- launching ---------------------------------------------------------------------------
+
+// What one problem's launches need besides the tensors: the checked lengths on the
+// device, the split count and the partial results' buffers. Made once, reused by every
+// call (the decode step of a model calls it per layer).
+struct Workspace {
+  Problem problem;
+  Config config;
+  int split = 1;
+  tl::buffer<tl::ty::i32> seq_lens;
+  tl::buffer<tl::ty::f32> part_o, part_lse;
+};
+
+// The KV cache's formats: e4m3, OCP or FNUZ (anything else does not compile).
+template <class F8>
+concept KvFormat = std::is_same_v<F8, tl::f8e4m3fn> || std::is_same_v<F8, tl::f8e4m3fnuz>;
+
+template <class F8>
+  requires KvFormat<F8>
+Workspace make_workspace(tl::device dev, const Problem& p, std::span<const int32_t> seq_lens, const Config* force = nullptr,
+                         int force_split = 0) {
+  check_problem(p);
+  check_seq_lens(p, seq_lens);
+  Workspace w{p, force ? *force : choose_config<F8>(dev, p)};
+  if (w.config.block_n < 16 || (w.config.block_n & (w.config.block_n - 1)) != 0)
+    throw std::invalid_argument("fp8_decode: BLOCK_N must be a power of two of at least 16");
+  w.split = force_split ? force_split : choose_split(p, dev.compute_units(), w.config);
+  if (w.split < 1 || w.split > 64) throw std::invalid_argument("fp8_decode: the split count must be 1 to 64");
+  w.seq_lens = dev.alloc<tl::i32>(size_t(p.B));
+  w.seq_lens.upload(std::vector<int32_t>(seq_lens.begin(), seq_lens.end()));
+  const size_t parts = size_t(p.B * p.Hkv * w.split * p.G());
+  w.part_o = dev.alloc<tl::f32>(parts * size_t(p.D));
+  w.part_lse = dev.alloc<tl::f32>(parts);
+  return w;
+}
+
+// out = attention(q, K, V) for the workspace's problem. The tensors: tl::buffers of the
+// device (or raw device pointers) of the shapes above.
+template <class F8, class PQ, class PK, class PV, class PS, class PO>
+  requires KvFormat<F8>
+void decode(const Workspace& w, const PQ& q, const PK& k, const PV& v, const PS& k_scale, const PS& v_scale,
+            const PO& out) {
+  const Problem& p = w.problem;
+  const Config& c = w.config;
+  partial_kernel<F8>()[tl::grid(p.B * p.Hkv, w.split)].with(options_of(c))(
+      q, k, v, k_scale, v_scale, w.seq_lens, w.part_o, w.part_lse, int(p.S_max), w.split, p.scale(), int(p.Hkv),
+      int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages);
+  combine_kernel()[tl::grid(p.B * p.Hq)].with(combine_options(p, w.split))(w.part_o, w.part_lse, out, w.split, int(p.G()),
+                                                                int(p.D), int(std::bit_ceil(unsigned(w.split))));
+}
+
+}  // namespace fp8_decode

@@ -1,0 +1,152 @@
+// The FP8 decode attention sample's kernels (samples/fp8_decode/decode.hpp) on the test
+// device (the CPU in CI, a GPU with TL_DEVICE), against the double-precision reference
+// (samples/fp8_decode/reference.hpp), outputs poisoned with NaN first: both FP8 formats,
+// GQA groups of 1 to 16, head sizes 64 to 256, ragged lengths (0, 1, not a multiple of
+// BLOCK_N, the whole cache), split counts 1 to 64 (empty slices included); then the
+// refusals before any launch, and the configuration choice with its guardrail.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "samples/fp8_decode/decode.hpp"
+#include "samples/fp8_decode/reference.hpp"
+#include "support/reference.hpp"
+
+using namespace tltest;
+
+namespace {
+
+// Runs the sample on random inputs and checks every output element; returns the errors.
+template <tl::DType F, class F8>
+fp8_decode::Errors run(const fp8_decode::Problem& p, const std::vector<int32_t>& lens, int split = 0,
+                       const fp8_decode::Config* config = nullptr) {
+  tl::device dev = test_device();
+  auto in = fp8_decode::random_inputs<F>(p, lens, uint64_t(p.B * 131 + p.S_max * 7 + p.Hq * 3 + p.D + split));
+  auto w = fp8_decode::make_workspace<F8>(dev, p, lens, config, split);
+  auto Q = upload<tl::ty::bf16>(in.q);
+  auto K = upload<tl::elem_t<F8>>(in.k), V = upload<tl::elem_t<F8>>(in.v);
+  auto KS = upload<tl::ty::f32>(in.k_scale), VS = upload<tl::ty::f32>(in.v_scale);
+  auto O = upload<tl::ty::bf16>(std::vector<tl::bfloat16>(in.q.size(), tl::to_bf16(std::nan(""))));
+  fp8_decode::decode<F8>(w, Q, K, V, KS, VS, O);
+  return fp8_decode::check(p, in, O.download());
+}
+
+std::string describe(const fp8_decode::Problem& p, const std::vector<int32_t>& lens, int split) {
+  std::string l;
+  for (int32_t x : lens) l += fmt::format("{} ", x);
+  return fmt::format("{} lens [{}] split {}", p.str(), l, split);
+}
+
+template <tl::DType F, class F8>
+void expect_right(const fp8_decode::Problem& p, const std::vector<int32_t>& lens, int split = 0,
+                  const fp8_decode::Config* config = nullptr) {
+  auto e = run<F, F8>(p, lens, split, config);
+  EXPECT_TRUE(e.ok()) << describe(p, lens, split) << ": " << e.bad << " wrong and " << e.nan << " NaN of "
+                      << e.checked << ", the first at " << e.first << ", worst " << e.worst << " of the bound";
+}
+
+// Lengths 0, 1, a multiple of BLOCK_N, not one, and the whole cache (S_max = 200).
+const std::vector<int32_t> kRagged = {0, 1, 64, 133, 200};
+
+TEST(Fp8DecodeSample, GroupsAndHeadSizesBothFormats) {
+  for (int64_t G : {1, 4, 8, 16})
+    for (int64_t D : {64, 128, 256}) {
+      fp8_decode::Problem p{int64_t(kRagged.size()), 200, 2 * G, 2, D};
+      expect_right<tl::DType::f8e4m3fn, tl::f8e4m3fn>(p, kRagged);
+      expect_right<tl::DType::f8e4m3fnuz, tl::f8e4m3fnuz>(p, kRagged);
+    }
+}
+
+// Every split count's slices: with 64 slices of whole blocks most are empty (a slice
+// covers at least BLOCK_N tokens), and their -inf log-sum-exp must weigh nothing.
+TEST(Fp8DecodeSample, SplitCountsOneToSixtyFour) {
+  fp8_decode::Problem p{int64_t(kRagged.size()), 200, 8, 2, 128};
+  for (int split : {1, 2, 3, 5, 8, 13, 32, 64}) expect_right<tl::DType::f8e4m3fn, tl::f8e4m3fn>(p, kRagged, split);
+  // A long sequence over many slices, each of several blocks, the last one short.
+  fp8_decode::Problem q{2, 2000, 4, 1, 64};
+  for (int split : {1, 7, 64}) expect_right<tl::DType::f8e4m3fn, tl::f8e4m3fn>(q, {2000, 1999}, split);
+}
+
+// Configurations other than the chosen one (block sizes and pipeline depths).
+TEST(Fp8DecodeSample, OtherConfigurations) {
+  fp8_decode::Problem p{int64_t(kRagged.size()), 200, 8, 1, 128};
+  for (fp8_decode::Config c : {fp8_decode::Config{16, 1, 1}, {32, 2, 1}, {64, 3, 4}, {128, 2, 2}})
+    expect_right<tl::DType::f8e4m3fn, tl::f8e4m3fn>(p, kRagged, 3, &c);
+}
+
+// A batch whose every sequence is empty writes zeros, not NaN (0/0).
+TEST(Fp8DecodeSample, EmptySequencesWriteZeros) {
+  fp8_decode::Problem p{2, 64, 4, 2, 64};
+  tl::device dev = test_device();
+  auto in = fp8_decode::random_inputs<tl::DType::f8e4m3fn>(p, {0, 0}, 7);
+  auto w = fp8_decode::make_workspace<tl::f8e4m3fn>(dev, p, in.seq_lens, nullptr, 4);
+  auto Q = upload<tl::ty::bf16>(in.q);
+  auto K = upload<tl::ty::f8e4m3fn>(in.k), V = upload<tl::ty::f8e4m3fn>(in.v);
+  auto KS = upload<tl::ty::f32>(in.k_scale), VS = upload<tl::ty::f32>(in.v_scale);
+  auto O = upload<tl::ty::bf16>(std::vector<tl::bfloat16>(in.q.size(), tl::to_bf16(std::nan(""))));
+  fp8_decode::decode<tl::f8e4m3fn>(w, Q, K, V, KS, VS, O);
+  for (tl::bfloat16 x : O.download()) ASSERT_EQ(tl::to_float(x), 0.0f);
+}
+
+// Refused with a clear error before anything is launched (the workspace is where a
+// problem is checked; make_workspace allocates nothing before its checks pass).
+TEST(Fp8DecodeSample, BadProblemsAreRefusedBeforeLaunch) {
+  tl::device dev = test_device();
+  auto refused = [&](const fp8_decode::Problem& p, std::vector<int32_t> lens, const std::string& why, int split = 0) {
+    try {
+      fp8_decode::make_workspace<tl::f8e4m3fn>(dev, p, lens, nullptr, split);
+      ADD_FAILURE() << "accepted: " << describe(p, lens, split);
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused({1, 64, 8, 2, 96}, {64}, "D must be 64, 128 or 256");
+  refused({1, 64, 6, 4, 64}, {64}, "Hq must be a multiple of Hkv");
+  refused({1, 64, 34, 2, 64}, {64}, "at most 16 query heads per KV head");
+  refused({0, 64, 8, 2, 64}, {}, "must be positive");
+  refused({2, 64, 8, 2, 64}, {64}, "1 sequence lengths for B=2");
+  refused({1, 64, 8, 2, 64}, {65}, "seq_lens[0] = 65 is outside [0, S_max = 64]");
+  refused({2, 64, 8, 2, 64}, {3, -1}, "seq_lens[1] = -1");
+  refused({1, 64, 8, 2, 64}, {64}, "split count must be 1 to 64", 65);
+  refused({1, 64, 8, 2, 64, -1.0f}, {64}, "softmax scale");
+  refused({64, 1 << 20, 8, 8, 128}, {}, "2^31");
+  fp8_decode::Config odd{48, 2, 1};
+  try {
+    fp8_decode::make_workspace<tl::f8e4m3fn>(dev, {1, 64, 8, 2, 64}, std::vector<int32_t>{64}, &odd);
+    ADD_FAILURE() << "BLOCK_N 48 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("BLOCK_N"), std::string::npos) << e.what();
+  }
+}
+
+// The split count: about two programs per compute unit, slices of at least 4 blocks, 1
+// to 64.
+TEST(Fp8DecodeSample, SplitChoice) {
+  fp8_decode::Config c{64, 2, 1};
+  EXPECT_EQ(fp8_decode::choose_split({1, 32768, 64, 8, 128}, 132, c), 33);   // 8 pairs: 264 / 8
+  EXPECT_EQ(fp8_decode::choose_split({64, 4096, 32, 8, 128}, 132, c), 1);    // 512 pairs fill the GPU
+  EXPECT_EQ(fp8_decode::choose_split({1, 200, 8, 1, 128}, 304, c), 1);       // too short to split
+  EXPECT_EQ(fp8_decode::choose_split({1, 1 << 20, 8, 1, 128}, 304, c), 64);  // at most 64
+}
+
+// The guardrail takes the first candidate that compiles without spills, and says why
+// it refused the others: a tile over a lane's registers (BLOCK_N 128 at 1 warp), stages
+// over gfx942's 64 KiB of LDS (BLOCK_N 64 at D 256).
+TEST(Fp8DecodeSample, GuardrailRefusesWhatCannotRun) {
+  fp8_decode::Problem p{16, 8192, 64, 8, 256};
+  std::vector<fp8_decode::Config> list = {{128, 2, 1}, {64, 2, 1}, {32, 2, 4}};
+  auto [c, seen] = fp8_decode::guarded_choice<tl::f8e4m3fnuz>(list, "gfx942", p);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_NE(seen[0].refused.find("registers a lane has"), std::string::npos) << seen[0].refused;
+  EXPECT_NE(seen[1].refused.find("bytes of shared memory needed"), std::string::npos) << seen[1].refused;
+  EXPECT_TRUE(seen[2].refused.empty()) << seen[2].refused;
+  EXPECT_EQ(c.block_n, 32);
+  EXPECT_EQ(fp8_decode::spills_of(seen[2].report), 0);
+}
+
+}  // namespace
