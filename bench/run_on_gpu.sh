@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
 # side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant,
-# pipeline, amd_quality, tune, gemm).
+# pipeline, amd_quality, tune, gemm, fp8_decode).
 # Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
@@ -45,6 +45,12 @@ fi
 # samples/gemm beside Triton's tutorial matmul (mma.sync and wgmma) and torch (TL_BENCHES=gemm).
 if [[ $BENCHES == *" gemm "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_gemm_bench.py --tl /tmp/tl/bin/tl-bench-gemm --out "$OUT" || rc=1
+fi
+# samples/fp8_decode beside the anchor's Triton kernel and torch's SDPA (TL_BENCHES=fp8_decode;
+# TL_DECODE_ARGS: extra tl-bench-fp8-decode arguments, e.g. "--config 64,3,4").
+if [[ $BENCHES == *" fp8_decode "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_decode_bench.py --tl /tmp/tl/bin/tl-bench-fp8-decode --out "$OUT" \
+    --tl-args "${TL_DECODE_ARGS:-}" || rc=1
 fi
 if [[ $BENCHES == *" fp8_quant "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1

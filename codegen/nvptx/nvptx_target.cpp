@@ -145,6 +145,17 @@ class NvptxHooks final : public gpu::GpuHooks {
       default: return nullptr;
     }
   }
+  // sm_89+: OCP FP8 to f16 in hardware (cvt.rn.f16x2.e4m3x2 / e5m2x2, PTX 7.8), exact, and
+  // f16 to f32 exact too: a few instructions where the bit-level conversion took ~20
+  // (an FP8 KV cache dequantized in a decode loop converts every element it streams).
+  // The FNUZ formats, and older chips: the bit-level conversion (nullptr).
+  llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override {
+    if (std::atoi(desc_.arch.c_str() + 3) < 89 || (fmt != DType::f8e4m3fn && fmt != DType::f8e5m2)) return nullptr;
+    const char* name = fmt == DType::f8e4m3fn ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn";
+    // The byte in the low half of the pair converts into element 0.
+    llvm::Value* pair = gpu::call_intrinsic(b, name, {}, {b.CreateZExt(bits, b.getInt16Ty())});
+    return b.CreateFPExt(b.CreateExtractElement(pair, uint64_t(0)), b.getFloatTy());
+  }
   void trap(llvm::IRBuilderBase& b, unsigned line) override {
     llvm::Module* m = b.GetInsertBlock()->getModule();
     auto* g = m->getGlobalVariable("tl_assert_line");

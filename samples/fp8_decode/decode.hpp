@@ -39,6 +39,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -79,7 +80,11 @@ struct Config {
   int block_n = 64;
   int num_stages = 2;
   int num_warps = 1;
-  std::string str() const { return fmt::format("BLOCK_N={} num_stages={} num_warps={}", block_n, num_stages, num_warps); }
+  int via_shared = 1;  // K and V tiles staged through tl::shared (else loaded into registers)
+  std::string str() const {
+    return fmt::format("BLOCK_N={} num_stages={} num_warps={}{}", block_n, num_stages, num_warps,
+                       via_shared ? " via shared" : "");
+  }
 };
 
 inline int block_m_for(int64_t G) {
@@ -121,7 +126,7 @@ template <class F8> auto& partial_kernel() {
                                                       tl::ptr<tl::i32> seq_lens, tl::ptr<tl::f32> part_o,
                                                       tl::ptr<tl::f32> part_lse, tl::i32 S_max, tl::i32 split,
                                                       tl::f32 sm_scale, int HKV, int G, int D, int BLOCK_M,
-                                                      int BLOCK_N, int STAGES) {
+                                                      int BLOCK_N, int STAGES, int VIA_SHARED) {
     const float inf = std::numeric_limits<float>::infinity();
     auto bh = tl::program_id(0), sp = tl::program_id(1);
     auto b = bh / HKV, hk = bh % HKV;
@@ -138,18 +143,27 @@ template <class F8> auto& partial_kernel() {
     auto m_i = tl::full<tl::f32>({BLOCK_M}, -inf);  // running max of the scaled scores
     auto l_i = tl::zeros<tl::f32>({BLOCK_M});       // running softmax denominator
     auto acc = tl::zeros<tl::f32>({BLOCK_M, D});    // running softmax-weighted V
-    auto sk = tl::shared<F8>({1, BLOCK_N, D}), sv = tl::shared<F8>({1, BLOCK_N, D});
+    // K's and V's tiles through shared memory (VIA_SHARED) or straight from global memory.
+    std::optional<tl::shared_tile<tl::elem_t<F8>>> sk, sv;
+    if (VIA_SHARED) sk = tl::shared<F8>({1, BLOCK_N, D}), sv = tl::shared<F8>({1, BLOCK_N, D});
     for (auto n0 : tl::range(start, end, BLOCK_N, tl::num_stages(STAGES))) {
       auto n = n0 + tl::arange(0, BLOCK_N);
       auto n_ok = n < end;  // the loop's own bound check: the copies ahead need no other mask
       auto token = (b * S_max + n) * HKV + hk;  // row of K, V and the scales
       auto tile = tl::expand_dims(token * D, 1) + tl::expand_dims(d, 0);
       auto tile_ok = tl::expand_dims(n_ok, 1);
+      // The tile of K or V as the dot's bf16 operand (e4m3 values are exact in bf16).
+      auto operand = [&](const tl::ptr<F8>& cache, const std::optional<tl::shared_tile<tl::elem_t<F8>>>& buf) {
+        auto t = tl::load(cache + tile, tile_ok, 0);
+        if (!buf) return t.template to<tl::bf16>();
+        (*buf)[0].store(t);
+        return (*buf)[0].load().template to<tl::bf16>();
+      };
       // Scores: Q.K^T on the matrix cores in bf16 (e4m3 values are exact in bf16), then
       // K's per-token scale and the softmax scale on the f32 columns.
-      sk[0].store(tl::load(kc + tile, tile_ok, 0));
+      auto kt = operand(kc, sk);
       auto ks = tl::load(k_scale + token, n_ok, 0.0f);
-      auto qk = tl::dot(qt, tl::trans(sk[0].load().template to<tl::bf16>())) * tl::expand_dims(ks * sm_scale, 0);
+      auto qk = tl::dot(qt, tl::trans(kt)) * tl::expand_dims(ks * sm_scale, 0);
       qk = tl::where(tl::expand_dims(n_ok, 0), qk, -inf);
       // Online softmax: every block has a valid token, so m_new is finite.
       auto m_new = tl::maximum(m_i, tl::max(qk, 1));
@@ -157,10 +171,10 @@ template <class F8> auto& partial_kernel() {
       auto alpha = tl::exp(m_i - m_new);
       l_i = l_i * alpha + tl::sum(p, 1);
       // V's per-token scale scales P's columns (the rows of V), in f32 before P is rounded.
-      sv[0].store(tl::load(vc + tile, tile_ok, 0));
+      auto vt = operand(vc, sv);
       auto vs = tl::load(v_scale + token, n_ok, 0.0f);
       auto pv = (p * tl::expand_dims(vs, 0)).template to<tl::bf16>();
-      acc = acc * tl::expand_dims(alpha, 1) + tl::dot(pv, sv[0].load().template to<tl::bf16>());
+      acc = acc * tl::expand_dims(alpha, 1) + tl::dot(pv, vt);
       m_i = m_new;
     }
     auto nonempty = l_i > 0.0f;
@@ -210,18 +224,29 @@ inline int choose_split(const Problem& p, int compute_units, const Config& c) {
   return int(std::clamp<int64_t>(std::min(want, most), 1, 64));
 }
 
-// The candidates for a target, best first. AMD: seed 002's measured tuple (BLOCK_N=64,
-// num_stages=2, num_warps=1: 108 VGPRs and two waves per SIMD on MI350), then smaller
-// tiles. NVIDIA: more warps and stages (bench/results/...-fp8-decode); the CPU: one
-// program is a loop nest on a thread, nothing to hide.
+// The candidates for a target, in order of preference; the guardrail takes the first that
+// passes. AMD: seed 002's two kernels first, so that they are judged on every target (a
+// compiler that fits them would run them): its first kernel (K and V tiles held in
+// registers, a 128-token tile, 1 warp: 512 VGPRs and 56 spills under Triton on MI350) and
+// its fixed tuple (BLOCK_N=64, num_stages=2, num_warps=1: 108 VGPRs on MI350). Then what
+// fits tl's budget on gfx942 and gfx950 (bench/results/amd-2026-11-23-fp8-decode): 32- and
+// 16-token tiles over 4 warps (8 at D=256, whose accumulator is twice as large).
+// NVIDIA: 4 warps, 3 stages (bench/results/h100-2026-11-23-fp8-decode/sweep*.txt). The
+// CPU: one program is a loop nest on a thread, nothing to hide.
 inline std::vector<Config> candidates(const std::string& target, int64_t D) {
   if (is_cpu(target)) return {{64, 1, 1}};
   if (is_amd(target)) {
-    if (D >= 256) return {{64, 2, 1}, {32, 2, 1}, {16, 2, 1}};
-    return {{64, 2, 1}, {32, 2, 1}, {16, 2, 1}};
+    const int w = D >= 256 ? 8 : 4;
+    return {{128, 2, 1, 0}, {64, 2, 1, 1}, {32, 2, w, 1}, {16, 2, w, 1}};
   }
-  return {{64, 3, 4}, {64, 2, 4}, {32, 2, 4}, {16, 2, 4}};
+  return {{64, 3, 4, 1}, {64, 2, 4, 1}, {32, 2, 4, 1}};
 }
+
+// The register budget of the guardrail: on AMD, seed 002's fixed kernel's 108 VGPRs
+// (AGPRs included; four waves a SIMD's worth of the 512 a lane has), so the kernel keeps
+// the occupancy that hides its memory latency; elsewhere only spills refuse (ptxas caps a
+// thread at 255 registers and spills past them).
+inline int64_t vgpr_budget(const std::string& target) { return is_amd(target) ? 108 : 0; }
 
 inline tl::launch_options options_of(const Config& c) { return {.num_warps = c.num_warps, .num_stages = c.num_stages}; }
 // The combine's [split, D] f32 tile over one warp up to 4096 elements, else 4 (64 x 256
@@ -242,7 +267,7 @@ std::string compile_partial(const Config& c, const Target& target, const Problem
   auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
   auto* i = reinterpret_cast<int32_t*>(uintptr_t(1) << 23);
   return partial_kernel<F8>().compile(target, options_of(c), bf, f8, f8, f, f, i, f, f, int(p.S_max), 1, p.scale(),
-                                      int(p.Hkv), int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages);
+                                      int(p.Hkv), int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared);
 }
 template <class Target> std::string compile_combine(const Target& target, const Problem& p, int split) {
   auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
@@ -250,6 +275,9 @@ template <class Target> std::string compile_combine(const Target& target, const 
   return combine_kernel().compile(target, combine_options(p, split), f, f, bf, split, int(p.G()), int(p.D),
                                   int(std::bit_ceil(unsigned(split))));
 }
+
+inline std::string target_name(const std::string& t) { return t; }
+inline std::string target_name(const tl::device& d) { return d.target(); }
 
 // Spills in a compile report (AMD: VGPRs and SGPRs spilled; NVIDIA: the driver's spill
 // stores and loads; the CPU reports none).
@@ -269,8 +297,9 @@ struct Verdict {
   std::string refused;    // why, or empty
 };
 
-// The guardrail: the first of `list` that compiles without spills, and the verdicts of
-// those tried (the refused ones first). When every one is refused, the error says why.
+// The guardrail: the first of `list` that compiles without spills and within the target's
+// register budget, and the verdicts of those tried (the refused ones first). When every
+// one is refused, the error says why.
 template <class F8, class Target>
 std::pair<Config, std::vector<Verdict>> guarded_choice(const std::vector<Config>& list, const Target& target,
                                                        const Problem& p) {
@@ -279,7 +308,10 @@ std::pair<Config, std::vector<Verdict>> guarded_choice(const std::vector<Config>
     Verdict v{c, nullptr, ""};
     try {
       v.report = nlohmann::json::parse(compile_partial<F8>(c, target, p))["report"];
+      const int64_t budget = vgpr_budget(target_name(target));
       if (int64_t n = spills_of(v.report)) v.refused = fmt::format("{} spilled", n);
+      else if (budget && v.report.contains("vgpr") && v.report["vgpr"].template get<int64_t>() > budget)
+        v.refused = fmt::format("{} VGPRs, over the budget of {}", v.report["vgpr"].template get<int64_t>(), budget);
     } catch (const tl::error& e) {  // over the shared memory or a lane's registers
       v.refused = e.what();
     }
@@ -350,7 +382,7 @@ void decode(const Workspace& w, const PQ& q, const PK& k, const PV& v, const PS&
   const Config& c = w.config;
   partial_kernel<F8>()[tl::grid(p.B * p.Hkv, w.split)].with(options_of(c))(
       q, k, v, k_scale, v_scale, w.seq_lens, w.part_o, w.part_lse, int(p.S_max), w.split, p.scale(), int(p.Hkv),
-      int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages);
+      int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared);
   combine_kernel()[tl::grid(p.B * p.Hq)].with(combine_options(p, w.split))(w.part_o, w.part_lse, out, w.split, int(p.G()),
                                                                 int(p.D), int(std::bit_ceil(unsigned(w.split))));
 }

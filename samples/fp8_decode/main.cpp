@@ -5,13 +5,13 @@
 // here).
 //
 //   tl-sample-fp8_decode [--b B --s S_MAX --hq HQ --hkv HKV --d D] [--lens L0,L1,...]
-//                        [--block-n 64 --stages 2 --warps 1] [--split N] [--repeats 5]
+//                        [--block-n 64 --stages 2 --warps 1 --via-shared 1] [--split N] [--repeats 5]
 //                        [--device cpu|hip|cuda]
 //   tl-sample-fp8_decode --target gfx942 --report   # both kernels' resource reports, the
 //                                                   # guardrail's verdicts; nothing runs
 //
 // Without a shape: small ragged problems on the CPU (the main job); on a GPU the issue's
-// four shapes and a ragged batch. --block-n/--stages/--warps replace the chosen
+// four shapes and a ragged batch. --block-n/--stages/--warps/--via-shared replace the chosen
 // configuration (the guardrail is then not asked), --split the split count.
 #include <fmt/format.h>
 
@@ -38,7 +38,7 @@ struct Args {
   std::string target, device;
   bool report = false;
   int repeats = 5, split = 0;
-  fp8_decode::Config over{0, 0, 0};  // non-zero fields replace the chosen ones
+  fp8_decode::Config over{0, 0, 0, -1};  // non-zero (via_shared: non-negative) fields replace the chosen ones
 };
 
 std::vector<int32_t> parse_list(const std::string& s) {
@@ -75,18 +75,22 @@ Args parse(int argc, char** argv) {
     else if (s == "--block-n") a.over.block_n = std::stoi(next());
     else if (s == "--stages") a.over.num_stages = std::stoi(next());
     else if (s == "--warps") a.over.num_warps = std::stoi(next());
+    else if (s == "--via-shared") a.over.via_shared = std::stoi(next());
     else throw std::runtime_error("unknown argument " + s);
   }
   if (a.repeats < 1) throw std::runtime_error("--repeats must be at least 1");
   return a;
 }
 
-bool overridden(const Args& a) { return a.over.block_n || a.over.num_stages || a.over.num_warps; }
+bool overridden(const Args& a) {
+  return a.over.block_n || a.over.num_stages || a.over.num_warps || a.over.via_shared >= 0;
+}
 
 fp8_decode::Config with_overrides(const Args& a, fp8_decode::Config c) {
   if (a.over.block_n) c.block_n = a.over.block_n;
   if (a.over.num_stages) c.num_stages = a.over.num_stages;
   if (a.over.num_warps) c.num_warps = a.over.num_warps;
+  if (a.over.via_shared >= 0) c.via_shared = a.over.via_shared;
   return c;
 }
 

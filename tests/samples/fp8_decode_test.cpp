@@ -134,12 +134,22 @@ TEST(Fp8DecodeSample, SplitChoice) {
   EXPECT_EQ(fp8_decode::choose_split({1, 1 << 20, 8, 1, 128}, 304, c), 64);  // at most 64
 }
 
-// The guardrail takes the first candidate that compiles without spills, and says why
-// it refused the others: a tile over a lane's registers (BLOCK_N 128 at 1 warp), stages
-// over gfx942's 64 KiB of LDS (BLOCK_N 64 at D 256).
+// The guardrail takes the first candidate that compiles without spills and within the
+// budget, and says why it refused the others: a tile over a lane's registers (BLOCK_N 128
+// at 1 warp), stages over gfx942's 64 KiB of LDS (BLOCK_N 64 at D 256); when every one is
+// refused, the error gives each reason.
 TEST(Fp8DecodeSample, GuardrailRefusesWhatCannotRun) {
   fp8_decode::Problem p{16, 8192, 64, 8, 256};
-  std::vector<fp8_decode::Config> list = {{128, 2, 1}, {64, 2, 1}, {32, 2, 4}};
+  try {
+    fp8_decode::guarded_choice<tl::f8e4m3fnuz>({{128, 2, 1}, {32, 2, 4}}, "gfx942", p);
+    ADD_FAILURE() << "a configuration passed";
+  } catch (const std::runtime_error& e) {
+    std::string w = e.what();
+    EXPECT_NE(w.find("no configuration passes the guardrail"), std::string::npos) << w;
+    EXPECT_NE(w.find("registers a lane has"), std::string::npos) << w;
+    EXPECT_NE(w.find("over the budget of 108"), std::string::npos) << w;
+  }
+  std::vector<fp8_decode::Config> list = {{128, 2, 1}, {64, 2, 1}, {32, 2, 8}};
   auto [c, seen] = fp8_decode::guarded_choice<tl::f8e4m3fnuz>(list, "gfx942", p);
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_NE(seen[0].refused.find("registers a lane has"), std::string::npos) << seen[0].refused;
@@ -147,6 +157,40 @@ TEST(Fp8DecodeSample, GuardrailRefusesWhatCannotRun) {
   EXPECT_TRUE(seen[2].refused.empty()) << seen[2].refused;
   EXPECT_EQ(c.block_n, 32);
   EXPECT_EQ(fp8_decode::spills_of(seen[2].report), 0);
+}
+
+}  // namespace
+
+namespace {
+
+// Compiled without an AMD GPU (the only proof gfx942 and gfx950 get): for every head size,
+// the configuration the guardrail chooses has at most 108 VGPRs (seed 002's fixed kernel;
+// AGPRs included) and no spills, its K and V tiles pipelined into LDS by direct copies; and
+// seed 002's first kernel (K and V held in registers, a 128-token tile, 1 warp) is refused
+// for its spills at D=128, as its fixed tuple is for its registers.
+TEST(Fp8DecodeSample, AmdChoiceFitsTheSeedsBudget) {
+  for (const char* target : {"gfx942", "gfx950"})
+    for (int64_t D : {64, 128, 256}) {
+      SCOPED_TRACE(fmt::format("{} D={}", target, D));
+      fp8_decode::Problem p{16, 8192, 64, 8, D};
+      auto [c, seen] = std::string(target) == "gfx942"
+                           ? fp8_decode::guarded_choice<tl::f8e4m3fnuz>(fp8_decode::candidates(target, D), target, p)
+                           : fp8_decode::guarded_choice<tl::f8e4m3fn>(fp8_decode::candidates(target, D), target, p);
+      const nlohmann::json& r = seen.back().report;
+      EXPECT_TRUE(seen.back().refused.empty());
+      EXPECT_LE(r["vgpr"].get<int64_t>(), 108);
+      EXPECT_EQ(r["spill_vgpr"].get<int64_t>(), 0);
+      EXPECT_EQ(r["scratch_bytes"].get<int64_t>(), 0);
+      EXPECT_EQ(c.via_shared, 1);
+      ASSERT_GE(seen.size(), 3u);  // both of the seed's kernels refused
+      EXPECT_FALSE(seen[0].refused.empty());
+      EXPECT_FALSE(seen[1].refused.empty());
+      if (D == 128) EXPECT_NE(seen[0].refused.find("spilled"), std::string::npos) << seen[0].refused;
+      std::string meta = std::string(target) == "gfx942" ? fp8_decode::compile_partial<tl::f8e4m3fnuz>(c, target, p)
+                                                         : fp8_decode::compile_partial<tl::f8e4m3fn>(c, target, p);
+      std::string remarks = nlohmann::json::parse(meta)["remarks"].dump();
+      EXPECT_NE(remarks.find("2 into shared memory"), std::string::npos) << remarks;
+    }
 }
 
 }  // namespace
