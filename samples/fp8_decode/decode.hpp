@@ -214,14 +214,25 @@ inline auto& combine_kernel() {
 
 // ---- split count, configurations, the guardrail -----------------------------------------
 
-// Slices per (batch, KV head): enough programs for about two per compute unit, but no
+// Slices per (batch, KV head): enough programs for about four per compute unit (the
+// H100 at 1x32768: 57 us at 64 slices against 65 at 33, sweep3.txt), but no
 // slice shorter than 4 blocks of BLOCK_N tokens (each slice's partial output costs a
 // [G, D] f32 write and read, and a short slice never gets its pipeline going), at most 64.
-inline int choose_split(const Problem& p, int compute_units, const Config& c) {
+// With ragged lengths (seq_lens given) the longest sequences' slices are the critical
+// path: the split grows by longest / mean, so their programs shrink to the average's.
+inline int choose_split(const Problem& p, int compute_units, const Config& c, std::span<const int32_t> seq_lens = {}) {
   const int64_t pairs = p.B * p.Hkv;
-  int64_t want = std::max<int64_t>(1, (2 * int64_t(compute_units) + pairs - 1) / pairs);
-  int64_t most = std::max<int64_t>(1, p.S_max / (4 * int64_t(c.block_n)));
-  return int(std::clamp<int64_t>(std::min(want, most), 1, 64));
+  double longest = double(p.S_max), mean = double(p.S_max);
+  if (!seq_lens.empty()) {
+    longest = double(*std::max_element(seq_lens.begin(), seq_lens.end()));
+    mean = 0;
+    for (int32_t l : seq_lens) mean += l;
+    mean /= double(seq_lens.size());
+  }
+  if (longest < 1) return 1;
+  const double want = std::ceil(4.0 * compute_units / double(pairs) * longest / mean);
+  const double most = std::max(1.0, std::floor(longest / (4.0 * c.block_n)));
+  return int(std::clamp(std::min(want, most), 1.0, 64.0));
 }
 
 // The candidates for a target, in order of preference; the guardrail takes the first that
@@ -231,7 +242,9 @@ inline int choose_split(const Problem& p, int compute_units, const Config& c) {
 // its fixed tuple (BLOCK_N=64, num_stages=2, num_warps=1: 108 VGPRs on MI350). Then what
 // fits tl's budget on gfx942 and gfx950 (bench/results/amd-2026-11-23-fp8-decode): 32- and
 // 16-token tiles over 4 warps (8 at D=256, whose accumulator is twice as large).
-// NVIDIA: 4 warps, 3 stages (bench/results/h100-2026-11-23-fp8-decode/sweep*.txt). The
+// NVIDIA: 64-token tiles, 3 stages, 2 warps (fewer warps, fewer barriers an iteration:
+// 336 us against 4 warps' 425 on 16x16384, sweep2.txt) where ptxas fits it without spills,
+// else 4 (bench/results/h100-2026-11-23-fp8-decode/sweep*.txt). The
 // CPU: one program is a loop nest on a thread, nothing to hide.
 inline std::vector<Config> candidates(const std::string& target, int64_t D) {
   if (is_cpu(target)) return {{64, 1, 1}};
@@ -239,7 +252,7 @@ inline std::vector<Config> candidates(const std::string& target, int64_t D) {
     const int w = D >= 256 ? 8 : 4;
     return {{128, 2, 1, 0}, {64, 2, 1, 1}, {32, 2, w, 1}, {16, 2, w, 1}};
   }
-  return {{64, 3, 4, 1}, {64, 2, 4, 1}, {32, 2, 4, 1}};
+  return {{64, 3, 2, 1}, {64, 3, 4, 1}, {64, 2, 4, 1}, {32, 2, 4, 1}};
 }
 
 // The register budget of the guardrail: on AMD, seed 002's fixed kernel's 108 VGPRs
@@ -362,7 +375,7 @@ Workspace make_workspace(tl::device dev, const Problem& p, std::span<const int32
   Workspace w{p, force ? *force : choose_config<F8>(dev, p)};
   if (w.config.block_n < 16 || (w.config.block_n & (w.config.block_n - 1)) != 0)
     throw std::invalid_argument("fp8_decode: BLOCK_N must be a power of two of at least 16");
-  w.split = force_split ? force_split : choose_split(p, dev.compute_units(), w.config);
+  w.split = force_split ? force_split : choose_split(p, dev.compute_units(), w.config, seq_lens);
   if (w.split < 1 || w.split > 64) throw std::invalid_argument("fp8_decode: the split count must be 1 to 64");
   w.seq_lens = dev.alloc<tl::i32>(size_t(p.B));
   w.seq_lens.upload(std::vector<int32_t>(seq_lens.begin(), seq_lens.end()));

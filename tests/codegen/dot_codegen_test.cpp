@@ -47,8 +47,11 @@ std::unique_ptr<ir::Function> gemm_tile(int BM, int BN, int BK, int k_steps) {
 // The same through one-stage shared buffers (what the GEMM sample writes): A [BM, BK]
 // and B [BK, BN] (or B^T [BN, BK], K-contiguous, transposed for the dot), the K loop at
 // `stages` (the pipeliner makes the loads asynchronous copies into `stages` buffers).
+// `dequantize`: the operands are cast to bf16 after their shared loads (an FP8 tile in a
+// bf16 dot, as samples/fp8_decode's K and V).
 template <class E>
-std::unique_ptr<ir::Function> gemm_tile_shared(int BM, int BN, int BK, int k_steps, int stages, bool b_transposed) {
+std::unique_ptr<ir::Function> gemm_tile_shared(int BM, int BN, int BK, int k_steps, int stages, bool b_transposed,
+                                               bool dequantize = false) {
   return trace("dot_tile_shared", [&](Trace& t) {
     auto a = ptr_arg<E>(t, "a", true);
     auto b = ptr_arg<E>(t, "b", true);
@@ -60,7 +63,12 @@ std::unique_ptr<ir::Function> gemm_tile_shared(int BM, int BN, int BK, int k_ste
     auto sb = b_transposed ? tl::shared<E>({1, BN, BK}) : tl::shared<E>({1, BK, BN});
     for (auto k : tl::range(0, K, BK, tl::num_stages(stages))) {
       sa[0].store(tl::load(a + tl::expand_dims(rm, 1) * K + tl::expand_dims(k + rk, 0)));
-      if (b_transposed) {
+      if (dequantize) {
+        sb[0].store(tl::load(b + (b_transposed ? tl::expand_dims(rn, 1) * K + tl::expand_dims(k + rk, 0)
+                                               : tl::expand_dims(k + rk, 1) * BN + tl::expand_dims(rn, 0))));
+        auto x = sa[0].load().template to<ty::bf16>(), y = sb[0].load().template to<ty::bf16>();
+        acc = tl::dot(x, b_transposed ? tl::trans(y) : y, acc);
+      } else if (b_transposed) {
         sb[0].store(tl::load(b + tl::expand_dims(rn, 1) * K + tl::expand_dims(k + rk, 0)));
         acc = tl::dot(sa[0].load(), tl::trans(sb[0].load()), acc);
       } else {
@@ -252,4 +260,35 @@ TEST(DotCodegen, NvidiaFp8OperandsThroughLdmatrix) {
   EXPECT_EQ(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 8 + 8);
   EXPECT_EQ(count(ptx, "ld.shared.u8") + count(ptx, "ld.shared.b8"), 0);
   EXPECT_EQ(count(ptx, "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32"), 4 * 8 * 2);
+}
+
+// FP8 tiles from shared memory cast to bf16 for a bf16 dot (an FP8 KV cache's K^T and V,
+// samples/fp8_decode): the dot reads and converts each K step's registers where it uses
+// them, as it reads unconverted operands, so no converted tile goes through a layout
+// conversion's LDS (the LDS is the two tiles' stages exactly) and the MFMAs per K step
+// are those of a bf16 dot; the conversions are the hardware's.
+TEST(DotCodegen, DequantizedSharedOperandsAreReadPerKStep) {
+  for (const char* arch : {"gfx942", "gfx950"})
+    for (bool bt : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} B{}", arch, bt ? "^T" : ""));
+      auto f = std::string(arch) == "gfx942" ? gemm_tile_shared<ty::f8e4m3fnuz>(64, 64, 64, 4, 2, bt, true)
+                                             : gemm_tile_shared<ty::f8e4m3fn>(64, 64, 64, 4, 2, bt, true);
+      auto co = compile(arch, *f, 4);
+      EXPECT_EQ(co.report.at("lds_bytes"), 2 * (64 * 64 + 64 * 64));
+      EXPECT_EQ(co.report.at("spill_vgpr"), 0);
+      std::string isa = amd::disassemble(co.binary);
+      EXPECT_GT(count(isa, "v_cvt_f32_fp8"), 0);
+      const char* mfma = std::string(arch) == "gfx942" ? "v_mfma_f32_32x32x8_bf16" : "v_mfma_f32_32x32x16_bf16";
+      // 64x64 at 4 warps: a 32x32 tile a warp; per K step of 64: 8 (gfx942) or 4 MFMAs,
+      // 4 steps (the loop of 4 constant iterations is unrolled).
+      EXPECT_EQ(count(isa, mfma), (std::string(arch) == "gfx942" ? 8 : 4) * 4) << isa.substr(0, 3000);
+    }
+  auto f = gemm_tile_shared<ty::f8e4m3fn>(64, 64, 64, 4, 2, true, true);
+  auto co = compile("sm_90", *f, 4);
+  std::string ptx(co.binary.begin(), co.binary.end());
+  const std::string loop = ptx_loop(ptx);
+  EXPECT_GT(count(loop, "cvt.rn.f16x2.e4m3x2"), 0);
+  EXPECT_EQ(count(loop, "st.shared"), 0);  // nothing converted goes back to shared memory
+  // A warp's 32x32 of the tile: 2 M tiles x 4 N tiles x 4 K steps of 16 an iteration.
+  EXPECT_EQ(count(loop, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 2 * 4 * 4) << loop.substr(0, 2000);
 }
