@@ -214,8 +214,10 @@ inline auto& combine_kernel() {
 
 // ---- split count, configurations, the guardrail -----------------------------------------
 
-// Slices per (batch, KV head): enough programs for about four per compute unit (the
-// H100 at 1x32768: 57 us at 64 slices against 65 at 33, sweep3.txt), but no
+// Slices per (batch, KV head): as many programs as about four per compute unit, never
+// more (a partial second wave of programs is a tail: the H100 at 16x16384 ran 382 us at 5
+// slices, 640 programs, against 334 at 3 and 330 at 6; at 1x32768 57 us at 64 slices
+// against 65 at 33: run4/, sweep3.txt), but no
 // slice shorter than 4 blocks of BLOCK_N tokens (each slice's partial output costs a
 // [G, D] f32 write and read, and a short slice never gets its pipeline going), at most 64.
 // With ragged lengths (seq_lens given) the longest sequences' slices are the critical
@@ -230,7 +232,7 @@ inline int choose_split(const Problem& p, int compute_units, const Config& c, st
     mean /= double(seq_lens.size());
   }
   if (longest < 1) return 1;
-  const double want = std::ceil(4.0 * compute_units / double(pairs) * longest / mean);
+  const double want = std::floor(4.0 * compute_units / double(pairs) * longest / mean);
   const double most = std::max(1.0, std::floor(longest / (4.0 * c.block_n)));
   return int(std::clamp(std::min(want, most), 1.0, 64.0));
 }

@@ -124,19 +124,19 @@ TEST(Fp8DecodeSample, BadProblemsAreRefusedBeforeLaunch) {
   }
 }
 
-// The split count: about four programs per compute unit, slices of at least 4 blocks, 1
+// The split count: at most about four programs per compute unit, slices of at least 4 blocks, 1
 // to 64; ragged batches by their longest sequence over the mean.
 TEST(Fp8DecodeSample, SplitChoice) {
   fp8_decode::Config c{64, 2, 1};
   EXPECT_EQ(fp8_decode::choose_split({1, 32768, 64, 8, 128}, 132, c), 64);   // 8 pairs: 528 / 8 = 66, at most 64
-  EXPECT_EQ(fp8_decode::choose_split({16, 8192, 64, 8, 128}, 132, c), 5);    // 128 pairs: ceil(528 / 128)
-  EXPECT_EQ(fp8_decode::choose_split({64, 4096, 32, 8, 128}, 132, c), 2);    // 512 pairs: ceil(528 / 512)
+  EXPECT_EQ(fp8_decode::choose_split({16, 8192, 64, 8, 128}, 132, c), 4);    // 128 pairs: 528 / 128 = 4.1
+  EXPECT_EQ(fp8_decode::choose_split({64, 4096, 32, 8, 128}, 132, c), 1);    // 512 pairs: 528 / 512 = 1.03
   EXPECT_EQ(fp8_decode::choose_split({1, 200, 8, 1, 128}, 304, c), 1);       // too short to split
   EXPECT_EQ(fp8_decode::choose_split({1, 1 << 20, 8, 1, 128}, 304, c), 64);  // at most 64
   // Ragged: the longest sequence twice the mean doubles the split; all empty: 1.
   std::vector<int32_t> lens = {8192, 0, 4096, 4096};
-  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 132, c, lens), 32);  // ceil(528 / 32 * 2) = 33, 8192 / 256
-  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 32, c, lens), 8);    // ceil(128 / 32 * 2)
+  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 132, c, lens), 32);  // 528 / 32 * 2 = 33, 8192 / 256
+  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 30, c, lens), 7);    // 120 / 32 * 2 = 7.5
   EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 132, c, std::vector<int32_t>(4, 0)), 1);
 }
 
