@@ -12,7 +12,9 @@ num_stages and num_warps, and at seed 002's tuple (16, 64, 2, 1).
 Writes fp8_decode_amd.md and fp8_decode_amd.json to --out. Without Triton (or without
 its AMD backend) the Triton columns say so.
 """
-import argparse, json, os, re, subprocess
+import argparse, json, os, re, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPES = [(1, 32768, 64, 8, 128), (16, 8192, 64, 8, 128), (16, 16384, 32, 8, 128), (64, 4096, 32, 8, 128),
           (16, 8192, 64, 8, 64), (16, 8192, 64, 8, 256)]
@@ -32,44 +34,18 @@ def tl_report(tl, target, B, S, HQ, HKV, D):
 
 
 def triton_compile(arch, G, D, BM, BN, ST, W):
-    import triton, triton.language as tl
+    import triton
     from triton.compiler import ASTSource
     from triton.backends.compiler import GPUTarget
 
-    @triton.jit
-    def decode_partial(Q, K, V, KS, VS, Op, Mp, Lp, S, HKV: tl.constexpr, G: tl.constexpr, D: tl.constexpr,
-                       SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, sm_scale):
-        bh = tl.program_id(0); sp = tl.program_id(1)
-        b = bh // HKV; hk = bh % HKV
-        m = tl.arange(0, BLOCK_M); d = tl.arange(0, D); qm = m < G
-        q = tl.load(Q + (b * HKV * G + hk * G + m)[:, None] * D + d[None, :], mask=qm[:, None], other=0.)
-        chunk = tl.cdiv(tl.cdiv(S, SPLIT), BLOCK_N) * BLOCK_N
-        start = sp * chunk; end = tl.minimum(start + chunk, S)
-        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32); l_i = tl.zeros([BLOCK_M], tl.float32)
-        acc = tl.zeros([BLOCK_M, D], tl.float32)
-        for n0 in tl.range(start, end, BLOCK_N, num_stages=2):
-            n = n0 + tl.arange(0, BLOCK_N); nm = n < end
-            row = (b * S + n) * HKV + hk
-            k = tl.load(K + row[:, None] * D + d[None, :], mask=nm[:, None], other=0.)
-            ks = tl.load(KS + row, mask=nm, other=0.)
-            qk = tl.dot(q, tl.trans(k.to(tl.bfloat16))) * (ks * sm_scale)[None, :]
-            qk = tl.where(nm[None, :], qk, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            p = tl.exp(qk - m_new[:, None]); alpha = tl.exp(m_i - m_new)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(V + row[:, None] * D + d[None, :], mask=nm[:, None], other=0.)
-            vs = tl.load(VS + row, mask=nm, other=0.)
-            acc = acc * alpha[:, None] + tl.dot((p * vs[None, :]).to(tl.bfloat16), v.to(tl.bfloat16))
-            m_i = m_new
-        o = (bh * SPLIT + sp) * BLOCK_M + m
-        tl.store(Op + o[:, None] * D + d[None, :], acc)
-        tl.store(Mp + o, m_i); tl.store(Lp + o, l_i)
+    from fp8_decode_triton import decode_partial
 
     f8 = "fp8e4b8" if arch == "gfx942" else "fp8e4nv"
-    sig = {"Q": "*bf16", "K": "*" + f8, "V": "*" + f8, "KS": "*fp32", "VS": "*fp32", "Op": "*fp32", "Mp": "*fp32",
-           "Lp": "*fp32", "S": "i32", "HKV": "constexpr", "G": "constexpr", "D": "constexpr", "SPLIT": "constexpr",
-           "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "sm_scale": "fp32"}
-    consts = {"HKV": 8, "G": G, "D": D, "SPLIT": 16, "BLOCK_M": BM, "BLOCK_N": BN}
+    sig = {"Q": "*bf16", "K": "*" + f8, "V": "*" + f8, "KS": "*fp32", "VS": "*fp32", "SEQ": "*i32", "Op": "*fp32",
+           "Mp": "*fp32", "Lp": "*fp32", "S": "i32", "HKV": "constexpr", "G": "constexpr", "D": "constexpr",
+           "SPLIT": "constexpr", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "sm_scale": "fp32",
+           "SEQ_LENS": "constexpr"}
+    consts = {"HKV": 8, "G": G, "D": D, "SPLIT": 16, "BLOCK_M": BM, "BLOCK_N": BN, "SEQ_LENS": False}
     attrs = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(sig) if sig[n].startswith("*") or n == "S"}
     k = triton.compile(ASTSource(fn=decode_partial, signature=sig, constexprs=consts, attrs=attrs),
                        target=GPUTarget("hip", arch, 64), options={"num_warps": W, "num_stages": ST})

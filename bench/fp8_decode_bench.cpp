@@ -41,39 +41,6 @@ std::vector<Case> default_cases() {
   return c;
 }
 
-// Microseconds per call, do_bench's way: flush, then events around the call.
-double time_us(tl::device dev, const std::function<void()>& go, const std::function<void()>& flush, int repeats) {
-  const tl::cuda::Api* cu = tlbench::cuda_events();
-  for (int i = 0; i < 5; ++i) go();
-  dev.synchronize();
-  std::vector<double> t;
-  tl::cuda::CUevent a = nullptr, b = nullptr;
-  if (cu) {
-    cu->check(cu->cuEventCreate(&a, 0), "cuEventCreate");
-    cu->check(cu->cuEventCreate(&b, 0), "cuEventCreate");
-  }
-  for (int r = 0; r < repeats; ++r) {
-    flush();
-    if (cu) {
-      cu->check(cu->cuEventRecord(a, nullptr), "cuEventRecord");
-      go();
-      cu->check(cu->cuEventRecord(b, nullptr), "cuEventRecord");
-      cu->check(cu->cuEventSynchronize(b), "cuEventSynchronize");
-      float ms = 0;
-      cu->check(cu->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
-      t.push_back(ms * 1e3);
-    } else {
-      dev.synchronize();
-      auto t0 = std::chrono::steady_clock::now();
-      go();
-      dev.synchronize();
-      t.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-  }
-  if (cu) cu->cuEventDestroy(a), cu->cuEventDestroy(b);
-  return tlbench::median(t);
-}
-
 template <tl::DType F, class F8>
 nlohmann::json measure(tl::device dev, const Case& cs, const fp8_decode::Config* forced, int split, int repeats,
                        const std::function<void()>& flush) {
@@ -94,7 +61,7 @@ nlohmann::json measure(tl::device dev, const Case& cs, const fp8_decode::Config*
   for (int64_t b = 0; b < p.B; b += std::max<int64_t>(1, p.B / 4)) batches.push_back(b);
   batches.push_back(p.B - 1);
   auto e = fp8_decode::check(p, in, O.download(), batches);
-  double us = time_us(dev, go, flush, repeats);
+  double us = 1e3 * tlbench::time_ms_flushed(dev, go, flush, repeats);
   auto meta = nlohmann::json::parse(fp8_decode::compile_partial<F8>(w.config, dev, p));
   return {{"impl", "tl"},
           {"B", p.B}, {"S", p.S_max}, {"Hq", p.Hq}, {"Hkv", p.Hkv}, {"D", p.D},

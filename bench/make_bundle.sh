@@ -25,7 +25,7 @@ cp -L /usr/lib/x86_64-linux-gnu/libfmt.so.9 /usr/lib/x86_64-linux-gnu/libxxhash.
 strip "$STAGE"/lib/libtl.so "$STAGE"/bin/*
 cp "$ROOT"/bench/run_gpu_bench.py "$ROOT"/bench/run_fp8_quant_bench.py "$ROOT"/bench/run_pipeline_bench.py \
   "$ROOT"/bench/nvidia_report.py "$ROOT"/bench/run_tune_bench.py "$ROOT"/bench/run_gemm_bench.py \
-  "$ROOT"/bench/run_fp8_decode_bench.py "$ROOT"/bench/fp8_decode_sweep.py "$STAGE"/bench/
+  "$ROOT"/bench/run_fp8_decode_bench.py "$ROOT"/bench/fp8_decode_sweep.py "$ROOT"/bench/fp8_decode_triton.py "$STAGE"/bench/
 mkdir -p "$STAGE"/bench/amd_quality && cp "$ROOT"/bench/amd_quality/*.py "$STAGE"/bench/amd_quality/
 tar -C "$STAGE" -cJf "$ROOT"/.bundle/tl.tar.xz .
 rm -rf "$STAGE"

@@ -9,11 +9,11 @@ Shapes (B, S, Hq, Hkv, D): the issue's four, (1, 32768, 64, 8, 128), (16, 8192, 
   tl      bench/fp8_decode_bench.cpp (tl-bench-fp8-decode): the sample's configuration and
           split count for the device, checked against its float64 reference, timed as
           do_bench times (L2 flushed before each call, CUDA events around it, median)
-  Triton  ../shared/anchors/fp8_decode_anchor.py's kernels (decode_partial + decode_combine,
-          best of its five configurations, its split count), with one change: each batch's
-          length is loaded from a seq_lens tensor (the anchor's S for uniform lengths, so
-          the four shapes run the anchor's arithmetic). Its combine divides 0 by 0 for an
-          empty sequence, so the ragged batch's error leaves out batch 0 (length 0).
+  Triton  ../shared/anchors/fp8_decode_anchor.py's kernels (bench/fp8_decode_triton.py: best
+          of its five configurations, its split count); the four shapes run the anchor's
+          kernel as it is, the ragged batch loads each batch's length from a seq_lens tensor.
+          Its combine divides 0 by 0 for an empty sequence, so the ragged batch's error
+          leaves out batch 0 (length 0).
   torch   scaled_dot_product_attention on the dequantized cache in bf16 (enable_gqa), the
           anchor's comparison; not on the ragged batch (SDPA has no per-batch lengths)
 
@@ -24,6 +24,8 @@ anchor's measure). Writes fp8_decode.json, fp8_decode.md and fp8_decode.png to -
     python3 bench/run_fp8_decode_bench.py --tl /tmp/tl/bin/tl-bench-fp8-decode --out $OUT
 """
 import argparse, json, math, os, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 SHAPES = [(1, 32768, 64, 8, 128), (16, 8192, 64, 8, 128), (16, 16384, 32, 8, 128), (64, 4096, 32, 8, 128)]
 RAGGED = (16, 16384, 32, 8, 128)
@@ -40,51 +42,12 @@ def run_tl(path, extra):
 
 
 def run_torch_side(rows):
-    import torch, triton, triton.language as tl
+    import torch, triton
     from triton.testing import do_bench
     torch.manual_seed(0)
     dev = "cuda"
 
-    @triton.jit
-    def decode_partial(Q, K, V, KS, VS, SEQ, Op, Mp, Lp, S, HKV: tl.constexpr, G: tl.constexpr, D: tl.constexpr,
-                       SPLIT: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, sm_scale):
-        bh = tl.program_id(0); sp = tl.program_id(1)
-        b = bh // HKV; hk = bh % HKV
-        L = tl.load(SEQ + b)
-        m = tl.arange(0, BLOCK_M); d = tl.arange(0, D); qm = m < G
-        q = tl.load(Q + (b * HKV * G + hk * G + m)[:, None] * D + d[None, :], mask=qm[:, None], other=0.)
-        chunk = tl.cdiv(tl.cdiv(L, SPLIT), BLOCK_N) * BLOCK_N
-        start = sp * chunk; end = tl.minimum(start + chunk, L)
-        m_i = tl.full([BLOCK_M], float("-inf"), tl.float32); l_i = tl.zeros([BLOCK_M], tl.float32)
-        acc = tl.zeros([BLOCK_M, D], tl.float32)
-        for n0 in tl.range(start, end, BLOCK_N, num_stages=2):
-            n = n0 + tl.arange(0, BLOCK_N); nm = n < end
-            row = (b * S + n) * HKV + hk
-            k = tl.load(K + row[:, None] * D + d[None, :], mask=nm[:, None], other=0.)
-            ks = tl.load(KS + row, mask=nm, other=0.)
-            qk = tl.dot(q, tl.trans(k.to(tl.bfloat16))) * (ks * sm_scale)[None, :]
-            qk = tl.where(nm[None, :], qk, float("-inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            p = tl.exp(qk - m_new[:, None]); alpha = tl.exp(m_i - m_new)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(V + row[:, None] * D + d[None, :], mask=nm[:, None], other=0.)
-            vs = tl.load(VS + row, mask=nm, other=0.)
-            acc = acc * alpha[:, None] + tl.dot((p * vs[None, :]).to(tl.bfloat16), v.to(tl.bfloat16))
-            m_i = m_new
-        o = (bh * SPLIT + sp) * BLOCK_M + m
-        tl.store(Op + o[:, None] * D + d[None, :], acc)
-        tl.store(Mp + o, m_i); tl.store(Lp + o, l_i)
-
-    @triton.jit
-    def decode_combine(Op, Mp, Lp, Out, HKV: tl.constexpr, G: tl.constexpr, D: tl.constexpr, SPLIT: tl.constexpr,
-                       BLOCK_M: tl.constexpr):
-        bh = tl.program_id(0); g = tl.program_id(1)
-        s = tl.arange(0, SPLIT); d = tl.arange(0, D)
-        o = (bh * SPLIT + s) * BLOCK_M + g
-        mp = tl.load(Mp + o); lp = tl.load(Lp + o)
-        mx = tl.max(mp, 0); w = tl.exp(mp - mx); w = tl.where(mp == float("-inf"), 0., w)
-        acc = tl.sum(tl.load(Op + o[:, None] * D + d[None, :]) * w[:, None], 0)
-        tl.store(Out + ((bh // HKV) * HKV * G + (bh % HKV) * G + g) * D + d, (acc / tl.sum(lp * w, 0)).to(tl.bfloat16))
+    from fp8_decode_triton import decode_partial, decode_combine
 
     a = torch.empty(1 << 30, dtype=torch.uint8, device=dev); bb = torch.empty_like(a)
     copy = 2 * a.numel() / do_bench(lambda: bb.copy_(a), warmup=50, rep=300, return_mode="median") / 1e6
@@ -116,7 +79,7 @@ def run_torch_side(rows):
                 torch.empty(B * HKV * SPLIT * BM, device=dev)]
         def run(BN, nw):
             decode_partial[(B * HKV, SPLIT)](q, k, v, ks, vs, lens_t, *bufs, S, HKV, G, D, SPLIT, BM, BN, 1 / math.sqrt(D),
-                                             num_warps=nw)
+                                             lens is not None, num_warps=nw)
             decode_combine[(B * HKV, G)](*bufs, out, HKV, G, D, SPLIT, BM, num_warps=1)
         keep = lens_t > 0
         best = None

@@ -25,33 +25,73 @@ inline double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// A pair of CUDA events (when the device is NVIDIA) around what runs between start()
+// and stop(); elsewhere the host clock around a synchronized span.
+class Span {
+ public:
+  explicit Span(tl::device dev) : dev_(dev), cu_(cuda_events()) {
+    if (cu_) {
+      cu_->check(cu_->cuEventCreate(&a_, 0), "cuEventCreate");
+      cu_->check(cu_->cuEventCreate(&b_, 0), "cuEventCreate");
+    }
+  }
+  ~Span() {
+    if (cu_) cu_->cuEventDestroy(a_), cu_->cuEventDestroy(b_);
+  }
+  Span(const Span&) = delete;
+  Span& operator=(const Span&) = delete;
+  void start() {
+    if (cu_) return cu_->check(cu_->cuEventRecord(a_, nullptr), "cuEventRecord");
+    dev_.synchronize();
+    t0_ = std::chrono::steady_clock::now();
+  }
+  double stop_ms() {
+    if (!cu_) {
+      dev_.synchronize();
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    }
+    cu_->check(cu_->cuEventRecord(b_, nullptr), "cuEventRecord");
+    cu_->check(cu_->cuEventSynchronize(b_), "cuEventSynchronize");
+    float ms = 0;
+    cu_->check(cu_->cuEventElapsedTime(&ms, a_, b_), "cuEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  tl::device dev_;
+  const tl::cuda::Api* cu_;
+  tl::cuda::CUevent a_ = nullptr, b_ = nullptr;
+  std::chrono::steady_clock::time_point t0_;
+};
+
 // Milliseconds per call of f, measured around `inner` calls, median of `repeats`.
 template <class F> double time_ms(tl::device dev, F&& f, int repeats, int inner) {
-  const tl::cuda::Api* cu = cuda_events();
   for (int i = 0; i < 3; ++i) f();
   dev.synchronize();
   std::vector<double> t;
-  tl::cuda::CUevent a = nullptr, b = nullptr;
-  if (cu) {
-    cu->check(cu->cuEventCreate(&a, 0), "cuEventCreate");
-    cu->check(cu->cuEventCreate(&b, 0), "cuEventCreate");
-  }
+  Span span(dev);
   for (int r = 0; r < repeats; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    if (cu) cu->check(cu->cuEventRecord(a, nullptr), "cuEventRecord");
+    span.start();
     for (int i = 0; i < inner; ++i) f();
-    if (cu) {
-      cu->check(cu->cuEventRecord(b, nullptr), "cuEventRecord");
-      cu->check(cu->cuEventSynchronize(b), "cuEventSynchronize");
-      float ms = 0;
-      cu->check(cu->cuEventElapsedTime(&ms, a, b), "cuEventElapsedTime");
-      t.push_back(ms / inner);
-    } else {
-      dev.synchronize();
-      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() / inner);
-    }
+    t.push_back(span.stop_ms() / inner);
   }
-  if (cu) cu->cuEventDestroy(a), cu->cuEventDestroy(b);
+  return median(t);
+}
+
+// Milliseconds of one call of f with the L2 flushed before it (flush() runs first,
+// outside the span), median of `repeats`: triton.testing.do_bench's method, for kernels
+// whose inputs would otherwise stay in the L2 between calls.
+template <class F, class Flush> double time_ms_flushed(tl::device dev, F&& f, Flush&& flush, int repeats) {
+  for (int i = 0; i < 5; ++i) f();
+  dev.synchronize();
+  std::vector<double> t;
+  Span span(dev);
+  for (int r = 0; r < repeats; ++r) {
+    flush();
+    span.start();
+    f();
+    t.push_back(span.stop_ms());
+  }
   return median(t);
 }
 

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "samples/cli.hpp"
 #include "samples/fp8_decode/decode.hpp"
 #include "samples/fp8_decode/reference.hpp"
 
@@ -55,12 +56,10 @@ std::vector<int32_t> parse_list(const std::string& s) {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(s + " needs a value");
-      return argv[++i];
-    };
+  samples::Args args(argc, argv);
+  while (args.next()) {
+    const std::string& s = args.option();
+    auto next = [&] { return args.value(); };
     if (s == "--b") a.p.B = std::stoll(next());
     else if (s == "--s") a.p.S_max = std::stoll(next());
     else if (s == "--hq") a.p.Hq = std::stoll(next());
@@ -217,10 +216,7 @@ int main(int argc, char** argv) try {
     }
     return 0;
   }
-  if (a.device == "cpu") tl::set_default_device(tl::cpu_device());
-  else if (a.device == "hip") tl::set_default_device(tl::hip_device());
-  else if (a.device == "cuda") tl::set_default_device(tl::cuda_device());
-  else if (!a.device.empty()) throw std::runtime_error("--device must be cpu, hip or cuda");
+  samples::select_device(a.device);
   tl::device dev = tl::default_device();
   if (cases.empty()) {
     if (dev.kind() == tl::device_kind::cpu) {
