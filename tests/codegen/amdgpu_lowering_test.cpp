@@ -669,7 +669,10 @@ TEST(AmdgpuLowering, RmsNormRow4096) {
     EXPECT_LE(co.report.at("vgpr"), 64);  // Triton 3.6: 38
     EXPECT_EQ(count(dis, "global_load_dwordx4") + count(dis, "buffer_load_dwordx4"), 4) << dis;   // x and w, two 16-byte loads each
     EXPECT_EQ(count(dis, "global_store_dwordx4") + count(dis, "buffer_store_dwordx4"), 2) << dis;
-    EXPECT_LT(warm.compile_ms, 250.0);
+    // A sanity bound against pathological compile times (tiles that took tens of seconds
+    // before tl::max_tile_elements), not a performance goal (those are benchmarks:
+    // bench/results/compile_*): ~200 ms here normally, 350 under ASan on a loaded 2-core VM.
+    EXPECT_LT(warm.compile_ms, 1000.0);
   }
 }
 
