@@ -24,9 +24,11 @@
 //   `tl::range(start, end, BLOCK_N, tl::num_stages(S))`; each tile is a load stored into a
 //   one-stage tl::shared buffer, which the pipeliner turns into S stages of direct copies
 //   (cp.async on NVIDIA, global_load_lds on AMD) issued S-1 iterations ahead.
-// - Per-target configurations (the seed's BLOCK_N=64, num_stages=2, num_warps=1 on AMD),
-//   and a guardrail: a configuration whose compile report shows spills is never launched,
-//   the next candidate is (choose_config).
+// - Per-target candidate configurations (seed 002's two kernels first on AMD) and a
+//   guardrail: a configuration whose compile report shows spills (or, on AMD, more than
+//   the seed's 108 VGPRs) is never launched, the next candidate is (guarded_choice). On
+//   tl's gfx942 / gfx950 code the seed's tuple (BLOCK_N=64, 1 warp) needs 257 / 179 VGPRs,
+//   so 4 warps are chosen (98).
 //
 // Offsets are 32-bit: check_problem refuses caches of 2^31 elements or more.
 #pragma once
