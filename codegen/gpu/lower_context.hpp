@@ -149,10 +149,11 @@ class Lowerer {
   // ---- tl::dot on the matrix cores (lower_dot.cpp)
   void lower_dot(const ir::Operation& op);
   // Shared loads read by the dot that uses them (an operand read from a tl::shared
-  // buffer, directly or through a cast (FP8 to bf16) and tl::trans, in the operand's layout, with nothing between
-  // the read and the dot that writes memory): the dot reads each K step's registers
-  // next to the instructions that use them, as Triton's local_loads per K step, instead
-  // of holding the whole [M, K] and [K, N] tiles before the first instruction.
+  // buffer, directly or through a cast (FP8 to bf16) and tl::trans, in the operand's
+  // layout, with nothing between the read and the dot that writes memory): the dot reads
+  // (and converts) each K step's registers next to the instructions that use them, as
+  // Triton's local_loads per K step, instead of holding the whole [M, K] and [K, N]
+  // tiles before the first instruction.
   void plan_deferred_operand_reads();
   std::unordered_set<const ir::Operation*> deferred_reads_;       // the shared_loads
   std::unordered_set<const ir::Value*> deferred_values_;          // their results, a cast and the trans of one
