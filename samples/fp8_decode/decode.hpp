@@ -37,7 +37,6 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -265,11 +264,14 @@ inline std::vector<Config> candidates(const std::string& target, int64_t D) {
 // thread at 255 registers and spills past them).
 inline int64_t vgpr_budget(const std::string& target) { return is_amd(target) ? 108 : 0; }
 
+// The combine's tile along the slices: the split count padded to a power of two.
+inline int split_tile(int split) { return int(std::bit_ceil(unsigned(split))); }
+
 inline tl::launch_options options_of(const Config& c) { return {.num_warps = c.num_warps, .num_stages = c.num_stages}; }
 // The combine's [split, D] f32 tile over one warp up to 4096 elements, else 4 (64 x 256
 // over one warp would be 512 registers a lane on NVIDIA).
 inline tl::launch_options combine_options(const Problem& p, int split) {
-  return {.num_warps = int64_t(std::bit_ceil(unsigned(split))) * p.D > 4096 ? 4 : 1};
+  return {.num_warps = split_tile(split) * p.D > 4096 ? 4 : 1};
 }
 
 // Compiles decode_partial (runs nothing) for `target` (a name: "gfx942", "sm_90", "cpu";
@@ -290,7 +292,7 @@ template <class Target> std::string compile_combine(const Target& target, const 
   auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
   auto* bf = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
   return combine_kernel().compile(target, combine_options(p, split), f, f, bf, split, int(p.G()), int(p.D),
-                                  int(std::bit_ceil(unsigned(split))));
+                                  split_tile(split));
 }
 
 inline std::string target_name(const std::string& t) { return t; }
@@ -401,7 +403,7 @@ void decode(const Workspace& w, const PQ& q, const PK& k, const PV& v, const PS&
       q, k, v, k_scale, v_scale, w.seq_lens, w.part_o, w.part_lse, int(p.S_max), w.split, p.scale(), int(p.Hkv),
       int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared);
   combine_kernel()[tl::grid(p.B * p.Hq)].with(combine_options(p, w.split))(w.part_o, w.part_lse, out, w.split, int(p.G()),
-                                                                int(p.D), int(std::bit_ceil(unsigned(w.split))));
+                                                                int(p.D), split_tile(w.split));
 }
 
 }  // namespace fp8_decode
