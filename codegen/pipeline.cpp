@@ -10,6 +10,10 @@
 #include <cstdio>
 
 #include "codegen/gpu/capabilities.hpp"
+#include "codegen/gpu/passes.hpp"
+#include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/axis_analysis.hpp"
 #include "codegen/passes/passes.hpp"
 #include "codegen/target.hpp"
 #include "tl/error.hpp"
@@ -36,6 +40,19 @@ std::unique_ptr<Target> make_target(const TargetDesc& d) {
     case TargetDesc::nvptx: return make_nvptx_target(d);
   }
   throw compile_error("unknown target kind");
+}
+
+// The program shape a GPU plans for: num_warps a power of two, the threads within the
+// target's limit.
+gpu::PlanTarget gpu_plan_target(const gpu::TargetCapabilities& caps, const TargetDesc& target,
+                                const CompileOptions& opts) {
+  const int nw = opts.num_warps;
+  if (nw < 1 || (nw & (nw - 1)) != 0 || nw > 32)
+    throw compile_error(fmt::format("num_warps must be a power of two in 1..32, got {}", nw));
+  if (nw * target.wave_size > caps.max_threads_per_program)
+    throw compile_error(fmt::format("{} threads per program exceed {}'s limit of {}", nw * target.wave_size, caps.arch,
+                                    caps.max_threads_per_program));
+  return gpu::PlanTarget{&caps, target.wave_size, nw, opts.matrix_instr_nonkdim, opts.kpack};
 }
 
 }  // namespace
@@ -73,25 +90,50 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
     passes::eliminate_dead_code(f);
     dump("common-subexpression and dead-code elimination", f);
   }
-  // Last, so that no later pass moves an access across the barriers it places.
+  // Last of the target-independent passes, so that no later pass moves an access across
+  // the barriers it places (the GPU passes below insert only pure conversions).
   passes::insert_barriers(f);
   dump("barrier insertion", f);
   ir::verify(f);
 
   CodeObject out;
-  out.tile_ir = f.str();
+  // The GPU middle end (codegen/gpu/passes.hpp) plans on a copy, so that the traced
+  // function stays target-independent. Every decision lands in the IR; the lowering
+  // (codegen/gpu/lower_kernel.cpp) only emits it, after placing the shared buffers
+  // (codegen/gpu/shared_memory.cpp).
+  std::unique_ptr<ir::Function> planned;
+  std::vector<int> paths;
+  if (target.kind != TargetDesc::cpu) {
+    const auto caps = capabilities_for(target);
+    const gpu::PlanTarget t = gpu_plan_target(caps, target, opts);
+    planned = ir::clone_function(f);
+    ir::Function& g = *planned;
+    gpu::plan_dots(g, t, remarks);
+    dump("dot planning", g);
+    gpu::assign_layouts(g, passes::AxisAnalysis(g), t);
+    dump("layout assignment", g);
+    gpu::insert_layout_conversions(g, t);
+    dump("layout conversion insertion", g);
+    gpu::plan_dot_operand_sources(g, t);
+    dump("dot operand-source planning", g);
+    paths = gpu::plan_conversion_paths(g);
+    dump("conversion path planning", g);
+    ir::verify(g);
+  }
+  ir::Function& lowered = planned ? *planned : f;
+  out.tile_ir = lowered.str();
   out.remarks = std::move(remarks);
   auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
-  // GPU targets first analyse the IR (axis analysis: contiguity, alignment, ranges),
-  // assign every tile value its layout (codegen/gpu/assign_layouts.cpp, printed here
-  // with TL_DUMP_IR), place the shared buffers (codegen/gpu/shared_memory.cpp), then
-  // lower by those plans (codegen/gpu/lower_kernel.cpp).
-  backend->lower(f, module, opts);
+  backend->lower(lowered, module, opts);
   dump("lowering", module);
 
   backend->emit(module, opts, out);  // LLVM optimization and code emission
+  // The layout conversions that remain, by path: what the GPU planning could not avoid.
+  if (!paths.empty())
+    for (auto p : {ir::ConvertPath::registers, ir::ConvertPath::warp_shuffle, ir::ConvertPath::shared})
+      out.report[fmt::format("conversions_{}", ir::convert_path_name(p))] = paths[size_t(p)];
   dump("LLVM optimization", module);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;

@@ -1,5 +1,6 @@
-// Layout assignment (see layout_plan.hpp): one forward walk over the tile IR that makes
-// every layout decision the lowering then follows, in the order the lowering emits code.
+// assign_layouts (passes.hpp): one forward walk over the tile IR that gives every tile
+// value its layout, in the order the lowering emits code, recorded in the IR
+// (Value::layout, Value::rematerialized, Operation::layout for stores and atomics).
 //
 // Anchors, Triton's Coalesce pass per op: a load or store is coalesced along its own
 // pointer's most contiguous dim; its elements per thread are as many as one 16-byte
@@ -11,8 +12,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/layout_plan.hpp"
+#include "codegen/gpu/passes.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
@@ -41,21 +48,6 @@ std::vector<int> coalesced_order(const passes::AxisAnalysis& axis, const ir::Val
 // every thread holds, nor a shared-memory buffer, which is an address).
 bool distributed(const ir::Value* v) { return !v->type.is_scalar() && !v->type.is_shared(); }
 
-// The shared_load `v` is, or is a cast of (an FP8 tile converted to a dot's operand
-// type: the dot converts each K step's registers as it reads them, lower_dot.cpp).
-const ir::Operation* shared_read_of(const ir::Value* v) {
-  const ir::Operation* d = v->def;
-  if (d && d->op == Op::cast) d = d->operands[0]->def;
-  return d && d->op == Op::shared_load ? d : nullptr;
-}
-
-// A shared_load's result (or a cast of one), or its transpose.
-bool read_from_shared(const ir::Value* v) {
-  const ir::Operation* d = v->def;
-  if (d && d->op == Op::trans) v = d->operands[0];
-  return shared_read_of(v) != nullptr;
-}
-
 bool is_memory_anchor(const ir::Operation& op) {
   return (op.op == Op::load || op.op == Op::store) && !op.operands[0]->type.is_scalar();
 }
@@ -72,88 +64,57 @@ int access_width(const passes::AxisAnalysis& axis, const Layout& l, const ir::Va
   return std::max(1, v);
 }
 
-// ------------------------------------------------------------------ the plan
+// ------------------------------------------------------------------ the plan being made
 
-const Layout& LayoutPlan::shape_default(const std::vector<int>& shape) {
-  auto it = defaults_.find(shape);
-  if (it != defaults_.end()) return it->second;
-  std::vector<int> order;
-  for (int d = int(shape.size()) - 1; d >= 0; --d) order.push_back(d);
-  return defaults_[shape] = default_layout(shape, order, 1, wave_size_, num_warps_);
-}
+// What the planner has decided so far; written into the IR when it is done.
+struct PlanState {
+  int wave_size_ = 0, num_warps_ = 0;
+  std::unordered_set<const ir::Value*> lazy_;
+  std::unordered_map<const ir::Value*, Layout> layouts_;
+  std::unordered_map<const ir::Operation*, Layout> op_layouts_;
+  std::unordered_map<const ir::Operation*, DotPlan> dots_;
+  std::map<std::vector<int>, Layout> defaults_;
 
-const Layout& LayoutPlan::of(const ir::Value* v) {
-  auto it = layouts_.find(v);
-  if (it != layouts_.end()) return it->second;
-  if (!distributed(v)) throw compile_error("layout plan: a scalar or shared buffer has no distributed layout");
-  return shape_default(v->type.shape);
-}
-
-const DotPlan& LayoutPlan::dot(const ir::Operation* op) const {
-  auto it = dots_.find(op);
-  if (it == dots_.end()) throw compile_error("layout plan: a dot without a plan", op->loc.file, op->loc.line);
-  return it->second;
-}
-
-const Layout& LayoutPlan::op_layout(const ir::Operation* op) const {
-  auto it = op_layouts_.find(op);
-  if (it == op_layouts_.end())
-    throw compile_error(fmt::format("layout plan: no layout for '{}'", op_name(op->op)), op->loc.file, op->loc.line);
-  return it->second;
-}
-
-std::string LayoutPlan::str(const ir::Function& f) {
-  std::string out = fmt::format("// layouts of {} (wave {}, {} warps)\n", f.name, wave_size_, num_warps_);
-  int n = 0;
-  ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
-    ++n;
-    for (auto& r : op.results)
-      if (distributed(r.get()))
-        out += fmt::format("  op {} {}: {}\n", n, op_name(op.op),
-                           rematerialized(r.get()) ? std::string("rematerialized") : of(r.get()).str());
-    if (auto it = op_layouts_.find(&op); it != op_layouts_.end())
-      out += fmt::format("  op {} {}: {}\n", n, op_name(op.op), it->second.str());
-  });
-  return out;
-}
+  // The default of a shape: the coalesced layout the memory ops of that shape vote for
+  // (the widest access wins), or a plain row-major blocked layout.
+  const Layout& shape_default(const std::vector<int>& shape) {
+    auto it = defaults_.find(shape);
+    if (it != defaults_.end()) return it->second;
+    std::vector<int> order;
+    for (int d = int(shape.size()) - 1; d >= 0; --d) order.push_back(d);
+    return defaults_[shape] = default_layout(shape, order, 1, wave_size_, num_warps_);
+  }
+  // The layout tile `v` lives in; a rematerialized value's is its shape's default, the
+  // layout a user with no preference reads it in.
+  const Layout& of(const ir::Value* v) {
+    auto it = layouts_.find(v);
+    if (it != layouts_.end()) return it->second;
+    if (!distributed(v)) throw compile_error("layout plan: a scalar or shared buffer has no distributed layout");
+    return shape_default(v->type.shape);
+  }
+};
 
 // ------------------------------------------------------------------ the planner
 
 class LayoutPlanner {
  public:
-  LayoutPlanner(const ir::Function& f, const passes::AxisAnalysis& axis, int ws, int nw, const DotTarget& dot)
-      : f_(f), axis_(axis), threads_(ws * nw), dot_target_(dot) {
-    plan_.wave_size_ = ws;
-    plan_.num_warps_ = nw;
+  LayoutPlanner(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t)
+      : f_(f), axis_(axis), threads_(t.wave_size * t.num_warps), target_(t) {
+    plan_.wave_size_ = t.wave_size;
+    plan_.num_warps_ = t.num_warps;
   }
 
-  LayoutPlan run() {
-    plan_dots();
+  void run() {
+    ir::walk(f_.body, [&](ir::Operation& op) {
+      if (op.op == Op::dot) plan_.dots_[&op] = recorded_dot_plan(*target_.caps, op, target_.num_warps, target_.wave_size);
+    });
     vote();
     analyze_uses(f_.body);
     block(f_.body);
-    return std::move(plan_);
+    record(f_.body);
   }
 
  private:
-  // ---- tl::dot: each dot's instruction and layouts, decided first (its operands' and
-  // accumulator's producers want them)
-  void plan_dots() {
-    ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
-      if (op.op != Op::dot) return;
-      auto fail = [&](const std::string& why) {
-        throw compile_error(fmt::format("tl::dot: {}", why), op.loc.file, op.loc.line);
-      };
-      if (!dot_target_.caps) fail("no matrix-instruction table for this target");
-      const ir::Type &a = op.operands[0]->type, &b = op.operands[1]->type;
-      std::string why;
-      auto p = plan_dot(*dot_target_.caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], plan_.num_warps_,
-                        plan_.wave_size_, dot_target_.nonkdim, dot_target_.kpack, why);
-      if (!p) fail(why);
-      plan_.dots_[&op] = std::move(*p);
-    });
-  }
-
   // ---- anchors
   void vote() {
     struct Vote {
@@ -215,7 +176,6 @@ class LayoutPlanner {
     for (auto& op : blk.ops) {
       for (size_t i = 0; i < op->operands.size(); ++i) {
         users_[op->operands[i]].emplace_back(op.get(), int(i));
-        plan_.used_.insert(op->operands[i]);
       }
       for (auto& r : op->regions) analyze_uses(*r);
       if (lazy_candidate(*op)) {
@@ -270,7 +230,7 @@ class LayoutPlanner {
           // (An FP8 tile keeps the layout its own access wants, but a read from shared
           // memory converted for a dot is read in the dot's operand layout.)
           if ((!is_fp8(u->result()->type.dtype) && !is_fp8(v->type.dtype)) ||
-              (v->def && v->def->op == Op::shared_load && feeds_dot_operand(u->result())))
+              (match_shared_dot_operand(u->result()) && feeds_dot_operand(u->result())))
             meet(wanted_layout(u->result()));
           break;
         // addptr too: a gathered row index (an embedding's ids) becomes pointers before
@@ -286,13 +246,13 @@ class LayoutPlanner {
         // A transposed dot operand read from a shared buffer (B^T stored K-contiguous)
         // is read in the transpose of the operand layout.
         case Op::trans:
-          if (shared_read_of(v))
+          if (match_shared_dot_operand(u->result()))
             if (auto w = wanted_layout(u->result())) meet(trans_source_layout(*w, u->ints));
           break;
         case Op::dot: {
           const DotPlan& p = plan_.dots_.at(u);
           if (index == 2) meet(p.acc);
-          else if (read_from_shared(v)) meet(index == 0 ? p.a : p.b);
+          else if (match_shared_dot_operand(v)) meet(index == 0 ? p.a : p.b);
           break;
         }
         case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)
@@ -507,20 +467,37 @@ class LayoutPlanner {
       if (distributed(o.result(int(i)))) set(o.result(int(i)), plan_.of(y->operands[i]));
   }
 
-  const ir::Function& f_;
+  // ---- the plan into the IR
+  void record_value(ir::Value* v) {
+    v->layout.reset();
+    v->rematerialized = false;
+    if (!distributed(v)) return;
+    v->rematerialized = lazy(v);
+    v->layout = plan_.of(v);
+  }
+  void record(ir::Block& b) {
+    for (auto& a : b.args) record_value(a.get());
+    for (auto& op : b.ops) {
+      for (auto& r : op->results) record_value(r.get());
+      op->layout.reset();
+      if (auto it = plan_.op_layouts_.find(op.get()); it != plan_.op_layouts_.end()) op->layout = it->second;
+      for (auto& r : op->regions) record(*r);
+    }
+  }
+
+  ir::Function& f_;
   const passes::AxisAnalysis& axis_;
   int threads_;
-  DotTarget dot_target_;
-  LayoutPlan plan_;
+  PlanTarget target_;
+  PlanState plan_;
   std::map<std::pair<std::vector<int>, std::vector<int>>, int> widest_;  // (shape, order) -> widest access
   std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Operation*, int>>> users_;
   std::unordered_map<const ir::Value*, std::optional<Layout>> wanted_;
   std::unordered_set<const ir::Value*> weak_;
 };
 
-LayoutPlan assign_layouts(const ir::Function& f, const passes::AxisAnalysis& axis, int wave_size, int num_warps,
-                          const DotTarget& dot) {
-  return LayoutPlanner(f, axis, wave_size, num_warps, dot).run();
+void assign_layouts(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t) {
+  LayoutPlanner(f, axis, t).run();
 }
 
 }  // namespace tl::gpu

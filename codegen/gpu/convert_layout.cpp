@@ -209,26 +209,26 @@ Values Lowerer::smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_ele
   return out;
 }
 
-Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, DType t) {
+Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path) {
   if (from.shape != to.shape)
     throw compile_error(fmt::format("gpu lowering: layout conversion between shapes {} and {}", from.str(), to.str()));
-  if (auto map = register_only_conversion(from, to)) {
+  // The path plan_conversion_paths recorded (conversion_path); one that does not apply
+  // to these layouts is a tl bug.
+  if (path == ir::ConvertPath::registers) {
+    auto map = register_only_conversion(from, to);
+    if (!map) throw compile_error("gpu lowering: a conversion planned in registers needs data from other threads");
     Values out;
     for (int r : *map) out.push_back(v[r]);
     return out;
   }
   // Nothing crosses warps: lanes exchange through indexed shuffles, no shared memory and
-  // no barrier. Cost rule: the shared-memory round trip makes at least one access per
-  // distinct element a thread writes and one per element it reads, plus two barriers
-  // that stall the whole program; a shuffle costs about one such access (ds_bpermute
-  // goes through the LDS crossbar, shfl through the shared-memory pipe). So shuffles are
-  // taken while they are no more than those accesses (the barriers are the gain); an
-  // all-to-all inside a warp (a 32x32 transpose held by one warp) needs a shuffle per
-  // (register, source register) pair and stays in shared memory.
-  if (auto plan = warp_shuffle_plan(from, to)) {
-    auto distinct = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
-    if (plan->num_shuffles() <= distinct(from) + distinct(to)) return convert_within_warp(*this, *plan, v);
+  // no barrier.
+  if (path == ir::ConvertPath::warp_shuffle) {
+    auto plan = warp_shuffle_plan(from, to);
+    if (!plan) throw compile_error("gpu lowering: a conversion planned within warps crosses warps");
+    return convert_within_warp(*this, *plan, v);
   }
+  if (path != ir::ConvertPath::shared) throw compile_error("gpu lowering: a conversion without a planned path");
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   smem_reserve(from.numel() * eb);
@@ -261,6 +261,13 @@ Values Lowerer::broadcast_from_owners(const Values& v, const Layout& l, DType t)
   smem_after_read();
   for (auto& x : res) x = from_mem(x, t);
   return res;
+}
+
+void Lowerer::lower_convert_layout(const ir::Operation& op) {
+  const ir::Value* src = op.operands[0];
+  const Regs& n = natural(src);
+  set_natural(op.result(), Regs{plan_.of(op.result()),
+                                convert(n.v, n.layout, plan_.of(op.result()), src->type.dtype, ir::ConvertPath(op.i0))});
 }
 
 }  // namespace tl::gpu

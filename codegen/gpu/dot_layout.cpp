@@ -22,6 +22,8 @@
 
 #include <algorithm>
 
+#include "tl/error.hpp"
+
 namespace tl::gpu {
 namespace {
 
@@ -105,7 +107,7 @@ Layout build(int rows, int cols, const Fragment& f, const std::vector<Coord>& re
 }  // namespace
 
 std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b, int M, int N, int K,
-                                int num_warps, int wave_size, int nonkdim, int kpack, std::string& why) {
+                                int num_warps, int wave_size, const DotRequest& req, std::string& why) {
   std::vector<const MatrixInstruction*> takes;
   bool swap = !caps.matrix_instructions.empty() && caps.matrix_instructions[0].family == MatrixFamily::amd_mfma;
   for (const auto& mi : caps.matrix_instructions)
@@ -122,6 +124,7 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   }
   // The instruction: AMD's M = N as asked (or Triton's rule, then the other size), the
   // largest k dividing K among those that fit the tile.
+  const int nonkdim = req.nonkdim;
   std::vector<int> sizes = {0};
   if (amd) sizes = nonkdim ? std::vector<int>{nonkdim} : (std::min(M, N) >= 32 ? std::vector<int>{32, 16}
                                                                                   : std::vector<int>{16, 32});
@@ -143,18 +146,31 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   DotPlan p;
   p.instr = *pick;
   p.swap_operands = swap;
-  p.kpack = amd && kpack > 1 && K % (pick->k * kpack) == 0 ? kpack : 1;
+  p.kpack = amd && req.kpack > 1 && K % (pick->k * req.kpack) == 0 ? req.kpack : 1;
   const int kp = pick->k * p.kpack;
   p.k_steps = K / kp;
-  // Warps: halve the larger repetition count, M on ties (Triton's warpsPerTile); warps
-  // the tile cannot use hold copies.
   p.reps_m = M / pick->m;
   p.reps_n = N / pick->n;
   std::vector<WarpRole> roles;
-  for (int w = 1; w < num_warps; w *= 2) {
-    if (p.reps_m >= p.reps_n && p.reps_m > 1) roles.push_back(WarpRole::m), p.warps_m *= 2, p.reps_m /= 2;
-    else if (p.reps_n > 1) roles.push_back(WarpRole::n), p.warps_n *= 2, p.reps_n /= 2;
-    else roles.push_back(WarpRole::copy);
+  if (req.warps_m || req.warps_n) {
+    // As asked: the split must divide the tile and the program's warps.
+    const int wm = std::max(1, req.warps_m), wn = std::max(1, req.warps_n);
+    if (wm * wn > num_warps || num_warps % (wm * wn) != 0 || p.reps_m % wm != 0 || p.reps_n % wn != 0) {
+      why = fmt::format("a [{}, {}] tile of {}x{} instructions cannot be split {}x{} over {} warps", M, N, pick->m,
+                        pick->n, wm, wn, num_warps);
+      return std::nullopt;
+    }
+    for (int w = 1; w < wn; w *= 2) roles.push_back(WarpRole::n), p.warps_n *= 2, p.reps_n /= 2;
+    for (int w = 1; w < wm; w *= 2) roles.push_back(WarpRole::m), p.warps_m *= 2, p.reps_m /= 2;
+    for (int w = wm * wn; w < num_warps; w *= 2) roles.push_back(WarpRole::copy);
+  } else {
+    // Halve the larger repetition count, M on ties (Triton's warpsPerTile); warps the
+    // tile cannot use hold copies.
+    for (int w = 1; w < num_warps; w *= 2) {
+      if (p.reps_m >= p.reps_n && p.reps_m > 1) roles.push_back(WarpRole::m), p.warps_m *= 2, p.reps_m /= 2;
+      else if (p.reps_n > 1) roles.push_back(WarpRole::n), p.warps_n *= 2, p.reps_n /= 2;
+      else roles.push_back(WarpRole::copy);
+    }
   }
   // Warp-id bits: N first (the low bits), then M, then copies.
   std::stable_sort(roles.begin(), roles.end(), [](WarpRole x, WarpRole y) { return int(x) < int(y); });
@@ -184,7 +200,49 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   p.acc = build(M, N, fc, rc, warp_acc);
   p.a = build(M, K, fa, ra, warp_a);
   p.b = build(K, N, fb, rb, warp_b);
+  if (!req.k_perm.empty()) {
+    // K renumbered: column bits of A (flat bits 0..lg K) and row bits of B (above lg N).
+    if (int(req.k_perm.size()) != lg(K)) {
+      why = fmt::format("a K renumbering of {} bits for K = {}", req.k_perm.size(), K);
+      return std::nullopt;
+    }
+    auto renumber = [&](Layout& l, int shift) {
+      for (auto* images : {&l.reg, &l.lane, &l.warp})
+        for (uint32_t& x : *images) {
+          uint32_t k = (x >> shift) & uint32_t(K - 1), out = 0;
+          for (int bit = 0; bit < lg(K); ++bit)
+            if (k >> bit & 1) out ^= req.k_perm[size_t(bit)];
+          x = (x & ~(uint32_t(K - 1) << shift)) | (out << shift);
+        }
+    };
+    renumber(p.a, 0);
+    renumber(p.b, lg(N));
+    p.k_perm = req.k_perm;
+  }
   return p;
+}
+
+DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& dot, int num_warps, int wave_size) {
+  auto fail = [&](const std::string& why) -> DotPlan {
+    throw compile_error(fmt::format("tl::dot: {}", why), dot.loc.file, dot.loc.line);
+  };
+  if (dot.str.empty() || dot.ints.size() < 3) fail("no plan recorded (plan_dots did not run)");
+  const MatrixInstruction* mi = nullptr;
+  for (const auto& x : caps.matrix_instructions)
+    if (x.name == dot.str) mi = &x;
+  if (!mi) fail(fmt::format("{} has no matrix instruction {}", caps.arch, dot.str));
+  const ir::Type &a = dot.operands[0]->type, &b = dot.operands[1]->type;
+  DotRequest req;
+  req.nonkdim = mi->family == MatrixFamily::amd_mfma ? mi->m : 0;
+  req.kpack = dot.ints[0];
+  req.warps_m = dot.ints[1];
+  req.warps_n = dot.ints[2];
+  req.k_perm.assign(dot.ints.begin() + 3, dot.ints.end());
+  std::string why;
+  auto p = plan_dot(caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], num_warps, wave_size, req, why);
+  if (!p) fail(why);
+  if (p->instr.name != dot.str) fail(fmt::format("recorded {} but the plan rebuilds {}", dot.str, p->instr.name));
+  return *p;
 }
 
 }  // namespace tl::gpu

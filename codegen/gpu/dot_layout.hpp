@@ -22,6 +22,7 @@
 
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/layout.hpp"
+#include "codegen/ir/ir.hpp"
 
 namespace tl::gpu {
 
@@ -34,6 +35,11 @@ struct DotPlan {
   bool swap_operands = false;
   int kpack = 1;
   int warps_m = 1, warps_n = 1;
+  // A renumbering of K shared by A and B (one image per K bit, empty: none), so that A's
+  // layout can be another dot's accumulator layout where the instruction's k order
+  // differs from the accumulator's column order (gfx950's 8-wide k): a sum over k does
+  // not see the order its terms meet in.
+  std::vector<uint32_t> k_perm;
   int reps_m = 1, reps_n = 1, k_steps = 1;  // per warp; k_steps of instr.k * kpack
   Layout acc, a, b;
 
@@ -51,12 +57,28 @@ struct DotPlan {
   int b_reg(int ni, int ks) const { return b_regs_per_step() * (ks + k_steps * ni); }
 };
 
+// What a plan is asked for beyond the shapes.
+struct DotRequest {
+  // The instruction's M and N (AMD's matrix_instr_nonkdim; 0: 32 when the tile's M and N
+  // are at least 32, else 16, as Triton); kpack as asked where K allows it.
+  int nonkdim = 0, kpack = 1;
+  // Warps split: 0 = Triton's warpsPerTile (halve the larger repetition count); else
+  // exactly this many warps along M and N (their product at most num_warps, the rest
+  // copies): what plan_dots records, and its rule for chained dots (every warp along M).
+  int warps_m = 0, warps_n = 0;
+  std::vector<uint32_t> k_perm;  // DotPlan::k_perm
+};
+
 // The plan of a dot of a [M, K] (dtype a) by [K, N] (dtype b) on `caps`' matrix
-// instructions, with num_warps warps of wave_size lanes. nonkdim: the instruction's M
-// and N (AMD's matrix_instr_nonkdim; 0: 32 when the tile's M and N are at least 32, else
-// 16, as Triton); kpack as asked where K allows it. Among the instructions left, the one
-// with the largest k that divides K. nullopt, with `why`, when no instruction fits.
+// instructions, with num_warps warps of wave_size lanes. Among the instructions of the
+// asked nonkdim, the one with the largest k that divides K. nullopt, with `why`, when no
+// instruction fits or the asked warp split does not.
 std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b, int M, int N, int K,
-                                int num_warps, int wave_size, int nonkdim, int kpack, std::string& why);
+                                int num_warps, int wave_size, const DotRequest& req, std::string& why);
+
+// The plan plan_dots recorded on a dot op (instruction name in `str`; kpack, warps_m,
+// warps_n and the K renumbering in `ints`), rebuilt for the lowering and later passes.
+// A compile error (a tl bug) when the op has none or it no longer fits.
+DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& dot, int num_warps, int wave_size);
 
 }  // namespace tl::gpu

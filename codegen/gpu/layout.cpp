@@ -17,40 +17,6 @@ int log2_exact(int64_t n) {
   return k;
 }
 
-int64_t Layout::numel() const {
-  int64_t n = 1;
-  for (int d : shape) n *= d;
-  return n;
-}
-
-uint32_t Layout::reg_part(uint32_t r) const {
-  uint32_t f = 0;
-  for (size_t i = 0; i < reg.size(); ++i)
-    if (r >> i & 1) f ^= reg[i];
-  return f;
-}
-
-uint32_t Layout::thread_part(uint32_t l, uint32_t w) const {
-  uint32_t f = 0;
-  for (size_t i = 0; i < lane.size(); ++i)
-    if (l >> i & 1) f ^= lane[i];
-  for (size_t i = 0; i < warp.size(); ++i)
-    if (w >> i & 1) f ^= warp[i];
-  return f;
-}
-
-uint32_t Layout::duplicate_reg_mask() const {
-  uint32_t m = 0;
-  for (size_t i = 0; i < reg.size(); ++i)
-    if (reg[i] == 0) m |= 1u << i;
-  return m;
-}
-
-std::string Layout::str() const {
-  auto list = [](const std::vector<uint32_t>& v) { return fmt::format("[{}]", fmt::join(v, ",")); };
-  return fmt::format("shape=[{}] reg={} lane={} warp={}", fmt::join(shape, ","), list(reg), list(lane), list(warp));
-}
-
 int dim_offset(const std::vector<int>& shape, int d) {
   int off = 0;
   for (int e = int(shape.size()) - 1; e > d; --e) off += log2_exact(shape[e]);
@@ -545,6 +511,19 @@ SharedTileLayout shared_tile_layout(const std::vector<int>& shape, int elem_byte
   s.vec = std::max(1, std::min(cols, 16 / std::max(1, elem_bytes)));
   s.offsets = xor_swizzle(int(numel / cols), cols, s.vec, elem_bytes, bank_bytes);
   return s;
+}
+
+ir::ConvertPath conversion_path(const Layout& src, const Layout& dst) {
+  if (register_only_conversion(src, dst)) return ir::ConvertPath::registers;
+  // A shuffle costs about one shared-memory access (ds_bpermute goes through the LDS
+  // crossbar, shfl through the shared-memory pipe); an all-to-all inside a warp (a 32x32
+  // transpose held by one warp) needs a shuffle per (register, source register) pair and
+  // stays in shared memory.
+  if (auto plan = warp_shuffle_plan(src, dst)) {
+    auto distinct = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
+    if (plan->num_shuffles() <= distinct(src) + distinct(dst)) return ir::ConvertPath::warp_shuffle;
+  }
+  return ir::ConvertPath::shared;
 }
 
 }  // namespace tl::gpu

@@ -19,25 +19,13 @@
 #include <string>
 #include <vector>
 
+#include "codegen/ir/layout.hpp"
+#include "codegen/ir/op_properties.hpp"
+
 namespace tl::gpu {
 
-struct Layout {
-  std::vector<int> shape;        // the tile's shape; empty for scalars
-  std::vector<uint32_t> reg;     // image of register-index bit i
-  std::vector<uint32_t> lane;    // image of lane-id bit i (log2(wave size) entries)
-  std::vector<uint32_t> warp;    // image of warp-id bit i (log2(num_warps) entries)
-
-  int rank() const { return int(shape.size()); }
-  int num_regs() const { return 1 << reg.size(); }
-  int64_t numel() const;
-  // flat index contributed by register r (the thread part is XORed in at run time)
-  uint32_t reg_part(uint32_t r) const;
-  uint32_t thread_part(uint32_t lane_id, uint32_t warp_id) const;
-  // True when some register bit has a zero image: registers that differ in it are copies.
-  uint32_t duplicate_reg_mask() const;
-  bool operator==(const Layout& o) const = default;
-  std::string str() const;
-};
+// The layout attribute of the IR (codegen/ir/layout.hpp); this file is its algebra.
+using Layout = ir::Layout;
 
 // --- flat-index helpers for power-of-two shapes ---
 int log2_exact(int64_t n);
@@ -203,5 +191,12 @@ uint32_t decompose(const std::vector<uint32_t>& pivot, uint32_t x);
 
 // The plan of a conversion that crosses no warps; nullopt when it crosses warps.
 std::optional<WarpShufflePlan> warp_shuffle_plan(const Layout& src, const Layout& dst);
+
+// How a conversion from `src` to `dst` (same shape) moves data, the first that applies:
+// registers (each thread holds what it needs), warp shuffles (nothing crosses warps, and
+// the shuffles are no more than a shared-memory round trip's accesses: distinct elements
+// written plus read per thread; the two barriers are the gain), else shared memory. The
+// one rule plan_conversion_paths records and the lowering emits.
+ir::ConvertPath conversion_path(const Layout& src, const Layout& dst);
 
 }  // namespace tl::gpu

@@ -83,10 +83,13 @@ class Lowerer {
 
   // ---- values (lower_kernel.cpp)
   llvm::Value* scalar(const ir::Value* v);
+  // `v` in layout `l`: a rematerialized value is emitted in it; any other must already
+  // be in it (the middle end made every change of layout a convert_layout).
   Values get(const ir::Value* v, const Layout& l);
+  // The one exception, converting by conversion_path: the pointers and mask of a
+  // global_load_to_shared, whose copy layout the lowering still chooses (plan_copy).
+  Values get_converting(const ir::Value* v, const Layout& l);
   const Regs& natural(const ir::Value* v);
-  // The layout an eager op works in when it has no reason to prefer another.
-  const Layout& default_layout(const std::vector<int>& shape) { return plan_.shape_default(shape); }
   // The layout the plan assigned a tile operand, else the default of its shape.
   Layout preferred_layout(const ir::Value* v);
   bool is_lazy(const ir::Value* v) const { return plan_.rematerialized(v); }
@@ -148,13 +151,10 @@ class Lowerer {
 
   // ---- tl::dot on the matrix cores (lower_dot.cpp)
   void lower_dot(const ir::Operation& op);
-  // Shared loads read by the dot that uses them (an operand read from a tl::shared
-  // buffer, directly or through a cast (FP8 to bf16) and tl::trans, in the operand's
-  // layout, with nothing between the read and the dot that writes memory): the dot reads
-  // (and converts) each K step's registers next to the instructions that use them, as
-  // Triton's local_loads per K step, instead of holding the whole [M, K] and [K, N]
-  // tiles before the first instruction.
-  void plan_deferred_operand_reads();
+  // Shared loads their dot reads a K step at a time (ir::kReadByDot, decided by
+  // plan_dot_operand_sources), with the values between the read and the dot (its cast
+  // and transpose), which emit nothing where they stand.
+  void collect_operand_reads_by_dot();
   std::unordered_set<const ir::Operation*> deferred_reads_;       // the shared_loads
   std::unordered_set<const ir::Value*> deferred_values_;          // their results, a cast and the trans of one
   // Reads registers [first, first + count) of shared_load `op` in layout `l` into `out`
@@ -166,7 +166,10 @@ class Lowerer {
   void lower_scan(const ir::Operation& op);
 
   // ---- layout conversion and shared memory (convert_layout.cpp)
-  Values convert(const Values& v, const Layout& from, const Layout& to, DType t);
+  // A convert_layout by the path its op records (lower_convert_layout), or by the one
+  // conversion_path chooses (get_converting).
+  Values convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path);
+  void lower_convert_layout(const ir::Operation& op);
   // Shared memory is one array (`tl_shared`): the user's buffers (shared_alloc) where the
   // allocator put them (shared_memory.hpp), then one scratch region that every layout
   // conversion and cross-warp reduction reuses, sized by the largest. A buffer id is the

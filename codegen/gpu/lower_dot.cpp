@@ -4,6 +4,7 @@
 // step, every M repetition and every N repetition (A reused across N, as Triton orders
 // them), the target's matrix instruction on the fragment registers. The result stays in
 // the accumulator layout: a K loop carries it there without conversion.
+#include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/lower_context.hpp"
 
 #include <fmt/format.h>
@@ -35,40 +36,16 @@ llvm::Value* call_intrinsic(llvm::IRBuilderBase& b, const std::string& name, con
   return b.CreateCall(f, args);
 }
 
-void Lowerer::plan_deferred_operand_reads() {
-  std::unordered_map<const ir::Value*, int> uses;
-  ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
-    for (const ir::Value* v : op.operands) ++uses[v];
-  });
+void Lowerer::collect_operand_reads_by_dot() {
   ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) {
     if (op.op != Op::dot) return;
-    const DotPlan& p = plan_.dot(&op);
     for (int i = 0; i < 2; ++i) {
-      const ir::Value* v = op.operands[size_t(i)];
-      const ir::Operation *tr = nullptr, *cv = nullptr;
-      if (v->def && v->def->op == Op::trans && uses[v] == 1) tr = v->def, v = tr->operands[0];
-      const ir::Value* converted = v;  // the registers the dot takes, before any transpose
-      if (v->def && v->def->op == Op::cast && uses[v] == 1) cv = v->def, v = cv->operands[0];
-      const ir::Operation* read = v->def;
-      if (!read || read->op != Op::shared_load || uses[v] != 1 || read->parent != op.parent) continue;
-      // The operand's registers are the read's (a transpose renames no register; a cast
-      // converts each register where it stands).
-      const Layout& want = i == 0 ? p.a : p.b;
-      const Layout& have = plan_.of(converted);
-      if (!(tr ? trans_layout(have, tr->ints) == want : have == want)) continue;
-      if (cv && !(plan_.of(v) == have)) continue;
-      // Reading later is reading the same bytes: nothing between writes memory.
-      bool between = false, clean = true;
-      for (const auto& o : op.parent->ops) {
-        if (o.get() == &op) break;
-        if (between) clean &= !ir::writes_or_has_effects(*o);
-        between |= o.get() == read;
-      }
-      if (!clean) continue;
-      deferred_reads_.insert(read);
-      deferred_values_.insert(v);
-      if (cv) deferred_values_.insert(cv->result());
-      if (tr) deferred_values_.insert(tr->result());
+      auto m = match_shared_dot_operand(op.operands[size_t(i)]);
+      if (!m || m->read->i1 != ir::kReadByDot) continue;
+      deferred_reads_.insert(m->read);
+      deferred_values_.insert(m->read->result());
+      if (m->cast) deferred_values_.insert(m->cast->result());
+      if (m->trans) deferred_values_.insert(m->trans->result());
     }
   });
 }
@@ -92,10 +69,10 @@ void Lowerer::lower_dot(const ir::Operation& op) {
       o.regs = get(v, want);
       return o;
     }
-    const ir::Value* src = v->def->op == Op::trans ? v->def->operands[0] : v;
-    if (src->def->op == Op::cast) o.cast = src->def, src = src->def->operands[0];
-    o.read = src->def;
-    o.layout = plan_.of(src);
+    auto m = match_shared_dot_operand(v);
+    o.cast = m->cast;
+    o.read = m->read;
+    o.layout = plan_.of(m->read->result());
     o.regs.assign(size_t(want.num_regs()), nullptr);
     if (o.cast) o.raw.assign(size_t(want.num_regs()), nullptr);
     return o;

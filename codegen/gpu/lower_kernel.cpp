@@ -23,18 +23,11 @@ std::string kernel_symbol(const std::string& name) {
 Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks)
     : f_(f), m_(m), ctx_(m.getContext()), opts_(opts), hooks_(hooks), b(m.getContext()), axis_(f) {
   ws_ = hooks.wave_size();
-  nw_ = opts.num_warps;
-  if (nw_ < 1 || (nw_ & (nw_ - 1)) != 0 || nw_ > 32)
-    throw compile_error(fmt::format("num_warps must be a power of two in 1..32, got {}", nw_));
+  nw_ = opts.num_warps;  // (a power of two within the target's threads: codegen/pipeline.cpp)
   threads_ = ws_ * nw_;
-  int max_threads = hooks.capabilities().max_threads_per_program;
-  if (threads_ > max_threads)
-    throw compile_error(fmt::format("{} threads per program exceed {}'s limit of {}", threads_, hooks.target_name(),
-                                    max_threads));
   info_.block_threads = threads_;
   info_.waves_per_eu = opts.waves_per_eu;
-  plan_ = assign_layouts(f, axis_, ws_, nw_, DotTarget{&hooks.capabilities(), opts.matrix_instr_nonkdim, opts.kpack});
-  if (codegen::dump_ir_enabled()) std::fprintf(stderr, "%s", plan_.str(f).c_str());
+  plan_ = LayoutPlan(f, hooks.capabilities(), ws_, nw_);
 }
 
 void Lowerer::fail(const ir::Operation& op, const std::string& what) {
@@ -77,7 +70,7 @@ LoweringResult Lowerer::run() {
     scalars_[a] = v;
   }
   smem_setup();
-  plan_deferred_operand_reads();
+  collect_operand_reads_by_dot();
   scopes_.emplace_back();
   lower_block(f_.body);
   b.CreateRetVoid();
@@ -157,16 +150,23 @@ Values Lowerer::get(const ir::Value* v, const Layout& l) {
     auto f = it->find(key);
     if (f != it->end()) return f->second;
   }
-  Values out;
-  if (is_lazy(v)) {
-    out = lazy_value(v, l);
-  } else {
+  if (!is_lazy(v)) {
+    // Every change of layout is a convert_layout the middle end inserted
+    // (insert_layout_conversions): a value asked for in another layout is a tl bug.
     const Regs& n = natural(v);
     if (n.layout == l) return n.v;
-    out = convert(n.v, n.layout, l, v->type.dtype);
+    throw compile_error(fmt::format("gpu lowering: a {} in {} read in {} without a planned convert_layout (a tl bug)",
+                                    v->type.str(), n.layout.str(), l.str()));
   }
+  Values out = lazy_value(v, l);
   scopes_.back()[key] = out;
   return out;
+}
+
+Values Lowerer::get_converting(const ir::Value* v, const Layout& l) {
+  if (is_lazy(v) || v->type.is_scalar() || natural(v).layout == l) return get(v, l);
+  const Regs& n = natural(v);
+  return convert(n.v, n.layout, l, v->type.dtype, conversion_path(n.layout, l));
 }
 
 // ------------------------------------------------------------------ thread geometry
@@ -261,6 +261,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::dot: return lower_dot(op);
+    case Op::convert_layout: return lower_convert_layout(op);
     case Op::constant:
       return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));
     case Op::program_id:
@@ -278,7 +279,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
       if (deferred_values_.count(res)) return;  // the transpose of a read its dot makes (lower_dot.cpp)
       if (res->type.is_scalar()) {  // a one-element tile back to a scalar: every thread holds it
         const ir::Value* src = op.operands[0];
-        set_scalar(res, get(src, default_layout(src->type.shape))[0]);
+        set_scalar(res, get(src, preferred_layout(src))[0]);
         return;
       }
       if (!is_lazy(res)) lower_shape_op(op);

@@ -58,7 +58,7 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
   const ir::Value* v = op.operands[2];
   DType t = v->type.dtype;
   // The value where it already lives (a store takes any layout: the offsets follow it).
-  Layout l = is_lazy(v) ? default_layout(v->type.shape) : natural(v).layout;
+  Layout l = is_lazy(v) ? preferred_layout(v) : natural(v).layout;
   Values regs = get(v, l);
   auto ids = smem_plan_.buffers_of.find(op.operands[0]);
   if (ids != smem_plan_.buffers_of.end())
@@ -331,9 +331,9 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   std::optional<Layout> l = plan.layout;
   int bytes = plan.bytes;
   int per = bytes / eb;
-  Values ptrs = get(ptr, *l);
-  Values masks = mask ? get(mask, *l) : Values{};
-  Values others = other ? get(other, *l) : Values{};
+  Values ptrs = get_converting(ptr, *l);
+  Values masks = mask ? get_converting(mask, *l) : Values{};
+  Values others = other ? get_converting(other, *l) : Values{};
   Layout offsets = compose(st.offsets, *l, bt.shape);
   int buffer = smem_buffer_of(op.operands[0]);
   auto ids = smem_plan_.buffers_of.find(op.operands[0]);

@@ -95,11 +95,18 @@ std::unique_ptr<Operation> clone(const Operation& op, ValueMap& map) {
   c->f = op.f;
   c->ints = op.ints;
   c->str = op.str;
+  c->layout = op.layout;
+  // (GPU planning's marks travel with the values they describe.)
+  auto copy_plan = [](const Value* from, Value* to) {
+    to->layout = from->layout;
+    to->rematerialized = from->rematerialized;
+    return to;
+  };
   for (Value* v : op.operands) c->operands.push_back(map.lookup(v));
-  for (auto& r : op.results) map.map(r.get(), c->add_result(r->type));
+  for (auto& r : op.results) map.map(r.get(), copy_plan(r.get(), c->add_result(r->type)));
   for (auto& region : op.regions) {
     Block* nb = c->add_region();
-    for (auto& a : region->args) map.map(a.get(), nb->add_arg(a->type));
+    for (auto& a : region->args) map.map(a.get(), copy_plan(a.get(), nb->add_arg(a->type)));
     Builder inner(*nb);
     clone_ops(*region, inner, map);
   }
@@ -148,6 +155,18 @@ void remove_carried_value(Block& scope, Operation& for_op, int i) {
   for_op.results.erase(for_op.results.begin() + i);
   for (size_t k = 0; k < body.args.size(); ++k) body.args[k]->index = int(k);
   for (size_t k = 0; k < for_op.results.size(); ++k) for_op.results[k]->index = int(k);
+}
+
+std::unique_ptr<Function> clone_function(const Function& f) {
+  auto out = std::make_unique<Function>();
+  out->name = f.name;
+  out->loc = f.loc;
+  out->arg_info = f.arg_info;
+  ValueMap map;
+  for (auto& a : f.body.args) map.map(a.get(), out->body.add_arg(a->type));
+  Builder at(out->body);
+  clone_ops(f.body, at, map);
+  return out;
 }
 
 }  // namespace tl::ir

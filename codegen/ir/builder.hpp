@@ -65,6 +65,10 @@ std::unique_ptr<Operation> clone(const Operation& op, ValueMap& map);
 // the caller when the copy should read something else.
 void clone_ops(const Block& src, Builder& at, ValueMap& map, bool skip_terminator = false);
 
+// A deep copy of a whole function (what the GPU middle end plans on, so that the traced
+// function can be compiled again for another target).
+std::unique_ptr<Function> clone_function(const Function& f);
+
 // Every op that uses `v`, with the operand index, inside `scope` (recursively).
 std::vector<std::pair<Operation*, int>> uses_of(Block& scope, const Value* v);
 

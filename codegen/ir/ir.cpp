@@ -6,6 +6,8 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "codegen/ir/op_properties.hpp"
+
 namespace tl {
 
 const char* op_name(Op op) {
@@ -31,7 +33,8 @@ const char* op_name(Op op) {
     case Op::shared_load: return "shared_load"; case Op::shared_store: return "shared_store";
     case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
     case Op::barrier: return "barrier";
-    case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot"; case Op::for_: return "for";
+    case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot";
+    case Op::convert_layout: return "convert_layout"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
     case Op::print: return "print";
   }
@@ -124,6 +127,8 @@ class Printer {
     out_ += ") {\n";
     block(f.body, 1);
     out_ += "}\n";
+    // GPU planning's layouts, each printed once (Triton's #blocked / #mma aliases).
+    for (size_t i = 0; i < layouts_.size(); ++i) out_ += fmt::format("#l{} = {}\n", i, layouts_[i].str());
     return std::move(out_);
   }
 
@@ -132,6 +137,20 @@ class Printer {
     auto it = ids_.find(v);
     if (it == ids_.end()) it = ids_.emplace(v, int(ids_.size())).first;
     return fmt::format("%{}", it->second);
+  }
+
+  std::string layout_alias(const Layout& l) {
+    for (size_t i = 0; i < layouts_.size(); ++i)
+      if (layouts_[i] == l) return fmt::format("#l{}", i);
+    layouts_.push_back(l);
+    return fmt::format("#l{}", layouts_.size() - 1);
+  }
+  // A value's type, and where GPU planning put it.
+  std::string typed(const Value* v) {
+    std::string s = v->type.str();
+    if (v->rematerialized) s += " #remat";
+    else if (v->layout) s += " " + layout_alias(*v->layout);
+    return s;
   }
 
   void block(const Block& b, int depth) {
@@ -155,7 +174,13 @@ class Printer {
       case Op::load: case Op::store: return op.i0 ? " buffer" : "";
       case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
-      case Op::shared_load: return op.i0 ? " relaxed" : "";
+      case Op::shared_load:
+        return fmt::format("{}{}", op.i0 ? " relaxed" : "", op.i1 == kReadByDot ? " read_by_dot" : "");
+      case Op::dot:
+        return op.str.empty() || op.ints.size() < 3
+                   ? ""
+                   : fmt::format(" {} kpack={} warps={}x{}", op.str, op.ints[0], op.ints[1], op.ints[2]);
+      case Op::convert_layout: return fmt::format(" path={}", convert_path_name(ConvertPath(op.i0)));
       case Op::global_load_to_shared: return op.i0 ? " into_last_read_stage" : "";
       case Op::barrier: return op.i0 ? " shared" : "";
       case Op::async_wait: return fmt::format(" num_outstanding={}{}", op.i0, op.i1 ? " copies" : "");
@@ -185,10 +210,11 @@ class Printer {
     }
     line += op_name(op.op);
     line += attrs(op);
+    if (op.layout) line += " layout=" + layout_alias(*op.layout);
     for (size_t i = 0; i < op.operands.size(); ++i) line += (i ? ", " : " ") + name(op.operands[i]);
     if (!op.results.empty()) {
       line += " :";
-      for (size_t i = 0; i < op.results.size(); ++i) line += (i ? ", " : " ") + op.results[i]->type.str();
+      for (size_t i = 0; i < op.results.size(); ++i) line += (i ? ", " : " ") + typed(op.results[i].get());
     }
     if (!op.regions.empty()) {
       out_ += line;
@@ -199,7 +225,7 @@ class Printer {
         if (!b.args.empty()) {
           out_ += " ^(";
           for (size_t i = 0; i < b.args.size(); ++i)
-            out_ += fmt::format("{}{}: {}", i ? ", " : "", name(b.args[i].get()), b.args[i]->type.str());
+            out_ += fmt::format("{}{}: {}", i ? ", " : "", name(b.args[i].get()), typed(b.args[i].get()));
           out_ += ")";
         }
         out_ += "\n";
@@ -216,10 +242,17 @@ class Printer {
 
   bool locs_;
   std::string out_;
+  std::vector<Layout> layouts_;
   std::unordered_map<const Value*, int> ids_;
 };
 
 }  // namespace
+
+std::string short_location(const SrcLoc& l) {
+  std::string f = l.file ? l.file : "";
+  size_t slash = f.find_last_of('/');
+  return fmt::format("{}:{}", slash == std::string::npos ? f : f.substr(slash + 1), l.line);
+}
 
 std::string Function::str(bool with_locations) const { return Printer(with_locations).function(*this); }
 

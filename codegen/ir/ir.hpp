@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include <optional>
+
+#include "codegen/ir/layout.hpp"
 #include "tl/dtype.hpp"
 #include "tl/opcode.hpp"
 
@@ -69,6 +72,12 @@ class Value {
   Operation* def = nullptr;  // null for block arguments
   Block* owner = nullptr;    // the block whose argument this is, or null
   int index = 0;             // result or argument index
+  // GPU planning (codegen/gpu passes), empty before it and on the CPU: the distributed
+  // layout the value lives in, or `rematerialized` for cheap index math that has none and
+  // is emitted wherever it is used, in the layout of its user (Triton's
+  // rematerialization). Printed by Function::str.
+  std::optional<Layout> layout;
+  bool rematerialized = false;
 };
 
 // Per-argument facts from the launch, like Triton's specialization.
@@ -100,6 +109,9 @@ class Operation {
   double f = 0.0;
   std::vector<int> ints;
   std::string str;
+  // GPU planning: the layout an op without a tile result works in (a store, a tile
+  // atomic, a global_load_to_shared), when it is not its operands' own.
+  std::optional<Layout> layout;
 
   Value* result(int i = 0) const { return results.at(i).get(); }
   Value* add_result(Type t);
@@ -115,6 +127,9 @@ class Function {
 
   std::string str(bool with_locations = true) const;
 };
+
+// "file.cpp:12": a source location as compile remarks name it (the file without its folder).
+std::string short_location(const SrcLoc& l);
 
 // Replace every use of `from` inside `scope` (recursively) with `to`.
 void replace_all_uses(Block& scope, Value* from, Value* to);

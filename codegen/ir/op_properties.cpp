@@ -38,14 +38,18 @@ OpProperties describe(Op op) {
     // Reads and writes of shared memory order like global ones: CSE never merges two
     // shared_loads with a write (or a barrier) between them, DCE never drops a store.
     // i0 = 1: load_shared_relaxed (the user's async_wait synchronized it).
-    case Op::shared_load: return {kReadsMemory, kAttrI0};
+    case Op::shared_load: return {kReadsMemory, kAttrI0 | kAttrI1};  // i1: kReadByDot
     // The copy writes a stage (asynchronously, complete at an async_wait); the wait
     // reads and writes nothing but orders the copies before it against what follows.
     case Op::global_load_to_shared: return {kWritesMemory, kAttrI0};  // i0: kCopyIntoLastReadStage
     case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
-    case Op::dot: return {kPure, 0};
+    // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n
+    // (ints); the CPU ignores them.
+    case Op::dot: return {kPure, kAttrInts | kAttrStr};
+    // i0: the ConvertPath a pass chose (op_properties.hpp).
+    case Op::convert_layout: return {kPure, kAttrI0};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};
     case Op::yield: return {kTerminator, 0};
@@ -69,6 +73,16 @@ struct Table {
 const OpProperties& properties(Op op) {
   static const Table table;
   return table.entries[uint8_t(op)];
+}
+
+const char* convert_path_name(ConvertPath p) {
+  switch (p) {
+    case ConvertPath::undecided: return "undecided";
+    case ConvertPath::registers: return "registers";
+    case ConvertPath::warp_shuffle: return "warp_shuffle";
+    case ConvertPath::shared: return "shared";
+  }
+  return "?";
 }
 
 bool writes_or_has_effects(const Operation& op) {

@@ -74,6 +74,20 @@ constexpr int64_t kWaitCountsCopies = 1;
 // iteration must order it after the reads (codegen/passes/insert_barriers.cpp), not one
 // right before it.
 constexpr int64_t kCopyIntoLastReadStage = 1;
+// `shared_load` with i1 == kReadByDot (GPU planning, plan_dot_operand_sources): the only
+// user is a tl::dot (directly or through a cast and/or trans, dot_operand_source.hpp)
+// that reads the registers it needs a K step at a time next to its instructions; the
+// shared_load itself emits nothing.
+constexpr int64_t kReadByDot = 1;
+// `convert_layout`'s i0: how the conversion moves data, decided by plan_conversion_paths
+// (codegen/gpu/plan_conversion_paths.cpp) and only emitted by the lowering.
+enum class ConvertPath : int64_t {
+  undecided = 0,
+  registers = 1,     // each thread already holds what it needs: a renaming, no code
+  warp_shuffle = 2,  // no element crosses warps: indexed lane shuffles, no shared memory
+  shared = 3,        // through the scratch region of shared memory, with barriers
+};
+const char* convert_path_name(ConvertPath p);
 // The scalar base and the i32 offsets of a buffer access's pointer operand
 // (`addptr(splat(base), offsets)`); both null when the op is not one or is malformed.
 struct BufferOperands {

@@ -197,6 +197,11 @@ class Verifier {
                "dot accumulates i8 in i32 and floats in f32");
         break;
       }
+      case Op::convert_layout:
+        expect(nops == 1 && op.results.size() == 1 && op.result()->type == op.operands[0]->type, op,
+               "convert_layout takes one tile and gives it back, same type");
+        expect(op.result()->layout.has_value(), op, "convert_layout's result has no layout");
+        break;
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
         break;

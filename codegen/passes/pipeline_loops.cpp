@@ -57,11 +57,7 @@
 namespace tl::passes {
 namespace {
 
-std::string where(const ir::SrcLoc& l) {
-  std::string f = l.file ? l.file : "";
-  size_t slash = f.find_last_of('/');
-  return fmt::format("{}:{}", slash == std::string::npos ? f : f.substr(slash + 1), l.line);
-}
+std::string where(const ir::SrcLoc& l) { return ir::short_location(l); }
 
 // Whether `b` is `loop`'s body or nested inside it.
 bool inside(const ir::Block* b, const ir::Operation* loop) {

@@ -143,8 +143,8 @@ void check_target(const std::string& arch) {
             std::string why;
             // AMD swaps the operands: the instruction for (x, y) is the table's (y, x).
             const bool amd = mi.family == MatrixFamily::amd_mfma;
-            auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, num_warps, caps.wave_size, nonkdim,
-                              kpack, why);
+            auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, num_warps, caps.wave_size,
+                              DotRequest{nonkdim, kpack}, why);
             if (!p || p->instr.name != mi.name || p->instr.a != mi.a || p->instr.b != mi.b) continue;
             EXPECT_EQ(p->swap_operands, amd);
             SCOPED_TRACE(fmt::format("{} {} [{}x{}x{}] warps {} nonkdim {} kpack {}", arch, mi.name, M, N, K, num_warps,
@@ -171,7 +171,7 @@ void check_target(const std::string& arch) {
                              {16, 16, 16}, {32, 32, 8}, {16, 16, 4}, {32, 32, 2}}) {
         std::string why;
         const bool amd = mi.family == MatrixFamily::amd_mfma;
-        auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, 4, caps.wave_size, nonkdim, 1, why);
+        auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, 4, caps.wave_size, DotRequest{nonkdim, 1}, why);
         any |= p && p->instr.name == mi.name && p->instr.a == mi.a && p->instr.b == mi.b;
       }
     EXPECT_TRUE(any) << arch << ": no shape selects " << mi.name << " for " << name(mi.a) << " x " << name(mi.b);
@@ -194,31 +194,31 @@ TEST(DotLayout, InstructionAndWarpChoice) {
   auto gfx942 = codegen::capabilities_for(codegen::parse_target("gfx942"));
   auto gfx950 = codegen::capabilities_for(codegen::parse_target("gfx950"));
   std::string why;
-  auto p = plan_dot(gfx942, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, 0, 1, why);
+  auto p = plan_dot(gfx942, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, DotRequest{0, 1}, why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(p->instr.name, "v_mfma_f32_32x32x8_bf16");
   EXPECT_EQ(p->warps_m, 2);
   EXPECT_EQ(p->warps_n, 2);
   EXPECT_EQ(p->reps_m, 2);
   EXPECT_EQ(p->k_steps, 8);
-  p = plan_dot(gfx942, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, 16, 2, why);
+  p = plan_dot(gfx942, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, DotRequest{16, 2}, why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(p->instr.name, "v_mfma_f32_16x16x16_bf16");
   EXPECT_EQ(p->kpack, 2);
   EXPECT_EQ(p->a_regs_per_step(), 8);  // one 128-bit read feeds two MFMAs
-  p = plan_dot(gfx950, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, 0, 1, why);
+  p = plan_dot(gfx950, DType::bf16, DType::bf16, 128, 128, 64, 4, 64, DotRequest{0, 1}, why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(p->instr.name, "v_mfma_f32_32x32x16_bf16");
-  p = plan_dot(gfx950, DType::f8e4m3fn, DType::f8e4m3fn, 64, 64, 128, 4, 64, 16, 1, why);
+  p = plan_dot(gfx950, DType::f8e4m3fn, DType::f8e4m3fn, 64, 64, 128, 4, 64, DotRequest{16, 1}, why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(p->instr.name, "v_mfma_f32_16x16x128_f8f6f4");
-  p = plan_dot(gfx942, DType::bf16, DType::bf16, 16, 64, 64, 4, 64, 0, 1, why);
+  p = plan_dot(gfx942, DType::bf16, DType::bf16, 16, 64, 64, 4, 64, DotRequest{0, 1}, why);
   ASSERT_TRUE(p) << why;
   EXPECT_EQ(p->instr.m, 16);
   EXPECT_EQ(p->warps_n, 4);
   // Failures say why.
-  EXPECT_FALSE(plan_dot(gfx942, DType::f8e4m3fn, DType::f8e4m3fn, 64, 64, 64, 4, 64, 0, 1, why));
+  EXPECT_FALSE(plan_dot(gfx942, DType::f8e4m3fn, DType::f8e4m3fn, 64, 64, 64, 4, 64, DotRequest{0, 1}, why));
   EXPECT_NE(why.find("no matrix instruction of gfx942 multiplies f8e4m3fn by f8e4m3fn"), std::string::npos) << why;
-  EXPECT_FALSE(plan_dot(gfx942, DType::bf16, DType::bf16, 16, 16, 64, 4, 64, 32, 1, why));
+  EXPECT_FALSE(plan_dot(gfx942, DType::bf16, DType::bf16, 16, 16, 64, 4, 64, DotRequest{32, 1}, why));
   EXPECT_NE(why.find("with matrix_instr_nonkdim=32"), std::string::npos) << why;
 }

@@ -1,10 +1,11 @@
 // The layout-assignment pass (codegen/gpu/assign_layouts.cpp): values get layouts of
 // their own, not their shape's, and loop-carried values take the layout their update
-// yields; checked on the plan itself and on what the AMD and NVIDIA code then does.
+// yields; checked on the plan the pass records in the IR and on what the AMD and NVIDIA
+// code then does.
 #include <gtest/gtest.h>
 
 #include "codegen/amdgpu/code_object.hpp"
-#include "codegen/gpu/layout_plan.hpp"
+#include "codegen/gpu/passes.hpp"
 #include "codegen/passes/passes.hpp"
 #include "support/compile.hpp"
 #include "support/traced_kernels.hpp"
@@ -25,21 +26,27 @@ std::vector<const ir::Operation*> ops_of(ir::Function& f, Op kind) {
   return out;
 }
 
-gpu::LayoutPlan plan_for(ir::Function& f, int wave, int warps) {
+// Runs layout assignment as the GPU pipeline does; the layouts are then the values' own.
+void plan_for(ir::Function& f, int wave, int warps) {
   passes::eliminate_common_subexpressions(f);
   passes::eliminate_dead_code(f);
-  passes::AxisAnalysis axis(f);
-  return gpu::assign_layouts(f, axis, wave, warps);
+  static const gpu::TargetCapabilities caps = codegen::capabilities_for(codegen::parse_target("gfx942"));
+  gpu::assign_layouts(f, passes::AxisAnalysis(f), gpu::PlanTarget{&caps, wave, warps});
+}
+
+const gpu::Layout& layout_of(const ir::Value* v) {
+  EXPECT_TRUE(v->layout.has_value());
+  return *v->layout;
 }
 
 TEST(LayoutPlan, SameShapeLoadsCoalescedAlongDifferentDimsKeepTheirOwnLayouts) {
   for (int wave : {32, 64}) {
     auto f = tltest::row_plus_column_major_kernel();
-    gpu::LayoutPlan plan = plan_for(*f, wave, 4);
+    plan_for(*f, wave, 4);
     auto loads = ops_of(*f, Op::load);
     ASSERT_EQ(loads.size(), 2u);
-    const gpu::Layout& a = plan.of(loads[0]->result());
-    const gpu::Layout& b = plan.of(loads[1]->result());
+    const gpu::Layout& a = layout_of(loads[0]->result());
+    const gpu::Layout& b = layout_of(loads[1]->result());
     EXPECT_EQ(a.shape, b.shape);
     EXPECT_NE(a, b) << "one [64, 64] shape, two layouts";
     // Each is 4 consecutive elements a thread along its own contiguous dim.
@@ -74,16 +81,19 @@ TEST(LayoutPlan, ColumnMajorLoadIsVectorizedOnAmdAndNvidia) {
 TEST(LayoutPlan, LoopCarriedAccumulatorTakesTheLayoutItsUpdateYields) {
   for (int wave : {32, 64}) {
     auto f = tltest::reduction_accumulator_kernel();
-    gpu::LayoutPlan plan = plan_for(*f, wave, 4);
+    plan_for(*f, wave, 4);
     auto loops = ops_of(*f, Op::for_);
     auto reduces = ops_of(*f, Op::reduce);
     ASSERT_EQ(loops.size(), 1u);
     ASSERT_EQ(reduces.size(), 1u);
-    const gpu::Layout& slice = plan.of(reduces[0]->result());
+    const gpu::Layout& slice = layout_of(reduces[0]->result());
     const ir::Value* acc_arg = loops[0]->regions[0]->args[1].get();
-    EXPECT_EQ(plan.of(acc_arg), slice) << "carried: " << plan.of(acc_arg).str() << "\nreduce: " << slice.str();
-    EXPECT_EQ(plan.of(loops[0]->result()), slice);
-    EXPECT_NE(plan.shape_default({32}), slice) << "the zeros' own layout would have been another";
+    EXPECT_EQ(layout_of(acc_arg), slice) << "carried: " << layout_of(acc_arg).str() << "\nreduce: " << slice.str();
+    EXPECT_EQ(layout_of(loops[0]->result()), slice);
+    // The zeros it starts from are rematerialized in the carried layout, not converted.
+    const ir::Value* init = loops[0]->operands[3];
+    EXPECT_TRUE(init->rematerialized) << f->str();
+    EXPECT_NE(layout_of(init), slice) << "the zeros' own (default) layout would have been another";
   }
 }
 
@@ -105,13 +115,19 @@ TEST(LayoutPlan, ReductionAccumulatorNeedsNoSharedMemory) {
   EXPECT_EQ(co.shared_bytes, 0);
 }
 
-TEST(LayoutPlan, DumpNamesEveryAssignedValue) {
+// The IR prints every value's layout as an alias (`tile<32xf32> #l1`) and the aliases
+// once after the function; rematerialized values say so.
+TEST(LayoutPlan, IrPrintsEveryAssignedLayout) {
   auto f = tltest::reduction_accumulator_kernel();
-  gpu::LayoutPlan plan = plan_for(*f, 64, 4);
-  std::string s = plan.str(*f);
-  EXPECT_NE(s.find("reduce: shape=[32]"), std::string::npos) << s;
-  EXPECT_NE(s.find("for: shape=[32]"), std::string::npos) << s;
-  EXPECT_NE(s.find("load: shape=[32,64]"), std::string::npos) << s;
+  plan_for(*f, 64, 4);
+  std::string s = f->str();
+  auto reduces = ops_of(*f, Op::reduce);
+  ASSERT_EQ(reduces.size(), 1u);
+  EXPECT_NE(s.find("= shape=[32] reg="), std::string::npos) << s;
+  EXPECT_NE(s.find("= shape=[32,64] reg="), std::string::npos) << s;
+  EXPECT_NE(s.find("reduce sum axis=1"), std::string::npos) << s;
+  EXPECT_NE(s.find("tile<32xf32> #l"), std::string::npos) << s;
+  EXPECT_NE(s.find("#remat"), std::string::npos) << s;
 }
 
 }  // namespace

@@ -37,6 +37,10 @@ enum class Op : uint8_t {
   // accumulator c [M, N]; the result c + a.b has c's type. Operand dtypes: bf16, f16, an
   // FP8 format (each operand its own) or f32 with an f32 accumulator, i8 with i32.
   dot,
+  // GPU planning only (never traced): the same tile in another distributed layout
+  // (Triton's ttg.convert_layout). i0: the path the conversion takes (ir::ConvertPath),
+  // decided by a pass; the lowering only emits it.
+  convert_layout,
   // control flow: regions end in a yield
   for_, if_, yield,
   // debugging

@@ -1,0 +1,110 @@
+// insert_layout_conversions (passes.hpp): every change of layout becomes an explicit
+// convert_layout op (Triton's ttg.convert_layout), inserted where the value is read in
+// the other layout: before the op, before a loop for its initial values, before a yield
+// for what a loop or branch carries on. assign_layouts has already kept conversions off
+// the common paths (loads made in the layout their users want, rematerialized index
+// math, accumulators carried in the layout their update makes, chained dots sharing
+// P's layout); what is left shows in the IR and the compile report.
+#include <map>
+#include <tuple>
+#include <optional>
+
+#include "codegen/gpu/dot_layout.hpp"
+#include "codegen/gpu/layout.hpp"
+#include "codegen/gpu/passes.hpp"
+#include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
+
+namespace tl::gpu {
+namespace {
+
+// A value with a layout of its own (not a scalar, a shared buffer or rematerialized math).
+bool eager(const ir::Value* v) { return v->layout && !v->rematerialized; }
+
+bool elementwise_tile_op(Op op) {
+  return ir::has_trait(op, ir::kElementwise) && op != Op::load && op != Op::store && op != Op::atomic_rmw &&
+         op != Op::atomic_cas;
+}
+
+}  // namespace
+
+std::optional<Layout> operand_layout(const ir::Operation& op, int index, const PlanTarget& t) {
+  const ir::Value* v = op.operands[size_t(index)];
+  if (!eager(v)) return std::nullopt;
+  // A rematerialized op has no operand with a layout of its own; a tile op whose result
+  // is a scalar (a one-element tile read back) reads any copy of it.
+  if (op.results.size() == 1 && (op.result()->rematerialized || op.result()->type.is_scalar())) return std::nullopt;
+  switch (op.op) {
+    case Op::load: return op.result()->layout;
+    case Op::store: case Op::atomic_rmw: case Op::atomic_cas: return op.layout;
+    case Op::broadcast: return broadcast_source_layout(*op.result()->layout, v->type.shape);
+    case Op::dot: {
+      DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);
+      return index == 0 ? p.a : index == 1 ? p.b : p.acc;
+    }
+    case Op::for_:  // operands 0-2 are the bounds; then the carried values' initial values
+      return index >= 3 ? op.regions[0]->args[size_t(index - 3 + 1)]->layout : std::nullopt;
+    case Op::yield: {
+      const ir::Operation* owner = op.parent ? op.parent->parent : nullptr;
+      if (!owner) return std::nullopt;
+      if (owner->op == Op::for_) return owner->regions[0]->args[size_t(index + 1)]->layout;
+      return owner->result(index)->layout;
+    }
+    // reshape and trans rename their operand's registers (assign_layouts gives their
+    // results the renamed layout); reductions, scans, shared stores and asserts work in
+    // their operand's own layout; a conversion is the change itself. The pointers and
+    // mask of a global_load_to_shared are read in its copy layout, which the lowering
+    // still chooses (plan_copy): they are rematerialized address math.
+    default:
+      break;
+  }
+  if (elementwise_tile_op(op.op) && op.results.size() == 1 && op.result()->layout) return op.result()->layout;
+  return std::nullopt;
+}
+
+int insert_layout_conversions(ir::Function& f, const PlanTarget& t) {
+  // First every read that needs a conversion, then the rewrites (which move ops).
+  struct Need {
+    ir::Operation* op;
+    size_t operand;
+    Layout want;
+  };
+  std::vector<Need> needs;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    for (size_t k = 0; k < op.operands.size(); ++k) {
+      auto want = operand_layout(op, int(k), t);
+      if (want && !(*want == *op.operands[k]->layout)) needs.push_back({&op, k, *want});
+    }
+  });
+  // A conversion goes into the block that defines its value, before the op there that
+  // holds the read: a loop-invariant value (attention's Q block) converts once before
+  // the loop, not every iteration, as Triton hoists conversions out of loops. Only where
+  // the new layout holds no more distinct elements a thread than the old: the converted
+  // tile then lives across the loop instead of its source, at no register cost (a tile
+  // that the new layout copies into every warp, a decode kernel's Q read by 8 warps
+  // splitting N, would hold 8 times the registers through the loop). One conversion of a
+  // value to a layout serves every later read (the walk is in program order, so the
+  // first dominates the rest).
+  auto distinct_regs = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
+  std::map<std::tuple<const ir::Value*, std::string, const ir::Block*>, ir::Value*> made;
+  int inserted = 0;
+  for (const Need& n : needs) {
+    ir::Value* v = n.op->operands[n.operand];
+    const ir::Block* home = v->def ? v->def->parent : v->owner;
+    ir::Operation* at = n.op;
+    if (distinct_regs(n.want) <= distinct_regs(*v->layout))
+      while (at->parent != home && at->parent->parent) at = at->parent->parent;
+    ir::Value*& conv = made[{v, n.want.str(), at->parent}];
+    if (!conv) {
+      ir::Builder b(*at->parent);
+      b.before(*at);
+      conv = b.create1(Op::convert_layout, {v}, v->type, n.op->loc);
+      conv->layout = n.want;
+      ++inserted;
+    }
+    n.op->operands[n.operand] = conv;
+  }
+  return inserted;
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,67 @@
+// The GPU middle end: passes over the tile IR that decide how a program runs on a GPU,
+// each recording its decisions in the IR (value layouts, convert_layout ops and their
+// paths, dot plans, operand sources) so that TL_DUMP_IR shows them and the lowering
+// (codegen/gpu/lower_*.cpp) only emits. codegen/pipeline.cpp runs them in this order,
+// Triton's TritonGPU pipeline being the model:
+//   plan_dots                  each tl::dot's instruction, warp split and kpack; chained
+//                              dots (attention's P @ V) get every warp along M, so that
+//                              the first dot's accumulator is the second's A operand
+//   assign_layouts             coalescing anchors (loads, stores), layout propagation to
+//                              every tile value, rematerialization of cheap index math
+//   insert_layout_conversions  an explicit convert_layout wherever a value is used in
+//                              another layout than its own
+//   plan_dot_operand_sources   dot operands read from shared memory a K step at a time
+//   plan_conversion_paths      registers, warp shuffles or shared memory for each
+//                              conversion
+// Private to codegen.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/gpu/layout.hpp"
+#include "codegen/ir/ir.hpp"
+#include "codegen/passes/axis_analysis.hpp"
+
+namespace tl::gpu {
+
+// The program shape and target facts the passes plan against.
+struct PlanTarget {
+  const TargetCapabilities* caps = nullptr;
+  int wave_size = 0, num_warps = 0;
+  int nonkdim = 0, kpack = 1;  // the launch's matrix_instr_nonkdim and kpack (AMD)
+};
+
+// Records on every dot its matrix instruction (`str`) and kpack, warps_m, warps_n (and a
+// K renumbering) in `ints`. A dot whose A operand is computed from another dot's result
+// through elementwise ops (dot -> (elementwise | cast)* -> dot) is a chain: both dots put
+// every warp along M (one instruction size for both on AMD) and, where the instruction's
+// k order differs from the accumulator's column order, the second renumbers K so that the
+// first's accumulator layout is its A layout. Adds a remark line per chain. A dot no
+// instruction fits is a compile error at its line.
+void plan_dots(ir::Function& f, const PlanTarget& t, std::vector<std::string>& remarks);
+
+// Gives every distributed tile value its layout (Value::layout) or marks it
+// rematerialized, and every store, tile atomic and global_load_to_shared the layout it
+// works in (Operation::layout). Reads the dot plans plan_dots recorded.
+void assign_layouts(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
+
+// The layout op `op` reads operand `index` in, when it has one (every eager operand of
+// every op but global_load_to_shared, whose copy layout the lowering still chooses).
+// The one answer both insert_layout_conversions and the lowering rely on.
+std::optional<Layout> operand_layout(const ir::Operation& op, int index, const PlanTarget& t);
+
+// Inserts a convert_layout wherever a value with a layout of its own is read in another
+// one (operand_layout). Returns how many it inserted.
+int insert_layout_conversions(ir::Function& f, const PlanTarget& t);
+
+// Marks shared_loads read by their dot a K step at a time (ir::kReadByDot).
+void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t);
+
+// Decides each convert_layout's path (ir::ConvertPath); returns how many take each path,
+// indexed by ConvertPath.
+std::vector<int> plan_conversion_paths(ir::Function& f);
+
+}  // namespace tl::gpu
