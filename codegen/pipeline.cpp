@@ -65,8 +65,11 @@ bool dump_ir_enabled() {
   return on;
 }
 
-CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
-  auto start = std::chrono::steady_clock::now();
+namespace {
+
+// The target-independent passes, in place on `f`.
+void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
+                     std::vector<std::string>& remarks) {
   dump("tracing", f);
   ir::verify(f);
 
@@ -76,7 +79,6 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   dump("dead-code elimination", f);
   // Loads issued num_stages-1 iterations ahead; the address arithmetic it clones for them
   // and what the original loads leave unused go to a second CSE and DCE.
-  std::vector<std::string> remarks;
   passes::PipelineOptions pipelining{opts.num_stages, 0};
   if (target.kind != TargetDesc::cpu) {
     const auto caps = capabilities_for(target);
@@ -95,32 +97,53 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   passes::insert_barriers(f);
   dump("barrier insertion", f);
   ir::verify(f);
+}
 
-  CodeObject out;
-  // The GPU middle end (codegen/gpu/passes.hpp) plans on a copy, so that the traced
-  // function stays target-independent. Every decision lands in the IR; the lowering
-  // (codegen/gpu/lower_kernel.cpp) only emits it, after placing the shared buffers
-  // (codegen/gpu/shared_memory.cpp).
+// The GPU middle end (codegen/gpu/passes.hpp), on a copy of `f`, so that the traced
+// function stays target-independent. Every decision lands in the copy's IR; the lowering
+// (codegen/gpu/lower_kernel.cpp) only emits it, after placing the shared buffers
+// (codegen/gpu/shared_memory.cpp). `paths`: the conversions left, by ConvertPath.
+std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const TargetDesc& target,
+                                             const CompileOptions& opts, std::vector<std::string>& remarks,
+                                             std::vector<int>& paths) {
+  const auto caps = capabilities_for(target);
+  const gpu::PlanTarget t = gpu_plan_target(caps, target, opts);
+  std::unique_ptr<ir::Function> planned = ir::clone_function(f);
+  ir::Function& g = *planned;
+  gpu::plan_dots(g, t, remarks);
+  dump("dot planning", g);
+  gpu::assign_layouts(g, passes::AxisAnalysis(g), t);
+  dump("layout assignment", g);
+  gpu::insert_layout_conversions(g, t);
+  dump("layout conversion insertion", g);
+  gpu::plan_dot_operand_sources(g, t);
+  dump("dot operand-source planning", g);
+  paths = gpu::plan_conversion_paths(g);
+  dump("conversion path planning", g);
+  ir::verify(g);
+  return planned;
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  std::vector<std::string> remarks;
+  std::vector<int> paths;
+  run_tile_passes(f, target, opts, remarks);
+  if (target.kind == TargetDesc::cpu) return ir::clone_function(f);
+  return run_gpu_passes(f, target, opts, remarks, paths);
+}
+
+CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> remarks;
+  run_tile_passes(f, target, opts, remarks);
   std::unique_ptr<ir::Function> planned;
   std::vector<int> paths;
-  if (target.kind != TargetDesc::cpu) {
-    const auto caps = capabilities_for(target);
-    const gpu::PlanTarget t = gpu_plan_target(caps, target, opts);
-    planned = ir::clone_function(f);
-    ir::Function& g = *planned;
-    gpu::plan_dots(g, t, remarks);
-    dump("dot planning", g);
-    gpu::assign_layouts(g, passes::AxisAnalysis(g), t);
-    dump("layout assignment", g);
-    gpu::insert_layout_conversions(g, t);
-    dump("layout conversion insertion", g);
-    gpu::plan_dot_operand_sources(g, t);
-    dump("dot operand-source planning", g);
-    paths = gpu::plan_conversion_paths(g);
-    dump("conversion path planning", g);
-    ir::verify(g);
-  }
+  if (target.kind != TargetDesc::cpu) planned = run_gpu_passes(f, target, opts, remarks, paths);
   ir::Function& lowered = planned ? *planned : f;
+
+  CodeObject out;
   out.tile_ir = lowered.str();
   out.remarks = std::move(remarks);
   auto backend = make_target(target);

@@ -87,6 +87,10 @@ std::unique_ptr<Target> make_nvptx_target(const TargetDesc& d);
 // The whole compiler: passes over the tile IR, lowering, LLVM optimization, emission.
 // Throws tl::compile_error. `f` is modified by the passes.
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
+// The program as the lowering for `target` receives it: `f` after the tile passes, and on
+// GPU targets a copy after the GPU middle end (layouts, conversions, dot plans in the IR).
+// For tests and tools that inspect the decisions; compile() runs the same passes.
+std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
 // TL_DUMP_IR is set: print the IR (and the GPU layout plan) after each step to stderr.
 bool dump_ir_enabled();
 
