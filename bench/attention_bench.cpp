@@ -13,8 +13,8 @@
 // flushed (a 256 MiB write) before every call, device events around the call alone
 // (bench/timing.hpp; the host clock on the CPU), the median of --repeats. Prints one JSON
 // object a line (TFLOP/s counts 4*BH*S^2*D flops, half that when causal; "registers" and
-// "spills" from the compile report: the driver's registers and ptxas's spill stores / 4
-// on NVIDIA, VGPRs and spilled VGPRs + SGPRs on AMD), and all of them to --json.
+// "spills" from the compile report: the driver's registers and local memory / 4 on NVIDIA,
+// Triton's n_spills; VGPRs and spilled VGPRs + SGPRs on AMD), and all of them to --json.
 //
 //   tl-bench-attention [--json out.json] [--repeats 100] [--shape BH,S,D,CAUSAL ...]
 //                      [--config BMxBN,WARPS,STAGES ...]
@@ -58,14 +58,18 @@ nlohmann::json cfg_json(const attn::Config& c) {
 }
 
 // Registers and spills from a compile report, whichever target wrote it (-1: not known).
+// NVIDIA: "spills" is the driver's local memory / 4 (Triton's n_spills, the same measure
+// as the Triton column of run_attention_bench.py), "spill_store_words" ptxas's spill
+// stores / 4 where its log gave them; AMD: spilled VGPRs + SGPRs.
 void add_resources(nlohmann::json& r, const nlohmann::json& report) {
   auto get = [&](const char* k) { return report.contains(k) ? report[k].get<int64_t>() : int64_t(-1); };
   int64_t regs = get("regs") >= 0 ? get("regs") : get("vgpr");
   int64_t spills = -1;
-  if (get("spill_store_bytes") >= 0) spills = get("spill_store_bytes") / 4;
+  if (get("local_bytes") >= 0) spills = get("local_bytes") / 4;
   else if (get("spill_vgpr") >= 0) spills = get("spill_vgpr") + std::max<int64_t>(0, get("spill_sgpr"));
   r["registers"] = regs;
   r["spills"] = spills;
+  r["spill_store_words"] = get("spill_store_bytes") >= 0 ? get("spill_store_bytes") / 4 : -1;
   r["local_bytes"] = get("local_bytes");
 }
 
