@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
 # side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant,
-# pipeline, amd_quality, tune, gemm, fp8_decode).
+# pipeline, amd_quality, tune, gemm, fp8_decode, attention).
 # Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
@@ -51,6 +51,12 @@ fi
 if [[ $BENCHES == *" fp8_decode "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_decode_bench.py --tl /tmp/tl/bin/tl-bench-fp8-decode --out "$OUT" \
     --tl-args "${TL_DECODE_ARGS:-}" || rc=1
+fi
+# Triton's tutorial-06 attention forward transcribed into tl beside Triton's (mma.sync and default)
+# and torch's SDPA (TL_BENCHES=attention; TL_ATTENTION_ARGS: extra tl-bench-attention arguments).
+if [[ $BENCHES == *" attention "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_attention_bench.py --tl /tmp/tl/bin/tl-bench-attention --out "$OUT" \
+    --tl-args "${TL_ATTENTION_ARGS:-}" || rc=1
 fi
 if [[ $BENCHES == *" fp8_quant "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1
