@@ -75,6 +75,17 @@ std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, const
   return plan_dot(*t.caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], t.num_warps, t.wave_size, req, why);
 }
 
+// Whether `v` is (a transpose or cast of) an 8-bit tile. Renumbering K scatters the rows
+// of B a lane reads; an 8-bit B, read a byte at a time (FP8 V in a decode kernel), then
+// costs more registers than P's conversion saves: gfx950's seed-002 decode tuple went
+// from 186 to 237 VGPRs with it, where tutorial-06 attention's bf16 V kept 311 and saved
+// 64 ds_bpermute.
+bool eight_bit_source(const ir::Value* v) {
+  while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast) && bit_width(v->type.dtype) > 8)
+    v = v->def->operands[0];
+  return bit_width(v->type.dtype) == 8;
+}
+
 struct ChainPlan {
   DotPlan first, second;
   bool p_in_registers = false;
@@ -82,7 +93,7 @@ struct ChainPlan {
 
 // Both dots with every warp along M, one instruction size (AMD: the asked nonkdim, else
 // 32 then 16, whichever fits both); the second's K renumbered where that makes its A
-// layout the first's accumulator layout.
+// layout the first's accumulator layout and B is not 8-bit.
 std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operation& second, const PlanTarget& t) {
   const bool amd = !t.caps->matrix_instructions.empty() &&
                    t.caps->matrix_instructions[0].family == MatrixFamily::amd_mfma;
@@ -93,7 +104,7 @@ std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operat
     auto p1 = plan(first, t, req, why);
     auto p2 = plan(second, t, req, why);
     if (!p1 || !p2) continue;
-    if (!(p2->a == p1->acc))
+    if (!(p2->a == p1->acc) && !eight_bit_source(second.operands[1]))
       if (auto perm = k_renumbering(p2->a, p1->acc)) {
         req.k_perm = *perm;
         if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
