@@ -17,6 +17,7 @@ gpu::TargetCapabilities default_capabilities(const std::string& arch, int wave_s
   c.max_threads_per_program = 1024;
   // 256 VGPRs per lane per SIMD before CDNA2 (GCN, CDNA1's arch VGPRs; RDNA's wave64).
   c.registers_per_lane = 256;
+  c.registers_per_thread = 256;
   // 64 KiB of LDS per workgroup (LLVM: FeatureAddressableLocalMemorySize65536 on gfx90a,
   // gfx942 and RDNA; MI200/MI300 ISA guides: 64 KiB LDS per CU), all of it static: AMD
   // has no separate dynamic limit, a launch's dynamic LDS shares the same 64 KiB.
@@ -38,6 +39,7 @@ gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   // AGPRs, which LLVM fills before it spills to scratch (AMDGPUUsage; the CDNA2/3 ISA
   // guides; kArchLimits in code_object.cpp for occupancy).
   c.registers_per_lane = 512;
+  c.registers_per_thread = 512;
   // Global loads that write LDS instead of VGPRs: gfx90a's global_load_{ubyte,sbyte,
   // ushort,sshort,dword} with the `lds` bit, renamed global_load_lds_* on gfx940+. LLVM
   // 22 selects llvm.amdgcn.global.load.lds for sizes 1, 2 and 4 on gfx90a and gfx942.

@@ -59,6 +59,10 @@ struct TargetCapabilities {
   // Tracing refuses a tile with more elements per lane than this (docs/language.md,
   // "Limits"): it cannot be held, and LLVM takes minutes to spill it. 0: no limit (CPU).
   int registers_per_lane = 0;
+  // 32-bit registers one thread addresses before the compiler spills (NVIDIA: 255 of the
+  // share; AMD: all of it, AGPRs included). What the middle end weighs a tile kept in
+  // registers across a loop against. 0: no limit (CPU).
+  int registers_per_thread = 0;
 
   // Shared memory (LDS) one program may use, static and dynamic together: the budget
   // the lowering checks and a pipeliner or a shared-memory tile would plan against.

@@ -1,21 +1,201 @@
-// plan_dot_operand_sources (passes.hpp): where a dot's operand is a tile read from a shared
-// buffer (match_shared_dot_operand: a shared_load, through a cast and/or trans) already in
-// the operand's layout, the dot reads it itself, a K step at a time next to the
-// instructions that use it, as Triton's local_loads per K step (and its AMD backend's
-// interleaving of ds_reads with MFMAs), instead of holding the whole [M, K] and [K, N]
-// tiles in registers before the first instruction. Marked on the shared_load
-// (ir::kReadByDot); the lowering emits nothing at the read and converts (a cast) each
-// register as its K step needs it.
+// plan_dot_operand_sources (passes.hpp): where each dot reads its operands from.
+//
+// 1. An operand that reaches its layout through a conversion in shared memory (a plain
+//    tl::load of K^T or V in a register layout of its own) is staged instead: the tile is
+//    stored once into a shared buffer of its own, as soon as it exists, and the dot reads
+//    it back from there, as Triton turns a convert_layout into a dot operand into
+//    local_alloc + local_load. The buffer lies along the tile's contiguous dim (a K^T
+//    loaded D-contiguous is stored as K, transposed back on the read), so that the
+//    stores are a thread's contiguous 16 bytes and the reads follow the operand's k pairs.
+//    One barrier before the first read covers the stores since the last one. Only where
+//    the converted tile would crowd a thread's registers across its loop, and while the
+//    program's shared memory allows it.
+// 2. Where an operand is a tile read from a shared buffer (match_shared_dot_operand: a
+//    shared_load, through a cast and/or trans) already in the operand's layout, the dot
+//    reads it itself, a K step at a time next to the instructions that use it, as
+//    Triton's local_loads per K step (and its AMD backend's interleaving of ds_reads with
+//    MFMAs), instead of holding the whole [M, K] and [K, N] tiles in registers before the
+//    first instruction. Marked on the shared_load (ir::kReadByDot); the lowering emits
+//    nothing at the read and converts (a cast) each register as its K step needs it.
+#include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/passes.hpp"
+#include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 
 namespace tl::gpu {
+namespace {
+
+int64_t tile_bytes(const ir::Type& t) { return t.numel() * byte_width(t.dtype) * std::max(1, t.stages); }
+
+// The dim along which `l` holds consecutive elements in consecutive registers (its
+// register bit 0), or -1.
+int fastest_dim(const Layout& l) {
+  if (l.reg.empty() || !l.reg[0] || (l.reg[0] & (l.reg[0] - 1))) return -1;
+  return dim_of_bit(l.shape, __builtin_ctz(l.reg[0]));
+}
+
+// 32-bit registers a thread holds of `v` (distinct elements of its layout).
+int64_t registers_of(const ir::Value* v) {
+  if (!v->layout || v->rematerialized) return 0;
+  const Layout& l = *v->layout;
+  int64_t elements = l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask());
+  return (elements * std::max(1, bit_width(v->type.dtype)) + 31) / 32;
+}
+
+// What a loop keeps in registers from one iteration to the next: its carried tiles and
+// the tiles from before it that it reads (attention's Q operand).
+int64_t carried_registers(ir::Operation& loop) {
+  ir::Block& body = *loop.regions[0];
+  int64_t n = 0;
+  for (auto& a : body.args) n += registers_of(a.get());
+  std::unordered_set<const ir::Value*> inside, live_in;
+  ir::walk(body, [&](ir::Operation& op) {
+    for (auto& r : op.results) inside.insert(r.get());
+    for (auto& r : op.regions)
+      for (auto& a : r->args) inside.insert(a.get());
+  });
+  ir::walk(body, [&](ir::Operation& op) {
+    for (const ir::Value* v : op.operands)
+      if (!inside.count(v) && v->owner != &body && live_in.insert(v).second) n += registers_of(v);
+  });
+  return n;
+}
+
+void erase(ir::Operation& op) {
+  auto& ops = op.parent->ops;
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].get() == &op) return void(ops.erase(ops.begin() + long(i)));
+}
+
+// Part 1: dot operands converted through shared memory become staged buffers.
+void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget& t) {
+  // What the program already holds in shared memory: its buffers (an upper bound: the
+  // allocator overlaps buffers never live together) and the largest conversion scratch.
+  int64_t buffers = 0, scratch = 0;
+  std::vector<std::pair<ir::Operation*, int>> candidates;
+  std::unordered_map<const ir::Value*, int> uses;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    for (const ir::Value* v : op.operands) ++uses[v];
+    if (op.op == Op::shared_alloc) buffers += (tile_bytes(op.result()->type) + 127) / 128 * 128;
+    if (op.op == Op::dot)
+      for (int i = 0; i < 2; ++i) candidates.emplace_back(&op, i);
+  });
+  auto through_shared = [](const ir::Operation* c) {
+    return c && c->op == Op::convert_layout &&
+           conversion_path(*c->operands[0]->layout, *c->result()->layout) == ir::ConvertPath::shared;
+  };
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (through_shared(&op)) scratch = std::max(scratch, tile_bytes(op.result()->type));
+  });
+  const int64_t budget = t.caps->shared_bytes_per_program;
+  std::unordered_set<ir::Block*> staged_blocks;
+  std::unordered_set<const ir::Value*> staged_buffers;
+  for (auto [dot, i] : candidates) {
+    ir::Value* operand = dot->operands[size_t(i)];
+    ir::Operation* conv = operand->def;
+    if (!through_shared(conv) || uses[operand] != 1) continue;
+    // Only where the converted tile would crowd the registers: the loop's carried and
+    // read-in tiles and it over three quarters of a thread's registers. Elsewhere the conversion's
+    // scratch, shared by every conversion, costs less shared memory (the AMD GEMM tiles
+    // of dot_codegen_test keep their LDS and registers). Tutorial-06 attention at
+    // 128x64, D = 128 on 4 NVIDIA warps carries 196 registers (accumulator, pipelined K
+    // and V) and each warp's whole K^T operand would add 128: ptxas spilled 10 KB.
+    ir::Operation* loop = dot->parent->parent;
+    if (!loop || loop->op != Op::for_ ||
+        4 * (carried_registers(*loop) + registers_of(conv->result())) <= 3 * t.caps->registers_per_thread)
+      continue;
+    ir::Value* v = conv->operands[0];
+    const ir::Type& vt = v->type;
+    if (vt.rank() != 2 || vt.dtype == DType::i1) continue;
+    const int64_t bytes = (tile_bytes(vt) + 127) / 128 * 128;
+    if (buffers + bytes + scratch > budget) continue;
+    buffers += bytes;
+    const ir::SrcLoc loc = conv->loc;
+    const Layout want = *conv->result()->layout;
+    const bool transposed = fastest_dim(*v->layout) == 0;
+    const std::vector<int> perm = {1, 0};
+    const std::vector<int> shape = transposed ? std::vector<int>{vt.shape[1], vt.shape[0]} : vt.shape;
+    // The buffer, for the whole program.
+    ir::Builder top(f.body);
+    top.before(*f.body.ops.front());
+    ir::Value* buf = top.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(vt.dtype, shape, 1), loc);
+    // The store, as soon as the tile exists: in its own block (before the loop for a
+    // loop-invariant tile such as attention's Q, stored once).
+    ir::Block& blk = *dot->parent;
+    ir::Block& home = v->def ? *v->def->parent : *v->owner;
+    ir::Builder st(home);
+    if (v->def && v->def->parent == &home) st.after(*v->def);
+    else st.before(*home.ops.front());
+    ir::Value* stage = st.constant(DType::i32, 0, loc);
+    ir::Value* stored = v;
+    if (transposed) {
+      ir::Operation& tr = st.create(Op::trans, {v}, {vt.with_shape(shape)}, loc);
+      tr.ints = perm;
+      stored = tr.result();
+      stored->layout = trans_layout(*v->layout, perm);
+    }
+    st.create(Op::shared_store, {buf, stage, stored}, {}, loc);
+    // Stored outside the dot's block: a barrier there makes it visible to every read.
+    if (&home != &blk) st.create(Op::barrier, {}, {}, loc).i0 = 1;
+    // The read, right before the dot, which reads it a K step at a time (part 2).
+    ir::Builder rd(blk);
+    rd.before(*dot);
+    ir::Value* read = rd.create1(Op::shared_load, {buf, stage}, ir::Type{vt.dtype, vt.pointee, shape}, loc);
+    read->layout = transposed ? trans_source_layout(want, perm) : want;
+    ir::Value* replacement = read;
+    if (transposed) {
+      ir::Operation& tr = rd.create(Op::trans, {read}, {vt}, loc);
+      tr.ints = perm;
+      replacement = tr.result();
+      replacement->layout = want;
+    }
+    dot->operands[size_t(i)] = replacement;
+    erase(*conv);
+    staged_blocks.insert(&blk);
+    staged_buffers.insert(buf);
+  }
+  // A barrier before the first read of a buffer stored since the last barrier, placed
+  // ahead of the reads (and their transposes) that lead up to the same dot, so that no
+  // barrier falls between a dot and a read it makes itself.
+  auto staged_read = [&](const ir::Operation& op) {
+    if (op.op == Op::shared_load) return staged_buffers.count(op.operands[0]) != 0;
+    return op.op == Op::trans && op.operands[0]->def && op.operands[0]->def->op == Op::shared_load &&
+           staged_buffers.count(op.operands[0]->def->operands[0]) != 0;
+  };
+  for (ir::Block* blk : staged_blocks) {
+    std::unordered_set<const ir::Value*> pending;
+    std::vector<ir::Operation*> before;
+    ir::Operation* run_start = nullptr;  // the first of the staged reads right before this op
+    for (auto& op : blk->ops) {
+      if (op->op == Op::barrier) pending.clear();
+      if (op->op == Op::shared_store && staged_buffers.count(op->operands[0])) pending.insert(op->operands[0]);
+      if (!staged_read(*op)) {
+        run_start = nullptr;
+        continue;
+      }
+      if (!run_start) run_start = op.get();
+      if (op->op == Op::shared_load && pending.count(op->operands[0])) {
+        before.push_back(run_start);
+        pending.clear();
+      }
+    }
+    for (ir::Operation* op : before) {
+      ir::Builder b(*blk);
+      b.before(*op);
+      b.create(Op::barrier, {}, {}, op->loc).i0 = 1;
+    }
+  }
+}
+
+}  // namespace
 
 void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t) {
+  stage_operands_converted_in_shared_memory(f, t);
   std::unordered_map<const ir::Value*, int> uses;
   ir::walk(f.body, [&](ir::Operation& op) {
     for (const ir::Value* v : op.operands) ++uses[v];

@@ -44,6 +44,7 @@ gpu::TargetCapabilities capabilities(const std::string& arch) {
   // tracing stops only tiles that the whole share could not hold: the RMSNorm sweep in
   // bench/gpu_bench.cpp tries up to 256 f32 a thread, which ptxas compiles.
   c.registers_per_lane = 512;
+  c.registers_per_thread = 255;  // ptxas's per-thread maximum
   // A statically declared __shared__ array may not exceed 48 KiB on any sm; more is
   // dynamic shared memory, sized at launch, up to the opt-in maximum.
   c.static_shared_limit = 48 * 1024;

@@ -6,6 +6,8 @@
 
 #include "codegen/amdgpu/code_object.hpp"
 #include "codegen/gpu/passes.hpp"
+#include "codegen/ir/op_properties.hpp"
+#include "codegen/target.hpp"
 #include "codegen/passes/passes.hpp"
 #include "support/compile.hpp"
 #include "support/traced_kernels.hpp"
@@ -128,6 +130,46 @@ TEST(LayoutPlan, IrPrintsEveryAssignedLayout) {
   EXPECT_NE(s.find("reduce sum axis=1"), std::string::npos) << s;
   EXPECT_NE(s.find("tile<32xf32> #l"), std::string::npos) << s;
   EXPECT_NE(s.find("#remat"), std::string::npos) << s;
+}
+
+// Every change of layout is an explicit convert_layout in the planned IR, with the path
+// a pass chose, and the compile report counts them: the sum of a row-major and a
+// column-major [64, 64] load works in the first's layout, and the second converts once,
+// through shared memory (its transpose crosses warps).
+TEST(LayoutPlan, ConversionsAreOpsWithAPlannedPath) {
+  for (const char* arch : {"gfx942", "sm_90"}) {
+    auto f = tltest::row_plus_column_major_kernel();
+    codegen::CompileOptions o;
+    o.num_warps = 4;
+    auto g = codegen::planned_program(*f, codegen::parse_target(arch), o);
+    auto converts = ops_of(*g, Op::convert_layout);
+    ASSERT_EQ(converts.size(), 1u) << g->str();
+    const ir::Operation* c = converts[0];
+    EXPECT_EQ(ir::ConvertPath(c->i0), ir::ConvertPath::shared) << g->str();
+    auto loads = ops_of(*g, Op::load);
+    ASSERT_EQ(loads.size(), 2u);
+    EXPECT_EQ(c->operands[0], loads[1]->result()) << "the column-major tile converts";
+    EXPECT_EQ(*c->result()->layout, *loads[0]->result()->layout) << "to the row-major tile's layout";
+    EXPECT_NE(g->str().find("convert_layout path=shared"), std::string::npos) << g->str();
+    auto f2 = tltest::row_plus_column_major_kernel();
+    auto co = compile_for(arch, *f2, 4);
+    EXPECT_EQ(co.report["conversions_shared"], 1) << arch;
+    EXPECT_EQ(co.report["conversions_registers"], 0) << arch;
+    EXPECT_EQ(co.report["conversions_warp_shuffle"], 0) << arch;
+  }
+}
+
+// The traced function is not changed by a GPU compile (the middle end plans on a copy), so
+// it compiles for another target afterwards with that target's plan.
+TEST(LayoutPlan, TracedFunctionStaysTargetIndependent) {
+  auto f = tltest::row_plus_column_major_kernel();
+  compile_for("gfx942", *f, 4);
+  ir::walk(f->body, [&](ir::Operation& op) {
+    EXPECT_NE(op.op, Op::convert_layout);
+    for (auto& r : op.results) EXPECT_FALSE(r->layout.has_value());
+  });
+  auto co = compile_for("sm_90", *f, 4);
+  EXPECT_EQ(co.report["conversions_shared"], 1);
 }
 
 }  // namespace
