@@ -63,6 +63,10 @@ struct TargetCapabilities {
   // share; AMD: all of it, AGPRs included). What the middle end weighs a tile kept in
   // registers across a loop against. 0: no limit (CPU).
   int registers_per_thread = 0;
+  // A warp-wide matrix load from shared memory into mma fragments (NVIDIA's ldmatrix.x4
+  // and .trans, sm_75+): a dot operand staged in shared memory is read with it, wide,
+  // where a layout conversion reads two bytes at a time.
+  bool load_matrix = false;
 
   // Shared memory (LDS) one program may use, static and dynamic together: the budget
   // the lowering checks and a pipeliner or a shared-memory tile would plan against.

@@ -99,16 +99,23 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     ir::Value* operand = dot->operands[size_t(i)];
     ir::Operation* conv = operand->def;
     if (!through_shared(conv) || uses[operand] != 1) continue;
-    // Only where the converted tile would crowd the registers: the loop's carried and
-    // read-in tiles and it over three quarters of a thread's registers. Elsewhere the conversion's
-    // scratch, shared by every conversion, costs less shared memory (the AMD GEMM tiles
-    // of dot_codegen_test keep their LDS and registers). Tutorial-06 attention at
-    // 128x64, D = 128 on 4 NVIDIA warps carries 196 registers (accumulator, pipelined K
-    // and V) and each warp's whole K^T operand would add 128: ptxas spilled 10 KB.
+    // Where the dot then reads it wide (ldmatrix, for 16- and 8-bit tiles) while the
+    // conversion, run every iteration, reads it two bytes at a time: tutorial-06
+    // attention at 64x64, D = 64 on the H100 went from 44 to 173 TFLOP/s (a conversion
+    // hoisted out of the loop runs once: attention's Q stays in registers). Or where the converted tile would crowd the
+    // registers: the loop's carried and read-in tiles and it over three quarters of a
+    // thread's registers (at 128x64, D = 128 on 4 NVIDIA warps the loop carries 196
+    // registers and each warp's whole K^T operand would add 128: ptxas spilled 10 KB).
+    // Elsewhere the conversion's scratch, shared by every conversion, costs less shared
+    // memory than a buffer per operand (the AMD GEMM tiles of dot_codegen_test keep their
+    // LDS and registers).
+    const int bits = bit_width(conv->operands[0]->type.dtype);
+    const bool read_wide = t.caps->load_matrix && (bits == 16 || bits == 8) && conv->parent == dot->parent;
     ir::Operation* loop = dot->parent->parent;
-    if (!loop || loop->op != Op::for_ ||
-        4 * (carried_registers(*loop) + registers_of(conv->result())) <= 3 * t.caps->registers_per_thread)
-      continue;
+    const bool crowded =
+        loop && loop->op == Op::for_ &&
+        4 * (carried_registers(*loop) + registers_of(conv->result())) > 3 * t.caps->registers_per_thread;
+    if (!read_wide && !crowded) continue;
     ir::Value* v = conv->operands[0];
     const ir::Type& vt = v->type;
     if (vt.rank() != 2 || vt.dtype == DType::i1) continue;

@@ -58,6 +58,7 @@ gpu::TargetCapabilities capabilities(const std::string& arch) {
   if (int64_t optin = optin_shared_bytes(sm)) c.shared_bytes_per_program = optin;
   // cp.async (sm_80+) copies 4, 8 or 16 bytes per thread (.ca; .cg only 16).
   c.direct_to_shared_widths = {4, 8, 16};
+  c.load_matrix = true;  // ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16 (sm_75+)
   // cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32 and back: sm_89+ (PTX ISA 7.8). The NVPTX
   // lowering does not use them yet (it converts FP8 in software); the table says what
   // the hardware has.

@@ -170,7 +170,7 @@ class NvptxHooks final : public gpu::GpuHooks {
   codegen::TargetDesc desc_;
   gpu::TargetCapabilities caps_;
 
-  bool has_load_matrix() const override { return true; }
+  bool has_load_matrix() const override { return capabilities().load_matrix; }
   std::vector<llvm::Value*> load_matrix_x4(llvm::IRBuilderBase& b, llvm::Value* shared, bool trans) override {
     llvm::Value* r = b.CreateIntrinsic(trans ? Intr::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
                                              : Intr::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16,
