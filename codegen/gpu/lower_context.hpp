@@ -3,15 +3,14 @@
 //
 // A tile value becomes, in each thread, the list of LLVM values it owns under a
 // distributed layout (layout.hpp). Values are lowered in one of two ways:
-//  - eagerly, at their op, in the layout the layout plan assigned them before lowering
-//    began (layout_plan.hpp: loads, reductions, loop results, arithmetic on those):
-//    `natural()`;
+//  - eagerly, at their op, in the layout the GPU middle end recorded in the IR
+//    (passes.hpp; read through layout_plan.hpp: loads, reductions, loop results,
+//    arithmetic on those): `natural()`;
 //  - lazily, where they are used and in the layout the user wants, for cheap pure
 //    index computations (splat, arange, broadcast, reshape, integer/pointer arithmetic
 //    on those): "rematerialization", as Triton's RemoveLayoutConversions does.
-// `get(v, layout)` hands out any value in any layout: a lazy value is re-emitted, an
-// eager one converted in registers when each thread already holds what it needs, and
-// through shared memory otherwise.
+// `get(v, layout)` hands out a lazy value in any layout (re-emitted) and an eager one in
+// its own; every change of layout is a convert_layout op with its planned path.
 #pragma once
 
 #include <llvm/IR/IRBuilder.h>

@@ -4,13 +4,13 @@
 // step, every M repetition and every N repetition (A reused across N, as Triton orders
 // them), the target's matrix instruction on the fragment registers. The result stays in
 // the accumulator layout: a K loop carries it there without conversion.
-#include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/lower_context.hpp"
 
 #include <fmt/format.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 

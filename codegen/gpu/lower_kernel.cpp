@@ -1,11 +1,10 @@
-// The GPU lowering's driver: the kernel function and its ABI, the value maps (eager,
-// lazy, converted), thread geometry, and structured control flow (for, if).
+// The GPU lowering's driver: the kernel function and its ABI, the value maps (eager and
+// lazy; conversions are convert_layout ops), thread geometry, and structured control
+// flow (for, if).
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
-
-#include <cstdio>
 
 #include "codegen/gpu/lower_context.hpp"
 #include "tl/error.hpp"
