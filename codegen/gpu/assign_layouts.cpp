@@ -106,7 +106,8 @@ class LayoutPlanner {
 
   void run() {
     ir::walk(f_.body, [&](ir::Operation& op) {
-      if (op.op == Op::dot) plan_.dots_[&op] = recorded_dot_plan(*target_.caps, op, target_.num_warps, target_.wave_size);
+      if (op.op != Op::dot) return;
+      plan_.dots_[&op] = recorded_dot_plan(*target_.caps, op, target_.num_warps, target_.wave_size);
     });
     vote();
     analyze_uses(f_.body);

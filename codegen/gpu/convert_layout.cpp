@@ -266,8 +266,8 @@ Values Lowerer::broadcast_from_owners(const Values& v, const Layout& l, DType t)
 void Lowerer::lower_convert_layout(const ir::Operation& op) {
   const ir::Value* src = op.operands[0];
   const Regs& n = natural(src);
-  set_natural(op.result(), Regs{plan_.of(op.result()),
-                                convert(n.v, n.layout, plan_.of(op.result()), src->type.dtype, ir::ConvertPath(op.i0))});
+  const Layout& to = plan_.of(op.result());
+  set_natural(op.result(), Regs{to, convert(n.v, n.layout, to, src->type.dtype, ir::ConvertPath(op.i0))});
 }
 
 }  // namespace tl::gpu

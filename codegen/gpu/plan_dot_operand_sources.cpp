@@ -8,6 +8,7 @@
 //    loaded D-contiguous is stored as K, transposed back on the read), so that the
 //    stores are a thread's contiguous 16 bytes and the reads follow the operand's k pairs.
 //    One barrier before the first read covers the stores since the last one. Only where
+//    the dot then reads it wider than the conversion would (ldmatrix) or where keeping
 //    the converted tile would crowd a thread's registers across its loop, and while the
 //    program's shared memory allows it.
 // 2. Where an operand is a tile read from a shared buffer (match_shared_dot_operand: a
@@ -109,10 +110,11 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     // Where the dot then reads it wide (ldmatrix, for 16- and 8-bit tiles) while the
     // conversion, run every iteration, reads it two bytes at a time: tutorial-06
     // attention at 64x64, D = 64 on the H100 went from 44 to 173 TFLOP/s (a conversion
-    // hoisted out of the loop runs once: attention's Q stays in registers). Or where the converted tile would crowd the
-    // registers: the loop's carried and read-in tiles and it over three quarters of a
-    // thread's registers (at 128x64, D = 128 on 4 NVIDIA warps the loop carries 196
-    // registers and each warp's whole K^T operand would add 128: ptxas spilled 10 KB).
+    // hoisted out of the loop runs once: attention's Q stays in registers). Or where the
+    // converted tile would crowd the registers: the loop's carried and read-in tiles and
+    // it over three quarters of a thread's registers (at 128x64, D = 128 on 4 NVIDIA warps
+    // the loop carries 196 registers and each warp's whole K^T operand would add 128:
+    // ptxas spilled 10 KB).
     // Elsewhere the conversion's scratch, shared by every conversion, costs less shared
     // memory than a buffer per operand (the AMD GEMM tiles of dot_codegen_test keep their
     // LDS and registers).
