@@ -36,6 +36,7 @@
 
 #include "bench/attention_tutorial.hpp"
 #include "bench/timing.hpp"
+#include "samples/cli.hpp"
 #include "tl/numeric.hpp"
 
 namespace {
@@ -212,12 +213,10 @@ int main(int argc, char** argv) try {
   bool smoke = false;
   std::vector<Shape> shapes;
   std::vector<attn::Config> configs;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-      return argv[++i];
-    };
+  samples::Args args(argc, argv);
+  while (args.next()) {
+    const std::string& a = args.option();
+    auto next = [&] { return args.value(); };
     if (a == "--json") out = next();
     else if (a == "--repeats") repeats = std::stoi(next());
     else if (a == "--smoke") smoke = true;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/timing.hpp"
+#include "samples/cli.hpp"
 #include "samples/fp8_decode/decode.hpp"
 #include "samples/fp8_decode/reference.hpp"
 
@@ -79,12 +80,10 @@ int main(int argc, char** argv) try {
   fp8_decode::Config forced;
   bool pinned = false;
   std::vector<Case> cases;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
-      return argv[++i];
-    };
+  samples::Args args(argc, argv);
+  while (args.next()) {
+    const std::string& a = args.option();
+    auto next = [&] { return args.value(); };
     if (a == "--json") out = next();
     else if (a == "--repeats") repeats = std::stoi(next());
     else if (a == "--split") split = std::stoi(next());
