@@ -60,7 +60,13 @@ for kind in "${kinds[@]}"; do
     # links AMD code objects with the in-process lld (tests of the linker choice set
     # TL_AMDGPU_LINKER themselves), and the tests of comgr itself (Comgr.*) run apart,
     # still under ASan and UBSan, without the leak check.
-    asan="halt_on_error=1:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:suppressions=$SUPP/asan.supp"
+    # use_sigaltstack=0: libLLVM gives the first thread that registers its signal
+    # handlers (lld's RemoveFileOnSignal, in whichever thread links first: a tuner's
+    # compile thread, say) an alternate signal stack of its own, malloc'd; ASan, at that
+    # thread's exit, then munmaps what it takes for its own stack and dies ("failed to
+    # deallocate ... unable to unmap", CHECK failed in UnsetAlternateSignalStack). ASan's
+    # stacks only serve to report stack overflows, which the tests do not cause.
+    asan="halt_on_error=1:use_sigaltstack=0:check_initialization_order=1:strict_init_order=1:detect_stack_use_after_return=1:suppressions=$SUPP/asan.supp"
     ubsan="halt_on_error=1:print_stacktrace=1:suppressions=$SUPP/ubsan.supp"
     env ASAN_OPTIONS="detect_leaks=1:$asan" LSAN_OPTIONS="suppressions=$SUPP/lsan.supp" UBSAN_OPTIONS="$ubsan" \
         TL_AMDGPU_LINKER=lld \
