@@ -116,10 +116,13 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   dump("layout assignment", g);
   gpu::insert_layout_conversions(g, t);
   dump("layout conversion insertion", g);
+  gpu::plan_conversion_paths(g);
+  dump("conversion path planning", g);
   gpu::plan_dot_operand_sources(g, t);
   dump("dot operand-source planning", g);
-  paths = gpu::plan_conversion_paths(g);
-  dump("conversion path planning", g);
+  gpu::plan_shared_encodings(g, t);
+  dump("shared encoding planning", g);
+  paths = gpu::conversion_path_counts(g);
   ir::verify(g);
   return planned;
 }

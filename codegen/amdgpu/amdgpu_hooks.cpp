@@ -215,6 +215,11 @@ llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Va
   return b.CreateTrunc(packed, b.getInt8Ty());
 }
 
+llvm::Value* AmdgpuHooks::load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) {
+  if (!caps_.transposed_shared_read_b16) return nullptr;
+  return b.CreateIntrinsic(Intr::amdgcn_ds_read_tr16_b64, {llvm::FixedVectorType::get(b.getInt16Ty(), 4)}, {shared});
+}
+
 // f32 exp as exp2(x * log2(e)), as Triton's AMD backend and tl's NVPTX lowering do:
 // llvm.exp2 is one v_exp_f32 (with the backend's denormal-range scaling), while
 // llvm.exp.f32 expands to a correctly rounded sequence (range reduction, v_rndne,

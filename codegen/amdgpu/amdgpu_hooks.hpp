@@ -37,6 +37,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;
   llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override;
   llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override;
+  llvm::Value* load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;
   std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
                                             const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,

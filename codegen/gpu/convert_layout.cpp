@@ -2,8 +2,9 @@
 // A conversion stays in registers when every thread already holds the elements it
 // needs (register_only_conversion: a permutation or selection of its registers); when
 // no element crosses warps it exchanges lanes with shuffles (convert_within_warp.cpp);
-// otherwise each thread writes its elements to shared memory at their flat index and
-// reads back the ones the new layout gives it, with barriers around the exchange.
+// otherwise each thread writes its elements to shared memory and reads back the ones the
+// new layout gives it, with barriers around the exchange, at the offsets of the encoding
+// plan_shared_encodings recorded on the op (shared_encoding.hpp).
 // The shared memory: the user's buffers where the allocator put them (shared_memory.cpp),
 // then the scratch region every conversion reuses; barrier state and alias scopes per buffer.
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include <algorithm>
 
 #include "codegen/gpu/lower_context.hpp"
+#include "codegen/gpu/shared_encoding.hpp"
 #include "tl/error.hpp"
 
 namespace tl::gpu {
@@ -168,9 +170,9 @@ int group_size(const Layout& l, unsigned eb) {
 }
 }  // namespace
 
-void Lowerer::smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems) {
+void Lowerer::smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems, int group) {
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  int g = group_size(l, eb);
+  int g = group > 0 ? group : group_size(l, eb);
   uint32_t dup = l.duplicate_reg_mask();
   for (int r = 0; r < l.num_regs(); r += g) {
     if (r & dup) continue;  // a copy of another register
@@ -209,7 +211,63 @@ Values Lowerer::smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_ele
   return out;
 }
 
-Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path) {
+Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, const Layout& to, DType t,
+                                          const ir::SharedEncoding& enc, bool transposed_read) {
+  llvm::Type* ty = mem_type(t);
+  const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  smem_reserve(from.numel() * eb);
+  // Each side moves its registers at the encoding's offsets, as many a vector as its
+  // layout holds consecutively along the fastest dim (shared_access_group).
+  const LinearMap offsets = shared_offsets(from.shape, enc);
+  Values mem;
+  for (llvm::Value* x : v) mem.push_back(to_mem(x, t));
+  smem_before_write();
+  smem_store_tile(mem, compose(offsets, from, from.shape), ty, 0, shared_access_group(from, enc, int(eb)));
+  barrier();
+  Exchange x{to, {}, ty, t, 0, transposed_read};
+  if (transposed_read) {
+    // One read fills four registers of `to`, its lanes addressing through the layout
+    // transposed_read_layout gives (plan_shared_encodings checked it applies).
+    auto a = transposed_read_layout(to, offsets, int(eb));
+    if (!a) throw compile_error("gpu lowering: a transposed read planned where it cannot read " + to.str() + " (a tl bug)");
+    x.addr = compose(offsets, *a, to.shape);
+    x.group = 4;
+  } else {
+    x.addr = compose(offsets, to, to.shape);
+    x.group = shared_access_group(to, enc, int(eb));
+  }
+  return x;
+}
+
+void Lowerer::exchange_read(const Exchange& x, int first, int count, Values& out) {
+  const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(x.ty));
+  const int g = x.group, last = first + count;
+  const uint32_t dup = x.to.duplicate_reg_mask();
+  for (int r = first / g * g; r < last; r += g) {
+    if ((r & dup) || out[size_t(r)]) continue;
+    llvm::Value* p = smem_ptr(b.CreateMul(element_index(x.addr, r), b.getInt32(eb), "", true, true));
+    llvm::Value* vec;
+    if (x.transposed) {
+      vec = hooks_.load_shared_transposed_b16(b, p);
+      if (!vec) throw compile_error(fmt::format("gpu lowering: {} has no transposing shared-memory read", hooks_.target_name()));
+      vec = b.CreateBitCast(vec, llvm::FixedVectorType::get(x.ty, 4));
+    } else if (g == 1) {
+      out[size_t(r)] = from_mem(smem_load(x.ty, p, eb), x.t);
+      continue;
+    } else {
+      vec = smem_load(llvm::FixedVectorType::get(x.ty, unsigned(g)), p, eb * unsigned(g));
+    }
+    for (int k = 0; k < g; ++k) out[size_t(r + k)] = from_mem(b.CreateExtractElement(vec, uint64_t(k)), x.t);
+  }
+  for (int r = first; r < last; ++r)
+    if (!out[size_t(r)]) {
+      if (!out[size_t(r & ~dup)]) exchange_read(x, r & ~dup, 1, out);
+      out[size_t(r)] = out[size_t(r & ~dup)];
+    }
+}
+
+Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path,
+                        const ir::SharedEncoding* enc, bool transposed_read) {
   if (from.shape != to.shape)
     throw compile_error(fmt::format("gpu lowering: layout conversion between shapes {} and {}", from.str(), to.str()));
   // The path plan_conversion_paths recorded (conversion_path); one that does not apply
@@ -229,17 +287,11 @@ Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, D
     return convert_within_warp(*this, *plan, v);
   }
   if (path != ir::ConvertPath::shared) throw compile_error("gpu lowering: a conversion without a planned path");
-  llvm::Type* ty = mem_type(t);
-  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  smem_reserve(from.numel() * eb);
-  Values mem;
-  for (llvm::Value* x : v) mem.push_back(to_mem(x, t));
-  smem_before_write();
-  smem_store_tile(mem, from, ty);
-  barrier();
-  Values out = smem_load_tile(to, ty);
+  if (!enc) throw compile_error("gpu lowering: a conversion through shared memory without an encoding (a tl bug)");
+  Exchange x = exchange_write(v, from, to, t, *enc, transposed_read);
+  Values out(size_t(to.num_regs()));
+  exchange_read(x, 0, to.num_regs(), out);
   smem_after_read();
-  for (auto& x : out) x = from_mem(x, t);
   return out;
 }
 
@@ -267,7 +319,16 @@ void Lowerer::lower_convert_layout(const ir::Operation& op) {
   const ir::Value* src = op.operands[0];
   const Regs& n = natural(src);
   const Layout& to = plan_.of(op.result());
-  set_natural(op.result(), Regs{to, convert(n.v, n.layout, to, src->type.dtype, ir::ConvertPath(op.i0))});
+  // Read by the dot right after it, a K step at a time (lower_dot.cpp): only the write.
+  if (op.i1 & ir::kConversionReadByDot) {
+    if (ir::ConvertPath(op.i0) != ir::ConvertPath::shared || !op.shared)
+      throw compile_error("gpu lowering: a conversion read by its dot is not through shared memory (a tl bug)");
+    exchanges_read_by_dot_.emplace(op.result(), exchange_write(n.v, n.layout, to, src->type.dtype, *op.shared,
+                                                               op.i1 & ir::kTransposedRead));
+    return;
+  }
+  set_natural(op.result(), Regs{to, convert(n.v, n.layout, to, src->type.dtype, ir::ConvertPath(op.i0),
+                                            op.shared ? &*op.shared : nullptr, op.i1 & ir::kTransposedRead)});
 }
 
 }  // namespace tl::gpu

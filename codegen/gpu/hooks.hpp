@@ -126,6 +126,12 @@ class GpuHooks {
     return {};
   }
 
+  // gfx950's ds_read_b64_tr_b16 (capabilities' transposed_shared_read_b16): in each group
+  // of 16 lanes, lane l receives as its element i slot l % 4 of the 8 bytes lane
+  // 4 i + l / 4 of the group addressed (shared_encoding.hpp, transposed_read_layout).
+  // Returns <4 x i16>; nullptr where the target has no such instruction.
+  virtual llvm::Value* load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) { return nullptr; }
+
   // The LLVM sync scope of an atomic at `sc` (cta / gpu / sys).
   virtual uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) = 0;
   // Target metadata on an atomic instruction (AMD: no fine-grained memory).

@@ -75,8 +75,16 @@ IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Val
 
 llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r) {
   uint32_t rp = l.reg_part(uint32_t(r));
-  if (!rp) return thread.value;
-  return combine_index(b, thread, IndexPart{b.getInt32(rp), rp}).value;
+  if (!rp || !thread.value) return rp ? b.getInt32(rp) : thread.value;
+  // The register's bits the thread part may also set (a swizzle's) are XORed in; the
+  // others are disjoint from everything the XOR can set, so they are added: an
+  // immediate offset of the access, so that registers differing only there share one
+  // address register.
+  const uint32_t x = rp & thread.bits, a = rp & ~thread.bits;
+  llvm::Value* v = thread.value;
+  if (x) v = b.CreateXor(v, b.getInt32(x));
+  if (a) v = b.CreateAdd(v, b.getInt32(a), "", true, true);
+  return v;
 }
 
 std::vector<uint32_t> evaluate_emitted_indices(const Layout& l) {

@@ -167,7 +167,8 @@ class Lowerer {
   // ---- layout conversion and shared memory (convert_layout.cpp)
   // A convert_layout by the path its op records (lower_convert_layout), or by the one
   // conversion_path chooses (get_converting).
-  Values convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path);
+  Values convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path,
+                 const ir::SharedEncoding* enc, bool transposed_read = false);
   void lower_convert_layout(const ir::Operation& op);
   // Shared memory is one array (`tl_shared`): the user's buffers (shared_alloc) where the
   // allocator put them (shared_memory.hpp), then one scratch region that every layout
@@ -208,8 +209,27 @@ class Lowerer {
   bool has_copies_ = false;  // the kernel has a global_load_to_shared
   // Writes each thread's registers of `l` to the scratch region at their flat index
   // (vectorized), and reads back the elements `to` wants.
-  void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
+  // `l` gives each register's offset in elements; `group` registers a vector store (0:
+  // the run of registers at consecutive offsets, up to 16 bytes).
+  void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0, int group = 0);
   Values smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
+  // An exchange through the scratch region (a convert_layout through shared memory):
+  // written at once, then read into `to`'s registers, all at once or a range at a time
+  // (a dot's K step).
+  struct Exchange {
+    Layout to;
+    Layout addr;  // each register group's offset: the reading (or addressing) layout through the encoding
+    llvm::Type* ty = nullptr;
+    DType t = DType::f32;
+    int group = 1;  // registers a read
+    bool transposed = false;
+  };
+  Exchange exchange_write(const Values& v, const Layout& from, const Layout& to, DType t,
+                          const ir::SharedEncoding& enc, bool transposed_read);
+  // Reads registers [first, first + count) of x.to into `out` (those not read yet).
+  void exchange_read(const Exchange& x, int first, int count, Values& out);
+  // Conversions whose dot reads them (ir::kConversionReadByDot), written, not yet read.
+  std::unordered_map<const ir::Value*, Exchange> exchanges_read_by_dot_;
   void lower_shared_alloc(const ir::Operation& op);
   // ---- tl::shared stages (lower_shared.cpp)
   int smem_buffer_of(const ir::Value* v) const;

@@ -60,11 +60,17 @@ void Lowerer::lower_dot(const ir::Operation& op) {
   struct Operand {
     const ir::Operation* read = nullptr;
     const ir::Operation* cast = nullptr;
+    const Exchange* exchange = nullptr;  // a conversion's scratch, read here
     Layout layout;
     Values regs, raw;
   };
   auto operand = [&](const ir::Value* v, const Layout& want) {
     Operand o;
+    if (auto x = exchanges_read_by_dot_.find(v); x != exchanges_read_by_dot_.end()) {
+      o.exchange = &x->second;
+      o.regs.assign(size_t(want.num_regs()), nullptr);
+      return o;
+    }
     if (!deferred_values_.count(v)) {
       o.regs = get(v, want);
       return o;
@@ -80,6 +86,7 @@ void Lowerer::lower_dot(const ir::Operation& op) {
   Operand A = operand(op.operands[0], p.a), B = operand(op.operands[1], p.b);
   // (Operands are never i1: their memory form is their register form.)
   auto need = [&](Operand& o, int first, int count) {
+    if (o.exchange) return exchange_read(*o.exchange, first, count, o.regs);
     if (!o.read) return;
     if (!o.cast) return read_stage_registers(*o.read, o.layout, first, count, o.regs);
     read_stage_registers(*o.read, o.layout, first, count, o.raw);
@@ -111,6 +118,8 @@ void Lowerer::lower_dot(const ir::Operation& op) {
     if (o->read)
       if (auto ids = smem_plan_.buffers_of.find(o->read->operands[0]); ids != smem_plan_.buffers_of.end())
         for (int id : ids->second) smem_after_read(id);
+  if (A.exchange || B.exchange) smem_after_read();
+  for (int i = 0; i < 2; ++i) exchanges_read_by_dot_.erase(op.operands[size_t(i)]);
   info_.uses_matrix_instructions = true;
   set_natural(op.result(), Regs{p.acc, std::move(c)});
 }

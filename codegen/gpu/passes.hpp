@@ -10,9 +10,12 @@
 //                              every tile value, rematerialization of cheap index math
 //   insert_layout_conversions  an explicit convert_layout wherever a value is used in
 //                              another layout than its own
-//   plan_dot_operand_sources   dot operands read from shared memory a K step at a time
 //   plan_conversion_paths      registers, warp shuffles or shared memory for each
 //                              conversion
+//   plan_dot_operand_sources   dot operands staged in shared memory and read from there
+//                              (or from a conversion's) a K step at a time
+//   plan_shared_encodings      how each conversion through shared memory lies there
+//                              (order, vector unit, swizzle)
 // Private to codegen.
 #pragma once
 
@@ -57,11 +60,19 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
 // one (operand_layout). Returns how many it inserted.
 int insert_layout_conversions(ir::Function& f, const PlanTarget& t);
 
-// Marks shared_loads read by their dot a K step at a time (ir::kReadByDot).
+// Stages dot operands converted through shared memory where reading them from a buffer
+// of their own pays; marks shared_loads (ir::kReadByDot) and conversions through shared
+// memory (ir::kConversionReadByDot) read by their dot a K step at a time. Reads the
+// conversions' recorded paths.
 void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t);
 
-// Decides each convert_layout's path (ir::ConvertPath); returns how many take each path,
-// indexed by ConvertPath.
-std::vector<int> plan_conversion_paths(ir::Function& f);
+// Decides each convert_layout's path (ir::ConvertPath).
+void plan_conversion_paths(ir::Function& f);
+// How many convert_layouts take each path, indexed by ConvertPath (the compile report's).
+std::vector<int> conversion_path_counts(ir::Function& f);
+
+// Records on every convert_layout through shared memory its encoding (Operation::shared,
+// by exchange_encoding).
+void plan_shared_encodings(ir::Function& f, const PlanTarget& t);
 
 }  // namespace tl::gpu

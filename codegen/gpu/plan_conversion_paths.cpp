@@ -6,13 +6,16 @@
 
 namespace tl::gpu {
 
-std::vector<int> plan_conversion_paths(ir::Function& f) {
+void plan_conversion_paths(ir::Function& f) {
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op == Op::convert_layout) op.i0 = int64_t(conversion_path(*op.operands[0]->layout, *op.result()->layout));
+  });
+}
+
+std::vector<int> conversion_path_counts(ir::Function& f) {
   std::vector<int> count(4, 0);
   ir::walk(f.body, [&](ir::Operation& op) {
-    if (op.op != Op::convert_layout) return;
-    ir::ConvertPath p = conversion_path(*op.operands[0]->layout, *op.result()->layout);
-    op.i0 = int64_t(p);
-    ++count[size_t(p)];
+    if (op.op == Op::convert_layout) ++count[size_t(op.i0)];
   });
   return count;
 }

@@ -94,8 +94,7 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
       for (int i = 0; i < 2; ++i) candidates.emplace_back(&op, i);
   });
   auto through_shared = [](const ir::Operation* c) {
-    return c && c->op == Op::convert_layout &&
-           conversion_path(*c->operands[0]->layout, *c->result()->layout) == ir::ConvertPath::shared;
+    return c && c->op == Op::convert_layout && ir::ConvertPath(c->i0) == ir::ConvertPath::shared;
   };
   ir::walk(f.body, [&](ir::Operation& op) {
     if (through_shared(&op)) scratch = std::max(scratch, tile_bytes(op.result()->type));
@@ -244,6 +243,22 @@ void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t) {
       }
       if (clean) const_cast<ir::Operation*>(m->read)->i1 = ir::kReadByDot;
     }
+  });
+  // 3. An operand converted through shared memory right before its dot (K^T and V of
+  //    attention on AMD, where they are not staged) is read by the dot from the
+  //    conversion's scratch the same way, a K step at a time: the conversion writes,
+  //    waits at its barrier and leaves the reads to the dot. Nothing may come between
+  //    them (the scratch is every conversion's).
+  ir::walk(f.body, [&](ir::Operation& conv) {
+    if (conv.op != Op::convert_layout || ir::ConvertPath(conv.i0) != ir::ConvertPath::shared ||
+        uses[conv.result()] != 1)
+      return;
+    auto& ops = conv.parent->ops;
+    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.get() == &conv; });
+    if (++it == ops.end()) return;
+    const ir::Operation& dot = **it;
+    if (dot.op == Op::dot && (dot.operands[0] == conv.result() || dot.operands[1] == conv.result()))
+      conv.i1 |= ir::kConversionReadByDot;
   });
 }
 

@@ -96,6 +96,7 @@ std::unique_ptr<Operation> clone(const Operation& op, ValueMap& map) {
   c->ints = op.ints;
   c->str = op.str;
   c->layout = op.layout;
+  c->shared = op.shared;
   // (GPU planning's marks travel with the values they describe.)
   auto copy_plan = [](const Value* from, Value* to) {
     to->layout = from->layout;

@@ -180,7 +180,10 @@ class Printer {
         return op.str.empty() || op.ints.size() < 3
                    ? ""
                    : fmt::format(" {} kpack={} warps={}x{}", op.str, op.ints[0], op.ints[1], op.ints[2]);
-      case Op::convert_layout: return fmt::format(" path={}", convert_path_name(ConvertPath(op.i0)));
+      case Op::convert_layout:
+        return fmt::format(" path={}{}{}", convert_path_name(ConvertPath(op.i0)),
+                           op.i1 & kTransposedRead ? " read=transposed" : "",
+                           op.i1 & kConversionReadByDot ? " read_by_dot" : "");
       case Op::global_load_to_shared: return op.i0 ? " into_last_read_stage" : "";
       case Op::barrier: return op.i0 ? " shared" : "";
       case Op::async_wait: return fmt::format(" num_outstanding={}{}", op.i0, op.i1 ? " copies" : "");
@@ -211,6 +214,7 @@ class Printer {
     line += op_name(op.op);
     line += attrs(op);
     if (op.layout) line += " layout=" + layout_alias(*op.layout);
+    if (op.shared) line += " shared=[" + op.shared->str() + "]";
     for (size_t i = 0; i < op.operands.size(); ++i) line += (i ? ", " : " ") + name(op.operands[i]);
     if (!op.results.empty()) {
       line += " :";

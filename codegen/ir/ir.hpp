@@ -112,6 +112,9 @@ class Operation {
   // GPU planning: the layout an op without a tile result works in (a store, a tile
   // atomic, a global_load_to_shared), when it is not its operands' own.
   std::optional<Layout> layout;
+  // GPU planning: how the shared memory an op exchanges data through is laid out (a
+  // convert_layout through shared memory).
+  std::optional<SharedEncoding> shared;
 
   Value* result(int i = 0) const { return results.at(i).get(); }
   Value* add_result(Type t);

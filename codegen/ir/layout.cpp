@@ -40,4 +40,8 @@ std::string Layout::str() const {
   return fmt::format("shape=[{}] reg={} lane={} warp={}", fmt::join(shape, ","), list(reg), list(lane), list(warp));
 }
 
+std::string SharedEncoding::str() const {
+  return fmt::format("order=[{}] vec={} swizzle=[{}]", fmt::join(order, ","), vec, fmt::join(swizzle, ","));
+}
+
 }  // namespace tl::ir

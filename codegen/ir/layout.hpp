@@ -34,4 +34,22 @@ struct Layout {
   std::string str() const;
 };
 
+// How a tile lies in shared memory (Triton's shared encodings, as a linear map): the dims
+// in `order`, fastest first; along order[0], `vec` contiguous elements move as one unit,
+// and a unit's index within its row (a row: order[0]'s extent; the other dims flattened
+// above it) is XORed with swizzle[i] for every row-index bit i set. Triton's
+// SwizzledSharedEncoding(vec, perPhase, maxPhase) is swizzle[i] = 1 << (i - log2
+// perPhase) for the log2 maxPhase bits from log2 perPhase; a general one also serves two
+// sides whose conflicting rows differ in other bits (a tile written along one dim and
+// read along the other). A pass decides it for each exchange through shared memory
+// (codegen/gpu/plan_shared_encodings.cpp) from the layouts that write and read it; the
+// algebra is codegen/gpu/shared_encoding.hpp.
+struct SharedEncoding {
+  std::vector<int> order;
+  int vec = 1;
+  std::vector<uint32_t> swizzle;  // per row-index bit, low first; absent bits: 0
+  bool operator==(const SharedEncoding& o) const = default;
+  std::string str() const;  // "order=[0,1] vec=4 swizzle=[1,2,4,9]"
+};
+
 }  // namespace tl::ir

@@ -48,8 +48,8 @@ OpProperties describe(Op op) {
     // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n
     // (ints); the CPU ignores them.
     case Op::dot: return {kPure, kAttrInts | kAttrStr};
-    // i0: the ConvertPath a pass chose (op_properties.hpp).
-    case Op::convert_layout: return {kPure, kAttrI0};
+    // i0: the ConvertPath a pass chose (op_properties.hpp); i1: kTransposedRead.
+    case Op::convert_layout: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};
     case Op::yield: return {kTerminator, 0};

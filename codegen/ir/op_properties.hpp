@@ -79,6 +79,14 @@ constexpr int64_t kCopyIntoLastReadStage = 1;
 // that reads the registers it needs a K step at a time next to its instructions; the
 // shared_load itself emits nothing.
 constexpr int64_t kReadByDot = 1;
+// `convert_layout` through shared memory: i1 holds flags of how its result is read.
+// kTransposedRead (plan_shared_encodings): with a transposing read (gfx950's
+// ds_read_b64_tr_b16), wide along the dim the encoding does not store contiguous.
+// kConversionReadByDot (plan_dot_operand_sources): the only user is the tl::dot right
+// after it, which reads the registers a K step at a time next to its instructions (as
+// kReadByDot for shared_load); the conversion itself only writes.
+constexpr int64_t kTransposedRead = 1;
+constexpr int64_t kConversionReadByDot = 2;
 // `convert_layout`'s i0: how the conversion moves data, decided by plan_conversion_paths
 // (codegen/gpu/plan_conversion_paths.cpp) and only emitted by the lowering.
 enum class ConvertPath : int64_t {

@@ -44,6 +44,7 @@ std::vector<Case> cases() {
   // Triton's other tutorial configurations: 8 warps, and a 64-row block.
   out.push_back({"sm_90", attn::Config{128, 128, 8, 2}, 128, false});
   out.push_back({"gfx942", attn::Config{128, 64, 8, 2}, 128, false});
+  out.push_back({"gfx950", attn::Config{128, 64, 8, 2}, 128, false});
   out.push_back({"sm_90", attn::Config{64, 64, 4, 2}, 64, false});
   out.push_back({"gfx942", attn::Config{64, 64, 4, 2}, 64, true});
   return out;
@@ -176,6 +177,41 @@ TEST(AttentionCodegen, SoftmaxStaysInsideTheWarp) {
       EXPECT_LE(count(dis, "s_barrier"), 5) << dis;
       EXPECT_GT(count(dis, "v_mfma_f32_32x32"), 0) << dis;
     }
+  }
+}
+
+// AMD reads the dots' operands wide (codegen/gpu/plan_shared_encodings.cpp): no LDS read
+// of one or two bytes anywhere; on gfx950, V (N-contiguous, the second dot's B) by
+// ds_read_b64_tr_b16, one a lane for every 4 of its elements; on gfx942, which has no
+// transposing read, V is transposed on its way in (2-byte writes, at most one per element
+// a thread holds of the loaded tile) and read 8 bytes at a time. Registers within Triton
+// 3.6's for the anchor's configurations (VGPRs, AGPRs included: gfx942 312 at 4 waves;
+// gfx950 348 at 4 waves, 202 at 8).
+TEST(AttentionCodegen, AmdOperandsAreReadWide) {
+  for (const Case& c : cases()) {
+    if (std::string(c.arch) == "sm_90") continue;
+    SCOPED_TRACE(name(c));
+    auto f = attn::trace_ir(c.config, c.D, c.causal);
+    auto co = codegen::compile(*f, codegen::parse_target(c.arch), options(c.config));
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_EQ(count(dis, "ds_read_u8") + count(dis, "ds_read_i8") + count(dis, "ds_read_u16") +
+                  count(dis, "ds_read_i16"),
+              0)
+        << dis;
+    EXPECT_EQ(co.report["spill_vgpr"], 0);
+    const int threads = 64 * c.config.num_warps;
+    const int v_per_lane = c.config.block_n * c.D / 64;  // every warp reads all of V
+    if (std::string(c.arch) == "gfx950") {
+      EXPECT_EQ(count(dis, "ds_read_b64_tr_b16"), v_per_lane / 4) << dis;
+      EXPECT_EQ(count(dis, "ds_write_b16") + count(dis, "ds_write_b8"), 0) << dis;
+    } else {
+      EXPECT_EQ(count(dis, "ds_read_b64_tr_b16"), 0) << dis;
+      EXPECT_LE(count(dis, "ds_write_b16"), c.config.block_n * c.D / threads) << dis;
+    }
+    const bool anchor = c.config.block_m == 128 && c.config.block_n == 64 && c.D == 128 && !c.causal;
+    if (anchor && c.config.num_warps == 4)
+      EXPECT_LE(co.report["vgpr"], std::string(c.arch) == "gfx950" ? 348 : 312);
+    if (anchor && c.config.num_warps == 8 && std::string(c.arch) == "gfx950") EXPECT_LE(co.report["vgpr"], 202);
   }
 }
 

@@ -189,8 +189,13 @@ TEST(DotCodegen, AmdGemmTilesWithinTritonsRegisters) {
     EXPECT_EQ(count(dis, "v_mfma"), per_step);
     if (std::string(c.arch) == "gfx950" || c.kpack == 2) {
       EXPECT_GT(count(dis, "ds_read_b128"), 0);
-      EXPECT_EQ(count(dis, "ds_read_b64") + count(dis, "ds_read2_b64"), 0);
+      EXPECT_EQ(count(dis, "ds_read_b64 ") + count(dis, "ds_read2_b64"), 0);
     }
+    // B (N-contiguous, as the tutorial loads it) is transposed on its way to the MFMA
+    // operand: gfx950 reads it with ds_read_b64_tr_b16, elsewhere it is written
+    // transposed; never read two bytes at a time.
+    EXPECT_EQ(count(dis, "ds_read_b64_tr_b16") > 0, std::string(c.arch) == "gfx950") << dis;
+    EXPECT_EQ(count(dis, "ds_read_u16") + count(dis, "ds_read_i16"), 0) << dis;
     // The operands' conversion (A or B, 16 KiB or 32 KiB of bf16), not the 64 or 256 KiB
     // accumulator.
     EXPECT_LE(co.report.at("lds_bytes"), int64_t(std::max(c.bm, c.bn)) * 64 * 2);

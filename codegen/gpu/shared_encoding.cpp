@@ -1,0 +1,303 @@
+// Shared-memory encodings: the map, the access width and cost of a layout on it, and the
+// encoding search for exchanges (shared_encoding.hpp).
+//
+// Everything here is linear over F2: a lane's offset is the XOR of its bits' images, so
+// two lanes of one access share a bank exactly when their difference does, whatever the
+// register and the phase. One phase of one access therefore tells the conflicts of all.
+#include "codegen/gpu/shared_encoding.hpp"
+
+#include <algorithm>
+
+namespace tl::gpu {
+
+namespace {
+int64_t numel_of(const std::vector<int>& shape) {
+  int64_t n = 1;
+  for (int d : shape) n *= d;
+  return n;
+}
+
+// order[0]'s elements are consecutive in the row-major flat index at this stride.
+uint32_t fastest_stride(const std::vector<int>& shape, const ir::SharedEncoding& e) {
+  return e.order.empty() ? 1u : 1u << dim_offset(shape, e.order[0]);
+}
+
+int col_bits_of(const std::vector<int>& shape, const ir::SharedEncoding& e) {
+  return e.order.empty() ? 0 : log2_exact(shape[size_t(e.order[0])]);
+}
+
+// Gaussian elimination over F2: a set of vectors and whether another is independent.
+struct F2Span {
+  std::vector<uint32_t> rows;  // distinct leading bits
+  uint32_t reduce(uint32_t v) const {
+    for (uint32_t r : rows)
+      if (v & (1u << (31 - __builtin_clz(r)))) v ^= r;
+    return v;
+  }
+  bool add(uint32_t v) {
+    v = reduce(v);
+    if (!v) return false;
+    rows.push_back(v);
+    std::sort(rows.begin(), rows.end(), [](uint32_t a, uint32_t b) { return a > b; });
+    return true;
+  }
+};
+
+int lanes_per_phase(int access_bytes, int wave, const BankModel& banks) {
+  return std::clamp(banks.banks * banks.bank_bytes / std::max(access_bytes, banks.bank_bytes), 1, wave);
+}
+}  // namespace
+
+LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding& e) {
+  const int rank = int(shape.size());
+  // Where each dim's field starts in the stored index: order[0] lowest.
+  std::vector<int> stored_at(size_t(rank), 0);
+  int at = 0;
+  for (int d : e.order) {
+    stored_at[size_t(d)] = at;
+    at += log2_exact(shape[size_t(d)]);
+  }
+  const int col_bits = col_bits_of(shape, e), vec_bits = log2_exact(e.vec);
+  LinearMap m;
+  const int bits = log2_exact(numel_of(shape));
+  for (int b = 0; b < bits; ++b) {
+    const int d = dim_of_bit(shape, b);
+    const int s = stored_at[size_t(d)] + (b - dim_offset(shape, d));
+    uint32_t img = 1u << s;
+    // A row bit also flips unit-index bits.
+    if (s >= col_bits && size_t(s - col_bits) < e.swizzle.size()) img ^= e.swizzle[size_t(s - col_bits)] << vec_bits;
+    m.image.push_back(img);
+  }
+  return m;
+}
+
+std::vector<uint32_t> phase_swizzle(int per_phase, int max_phase) {
+  std::vector<uint32_t> s(size_t(log2_exact(per_phase)), 0);
+  for (int k = 0; k < log2_exact(max_phase); ++k) s.push_back(1u << k);
+  return s;
+}
+
+int shared_access_group(const Layout& l, const ir::SharedEncoding& e, int elem_bytes) {
+  const int run = contiguous_run(l, fastest_stride(l.shape, e));
+  return std::max(1, std::min({run, e.vec, std::max(1, 16 / elem_bytes), l.num_regs()}));
+}
+
+SharedAccessCost shared_access_cost(const Layout& l, const LinearMap& offsets, int group, int elem_bytes,
+                                    const BankModel& banks) {
+  SharedAccessCost c;
+  const int wave = 1 << l.lane.size();
+  const int bytes = group * elem_bytes;
+  const int phase_lanes = lanes_per_phase(bytes, wave, banks);
+  const uint32_t dup = l.duplicate_reg_mask();
+  // The offset bits a thread's part of the address may set: a register's constant that
+  // shares some is XORed in (an address register of its own), the rest is an immediate.
+  uint32_t thread_bits = 0;
+  for (uint32_t x : l.lane) thread_bits |= offsets.apply(x);
+  for (uint32_t x : l.warp) thread_bits |= offsets.apply(x);
+  std::vector<uint32_t> xors;
+  for (int r = 0; r < l.num_regs(); r += group)
+    if (!(r & dup)) {
+      ++c.accesses;
+      xors.push_back(offsets.apply(l.reg_part(uint32_t(r))) & thread_bits);
+    }
+  std::sort(xors.begin(), xors.end());
+  c.addresses = int(std::unique(xors.begin(), xors.end()) - xors.begin());
+  // One phase of the first access: the lanes 0 .. phase_lanes-1 of warp 0.
+  std::vector<std::pair<int, int64_t>> words;  // (bank, word) touched
+  for (int lane = 0; lane < phase_lanes; ++lane) {
+    const int64_t start = int64_t(offsets.apply(l.thread_part(uint32_t(lane), 0))) * elem_bytes;
+    for (int64_t w = start / banks.bank_bytes; w <= (start + bytes - 1) / banks.bank_bytes; ++w)
+      words.emplace_back(int(w % banks.banks), w);
+  }
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  for (size_t i = 0; i < words.size();) {
+    size_t j = i;
+    while (j < words.size() && words[j].first == words[i].first) ++j;
+    c.worst_ways = std::max(c.worst_ways, int(j - i));
+    i = j;
+  }
+  c.wavefronts = c.accesses * (wave / phase_lanes) * c.worst_ways;
+  return c;
+}
+
+std::optional<Layout> transposed_read_layout(const Layout& dst, const LinearMap& offsets, int elem_bytes) {
+  // ds_read_b64_tr_b16: in each group of 16 lanes, lane l receives slot l % 4 of the 8
+  // bytes lane 4 i + l / 4 read, as its element i. So the 4 registers a lane receives
+  // (the dot layout's register bits 0-1) come from lanes (lane bits 2-3 of the
+  // addresses), and the 4 slots a lane reads are the elements of the dot layout's lane
+  // bits 0-1, which must lie contiguous: Triton's rotation of the register and lane
+  // bases (chooseDsReadB64TrLayout).
+  if (elem_bytes != 2 || dst.lane.size() != 6 || dst.reg.size() < 2) return std::nullopt;
+  Layout a;
+  a.shape = dst.shape;
+  a.reg = {dst.lane[0], dst.lane[1]};
+  a.reg.insert(a.reg.end(), dst.reg.begin() + 2, dst.reg.end());
+  a.lane = {dst.lane[2], dst.lane[3], dst.reg[0], dst.reg[1], dst.lane[4], dst.lane[5]};
+  a.warp = dst.warp;
+  // The slots: elements 1 and 2 past the lane's address; every address 8-byte aligned.
+  if (offsets.apply(a.reg[0]) != 1 || offsets.apply(a.reg[1]) != 2) return std::nullopt;
+  auto aligned = [&](const std::vector<uint32_t>& images) {
+    return std::all_of(images.begin(), images.end(), [&](uint32_t x) { return (offsets.apply(x) & 3) == 0; });
+  };
+  if (!aligned({a.reg.begin() + 2, a.reg.end()}) || !aligned(a.lane) || !aligned(a.warp)) return std::nullopt;
+  return a;
+}
+
+namespace {
+// One side of an exchange: the layout whose lanes address shared memory, `group`
+// elements an access.
+struct Side {
+  Layout access;
+  int group = 1;
+};
+
+// The swizzle that makes each side's phase lanes hit distinct banks where a row-bit
+// XOR can: the sides in turn, their phase lanes in order; a lane whose bank bits depend
+// on the lanes before it gets, on a row bit of its own not yet given a value, the unit
+// bit that makes them independent. Triton's generic swizzling works the same way on
+// the same basis vectors.
+std::vector<uint32_t> two_sided_swizzle(const std::vector<Side>& sides, const ir::SharedEncoding& e, int elem_bytes,
+                                        const BankModel& banks, bool address_free) {
+  const std::vector<int>& shape = sides[0].access.shape;
+  const int col_bits = col_bits_of(shape, e), vec_bits = log2_exact(e.vec), eb_bits = log2_exact(elem_bytes);
+  const int row_bits = log2_exact(numel_of(shape)) - col_bits, unit_bits = col_bits - vec_bits;
+  const LinearMap plain = shared_offsets(shape, {e.order, e.vec, {}});
+  std::vector<uint32_t> swz(size_t(row_bits), 0);
+  std::vector<bool> fixed(size_t(row_bits), false);
+  // Address-free: a register's offset must stay an immediate (added, not XORed), so no
+  // row bit a register sets is swizzled and no unit bit a register sets is flipped.
+  uint32_t register_bits = 0;
+  if (address_free)
+    for (const Side& s : sides)
+      for (uint32_t x : s.access.reg) register_bits |= plain.apply(x);
+  for (int r = 0; r < row_bits; ++r)
+    if (register_bits >> (col_bits + r) & 1) fixed[size_t(r)] = true;
+  const int bank_hi = log2_exact(banks.banks * banks.bank_bytes);
+  for (const Side& s : sides) {
+    const int wave = 1 << s.access.lane.size();
+    const int bytes = s.group * elem_bytes;
+    const int phase_bits = log2_exact(lanes_per_phase(bytes, wave, banks));
+    const int bank_lo = log2_exact(std::max(bytes, banks.bank_bytes));
+    const uint32_t bank_mask = ((1u << bank_hi) - 1) & ~((1u << bank_lo) - 1);
+    auto bank_bits = [&](uint32_t v) {  // v: an offset before the swizzle
+      uint32_t sv = v;
+      for (int i = 0; i < row_bits; ++i)
+        if (v >> (col_bits + i) & 1) sv ^= swz[size_t(i)] << vec_bits;
+      return (sv << eb_bits) & bank_mask;
+    };
+    F2Span span;
+    for (int i = 0; i < phase_bits && i < int(s.access.lane.size()); ++i) {
+      const uint32_t v = plain.apply(s.access.lane[size_t(i)]);
+      if (!v || (v << eb_bits) >> bank_lo == 0) continue;  // a copy, or within one access
+      if (!span.add(bank_bits(v)))
+        for (int r = 0; r < row_bits; ++r) {
+          if (!(v >> (col_bits + r) & 1) || fixed[size_t(r)]) continue;
+          bool done = false;
+          for (int u = 0; u < unit_bits && !done; ++u) {
+            const uint32_t flip = (1u << (vec_bits + u)) << eb_bits;
+            if (!(flip & bank_mask) || (register_bits >> (vec_bits + u) & 1)) continue;
+            swz[size_t(r)] ^= 1u << u;
+            done = span.add(bank_bits(v));
+            if (!done) swz[size_t(r)] ^= 1u << u;
+          }
+          if (done) break;
+        }
+      for (int r = 0; r < row_bits; ++r)
+        if (v >> (col_bits + r) & 1) fixed[size_t(r)] = true;
+    }
+  }
+  while (!swz.empty() && swz.back() == 0) swz.pop_back();
+  return swz;
+}
+}  // namespace
+
+ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_bytes, const BankModel& banks,
+                               bool transposed_reads) {
+  const std::vector<int>& shape = src.shape;
+  const int rank = int(shape.size());
+  const int widest = std::max(1, 16 / elem_bytes);
+  ExchangePlan best;  // row-major, unswizzled: a single element's
+  for (int d = rank - 1; d >= 0; --d) best.encoding.order.push_back(d);
+  // The dims worth storing fastest: where either side holds consecutive elements in
+  // consecutive registers (a transposing read holds them across lanes); the last dim
+  // (row-major) when neither does.
+  std::vector<int> dims;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (shape[size_t(d)] == 1) continue;
+    const uint32_t stride = 1u << dim_offset(shape, d);
+    const bool across_lanes = transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride;
+    if (contiguous_run(src, stride) > 1 || contiguous_run(dst, stride) > 1 || across_lanes || dims.empty())
+      dims.push_back(d);
+  }
+  if (dims.empty()) return best;
+  int64_t best_cost = -1;
+  auto consider = [&](const ir::SharedEncoding& e) {
+    const LinearMap off = shared_offsets(shape, e);
+    // An access is an instruction plus its wavefronts; a read narrower than a register
+    // also costs the instruction that packs its result with its neighbour's (a 16-bit
+    // dot operand lives two to a register); each distinct address a swizzle makes is a
+    // register (LLVM hoists them out of loops: live throughout), weighed as 2 accesses.
+    // Heavier weights trade them for bank conflicts or 2-byte reads: at 8, tutorial-06
+    // attention at 64x64 on gfx942 takes 146 VGPRs instead of 160 but attention's K^T
+    // reads become 2-way at D = 64; at 32, 128x64 on 8 waves takes 169 instead of 236,
+    // with 2- to 4-way reads. Conflict-free reads win here until a GPU says otherwise.
+    constexpr int64_t kAddressWeight = 2;
+    auto cost = [&](const Layout& l, int group, bool read) {
+      SharedAccessCost c = shared_access_cost(l, off, group, elem_bytes, banks);
+      const bool packs = read && group * elem_bytes < 4;
+      return int64_t(c.accesses) * (packs ? 2 : 1) + c.wavefronts + kAddressWeight * int64_t(c.addresses);
+    };
+    const int64_t write = cost(src, shared_access_group(src, e, elem_bytes), false);
+    const int64_t read = cost(dst, shared_access_group(dst, e, elem_bytes), true);
+    std::optional<Layout> tr = transposed_reads ? transposed_read_layout(dst, off, elem_bytes) : std::nullopt;
+    const int64_t tr_read = tr ? cost(*tr, 4, true) : -1;
+    const bool use_tr = tr && tr_read < read;
+    const int64_t total = write + (use_tr ? tr_read : read);
+    if (best_cost < 0 || total < best_cost) best_cost = total, best = {e, use_tr};
+  };
+  for (int d : dims) {
+    ir::SharedEncoding e;
+    e.order.push_back(d);
+    for (int o = rank - 1; o >= 0; --o)
+      if (o != d) e.order.push_back(o);
+    const int cols = shape[size_t(d)], rows = int(numel_of(shape) / cols);
+    const uint32_t stride = 1u << dim_offset(shape, d);
+    const int ws = std::min({contiguous_run(src, stride), widest, cols});
+    int wd = std::min({contiguous_run(dst, stride), widest, cols});
+    if (transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride) wd = std::max(wd, std::min(4, cols));
+    std::vector<int> vecs = {std::max(ws, wd)};
+    if (ws != wd) vecs.push_back(std::min(ws, wd));
+    for (int vec : vecs) {
+      e.vec = vec;
+      e.swizzle.clear();
+      consider(e);
+      // Triton's phases: rows narrower than a pass over the banks share one.
+      for (int per_phase = 1; per_phase <= rows; per_phase *= 2)
+        for (int max_phase = 2; max_phase <= cols / vec && int64_t(per_phase) * max_phase <= rows; max_phase *= 2) {
+          e.swizzle = phase_swizzle(per_phase, max_phase);
+          consider(e);
+        }
+      // Built for both sides, each side's lanes first in turn.
+      std::vector<Side> sides = {{dst, shared_access_group(dst, e, elem_bytes)},
+                                 {src, shared_access_group(src, e, elem_bytes)}};
+      // Also restricted to swizzles whose addresses stay one register and immediates.
+      for (bool address_free : {false, true})
+        for (int turn = 0; turn < 2; ++turn, std::swap(sides[0], sides[1])) {
+          e.swizzle = two_sided_swizzle(sides, e, elem_bytes, banks, address_free);
+          consider(e);
+          // The transposing read addresses through other lanes than the layout's own.
+          if (transposed_reads)
+            if (auto tr = transposed_read_layout(dst, shared_offsets(shape, {e.order, e.vec, {}}), elem_bytes)) {
+              std::vector<Side> t = {{*tr, 4}, {src, shared_access_group(src, e, elem_bytes)}};
+              if (turn) std::swap(t[0], t[1]);
+              e.swizzle = two_sided_swizzle(t, e, elem_bytes, banks, address_free);
+              consider(e);
+            }
+        }
+    }
+  }
+  return best;
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,158 @@
+// Shared encodings (codegen/gpu/shared_encoding.hpp): every exchange the encoding search
+// plans is simulated element by element on a model of shared memory, with the access
+// groups the lowering issues: the writing layout's vectors land where the reading
+// layout's vectors (or gfx950's transposing reads, modelled from AMD's definition of
+// ds_read_b64_tr_b16) find exactly the elements they must hold. Pairs: blocked layouts
+// of every order and width, and the dot-operand conversions of the tutorial-06
+// attention as planned for gfx90a, gfx942 and gfx950.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <random>
+
+#include "bench/attention_tutorial.hpp"
+#include "codegen/gpu/shared_encoding.hpp"
+#include "codegen/ir/op_properties.hpp"
+#include "codegen/target.hpp"
+
+namespace {
+
+using namespace tl;
+using namespace tl::gpu;
+
+uint32_t element(const Layout& l, uint32_t r, uint32_t lane, uint32_t warp) {
+  return l.reg_part(r) ^ l.thread_part(lane, warp);
+}
+
+// Shared memory after `src` wrote its tile through the encoding, `group` elements an
+// access at consecutive offsets from the group's first (as the lowering's vector stores).
+std::vector<int64_t> write(const Layout& src, const LinearMap& off, int group) {
+  std::vector<int64_t> mem(size_t(src.numel()), -1);
+  const uint32_t dup = src.duplicate_reg_mask();
+  for (uint32_t w = 0; w < (1u << src.warp.size()); ++w)
+    for (uint32_t lane = 0; lane < (1u << src.lane.size()); ++lane)
+      for (int r = 0; r < src.num_regs(); r += group) {
+        if (r & dup) continue;
+        const uint32_t base = off.apply(element(src, uint32_t(r), lane, w));
+        EXPECT_EQ(base % uint32_t(group), 0u) << "unaligned vector";
+        for (int k = 0; k < group; ++k) {
+          EXPECT_LT(base + k, mem.size());
+          if (base + k < mem.size()) mem[base + k] = element(src, uint32_t(r + k), lane, w);
+        }
+      }
+  return mem;
+}
+
+// Every register of `dst` read back, `group` elements an access.
+void expect_read(const Layout& dst, const LinearMap& off, int group, const std::vector<int64_t>& mem) {
+  for (uint32_t w = 0; w < (1u << dst.warp.size()); ++w)
+    for (uint32_t lane = 0; lane < (1u << dst.lane.size()); ++lane)
+      for (int r = 0; r < dst.num_regs(); r += group) {
+        const uint32_t base = off.apply(element(dst, uint32_t(r), lane, w));
+        ASSERT_EQ(base % uint32_t(group), 0u);
+        for (int k = 0; k < group; ++k)
+          ASSERT_EQ(mem[base + k], int64_t(element(dst, uint32_t(r + k), lane, w)))
+              << "register " << r + k << " lane " << lane << " warp " << w;
+      }
+}
+
+// ds_read_b64_tr_b16 as AMD defines it: in each group of 16 lanes, lane l's element i is
+// 16-bit slot l % 4 of the 8 bytes lane 4 i + l / 4 of the group addressed.
+void expect_transposed_read(const Layout& dst, const LinearMap& off, const std::vector<int64_t>& mem) {
+  auto a = transposed_read_layout(dst, off, 2);
+  ASSERT_TRUE(a.has_value());
+  for (uint32_t w = 0; w < (1u << dst.warp.size()); ++w)
+    for (int r = 0; r < dst.num_regs(); r += 4)
+      for (uint32_t g = 0; g < 4; ++g) {
+        uint32_t addr[16];
+        for (uint32_t t = 0; t < 16; ++t) {
+          addr[t] = off.apply(a->reg_part(uint32_t(r)) ^ a->thread_part(16 * g + t, w));
+          ASSERT_EQ(addr[t] % 4, 0u) << "an address not 8-byte aligned";
+        }
+        for (uint32_t l = 0; l < 16; ++l)
+          for (uint32_t i = 0; i < 4; ++i)
+            ASSERT_EQ(mem[addr[4 * i + l / 4] + l % 4], int64_t(element(dst, uint32_t(r) + i, 16 * g + l, w)))
+                << "register " << r + int(i) << " lane " << 16 * g + l << " warp " << w;
+      }
+}
+
+void expect_exchange(const Layout& src, const Layout& dst, int elem_bytes, bool transposed_reads) {
+  ExchangePlan p = exchange_encoding(src, dst, elem_bytes, BankModel{}, transposed_reads);
+  SCOPED_TRACE(fmt::format("{} -> {}: {}{}", src.str(), dst.str(), p.encoding.str(),
+                           p.transposed_read ? " read=transposed" : ""));
+  const LinearMap off = shared_offsets(src.shape, p.encoding);
+  // A bijection onto [0, numel): the scratch tile is the tile's size.
+  std::vector<bool> seen(size_t(src.numel()), false);
+  for (uint32_t x = 0; x < uint32_t(src.numel()); ++x) {
+    const uint32_t o = off.apply(x);
+    ASSERT_LT(o, seen.size());
+    ASSERT_FALSE(seen[o]);
+    seen[o] = true;
+  }
+  const std::vector<int64_t> mem = write(src, off, shared_access_group(src, p.encoding, elem_bytes));
+  for (int64_t x : mem) ASSERT_GE(x, 0) << "an element nobody wrote";
+  if (p.transposed_read) expect_transposed_read(dst, off, mem);
+  else expect_read(dst, off, shared_access_group(dst, p.encoding, elem_bytes), mem);
+}
+
+TEST(SharedEncoding, BlockedExchangesRoundTrip) {
+  std::mt19937 rng(7);
+  for (int wave : {32, 64})
+    for (int trial = 0; trial < 60; ++trial) {
+      const int rows = 8 << (rng() % 4), cols = 8 << (rng() % 4);
+      auto pick = [&] {
+        std::vector<int> order = rng() % 2 ? std::vector<int>{1, 0} : std::vector<int>{0, 1};
+        return default_layout({rows, cols}, order, 1 << (rng() % 4), wave, 4);
+      };
+      const int elem_bytes = 1 << (rng() % 3);
+      expect_exchange(pick(), pick(), elem_bytes, false);
+    }
+}
+
+// The operand conversions of chained dots, where the encoding matters: Q, K^T and V into
+// MFMA operand layouts. Their reads are conflict-free under the bank model and 8 bytes or
+// more a lane; writes at most 2-way (K^T, written 16 bytes a lane along D and read 8
+// along D, cannot have both sides conflict-free with one swizzle of rows).
+TEST(SharedEncoding, AttentionOperandsReadWideAndConflictFree) {
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950"})
+    for (attn::Config c : {attn::Config{128, 64, 4, 2}, attn::Config{128, 64, 8, 2}, attn::Config{64, 64, 4, 2}})
+      for (int D : {64, 128}) {
+        SCOPED_TRACE(fmt::format("{} {}x{} w{} D={}", arch, c.block_m, c.block_n, c.num_warps, D));
+        auto f = attn::trace_ir(c, D, false);
+        codegen::CompileOptions o;
+        o.num_warps = c.num_warps;
+        o.num_stages = c.num_stages;
+        const codegen::TargetDesc target = codegen::parse_target(arch);
+        const bool tr = std::string(arch) == "gfx950";
+        auto g = codegen::planned_program(*f, target, o);
+        int shared = 0, transposed = 0;
+        ir::walk(g->body, [&](ir::Operation& op) {
+          if (op.op != Op::convert_layout || ir::ConvertPath(op.i0) != ir::ConvertPath::shared) return;
+          ++shared;
+          ASSERT_TRUE(op.shared.has_value());
+          const Layout &src = *op.operands[0]->layout, &dst = *op.result()->layout;
+          expect_exchange(src, dst, 2, tr);
+          const LinearMap off = shared_offsets(src.shape, *op.shared);
+          const SharedAccessCost w = shared_access_cost(src, off, shared_access_group(src, *op.shared, 2), 2, {});
+          SharedAccessCost r;
+          if (op.i1 & ir::kTransposedRead) {
+            ++transposed;
+            r = shared_access_cost(*transposed_read_layout(dst, off, 2), off, 4, 2, {});
+          } else {
+            const int group = shared_access_group(dst, *op.shared, 2);
+            EXPECT_GE(group, 4) << "a dot operand read narrower than 8 bytes: " << op.shared->str();
+            r = shared_access_cost(dst, off, group, 2, {});
+          }
+          // Q is converted once, before the loop: its reads may be 2-way.
+          if (op.parent != &g->body) EXPECT_EQ(r.worst_ways, 1) << op.shared->str();
+          EXPECT_LE(r.worst_ways, 2) << op.shared->str();
+          EXPECT_LE(w.worst_ways, 2) << op.shared->str();
+        });
+        EXPECT_EQ(shared, 3) << g->str();
+        // gfx950 reads V (N-contiguous, the second dot's B) with ds_read_b64_tr_b16.
+        EXPECT_EQ(transposed, tr ? 1 : 0) << g->str();
+      }
+}
+
+}  // namespace
