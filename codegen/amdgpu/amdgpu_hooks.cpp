@@ -179,40 +179,80 @@ void AmdgpuHooks::decorate_atomic(llvm::Instruction* inst, scope sc) {
 
 static bool is_e5m2(DType fmt) { return fmt == DType::f8e5m2 || fmt == DType::f8e5m2fnuz; }
 
+// The 32-bit word that holds `bits` (an i8) and the byte it is in, where `bits` is a
+// constant element of a loaded vector of whole words; {nullptr, 0} otherwise. The
+// converts' byte and word selects read a byte where it lies, where zero-extending it
+// first costs a v_bfe/v_and and a register per byte (FP8 dequantize: 26 VGPRs against
+// Triton's 19, bench/amd_quality).
+static std::pair<llvm::Value*, unsigned> word_of_byte(llvm::IRBuilderBase& b, llvm::Value* bits) {
+  auto* ee = llvm::dyn_cast<llvm::ExtractElementInst>(bits);
+  auto* ci = ee ? llvm::dyn_cast<llvm::ConstantInt>(ee->getIndexOperand()) : nullptr;
+  if (!ci) return {nullptr, 0};
+  unsigned n = unsigned(llvm::cast<llvm::FixedVectorType>(ee->getVectorOperandType())->getNumElements());
+  unsigned i = unsigned(ci->getZExtValue());
+  if (n % 4 != 0 || i >= n) return {nullptr, 0};
+  llvm::Value* words = b.CreateBitCast(ee->getVectorOperand(), llvm::FixedVectorType::get(b.getInt32Ty(), n / 4));
+  return {b.CreateExtractElement(words, uint64_t(i / 4)), i % 4};
+}
+
 llvm::Value* AmdgpuHooks::fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) {
   if (!caps_.has_hardware_fp8(fmt)) return nullptr;
-  // A byte of a loaded vector is converted where it lies: the convert's byte select
-  // (src0_sel:BYTE_n) reads it from its 32-bit word, where zero-extending it first costs
-  // a v_bfe/v_and and a register per byte (FP8 dequantize: 26 VGPRs against Triton's 19,
-  // bench/amd_quality).
-  llvm::Value* w = nullptr;
-  unsigned sel = 0;
-  if (auto* ee = llvm::dyn_cast<llvm::ExtractElementInst>(bits))
-    if (auto* ci = llvm::dyn_cast<llvm::ConstantInt>(ee->getIndexOperand())) {
-      unsigned n = unsigned(llvm::cast<llvm::FixedVectorType>(ee->getVectorOperandType())->getNumElements());
-      unsigned i = unsigned(ci->getZExtValue());
-      if (n % 4 == 0 && i < n) {
-        llvm::Value* words =
-            b.CreateBitCast(ee->getVectorOperand(), llvm::FixedVectorType::get(b.getInt32Ty(), n / 4));
-        w = b.CreateExtractElement(words, uint64_t(i / 4));
-        sel = i % 4;
-      }
-    }
+  auto [w, sel] = word_of_byte(b, bits);
   if (!w) w = b.CreateZExt(bits, b.getInt32Ty());
   return b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_f32_bf8 : Intr::amdgcn_cvt_f32_fp8, kNoTypes,
                            {w, b.getInt32(sel)});
 }
 
-llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) {
+// v_cvt_pk_f32_fp8 / bf8: bytes 0-1 (word_sel 0) or 2-3 (1) of a word to two f32. Two
+// neighbouring bytes of one loaded word, the low one even (a vector load's registers in
+// order), are converted in place; any other pair is packed into a word first.
+llvm::Value* AmdgpuHooks::fp8x2_to_f32x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) {
   if (!caps_.has_hardware_fp8(fmt)) return nullptr;
-  // The convert rounds to nearest even but does not saturate: clamp first, keeping NaN.
+  auto [w, byte] = word_of_byte(b, lo);
+  if (w && byte % 2 == 0) {
+    auto* ee_lo = llvm::cast<llvm::ExtractElementInst>(lo);
+    auto* ee_hi = llvm::dyn_cast<llvm::ExtractElementInst>(hi);
+    auto* i_lo = llvm::cast<llvm::ConstantInt>(ee_lo->getIndexOperand());
+    auto* i_hi = ee_hi ? llvm::dyn_cast<llvm::ConstantInt>(ee_hi->getIndexOperand()) : nullptr;
+    if (!i_hi || ee_hi->getVectorOperand() != ee_lo->getVectorOperand() ||
+        i_hi->getZExtValue() != i_lo->getZExtValue() + 1)
+      w = nullptr;
+  } else {
+    w = nullptr;
+  }
+  if (!w) {
+    llvm::Value* v = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b.getInt8Ty(), 4));
+    v = b.CreateInsertElement(b.CreateInsertElement(v, lo, uint64_t(0)), hi, uint64_t(1));
+    w = b.CreateBitCast(v, b.getInt32Ty());
+    byte = 0;
+  }
+  return b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_pk_f32_bf8 : Intr::amdgcn_cvt_pk_f32_fp8, kNoTypes,
+                           {w, b.getInt1(byte == 2)});
+}
+
+// The convert rounds to nearest even but does not saturate: clamp first, keeping NaN.
+static llvm::Value* clamp_to_fp8_range(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) {
   llvm::Value* m = llvm::ConstantFP::get(b.getFloatTy(), gpu::fp8_max_finite(fmt));
   llvm::Value* c = b.CreateBinaryIntrinsic(Intr::minnum, b.CreateBinaryIntrinsic(Intr::maxnum, x, b.CreateFNeg(m)), m);
-  c = b.CreateSelect(b.CreateFCmpUNO(x, x), x, c);
-  llvm::Value* packed =
-      b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_pk_bf8_f32 : Intr::amdgcn_cvt_pk_fp8_f32, kNoTypes,
-                        {c, c, b.getInt32(0), b.getFalse()});
-  return b.CreateTrunc(packed, b.getInt8Ty());
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, c);
+}
+
+// v_cvt_pk_fp8_f32 / bf8 (srcA, srcB, old, word_sel false): srcA to byte 0, srcB to byte 1.
+static llvm::Value* cvt_pk_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) {
+  return b.CreateIntrinsic(is_e5m2(fmt) ? Intr::amdgcn_cvt_pk_bf8_f32 : Intr::amdgcn_cvt_pk_fp8_f32, kNoTypes,
+                           {clamp_to_fp8_range(b, fmt, lo), clamp_to_fp8_range(b, fmt, hi), b.getInt32(0),
+                            b.getFalse()});
+}
+
+llvm::Value* AmdgpuHooks::f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) {
+  if (!caps_.has_hardware_fp8(fmt)) return nullptr;
+  return b.CreateTrunc(cvt_pk_fp8(b, fmt, x, x), b.getInt8Ty());
+}
+
+llvm::Value* AmdgpuHooks::f32x2_to_fp8x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) {
+  if (!caps_.has_hardware_fp8(fmt)) return nullptr;
+  llvm::Value* pair = b.CreateTrunc(cvt_pk_fp8(b, fmt, lo, hi), b.getInt16Ty());
+  return b.CreateBitCast(pair, llvm::FixedVectorType::get(b.getInt8Ty(), 2));
 }
 
 llvm::Value* AmdgpuHooks::load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) {

@@ -36,6 +36,8 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   void decorate_atomic(llvm::Instruction* inst, scope sc) override;
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override;
   llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override;
+  llvm::Value* fp8x2_to_f32x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) override;
+  llvm::Value* f32x2_to_fp8x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) override;
   llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override;
   llvm::Value* load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;

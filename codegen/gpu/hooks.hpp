@@ -150,6 +150,15 @@ class GpuHooks {
   // handling must match docs/ir.md (saturate to max finite, keep NaN).
   virtual llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) { return nullptr; }
   virtual llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) { return nullptr; }
+  // The same, two elements in one instruction where the hardware has one (a tile's
+  // registers convert in pairs: Lowerer::cast_registers): `lo` and `hi` (i8 bits) to a
+  // <2 x float> (lo in element 0); two f32 to a <2 x i8>. nullptr: one at a time.
+  virtual llvm::Value* fp8x2_to_f32x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) {
+    return nullptr;
+  }
+  virtual llvm::Value* f32x2_to_fp8x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) {
+    return nullptr;
+  }
 
   // Buffer accesses, where capabilities().has_buffer_ops() (AMD CDNA): a raw buffer
   // resource over the uniform global pointer `base` (num_records: `num_records`, a

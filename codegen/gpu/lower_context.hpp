@@ -121,6 +121,8 @@ class Lowerer {
   llvm::Value* constant(DType t, double f, int64_t i);
   llvm::Value* element(const ir::Operation& op, const Values& args);
   llvm::Value* cast(llvm::Value* x, DType from, DType to);
+  llvm::Value* cast_fp8_value(llvm::Value* f, DType to);  // an FP8's f32 value on to `to`
+  Values cast_registers(const Values& v, DType from, DType to);  // FP8 two at a time where the target can
   llvm::Value* to_mem(llvm::Value* x, DType t);    // i1 -> i8
   llvm::Value* from_mem(llvm::Value* x, DType t);  // i8 -> i1
   // Registers r .. r + width - 1 in their memory form as what one access writes: the

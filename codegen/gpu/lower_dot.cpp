@@ -91,8 +91,19 @@ void Lowerer::lower_dot(const ir::Operation& op) {
     if (!o.cast) return read_stage_registers(*o.read, o.layout, first, count, o.regs);
     read_stage_registers(*o.read, o.layout, first, count, o.raw);
     const DType from = o.cast->operands[0]->type.dtype, to = o.cast->result()->type.dtype;
-    for (int r = first; r < first + count; ++r)
-      if (!o.regs[size_t(r)]) o.regs[size_t(r)] = cast(o.raw[size_t(r)], from, to);
+    // Each run of registers not converted yet converts at once, so that FP8 converts in
+    // pairs (cast_registers) within the K step's registers.
+    for (int r = first; r < first + count;) {
+      if (o.regs[size_t(r)]) {
+        ++r;
+        continue;
+      }
+      int end = r;
+      while (end < first + count && !o.regs[size_t(end)]) ++end;
+      Values done = cast_registers(Values(o.raw.begin() + r, o.raw.begin() + end), from, to);
+      std::copy(done.begin(), done.end(), o.regs.begin() + r);
+      r = end;
+    }
   };
   Values& a = A.regs;
   Values& bv = B.regs;

@@ -102,13 +102,7 @@ llvm::Value* Lowerer::cast(llvm::Value* x, DType from, DType to) {
   llvm::Type* ty = reg_type(to);
   if (is_fp8(from)) {
     llvm::Value* f = hooks_.fp8_to_f32(b, from, x);
-    if (!f) f = fp8_to_f32_soft(b, from, x);
-    // Every FP8 value (NaN too) is a bf16 one: the f32's upper half, no rounding (which
-    // costs gfx942, without a bf16 convert, five instructions an element).
-    if (to == DType::bf16)
-      return b.CreateBitCast(b.CreateTrunc(b.CreateLShr(b.CreateBitCast(f, b.getInt32Ty()), 16), b.getInt16Ty()),
-                             reg_type(to));
-    return cast(f, DType::f32, to);
+    return cast_fp8_value(f ? f : fp8_to_f32_soft(b, from, x), to);
   }
   if (is_fp8(to)) {
     llvm::Value* f = cast(x, from, DType::f32);
@@ -125,6 +119,39 @@ llvm::Value* Lowerer::cast(llvm::Value* x, DType from, DType to) {
     return b.CreateIntrinsic(is_signed(to) ? Intr::fptosi_sat : Intr::fptoui_sat, {ty, x->getType()}, {x});
   if (narrow_float(from) && narrow_float(to)) return b.CreateFPTrunc(b.CreateFPExt(x, b.getFloatTy()), ty);
   return bit_width(to) > bit_width(from) ? b.CreateFPExt(x, ty) : b.CreateFPTrunc(x, ty);
+}
+
+// The f32 that an FP8 value converted to, on to `to`.
+llvm::Value* Lowerer::cast_fp8_value(llvm::Value* f, DType to) {
+  // Every FP8 value (NaN too) is a bf16 one: the f32's upper half, no rounding (which
+  // costs gfx942, without a bf16 convert, five instructions an element).
+  if (to == DType::bf16)
+    return b.CreateBitCast(b.CreateTrunc(b.CreateLShr(b.CreateBitCast(f, b.getInt32Ty()), 16), b.getInt16Ty()),
+                           reg_type(to));
+  return cast(f, DType::f32, to);
+}
+
+// A tile's registers converted: FP8 ones two at a time (registers r and r + 1, r even)
+// where the target converts a pair in one instruction (cvt.rn.f16x2.e4m3x2,
+// v_cvt_pk_f32_fp8, ...), so that a dequantized tile costs half the converts; any other
+// cast, a target without pair converts, and an odd register last, one at a time.
+Values Lowerer::cast_registers(const Values& v, DType from, DType to) {
+  Values out(v.size());
+  size_t r = 0;
+  if (from != to && (is_fp8(from) || is_fp8(to)))
+    for (; r + 1 < v.size(); r += 2) {
+      if (is_fp8(from)) {
+        llvm::Value* f = hooks_.fp8x2_to_f32x2(b, from, v[r], v[r + 1]);
+        if (!f) break;
+        for (size_t i = 0; i < 2; ++i) out[r + i] = cast_fp8_value(b.CreateExtractElement(f, uint64_t(i)), to);
+      } else {
+        llvm::Value* q = hooks_.f32x2_to_fp8x2(b, to, cast(v[r], from, DType::f32), cast(v[r + 1], from, DType::f32));
+        if (!q) break;
+        for (size_t i = 0; i < 2; ++i) out[r + i] = b.CreateExtractElement(q, uint64_t(i));
+      }
+    }
+  for (; r < v.size(); ++r) out[r] = cast(v[r], from, to);
+  return out;
 }
 
 llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
@@ -262,6 +289,9 @@ void Lowerer::lower_elementwise_tile(const ir::Operation& op) {
   const Layout& l = plan_.of(op.result());
   std::vector<Values> args;
   for (const ir::Value* o : op.operands) args.push_back(get(o, l));
+  if (op.op == Op::cast)  // FP8 in pairs
+    return set_natural(op.result(), Regs{l, cast_registers(args[0], op.operands[0]->type.dtype,
+                                                           op.result()->type.dtype)});
   Values out;
   for (int r = 0; r < l.num_regs(); ++r) {
     Values a;

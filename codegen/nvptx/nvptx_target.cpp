@@ -10,7 +10,8 @@
 //
 // device_assert traps (`trap;`): __assertfail lives in libdevice/the CUDA runtime,
 // which tl does not link; the failing line is stored in the global tl_assert_line
-// first. FP8 converts use the portable software path (cvt.*.e4m3x2 needs PTX 8.1).
+// first. OCP FP8 converts use the hardware's pair converts on sm_89+ (cvt.*.e4m3x2 /
+// e5m2x2), the FNUZ formats and older chips the portable software path.
 #include <fmt/format.h>
 #include <llvm-c/Target.h>
 #include <llvm/IR/Constants.h>
@@ -145,16 +146,40 @@ class NvptxHooks final : public gpu::GpuHooks {
       default: return nullptr;
     }
   }
-  // sm_89+: OCP FP8 to f16 in hardware (cvt.rn.f16x2.e4m3x2 / e5m2x2, PTX 7.8), exact, and
-  // f16 to f32 exact too: a few instructions where the bit-level conversion took ~20
-  // (an FP8 KV cache dequantized in a decode loop converts every element it streams).
+  // sm_89+ (the capability table's hardware_fp8): OCP FP8 to f16 in hardware
+  // (cvt.rn.f16x2.e4m3x2 / e5m2x2), exact, and f16 to f32 exact too: a few instructions
+  // where the bit-level conversion took ~20 (an FP8 KV cache dequantized in a decode loop
+  // converts every element it streams). The instruction converts two bytes: a tile's
+  // registers use both (fp8x2_to_f32x2), a lone element the low one.
   // The FNUZ formats, and older chips: the bit-level conversion (nullptr).
   llvm::Value* fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Value* bits) override {
-    if (std::atoi(desc_.arch.c_str() + 3) < 89 || (fmt != DType::f8e4m3fn && fmt != DType::f8e5m2)) return nullptr;
-    const char* name = fmt == DType::f8e4m3fn ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn";
-    // The byte in the low half of the pair converts into element 0.
-    llvm::Value* pair = gpu::call_intrinsic(b, name, {}, {b.CreateZExt(bits, b.getInt16Ty())});
+    if (!caps_.has_hardware_fp8(fmt)) return nullptr;
+    llvm::Value* pair = fp8x2_to_f16x2(b, fmt, b.CreateZExt(bits, b.getInt16Ty()));
     return b.CreateFPExt(b.CreateExtractElement(pair, uint64_t(0)), b.getFloatTy());
+  }
+  llvm::Value* fp8x2_to_f32x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) override {
+    if (!caps_.has_hardware_fp8(fmt)) return nullptr;
+    llvm::Value* bytes = llvm::PoisonValue::get(llvm::FixedVectorType::get(b.getInt8Ty(), 2));
+    bytes = b.CreateInsertElement(b.CreateInsertElement(bytes, lo, uint64_t(0)), hi, uint64_t(1));
+    llvm::Value* pair = fp8x2_to_f16x2(b, fmt, b.CreateBitCast(bytes, b.getInt16Ty()));
+    return b.CreateFPExt(pair, llvm::FixedVectorType::get(b.getFloatTy(), 2));
+  }
+  // f32 to OCP FP8 (cvt.rn.satfinite.e4m3x2.f32 / e5m2x2, sm_89+): round to nearest even,
+  // saturate to the largest finite value (infinities included), NaN to NaN: docs/ir.md's
+  // cast. Which NaN code comes out is the hardware's (the PTX ISA says only "NaN"; not
+  // checked on a GPU), which may differ in sign and payload from the software path's
+  // sign | 0x7f (e4m3) / sign | 0x7e (e5m2): any NaN of the format is a NaN, as tl's tests
+  // compare them. Two floats an instruction; a lone element takes the low byte.
+  llvm::Value* f32_to_fp8(llvm::IRBuilderBase& b, DType fmt, llvm::Value* x) override {
+    llvm::Value* pair = f32x2_to_fp8x2(b, fmt, x, llvm::ConstantFP::get(b.getFloatTy(), 0.0));
+    return pair ? b.CreateExtractElement(pair, uint64_t(0)) : nullptr;
+  }
+  llvm::Value* f32x2_to_fp8x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) override {
+    if (!caps_.has_hardware_fp8(fmt)) return nullptr;
+    const char* name = fmt == DType::f8e4m3fn ? "llvm.nvvm.ff.to.e4m3x2.rn" : "llvm.nvvm.ff.to.e5m2x2.rn";
+    // PTX's `cvt d, a, b` puts a in the upper byte of d: `hi` goes first.
+    llvm::Value* pair = gpu::call_intrinsic(b, name, {}, {hi, lo});
+    return b.CreateBitCast(pair, llvm::FixedVectorType::get(b.getInt8Ty(), 2));
   }
   void trap(llvm::IRBuilderBase& b, unsigned line) override {
     llvm::Module* m = b.GetInsertBlock()->getModule();
@@ -169,6 +194,12 @@ class NvptxHooks final : public gpu::GpuHooks {
  private:
   codegen::TargetDesc desc_;
   gpu::TargetCapabilities caps_;
+
+  // Two FP8 codes (i16, the low byte element 0) to <2 x half>.
+  llvm::Value* fp8x2_to_f16x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* codes) {
+    const char* name = fmt == DType::f8e4m3fn ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn";
+    return gpu::call_intrinsic(b, name, {}, {codes});
+  }
 
   bool has_load_matrix() const override { return capabilities().load_matrix; }
   std::vector<llvm::Value*> load_matrix_x4(llvm::IRBuilderBase& b, llvm::Value* shared, bool trans) override {

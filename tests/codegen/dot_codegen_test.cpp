@@ -282,7 +282,11 @@ TEST(DotCodegen, DequantizedSharedOperandsAreReadPerKStep) {
       EXPECT_EQ(co.report.at("lds_bytes"), 2 * (64 * 64 + 64 * 64));
       EXPECT_EQ(co.report.at("spill_vgpr"), 0);
       std::string isa = amd::disassemble(co.binary);
-      EXPECT_GT(count(isa, "v_cvt_f32_fp8"), 0);
+      // Two elements a convert (v_cvt_pk_f32_fp8), none left one at a time.
+      EXPECT_EQ(count(isa, "v_cvt_f32_fp8"), 0);
+      // A lane's 32 rows (columns) of A (B) by 64 of K over 64 lanes: 32 + 32 elements a
+      // K step, 4 steps.
+      EXPECT_EQ(count(isa, "v_cvt_pk_f32_fp8"), 4 * (32 + 32) / 2);
       const char* mfma = std::string(arch) == "gfx942" ? "v_mfma_f32_32x32x8_bf16" : "v_mfma_f32_32x32x16_bf16";
       // 64x64 at 4 warps: a 32x32 tile a warp; per K step of 64: 8 (gfx942) or 4 MFMAs,
       // 4 steps (the loop of 4 constant iterations is unrolled).
@@ -292,7 +296,8 @@ TEST(DotCodegen, DequantizedSharedOperandsAreReadPerKStep) {
   auto co = compile("sm_90", *f, 4);
   std::string ptx(co.binary.begin(), co.binary.end());
   const std::string loop = ptx_loop(ptx);
-  EXPECT_GT(count(loop, "cvt.rn.f16x2.e4m3x2"), 0);
+  // Two elements a convert: a warp's 32x64 of A and 64x32 of B over 32 lanes.
+  EXPECT_EQ(count(loop, "cvt.rn.f16x2.e4m3x2"), (64 + 64) / 2);
   EXPECT_EQ(count(loop, "st.shared"), 0);  // nothing converted goes back to shared memory
   // A warp's 32x32 of the tile: 2 M tiles x 4 N tiles x 4 K steps of 16 an iteration.
   EXPECT_EQ(count(loop, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 2 * 4 * 4) << loop.substr(0, 2000);

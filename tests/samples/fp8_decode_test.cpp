@@ -15,6 +15,7 @@
 
 #include "samples/fp8_decode/decode.hpp"
 #include "samples/fp8_decode/reference.hpp"
+#include "support/compile.hpp"
 #include "support/reference.hpp"
 
 using namespace tltest;
@@ -197,6 +198,38 @@ TEST(Fp8DecodeSample, AmdChoiceFitsTheSeedsBudget) {
       std::string remarks = nlohmann::json::parse(meta)["remarks"].dump();
       EXPECT_NE(remarks.find("2 into shared memory"), std::string::npos) << remarks;
     }
+}
+
+}  // namespace
+
+namespace {
+
+// The loop's FP8 conversions (K's and V's tiles to bf16 as the dots read them) take one
+// instruction per two elements: cvt.rn.f16x2.e4m3x2 on sm_90, v_cvt_pk_f32_fp8 on gfx942
+// and gfx950 (one an element before, v_cvt_f32_fp8 on AMD), and no per-element convert
+// left. Each target's first-choice configuration at D = 128, converting a thread's share
+// of the two [BLOCK_N, 128] tiles once an iteration:
+//  - sm_90, BLOCK_N 64 over 2 warps: K^T's 64 columns and V's 128 split between them,
+//    128 + 128 elements a thread;
+//  - AMD, BLOCK_N 32 over 4 waves: V's 128 columns split four ways (16 a lane), K^T's 32
+//    columns two ways (16-column MFMA tiles; two waves read each half: 32 a lane).
+TEST(Fp8DecodeSample, ConvertsTwoElementsAnInstruction) {
+  struct Case {
+    const char* target;
+    fp8_decode::Config c;
+    int elements;  // FP8 elements a thread converts an iteration
+  } cases[] = {{"sm_90", {64, 3, 2, 1}, 128 + 128}, {"gfx942", {32, 2, 4, 1}, 32 + 16},
+               {"gfx950", {32, 2, 4, 1}, 32 + 16}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.target);
+    fp8_decode::Problem p{16, 8192, 64, 8, 128};
+    const std::string t = k.target;
+    std::string isa = tltest::isa_of_compiled(t == "gfx942" ? fp8_decode::compile_partial<tl::f8e4m3fnuz>(k.c, t, p)
+                                                            : fp8_decode::compile_partial<tl::f8e4m3fn>(k.c, t, p));
+    const int pairs = t == "sm_90" ? tltest::count(isa, "cvt.rn.f16x2.e4m3x2") : tltest::count(isa, "v_cvt_pk_f32_fp8");
+    EXPECT_EQ(pairs, k.elements / 2) << isa;
+    EXPECT_EQ(tltest::count(isa, "v_cvt_f32_fp8"), 0);
+  }
 }
 
 }  // namespace

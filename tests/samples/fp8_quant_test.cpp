@@ -318,3 +318,20 @@ TEST(Fp8QuantAmd, CastKernelStoresSixteenFp8ALaneWithoutSpills) {
     EXPECT_EQ(ragged.report.at("spill_vgpr"), 0) << arch;
   });
 }
+
+// The cast kernel's conversions to FP8 take one instruction per two elements:
+// cvt.rn.satfinite.e4m3x2.f32 on sm_90 (the software conversion before, ~20 an element),
+// v_cvt_pk_fp8_f32 on gfx942 and gfx950 (one an element before). A [64, 64] tile over 4
+// warps: 32 elements a thread on NVIDIA, 16 a lane on AMD.
+TEST(Fp8QuantSample, ConvertsTwoElementsAnInstruction) {
+  for (const char* target : {"sm_90", "gfx942", "gfx950"}) {
+    SCOPED_TRACE(target);
+    const std::string t = target;
+    const fp8_quant::Config c{};
+    std::string isa = tltest::isa_of_compiled(t == "gfx942" ? fp8_quant::compile<tl::f8e4m3fnuz>(c, t, 5120, 8192, true)
+                                                            : fp8_quant::compile<tl::f8e4m3fn>(c, t, 5120, 8192, true));
+    const int elements = c.block_k * c.block_n / (c.num_warps * (t == "sm_90" ? 32 : 64));
+    const int pairs = t == "sm_90" ? count(isa, "cvt.rn.satfinite.e4m3x2.f32") : count(isa, "v_cvt_pk_fp8_f32");
+    EXPECT_EQ(pairs, elements / 2) << isa;
+  }
+}

@@ -4,7 +4,10 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "codegen/target.hpp"
+#include "runtime/cache.hpp"
 
 namespace tltest {
 
@@ -18,6 +21,14 @@ inline int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
+}
+
+// The ISA text (PTX, or AMD disassembly) of what a kernel's compile() made, from the
+// cache entry its metadata names.
+inline std::string isa_of_compiled(const std::string& meta) {
+  auto entry = tl::cache::DiskCache::global().load(nlohmann::json::parse(meta).at("key").get<std::string>());
+  if (!entry) throw std::runtime_error("no cache entry for " + meta);
+  return tl::cache::isa_provider()(*entry);
 }
 
 }  // namespace tltest
