@@ -18,6 +18,10 @@
 //    MFMAs), instead of holding the whole [M, K] and [K, N] tiles in registers before the
 //    first instruction. Marked on the shared_load (ir::kReadByDot); the lowering emits
 //    nothing at the read and converts (a cast) each register as its K step needs it.
+// 3. An operand converted through shared memory right before its dot is read by the dot
+//    from the conversion's scratch the same way (ir::kConversionReadByDot on the
+//    convert_layout, which then only writes). Runs after plan_conversion_paths: it reads
+//    the recorded paths.
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
