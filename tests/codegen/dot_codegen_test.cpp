@@ -255,6 +255,25 @@ TEST(DotCodegen, NvidiaOperandsThroughLdmatrix) {
   }
 }
 
+// Triton's tutorial-03 matmul as users write it (plain loads in the loop, B row-major):
+// the middle end stages both operands, 16 bytes a thread, and the dot reads them with
+// ldmatrix (B with .trans), never two bytes at a time. 128x128x64 at 4 warps (2 x 2,
+// each 64x64) per K step of 16: A 4 m16 tiles (one x4 each), B 8 n8 tiles (two an x4);
+// 4 K steps a BK.
+TEST(DotCodegen, NvidiaTutorialMatmulReadsOperandsWithLdmatrix) {
+  auto f = gemm_tile<ty::bf16>(128, 128, 64, 4);
+  auto co = compile("sm_90", *f, 4);
+  std::string ptx(co.binary.begin(), co.binary.end());
+  EXPECT_EQ(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 4 * 4) << ptx;
+  EXPECT_EQ(count(ptx, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 8 / 2 * 4) << ptx;
+  EXPECT_EQ(count(ptx, "ld.shared.b16") + count(ptx, "ld.shared.u16") + count(ptx, "st.shared.b16") +
+                count(ptx, "st.shared.u16"),
+            0)
+      << ptx;
+  EXPECT_GT(count(ptx, "st.shared.v4.b32"), 0) << ptx;
+  EXPECT_EQ(count(ptx, "mma.sync.aligned.m16n8k16"), 4 * 8 * 4);
+}
+
 // FP8 (sm_90): A and B^T, both K-contiguous, through ldmatrix.x4 as pairs of bytes
 // (no .trans for 8-bit: an N-contiguous FP8 B converts instead). 128x128x64 at 4 warps:
 // A 4 M tiles x 2 K steps of 32, B^T 8 N tiles x 2 K steps / 2 per x4.
