@@ -42,6 +42,16 @@ TEST(Capabilities, BufferLoadToSharedOnlyOnGfx950) {
   EXPECT_FALSE(caps("sm_90").buffer_load_to_shared);
 }
 
+// ds_read_b64_tr_b16 (FeatureGFX950Insts): gfx950 only; an unknown chip and NVIDIA
+// (ldmatrix.trans is load_matrix) say no.
+TEST(Capabilities, TransposedSharedReadOnlyOnGfx950) {
+  EXPECT_FALSE(caps("gfx90a").transposed_shared_read_b16);
+  EXPECT_FALSE(caps("gfx942").transposed_shared_read_b16);
+  EXPECT_TRUE(caps("gfx950").transposed_shared_read_b16);
+  EXPECT_FALSE(caps("gfx1100").transposed_shared_read_b16);
+  EXPECT_FALSE(caps("sm_90").transposed_shared_read_b16);
+}
+
 TEST(Capabilities, BufferDescriptorFlags) {
   // Word 3 of a raw-buffer V# on CDNA: DATA_FORMAT 32 bit, NUM_FORMAT float.
   for (const char* a : {"gfx90a", "gfx942", "gfx950"}) {
