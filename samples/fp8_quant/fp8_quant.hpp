@@ -130,8 +130,9 @@ template <class O> auto& cast_transpose_kernel() {
 // MoE shapes (the sample's host-timed runs: 2876 against 2462 GB/s at E=16, K=5120,
 // N=8192; 2764 against 2340 at 64, 2048, 1408; 2399 against 2007 at 1, 8192, 8192; 2 and 4
 // warps within 2%; [128, 32], [64, 32] and [32, 64] slower). Triton prefers [128, 128]
-// (3028 against 2841 GB/s at 16, 5120, 8192); tl's cast kernel is what holds it back there
-// (its FP8 converts and its transpose through shared memory, a byte at a time). On AMD's
+// (3028 against 2841 GB/s at 16, 5120, 8192); tl's cast kernel is what held it back there
+// (its FP8 converts, one an element until they were paired, and its transpose through
+// shared memory, still written a byte at a time). On AMD's
 // wave64 a [64, 64] tile over 4 waves is exactly one 16-byte store of 16 FP8 a lane.
 struct Config {
   int block_k = 64, block_n = 64;
