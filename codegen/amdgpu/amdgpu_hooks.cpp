@@ -255,9 +255,14 @@ llvm::Value* AmdgpuHooks::f32x2_to_fp8x2(llvm::IRBuilderBase& b, DType fmt, llvm
   return b.CreateBitCast(pair, llvm::FixedVectorType::get(b.getInt8Ty(), 2));
 }
 
-llvm::Value* AmdgpuHooks::load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) {
-  if (!caps_.transposed_shared_read_b16) return nullptr;
-  return b.CreateIntrinsic(Intr::amdgcn_ds_read_tr16_b64, {llvm::FixedVectorType::get(b.getInt16Ty(), 4)}, {shared});
+llvm::Value* AmdgpuHooks::load_shared_transposed(llvm::IRBuilderBase& b, llvm::Value* shared, int elem_bits) {
+  if (!caps_.has_transposed_shared_read(elem_bits)) return nullptr;
+  if (elem_bits == 16)
+    return b.CreateIntrinsic(Intr::amdgcn_ds_read_tr16_b64, {llvm::FixedVectorType::get(b.getInt16Ty(), 4)}, {shared});
+  // The 8-bit form selects only as <2 x i32> (LLVM 22): its bytes in order.
+  llvm::Value* words =
+      b.CreateIntrinsic(Intr::amdgcn_ds_read_tr8_b64, {llvm::FixedVectorType::get(b.getInt32Ty(), 2)}, {shared});
+  return b.CreateBitCast(words, llvm::FixedVectorType::get(b.getInt8Ty(), 8));
 }
 
 // f32 exp as exp2(x * log2(e)), as Triton's AMD backend and tl's NVPTX lowering do:

@@ -26,8 +26,8 @@ gpu::TargetCapabilities gfx950_capabilities() {
   // gfx950 only).
   c.direct_to_shared_widths = {1, 2, 4, 12, 16};
   c.buffer_load_to_shared = true;
-  // ds_read_b64_tr_b16 (llvm.amdgcn.ds.read.tr16.b64, FeatureGFX950Insts).
-  c.transposed_shared_read_b16 = true;
+  // ds_read_b64_tr_b8 / _b16 (llvm.amdgcn.ds.read.tr8.b64 / tr16.b64, FeatureGFX950Insts).
+  c.transposed_shared_read_bits = {8, 16};
   c.hardware_fp8 = {DType::f8e4m3fn, DType::f8e5m2};
   // MFMAs: gfx942's (its FP8 ones now read the OCP formats: AMD's CDNA4 notes, Triton's
   // MfmaGroup table), plus the double-rate 16-bit and i8 forms (8 and 16 a lane) and

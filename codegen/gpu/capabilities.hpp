@@ -67,11 +67,11 @@ struct TargetCapabilities {
   // and .trans, sm_75+): a dot operand staged in shared memory is read with it, wide,
   // where a layout conversion reads two bytes at a time.
   bool load_matrix = false;
-  // A transposing 64-bit LDS read of 16-bit elements (gfx950's ds_read_b64_tr_b16): a
-  // tile stored along one dim is read into registers that hold consecutive elements
-  // along the other (a dot's B operand from an N-contiguous V), 8 bytes a lane where
-  // the plain read takes 2.
-  bool transposed_shared_read_b16 = false;
+  // Element widths (bits) with a transposing 64-bit LDS read (gfx950's
+  // ds_read_b64_tr_b16 and ds_read_b64_tr_b8): a tile stored along one dim is read into
+  // registers that hold consecutive elements along the other (a dot's B operand from an
+  // N-contiguous V), 8 bytes a lane where the plain read takes one element.
+  std::vector<int> transposed_shared_read_bits;
 
   // Shared memory (LDS) one program may use, static and dynamic together: the budget
   // the lowering checks and a pipeliner or a shared-memory tile would plan against.
@@ -112,6 +112,10 @@ struct TargetCapabilities {
     return std::find(hardware_fp8.begin(), hardware_fp8.end(), fmt) != hardware_fp8.end();
   }
   bool has_buffer_ops() const { return buffer_resource_flags != 0; }
+  bool has_transposed_shared_read(int elem_bits) const {
+    return std::find(transposed_shared_read_bits.begin(), transposed_shared_read_bits.end(), elem_bits) !=
+           transposed_shared_read_bits.end();
+  }
 };
 
 }  // namespace tl::gpu

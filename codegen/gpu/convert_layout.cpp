@@ -226,12 +226,12 @@ Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, c
   barrier();
   Exchange x{to, {}, ty, t, 0, transposed_read};
   if (transposed_read) {
-    // One read fills four registers of `to`, its lanes addressing through the layout
+    // One read fills 8 bytes of registers of `to`, its lanes addressing through the layout
     // transposed_read_layout gives (plan_shared_encodings checked it applies).
     auto a = transposed_read_layout(to, offsets, int(eb));
     if (!a) throw compile_error("gpu lowering: a transposed read planned where it cannot read " + to.str() + " (a tl bug)");
     x.addr = compose(offsets, *a, to.shape);
-    x.group = 4;
+    x.group = transposed_read_slots(int(eb));
   } else {
     x.addr = compose(offsets, to, to.shape);
     x.group = shared_access_group(to, enc, int(eb));
@@ -248,9 +248,9 @@ void Lowerer::exchange_read(const Exchange& x, int first, int count, Values& out
     llvm::Value* p = smem_ptr(b.CreateMul(element_index(x.addr, r), b.getInt32(eb), "", true, true));
     llvm::Value* vec;
     if (x.transposed) {
-      vec = hooks_.load_shared_transposed_b16(b, p);
+      vec = hooks_.load_shared_transposed(b, p, int(8 * eb));
       if (!vec) throw compile_error(fmt::format("gpu lowering: {} has no transposing shared-memory read", hooks_.target_name()));
-      vec = b.CreateBitCast(vec, llvm::FixedVectorType::get(x.ty, 4));
+      vec = b.CreateBitCast(vec, llvm::FixedVectorType::get(x.ty, unsigned(g)));
     } else if (g == 1) {
       out[size_t(r)] = from_mem(smem_load(x.ty, p, eb), x.t);
       continue;

@@ -126,11 +126,14 @@ class GpuHooks {
     return {};
   }
 
-  // gfx950's ds_read_b64_tr_b16 (capabilities' transposed_shared_read_b16): in each group
-  // of 16 lanes, lane l receives as its element i slot l % 4 of the 8 bytes lane
-  // 4 i + l / 4 of the group addressed (shared_encoding.hpp, transposed_read_layout).
-  // Returns <4 x i16>; nullptr where the target has no such instruction.
-  virtual llvm::Value* load_shared_transposed_b16(llvm::IRBuilderBase& b, llvm::Value* shared) { return nullptr; }
+  // gfx950's ds_read_b64_tr_b16 / _b8 (capabilities' transposed_shared_read_bits): in each
+  // group of 16 lanes, lane l receives as its element i slot l % s of the 8 bytes lane
+  // s' i + l / s of the group addressed, s = 64 / elem_bits slots a read, s' = 16 / s
+  // (shared_encoding.hpp, transposed_read_layout). Returns <s x i(elem_bits)>; nullptr
+  // where the target has no such instruction.
+  virtual llvm::Value* load_shared_transposed(llvm::IRBuilderBase& b, llvm::Value* shared, int elem_bits) {
+    return nullptr;
+  }
 
   // The LLVM sync scope of an atomic at `sc` (cta / gpu / sys).
   virtual uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) = 0;

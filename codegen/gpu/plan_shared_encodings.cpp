@@ -17,7 +17,8 @@ void plan_shared_encodings(ir::Function& f, const PlanTarget& t) {
   ir::walk(f.body, [&](ir::Operation& op) {
     if (op.op != Op::convert_layout || ir::ConvertPath(op.i0) != ir::ConvertPath::shared) return;
     ExchangePlan p = exchange_encoding(*op.operands[0]->layout, *op.result()->layout,
-                                       byte_width(op.result()->type.dtype), banks, t.caps->transposed_shared_read_b16);
+                                       byte_width(op.result()->type.dtype), banks,
+                                       t.caps->has_transposed_shared_read(bit_width(op.result()->type.dtype)));
     op.shared = p.encoding;
     op.i1 = (op.i1 & ~ir::kTransposedRead) | (p.transposed_read ? ir::kTransposedRead : 0);
   });

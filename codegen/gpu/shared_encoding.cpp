@@ -121,26 +121,34 @@ SharedAccessCost shared_access_cost(const Layout& l, const LinearMap& offsets, i
   return c;
 }
 
+int transposed_read_slots(int elem_bytes) { return 8 / elem_bytes; }
+
 std::optional<Layout> transposed_read_layout(const Layout& dst, const LinearMap& offsets, int elem_bytes) {
-  // ds_read_b64_tr_b16: in each group of 16 lanes, lane l receives slot l % 4 of the 8
-  // bytes lane 4 i + l / 4 read, as its element i. So the 4 registers a lane receives
-  // (the dot layout's register bits 0-1) come from lanes (lane bits 2-3 of the
-  // addresses), and the 4 slots a lane reads are the elements of the dot layout's lane
-  // bits 0-1, which must lie contiguous: Triton's rotation of the register and lane
-  // bases (chooseDsReadB64TrLayout).
-  if (elem_bytes != 2 || dst.lane.size() != 6 || dst.reg.size() < 2) return std::nullopt;
+  // ds_read_b64_tr_b16 / _b8: in each group of 16 lanes, lane l receives slot l % s of the
+  // 8 bytes lane (16 / s) i + l / s of the group read (s = 4 or 8 slots), as its element
+  // i. So the s registers a lane receives (the dot layout's first log2 s register bits)
+  // come from lanes (address-lane bits log2(16 / s) ..3), and the s slots a lane reads are
+  // the elements of the dot layout's first log2 s lane bits, which must lie contiguous:
+  // Triton's rotation of the register and lane bases (chooseDsReadB64TrLayout).
+  if ((elem_bytes != 1 && elem_bytes != 2) || dst.lane.size() != 6) return std::nullopt;
+  const size_t k = size_t(log2_exact(transposed_read_slots(elem_bytes)));  // 2 or 3
+  if (dst.reg.size() < k) return std::nullopt;
   Layout a;
   a.shape = dst.shape;
-  a.reg = {dst.lane[0], dst.lane[1]};
-  a.reg.insert(a.reg.end(), dst.reg.begin() + 2, dst.reg.end());
-  a.lane = {dst.lane[2], dst.lane[3], dst.reg[0], dst.reg[1], dst.lane[4], dst.lane[5]};
+  a.reg.assign(dst.lane.begin(), dst.lane.begin() + long(k));
+  a.reg.insert(a.reg.end(), dst.reg.begin() + long(k), dst.reg.end());
+  a.lane.assign(dst.lane.begin() + long(k), dst.lane.begin() + 4);
+  a.lane.insert(a.lane.end(), dst.reg.begin(), dst.reg.begin() + long(k));
+  a.lane.insert(a.lane.end(), dst.lane.begin() + 4, dst.lane.end());
   a.warp = dst.warp;
-  // The slots: elements 1 and 2 past the lane's address; every address 8-byte aligned.
-  if (offsets.apply(a.reg[0]) != 1 || offsets.apply(a.reg[1]) != 2) return std::nullopt;
+  // The slots: the elements right after the lane's address; every address 8-byte aligned.
+  for (size_t j = 0; j < k; ++j)
+    if (offsets.apply(a.reg[j]) != 1u << j) return std::nullopt;
+  const uint32_t slot_bits = (1u << k) - 1;
   auto aligned = [&](const std::vector<uint32_t>& images) {
-    return std::all_of(images.begin(), images.end(), [&](uint32_t x) { return (offsets.apply(x) & 3) == 0; });
+    return std::all_of(images.begin(), images.end(), [&](uint32_t x) { return (offsets.apply(x) & slot_bits) == 0; });
   };
-  if (!aligned({a.reg.begin() + 2, a.reg.end()}) || !aligned(a.lane) || !aligned(a.warp)) return std::nullopt;
+  if (!aligned({a.reg.begin() + long(k), a.reg.end()}) || !aligned(a.lane) || !aligned(a.warp)) return std::nullopt;
   return a;
 }
 
@@ -251,7 +259,7 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
     const int64_t write = cost(src, shared_access_group(src, e, elem_bytes), false);
     const int64_t read = cost(dst, shared_access_group(dst, e, elem_bytes), true);
     std::optional<Layout> tr = transposed_reads ? transposed_read_layout(dst, off, elem_bytes) : std::nullopt;
-    const int64_t tr_read = tr ? cost(*tr, 4, true) : -1;
+    const int64_t tr_read = tr ? cost(*tr, transposed_read_slots(elem_bytes), true) : -1;
     const bool use_tr = tr && tr_read < read;
     const int64_t total = write + (use_tr ? tr_read : read);
     if (best_cost < 0 || total < best_cost) best_cost = total, best = {e, use_tr};
@@ -265,7 +273,8 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
     const uint32_t stride = 1u << dim_offset(shape, d);
     const int ws = std::min({contiguous_run(src, stride), widest, cols});
     int wd = std::min({contiguous_run(dst, stride), widest, cols});
-    if (transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride) wd = std::max(wd, std::min(4, cols));
+    if (transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride)
+      wd = std::max(wd, std::min(transposed_read_slots(elem_bytes), cols));
     std::vector<int> vecs = {std::max(ws, wd)};
     if (ws != wd) vecs.push_back(std::min(ws, wd));
     for (int vec : vecs) {
@@ -289,7 +298,8 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
           // The transposing read addresses through other lanes than the layout's own.
           if (transposed_reads)
             if (auto tr = transposed_read_layout(dst, shared_offsets(shape, {e.order, e.vec, {}}), elem_bytes)) {
-              std::vector<Side> t = {{*tr, 4}, {src, shared_access_group(src, e, elem_bytes)}};
+              std::vector<Side> t = {{*tr, transposed_read_slots(elem_bytes)},
+                                     {src, shared_access_group(src, e, elem_bytes)}};
               if (turn) std::swap(t[0], t[1]);
               e.swizzle = two_sided_swizzle(t, e, elem_bytes, banks, address_free);
               consider(e);

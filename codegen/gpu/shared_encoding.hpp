@@ -49,19 +49,20 @@ struct SharedAccessCost {
 SharedAccessCost shared_access_cost(const Layout& l, const LinearMap& offsets, int group, int elem_bytes,
                                     const BankModel& banks);
 
-// gfx950's ds_read_b64_tr_b16 reading a 16-bit tile into layout `dst` (wave 64) from
-// `offsets`: the layout whose lanes give the addresses and whose registers 0-1 are the
-// four 16-bit slots each reads (consecutive elements; the rest of its registers are
-// dst's, four a read). nullopt where the instruction cannot produce `dst` from there
-// (slots not contiguous, addresses not 8-byte aligned, not 16-bit, not wave 64).
+// gfx950's ds_read_b64_tr_b16 / _b8 reading a 16- or 8-bit tile into layout `dst` (wave
+// 64) from `offsets`: the layout whose lanes give the addresses and whose first registers
+// are the slots each read returns (transposed_read_slots: 4 or 8 consecutive elements;
+// the rest of its registers are dst's, a read's worth at a time). nullopt where the
+// instruction cannot produce `dst` from there (slots not contiguous, addresses not 8-byte
+// aligned, another element width, not wave 64).
+int transposed_read_slots(int elem_bytes);
 std::optional<Layout> transposed_read_layout(const Layout& dst, const LinearMap& offsets, int elem_bytes);
 
 // The encoding of a conversion from `src` to `dst` through shared memory: the dim stored
 // fastest, the unit width and the XOR swizzle (Triton's phases, or one built for both
 // sides' lanes) that minimize both sides' access instructions plus wavefronts (plus the
-// packing of reads narrower than a register); with
-// `transposed_reads` (capabilities: a 16-bit transposing LDS read), whether `dst` is read
-// by it. The one rule plan_shared_encodings records and the lowering of any other
+// packing of reads narrower than a register); with `transposed_reads` (capabilities: a
+// transposing LDS read of this element width), whether `dst` is read by it. The one rule plan_shared_encodings records and the lowering of any other
 // exchange (global_load_to_shared's pointers) asks.
 struct ExchangePlan {
   ir::SharedEncoding encoding;

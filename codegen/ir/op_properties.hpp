@@ -81,7 +81,7 @@ constexpr int64_t kCopyIntoLastReadStage = 1;
 constexpr int64_t kReadByDot = 1;
 // `convert_layout` through shared memory: i1 holds flags of how its result is read.
 // kTransposedRead (plan_shared_encodings): with a transposing read (gfx950's
-// ds_read_b64_tr_b16), wide along the dim the encoding does not store contiguous.
+// ds_read_b64_tr_b16 / _b8), wide along the dim the encoding does not store contiguous.
 // kConversionReadByDot (plan_dot_operand_sources): the only user is the tl::dot right
 // after it, which reads the registers a K step at a time next to its instructions (as
 // kReadByDot for shared_load); the conversion itself only writes.

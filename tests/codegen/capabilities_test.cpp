@@ -42,14 +42,14 @@ TEST(Capabilities, BufferLoadToSharedOnlyOnGfx950) {
   EXPECT_FALSE(caps("sm_90").buffer_load_to_shared);
 }
 
-// ds_read_b64_tr_b16 (FeatureGFX950Insts): gfx950 only; an unknown chip and NVIDIA
+// ds_read_b64_tr_b16 / _b8 (FeatureGFX950Insts): gfx950 only; an unknown chip and NVIDIA
 // (ldmatrix.trans is load_matrix) say no.
 TEST(Capabilities, TransposedSharedReadOnlyOnGfx950) {
-  EXPECT_FALSE(caps("gfx90a").transposed_shared_read_b16);
-  EXPECT_FALSE(caps("gfx942").transposed_shared_read_b16);
-  EXPECT_TRUE(caps("gfx950").transposed_shared_read_b16);
-  EXPECT_FALSE(caps("gfx1100").transposed_shared_read_b16);
-  EXPECT_FALSE(caps("sm_90").transposed_shared_read_b16);
+  for (const char* arch : {"gfx90a", "gfx942", "gfx1100", "sm_90"})
+    EXPECT_TRUE(caps(arch).transposed_shared_read_bits.empty()) << arch;
+  EXPECT_TRUE(caps("gfx950").has_transposed_shared_read(16));
+  EXPECT_TRUE(caps("gfx950").has_transposed_shared_read(8));
+  EXPECT_FALSE(caps("gfx950").has_transposed_shared_read(32));
 }
 
 TEST(Capabilities, BufferDescriptorFlags) {

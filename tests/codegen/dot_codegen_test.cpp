@@ -274,6 +274,18 @@ TEST(DotCodegen, NvidiaTutorialMatmulReadsOperandsWithLdmatrix) {
   EXPECT_EQ(count(ptx, "mma.sync.aligned.m16n8k16"), 4 * 8 * 4);
 }
 
+// The same transcription in FP8 on gfx950 (OCP e4m3): B, N-contiguous, is read by
+// ds_read_b64_tr_b8 (8 bytes a lane, transposed by the read) after 16-byte writes; no
+// LDS access of a byte.
+TEST(DotCodegen, Gfx950Fp8TutorialMatmulReadsBTransposed) {
+  auto f = gemm_tile<ty::f8e4m3fn>(128, 128, 64, 4);
+  auto co = compile("gfx950", *f, 4);
+  std::string dis = amd::disassemble(co.binary);
+  EXPECT_GT(count(dis, "ds_read_b64_tr_b8"), 0) << dis;
+  EXPECT_EQ(count(dis, "ds_write_b8") + count(dis, "ds_read_u8") + count(dis, "ds_read_i8"), 0) << dis;
+  EXPECT_EQ(co.report.at("spill_vgpr"), 0);
+}
+
 // FP8 (sm_90): A and B^T, both K-contiguous, through ldmatrix.x4 as pairs of bytes
 // (no .trans for 8-bit: an N-contiguous FP8 B converts instead). 128x128x64 at 4 warps:
 // A 4 M tiles x 2 K steps of 32, B^T 8 N tiles x 2 K steps / 2 per x4.

@@ -15,6 +15,8 @@
 #include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/target.hpp"
+#include "support/compile.hpp"
+#include "support/traced_kernels.hpp"
 
 namespace {
 
@@ -57,22 +59,24 @@ void expect_read(const Layout& dst, const LinearMap& off, int group, const std::
       }
 }
 
-// ds_read_b64_tr_b16 as AMD defines it: in each group of 16 lanes, lane l's element i is
-// 16-bit slot l % 4 of the 8 bytes lane 4 i + l / 4 of the group addressed.
-void expect_transposed_read(const Layout& dst, const LinearMap& off, const std::vector<int64_t>& mem) {
-  auto a = transposed_read_layout(dst, off, 2);
+// ds_read_b64_tr_b16 / _b8 as AMD defines them: in each group of 16 lanes, lane l's
+// element i is slot l % s of the 8 bytes lane (16 / s) i + l / s of the group addressed,
+// s = 4 16-bit or 8 8-bit slots.
+void expect_transposed_read(const Layout& dst, const LinearMap& off, int elem_bytes, const std::vector<int64_t>& mem) {
+  auto a = transposed_read_layout(dst, off, elem_bytes);
   ASSERT_TRUE(a.has_value());
+  const uint32_t s = uint32_t(8 / elem_bytes), per = 16 / s;
   for (uint32_t w = 0; w < (1u << dst.warp.size()); ++w)
-    for (int r = 0; r < dst.num_regs(); r += 4)
+    for (int r = 0; r < dst.num_regs(); r += int(s))
       for (uint32_t g = 0; g < 4; ++g) {
         uint32_t addr[16];
         for (uint32_t t = 0; t < 16; ++t) {
           addr[t] = off.apply(a->reg_part(uint32_t(r)) ^ a->thread_part(16 * g + t, w));
-          ASSERT_EQ(addr[t] % 4, 0u) << "an address not 8-byte aligned";
+          ASSERT_EQ(addr[t] % s, 0u) << "an address not 8-byte aligned";
         }
         for (uint32_t l = 0; l < 16; ++l)
-          for (uint32_t i = 0; i < 4; ++i)
-            ASSERT_EQ(mem[addr[4 * i + l / 4] + l % 4], int64_t(element(dst, uint32_t(r) + i, 16 * g + l, w)))
+          for (uint32_t i = 0; i < s; ++i)
+            ASSERT_EQ(mem[addr[per * i + l / s] + l % s], int64_t(element(dst, uint32_t(r) + i, 16 * g + l, w)))
                 << "register " << r + int(i) << " lane " << 16 * g + l << " warp " << w;
       }
 }
@@ -92,7 +96,7 @@ void expect_exchange(const Layout& src, const Layout& dst, int elem_bytes, bool 
   }
   const std::vector<int64_t> mem = write(src, off, shared_access_group(src, p.encoding, elem_bytes));
   for (int64_t x : mem) ASSERT_GE(x, 0) << "an element nobody wrote";
-  if (p.transposed_read) expect_transposed_read(dst, off, mem);
+  if (p.transposed_read) expect_transposed_read(dst, off, elem_bytes, mem);
   else expect_read(dst, off, shared_access_group(dst, p.encoding, elem_bytes), mem);
 }
 
@@ -107,6 +111,8 @@ TEST(SharedEncoding, BlockedExchangesRoundTrip) {
       };
       const int elem_bytes = 1 << (rng() % 3);
       expect_exchange(pick(), pick(), elem_bytes, false);
+      // Where the read may be gfx950's transposing one (8- and 16-bit, wave 64).
+      if (wave == 64 && elem_bytes <= 2) expect_exchange(pick(), pick(), elem_bytes, true);
     }
 }
 
@@ -138,7 +144,7 @@ TEST(SharedEncoding, AttentionOperandsReadWideAndConflictFree) {
           SharedAccessCost r;
           if (op.i1 & ir::kTransposedRead) {
             ++transposed;
-            r = shared_access_cost(*transposed_read_layout(dst, off, 2), off, 4, 2, {});
+            r = shared_access_cost(*transposed_read_layout(dst, off, 2), off, transposed_read_slots(2), 2, {});
           } else {
             const int group = shared_access_group(dst, *op.shared, 2);
             EXPECT_GE(group, 4) << "a dot operand read narrower than 8 bytes: " << op.shared->str();
@@ -153,6 +159,36 @@ TEST(SharedEncoding, AttentionOperandsReadWideAndConflictFree) {
         // gfx950 reads V (N-contiguous, the second dot's B) with ds_read_b64_tr_b16.
         EXPECT_EQ(transposed, tr ? 1 : 0) << g->str();
       }
+}
+
+// Triton's tutorial-03 matmul in FP8 (plain loads, B row-major, so N-contiguous) planned
+// for gfx950: B reaches its MFMA layout by ds_read_b64_tr_b8, 8 bytes a lane, and the
+// exchange is exact under the 8-bit instruction's definition.
+TEST(SharedEncoding, Gfx950Fp8MatmulReadsBWithTheTransposingByteRead) {
+  auto f = tltest::trace("fp8_tile", [&](tl::detail::Trace& t) {
+    auto a = tltest::ptr_arg<ty::f8e4m3fn>(t, "a", true);
+    auto b = tltest::ptr_arg<ty::f8e4m3fn>(t, "b", true);
+    auto c = tltest::ptr_arg<ty::f32>(t, "c", true);
+    const int BM = 128, BN = 128, BK = 64, K = 4 * BK;
+    auto rm = tl::arange(0, BM), rn = tl::arange(0, BN), rk = tl::arange(0, BK);
+    auto acc = tl::zeros<ty::f32>({BM, BN});
+    for (auto k : tl::range(0, K, BK)) {
+      auto x = tl::load(a + tl::expand_dims(rm, 1) * K + tl::expand_dims(k + rk, 0));
+      auto y = tl::load(b + tl::expand_dims(k + rk, 1) * BN + tl::expand_dims(rn, 0));
+      acc = tl::dot(x, y, acc);
+    }
+    tl::store(c + tl::expand_dims(rm, 1) * BN + tl::expand_dims(rn, 0), acc);
+  });
+  codegen::CompileOptions o;
+  o.num_warps = 4;
+  auto g = codegen::planned_program(*f, codegen::parse_target("gfx950"), o);
+  int transposed = 0;
+  ir::walk(g->body, [&](ir::Operation& op) {
+    if (op.op != Op::convert_layout || ir::ConvertPath(op.i0) != ir::ConvertPath::shared) return;
+    expect_exchange(*op.operands[0]->layout, *op.result()->layout, 1, true);
+    transposed += (op.i1 & ir::kTransposedRead) != 0;
+  });
+  EXPECT_EQ(transposed, 1) << g->str();
 }
 
 }  // namespace
