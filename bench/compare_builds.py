@@ -30,6 +30,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "amd_quality"))
+from isa import instructions  # noqa: E402 (bench/amd_quality/isa.py: one definition for both comparisons)
+
 RMSNORM_SHAPES = [(32768, 128), (65536, 128), (8192, 4096), (4096, 8192), (16384, 2048), (2048, 16384),
                   (1024, 32768)]
 # bench/results/amd-gemm-2026-11-23: the anchor's four configurations (block M, N, K, warps), 2 stages.
@@ -43,17 +46,6 @@ COUNTS = ["s_barrier", "ds_read", "ds_write", "ds", "instructions"]
 
 
 # ----------------------------------------------------------------------------- collect
-
-def instructions(text):
-    """Mnemonics of a disassembly (as bench/amd_quality/compare.py counts them)."""
-    text = text.split(".amdgpu_metadata")[0]
-    out = []
-    for line in text.splitlines():
-        m = re.match(r"^\s+((?:v|s|ds|global|buffer|flat|scratch)_[a-z0-9_]+)", line)
-        if m and m.group(1) != "s_code_end":
-            out.append(m.group(1))
-    return out
-
 
 def isa_counts(text):
     ins = instructions(text)
@@ -103,6 +95,15 @@ class Collector:
     def exe(self, rel):
         p = os.path.join(self.build, rel)
         return p if os.access(p, os.X_OK) else None
+
+    def tool(self, rel, tool, arch):
+        """The executable `rel` of the build, or None with the failure recorded (a missing
+        tool is reported, not fatal)."""
+        p = self.exe(rel)
+        if not p:
+            self.failures.append({"tool": tool, "label": "-", "arch": arch, "command": "-", "rc": -1,
+                                  "error": f"no {rel} in this build"})
+        return p
 
     def run(self, tool, label, arch, argv, timeout=900):
         """Runs argv in a fresh cache; returns (rc, stdout, cache_dir). Logged, failures recorded."""
@@ -172,10 +173,8 @@ class Collector:
     # --- the tools
 
     def amd_quality(self, arch):
-        q = self.exe("bench/tl-amd-quality")
+        q = self.tool("bench/tl-amd-quality", "amd_quality", arch)
         if not q:
-            self.failures.append({"tool": "amd_quality", "label": "-", "arch": arch, "command": "-", "rc": -1,
-                                  "error": "no bench/tl-amd-quality in this build"})
             return
         def take(path):
             for r in json.load(open(path)):
@@ -198,10 +197,8 @@ class Collector:
                     take(out)
 
     def rmsnorm(self, arch):
-        s = self.exe("samples/tl-sample-rmsnorm")
+        s = self.tool("samples/tl-sample-rmsnorm", "rmsnorm", arch)
         if not s:
-            self.failures.append({"tool": "rmsnorm", "label": "-", "arch": arch, "command": "-", "rc": -1,
-                                  "error": "no samples/tl-sample-rmsnorm in this build"})
             return
         for rows, cols in RMSNORM_SHAPES:
             label = f"{rows}x{cols}"
@@ -210,10 +207,8 @@ class Collector:
             self.entries("rmsnorm", label, arch, cache)
 
     def gemm(self, arch):
-        s = self.exe("samples/tl-sample-gemm")
+        s = self.tool("samples/tl-sample-gemm", "gemm", arch)
         if not s:
-            self.failures.append({"tool": "gemm", "label": "-", "arch": arch, "command": "-", "rc": -1,
-                                  "error": "no samples/tl-sample-gemm in this build"})
             return
         for dt in ("bf16", "fp8"):
             for n in GEMM_SHAPES:
@@ -230,10 +225,8 @@ class Collector:
                 self.entries("gemm", label, arch, cache)
 
     def fp8_decode(self, arch):
-        s = self.exe("samples/tl-sample-fp8_decode")
+        s = self.tool("samples/tl-sample-fp8_decode", "fp8_decode", arch)
         if not s:
-            self.failures.append({"tool": "fp8_decode", "label": "-", "arch": arch, "command": "-", "rc": -1,
-                                  "error": "no samples/tl-sample-fp8_decode in this build"})
             return
         for d in DECODE_DS:
             label = f"D={d}"
