@@ -208,19 +208,15 @@ llvm::Value* AmdgpuHooks::fp8_to_f32(llvm::IRBuilderBase& b, DType fmt, llvm::Va
 // order), are converted in place; any other pair is packed into a word first.
 llvm::Value* AmdgpuHooks::fp8x2_to_f32x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) {
   if (!caps_.has_hardware_fp8(fmt)) return nullptr;
-  auto [w, byte] = word_of_byte(b, lo);
-  if (w && byte % 2 == 0) {
-    auto* ee_lo = llvm::cast<llvm::ExtractElementInst>(lo);
-    auto* ee_hi = llvm::dyn_cast<llvm::ExtractElementInst>(hi);
-    auto* i_lo = llvm::cast<llvm::ConstantInt>(ee_lo->getIndexOperand());
-    auto* i_hi = ee_hi ? llvm::dyn_cast<llvm::ConstantInt>(ee_hi->getIndexOperand()) : nullptr;
-    if (!i_hi || ee_hi->getVectorOperand() != ee_lo->getVectorOperand() ||
-        i_hi->getZExtValue() != i_lo->getZExtValue() + 1)
-      w = nullptr;
-  } else {
-    w = nullptr;
-  }
-  if (!w) {
+  // `hi` the element right after `lo` in the same vector: then the word holding `lo` holds both.
+  auto* ee_lo = llvm::dyn_cast<llvm::ExtractElementInst>(lo);
+  auto* ee_hi = llvm::dyn_cast<llvm::ExtractElementInst>(hi);
+  auto* i_lo = ee_lo ? llvm::dyn_cast<llvm::ConstantInt>(ee_lo->getIndexOperand()) : nullptr;
+  auto* i_hi = ee_hi ? llvm::dyn_cast<llvm::ConstantInt>(ee_hi->getIndexOperand()) : nullptr;
+  const bool neighbours = i_lo && i_hi && ee_hi->getVectorOperand() == ee_lo->getVectorOperand() &&
+                          i_hi->getZExtValue() == i_lo->getZExtValue() + 1;
+  auto [w, byte] = neighbours ? word_of_byte(b, lo) : std::pair<llvm::Value*, unsigned>{nullptr, 0};
+  if (!w || byte % 2 != 0) {
     llvm::Value* v = llvm::Constant::getNullValue(llvm::FixedVectorType::get(b.getInt8Ty(), 4));
     v = b.CreateInsertElement(b.CreateInsertElement(v, lo, uint64_t(0)), hi, uint64_t(1));
     w = b.CreateBitCast(v, b.getInt32Ty());

@@ -227,15 +227,20 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
   const int widest = std::max(1, 16 / elem_bytes);
   ExchangePlan best;  // row-major, unswizzled: a single element's
   for (int d = rank - 1; d >= 0; --d) best.encoding.order.push_back(d);
+  // A transposing read gathers, into a lane's registers, consecutive elements along the
+  // dim that dst's lanes walk first.
+  auto transposes_along = [&](uint32_t stride) {
+    return transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride;
+  };
   // The dims worth storing fastest: where either side holds consecutive elements in
-  // consecutive registers (a transposing read holds them across lanes); the last dim
-  // (row-major) when neither does.
+  // consecutive registers, or a transposing read gathers them; the last dim (row-major)
+  // when none does.
   std::vector<int> dims;
   for (int d = rank - 1; d >= 0; --d) {
     if (shape[size_t(d)] == 1) continue;
     const uint32_t stride = 1u << dim_offset(shape, d);
-    const bool across_lanes = transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride;
-    if (contiguous_run(src, stride) > 1 || contiguous_run(dst, stride) > 1 || across_lanes || dims.empty())
+    if (contiguous_run(src, stride) > 1 || contiguous_run(dst, stride) > 1 || transposes_along(stride) ||
+        dims.empty())
       dims.push_back(d);
   }
   if (dims.empty()) return best;
@@ -273,8 +278,7 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
     const uint32_t stride = 1u << dim_offset(shape, d);
     const int ws = std::min({contiguous_run(src, stride), widest, cols});
     int wd = std::min({contiguous_run(dst, stride), widest, cols});
-    if (transposed_reads && dst.lane.size() > 1 && dst.lane[0] == stride)
-      wd = std::max(wd, std::min(transposed_read_slots(elem_bytes), cols));
+    if (transposes_along(stride)) wd = std::max(wd, std::min(transposed_read_slots(elem_bytes), cols));
     std::vector<int> vecs = {std::max(ws, wd)};
     if (ws != wd) vecs.push_back(std::min(ws, wd));
     for (int vec : vecs) {
