@@ -87,6 +87,7 @@ std::string spec_key(const LaunchRequest& r, const codegen::TargetDesc& target, 
   k += o.key();
   k += '|';
   for (const ArgValue& a : r.args) {
+    if (a.trace_time) continue;  // (its value is in r.constants)
     if (a.is_pointer) k += a.bits % 16 == 0 ? 'A' : 'a';
     else if (is_int(a.dtype) && a.dtype != DType::i1) k += a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd';
     else k += 's';
@@ -369,8 +370,9 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
   // kernel asking for dynamic shared memory gets some at launch.
   auto dyn = spec->code.report.find("dynamic_shared_bytes");
   dims.shared_bytes = dyn == spec->code.report.end() ? 0 : uint32_t(dyn->second);
-  runtime::ArgSlots slots(r.args.size());
-  for (size_t i = 0; i < r.args.size(); ++i) slots[i] = r.args[i].bits;
+  runtime::ArgSlots slots;
+  for (const ArgValue& a : r.args)
+    if (!a.trace_time) slots.push_back(a.bits);
   ++g_launches;
   dev.launch(*spec->loaded, dims, slots, r.stream);
 }

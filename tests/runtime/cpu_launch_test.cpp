@@ -6,6 +6,7 @@
 
 #include <cfenv>
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "support/reference.hpp"
@@ -119,3 +120,26 @@ TEST(CpuLaunch, KernelsRunInTheDefaultFloatingPointEnvironment) {
 }
 
 }  // namespace
+
+// Trace-time constants between run-time arguments (Triton's constexprs anywhere in the
+// signature): the kernel receives its run-time arguments alone, in order. The launch once
+// passed a slot for every parameter, so a constant before a run-time argument shifted it
+// (the run-time argument after it read as 0).
+TEST(CpuLaunch, ConstantsBetweenRunTimeArgumentsKeepTheirPlaces) {
+  auto k = tl::kernel("interleaved", [](tl::ptr<tl::f32> x, int scale, tl::i32 add, int add2, tl::ptr<tl::f32> y,
+                                        tl::i32 n) {
+    auto i = tl::arange(0, 16);
+    tl::store(y + i, tl::load(x + i, i < n, 0.0f) * float(scale) + (add + add2).to<tl::f32>(), i < n);
+  });
+  std::vector<float> x(16);
+  for (int i = 0; i < 16; ++i) x[size_t(i)] = float(i);
+  auto X = upload<tl::ty::f32>(x);
+  auto Y = test_device().alloc<tl::ty::f32>(16);
+  poison(Y);
+  k[tl::grid(1)](X, 3, 100, 1000, Y, 12);
+  auto y = Y.download();
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y[size_t(i)], 3.0f * float(i) + 1100.0f) << i;
+  uint32_t past;
+  std::memcpy(&past, &y[12], 4);
+  EXPECT_EQ(past, 0xABABABABu) << "past n: still the poison, not written";
+}

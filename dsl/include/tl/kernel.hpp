@@ -136,6 +136,10 @@ namespace detail {
 
 // A run-time argument of a launch, with what the specialization key needs from it.
 struct ArgValue {
+  // A trace-time constant's place among the parameters: no run-time argument (the
+  // constant's value is in LaunchRequest::constants). The kernel takes its run-time
+  // arguments alone, in order, whatever constants lie between them.
+  bool trace_time = false;
   bool is_pointer = false;
   DType dtype = DType::i32;   // scalars: their dtype; pointers: the pointee
   uint64_t bits = 0;
@@ -290,6 +294,7 @@ template <class F> class kernel_t : public detail::KernelBase {
       p.values[I] = detail::to_arg<P>(a);
     } else {
       static_assert(std::is_convertible_v<const A&, P>, "tl launch: argument does not convert to the constant parameter's type");
+      p.values[I].trace_time = true;
       detail::append_constant(p.constants, P(a));
     }
   }
