@@ -11,6 +11,11 @@
 //
 //   tl-bench-gemm [--json out.json] [--repeats 20] [--size 4096 --size 8192 ...] [--dtype bf16|fp8]
 //                 [--config BMxBNxBK,STAGES,WARPS]     (e.g. 128x128x64,3,4; GROUP_SIZE_M 8)
+//                 [--kernel sample|tutorial]
+//
+// --kernel tutorial times bench/matmul_tutorial.hpp instead (bf16 only): Triton's tutorial
+// matmul transcribed as its users write it (carried pointers, plain loads, no tl::shared),
+// at the same configuration the sample would get; its runs say "kernel": "tutorial".
 //
 // TFLOP/s counts 2*M*N*K flops.
 #include <fmt/format.h>
@@ -24,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/matmul_tutorial.hpp"
 #include "bench/timing.hpp"
 #include "samples/gemm/gemm.hpp"
 #include "samples/gemm/reference.hpp"
@@ -36,6 +42,7 @@ struct Options {
   std::vector<int64_t> sizes;
   std::vector<std::string> dtypes = {"bf16", "fp8"};
   bool pinned = false;  // --config given
+  std::string kernel = "sample";
   gemm::Config config;
 };
 
@@ -57,6 +64,7 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
   int inner = std::clamp(int(20.0 / std::max(one_ms, 1e-3)), 1, 100);
   double ms = tlbench::time_ms(dev, go, o.repeats, inner);
   nlohmann::json r = {{"impl", "tl"},
+                      {"kernel", "sample"},
                       {"dtype", dtype},
                       {"M", S},
                       {"N", S},
@@ -99,6 +107,27 @@ nlohmann::json bench_bf16(tl::device dev, const Options& o, int64_t S) {
       [&] { return gemm::compile_bf16(c, dev, S, S, S); });
 }
 
+// The tutorial transcription on the same operands and check as bench_bf16.
+nlohmann::json bench_tutorial(tl::device dev, const Options& o, int64_t S) {
+  gemm::Config c = o.pinned ? o.config : gemm::choose(S, S, S, dev.target(), dev.compute_units(), false);
+  const matmul_tutorial::Config t{c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages, c.num_warps};
+  auto op = gemm::random_operands<tl::bfloat16>(S, S, S, false, 1.0, 1000 + uint64_t(S),
+                                                [](double x) { return tl::to_bf16(x); });
+  auto A = dev.alloc<tl::bf16>(op.a.size()), B = dev.alloc<tl::bf16>(op.b.size());
+  auto C = dev.alloc<tl::bf16>(size_t(S * S));
+  A.upload(op.a), B.upload(op.b);
+  op.a = {}, op.b = {};
+  auto check = [&] {
+    return gemm::check(op.fa, op.fb, false, {}, {}, C.download(), S, S, S, gemm::rows_to_check(S, S, S, 0x1p30),
+                       gemm::sum_unit(false, dev.kind() == tl::device_kind::cuda));
+  };
+  auto r = measure(
+      dev, o, S, "bf16", c, [&] { matmul_tutorial::matmul<tl::bf16>(dev, t, A, B, C, S, S, S); }, C, check,
+      [&] { return matmul_tutorial::compile<tl::bf16>(dev, t, S, S, S); });
+  r["kernel"] = "tutorial";
+  return r;
+}
+
 template <class F8> nlohmann::json bench_fp8(tl::device dev, const Options& o, int64_t S) {
   constexpr tl::DType D = tl::elem_t<F8>::dtype;
   gemm::Config c = o.pinned ? o.config : gemm::choose(S, S, S, dev.target(), dev.compute_units(), true);
@@ -134,6 +163,10 @@ int main(int argc, char** argv) try {
     else if (a == "--repeats") o.repeats = std::stoi(next());
     else if (a == "--size") o.sizes.push_back(std::stoll(next()));
     else if (a == "--dtype") o.dtypes = {next()};
+    else if (a == "--kernel") {
+      o.kernel = next();
+      if (o.kernel != "sample" && o.kernel != "tutorial") throw std::runtime_error("--kernel must be sample or tutorial");
+    }
     else if (a == "--config") {
       gemm::Config& c = o.config;
       std::string v = next();
@@ -152,7 +185,10 @@ int main(int argc, char** argv) try {
   for (int64_t S : o.sizes)
     for (const std::string& d : o.dtypes) {
       nlohmann::json r;
-      if (d == "bf16") r = bench_bf16(dev, o, S);
+      if (o.kernel == "tutorial") {
+        if (d != "bf16") continue;  // the transcription is timed in bf16
+        r = bench_tutorial(dev, o, S);
+      } else if (d == "bf16") r = bench_bf16(dev, o, S);
       else if (d != "fp8") throw std::runtime_error("--dtype must be bf16 or fp8");
       else if (f8.empty()) {
         fmt::print(stderr, "fp8 skipped: {} has no FP8 matrix instructions\n", dev.target());

@@ -6,6 +6,10 @@ C = A.B at 4096^3 and 8192^3 (TFLOP/s = 2*M*N*K / time):
   tl      samples/gemm through bench/gemm_bench.cpp (tl-bench-gemm): gemm::choose's
           configuration for the device (its JSON says which), tl::dot on mma.sync, the K
           loop pipelined through shared memory (cp.async); FP8 with row and column scales
+  tl tutorial  bench/matmul_tutorial.hpp (tl-bench-gemm --kernel tutorial), bf16: the
+          anchor's kernel transcribed as Triton users write it (carried pointers, plain
+          loads, no tl::shared), at the same configuration as the sample; the compiler
+          stages and pipelines its loads
   Triton  the kernel of ../shared/anchors/gemm_anchor.py (the tutorial matmul: grouped
           order, GROUP_SIZE_M 8, `tl.range(..., num_stages=STAGES)`), with tl's tiles,
           stages and warps ("tl's config"), and the best of the anchor's four
@@ -226,22 +230,31 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
              "column scales, the anchor's Triton kernel none. Configurations: BLOCK_M x BLOCK_N x BLOCK_K, "
              "num_stages, num_warps; GROUP_SIZE_M 8.", "",
              f"Versions: {versions}", "",
-             "| case | tl (config) | Triton mma.sync, tl's config | Triton mma.sync, best of anchor's | "
-             "Triton wgmma, tl's config | Triton wgmma, best of anchor's | torch | tl / Triton mma.sync (same config) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| case | tl (config) | tl tutorial transcription | Triton mma.sync, tl's config | "
+             "Triton mma.sync, best of anchor's | Triton wgmma, tl's config | Triton wgmma, best of anchor's | torch | "
+             "tl / Triton mma.sync (same config) | tutorial / tl sample | tutorial / Triton mma.sync (same config) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     table = []
     for dtype in ("bf16", "fp8"):
         for S in sizes:
-            t = next((r for r in tl_runs if r["dtype"] == dtype and r["M"] == S), None)
+            t = next((r for r in tl_runs if r["dtype"] == dtype and r["M"] == S and r.get("kernel", "sample") == "sample"),
+                     None)
+            tu = next((r for r in tl_runs if r["dtype"] == dtype and r["M"] == S and r.get("kernel") == "tutorial"), None)
             tr = dict(t, config=tl_cfg_of(t)) if t else None
             ms_same, ms_best = pick("triton mma.sync", dtype, S, "tl's config"), pick("triton mma.sync", dtype, S)
             wg_same, wg_best = pick("triton wgmma", dtype, S, "tl's config"), pick("triton wgmma", dtype, S)
             th = pick("torch", dtype, S)
             ratio = f"{t['tflops'] / ms_same['tflops']:.2f}" if t and t.get("ok") and ms_same else "-"
             wrong = " WRONG" if t and not t.get("ok") else ""
-            lines.append(f"| {dtype} {S}^3 | {cell(tr, True)}{wrong} | {cell(ms_same)} | {cell(ms_best, True)} | "
-                         f"{cell(wg_same)} | {cell(wg_best, True)} | {cell(th)} | {ratio} |")
+            tu_ok = tu is not None and tu.get("ok")
+            tu_cell = "-" if tu is None else f"{tu['tflops']:.3g}" + ("" if tu_ok else " WRONG")
+            tu_sample = f"{tu['tflops'] / t['tflops']:.2f}" if tu_ok and t and t.get("ok") else "-"
+            tu_triton = f"{tu['tflops'] / ms_same['tflops']:.2f}" if tu_ok and ms_same else "-"
+            lines.append(f"| {dtype} {S}^3 | {cell(tr, True)}{wrong} | {tu_cell} | {cell(ms_same)} | "
+                         f"{cell(ms_best, True)} | {cell(wg_same)} | {cell(wg_best, True)} | {cell(th)} | {ratio} | "
+                         f"{tu_sample} | {tu_triton} |")
             table.append({"dtype": dtype, "size": S, "tl": t and t["tflops"], "tl_ok": t and t["ok"],
+                          "tl_tutorial": tu and tu["tflops"], "tl_tutorial_ok": tu and tu["ok"],
                           "triton_mma_sync_tl_config": ms_same and ms_same["tflops"],
                           "triton_mma_sync_best": ms_best and ms_best["tflops"],
                           "triton_wgmma_tl_config": wg_same and wg_same["tflops"],
@@ -263,7 +276,8 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
     except ImportError:
         print("(matplotlib missing: no plot)")
         return
-    series = [("tl", "tl"), ("Triton mma.sync (tl's config)", "triton_mma_sync_tl_config"),
+    series = [("tl", "tl"), ("tl tutorial transcription", "tl_tutorial"),
+              ("Triton mma.sync (tl's config)", "triton_mma_sync_tl_config"),
               ("Triton mma.sync (best)", "triton_mma_sync_best"), ("Triton wgmma (best)", "triton_wgmma_best"),
               ("torch", "torch")]
     fig, ax = plt.subplots(figsize=(9, 4.5))
@@ -303,7 +317,14 @@ def main():
         print("+ " + " ".join(cmd), flush=True)
         subprocess.run(cmd, check=False)  # a wrong result still writes its JSON (ok: false)
         tl_runs = json.load(open(js))["runs"]
-    tl_cfgs = {f"{r['dtype']} {r['M']}": tl_cfg_of(r) for r in tl_runs}
+        jt = os.path.join(a.out, "tl_gemm_tutorial.json")
+        cmd = [a.tl, "--kernel", "tutorial", "--dtype", "bf16", "--json", jt, "--repeats", str(a.repeats)] + sum(
+            (["--size", str(s)] for s in sizes), [])
+        print("+ " + " ".join(cmd), flush=True)
+        subprocess.run(cmd, check=False)
+        if os.path.exists(jt):
+            tl_runs += json.load(open(jt))["runs"]
+    tl_cfgs = {f"{r['dtype']} {r['M']}": tl_cfg_of(r) for r in tl_runs if r.get("kernel", "sample") == "sample"}
     rows = []
     if a.dry_run:
         static_compile_check()

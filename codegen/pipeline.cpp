@@ -73,10 +73,14 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
   dump("tracing", f);
   ir::verify(f);
 
+  if (passes::combine_dot_accumulate(f) > 0) dump("dot-accumulate combining", f);
   passes::eliminate_common_subexpressions(f);
   dump("common-subexpression elimination", f);
   passes::eliminate_dead_code(f);
   dump("dead-code elimination", f);
+  // Pointers and offsets carried through a pipelined loop, read from its induction
+  // variable instead, so that the pipeliner can compute them for iterations ahead.
+  if (passes::rewrite_carried_inductions(f, opts.num_stages) > 0) dump("carried-induction rewriting", f);
   // Loads issued num_stages-1 iterations ahead; the address arithmetic it clones for them
   // and what the original loads leave unused go to a second CSE and DCE.
   passes::PipelineOptions pipelining{opts.num_stages, 0};
@@ -85,6 +89,9 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
     pipelining.shared_bytes_limit = caps.shared_bytes_per_program;
     pipelining.direct_to_shared_widths = caps.direct_to_shared_widths;
     pipelining.wave_size = target.wave_size;
+    // ldmatrix.trans (16-bit). gfx950's transposing LDS reads serve layout conversions
+    // (plan_shared_encodings), not yet reads of a staged buffer.
+    if (caps.load_matrix) pipelining.transposed_dot_read_bits = {16};
   }
   if (passes::pipeline_loops(f, pipelining, remarks) > 0) {
     dump("software pipelining", f);

@@ -46,7 +46,10 @@ using Buffers = std::set<const ir::Operation*>;
 // does not publish it (the bit survives barriers); an async_wait turns it into kWrites,
 // which the next barrier publishes. So a read after `copy; async_wait; ` gets its
 // barrier after the wait, whatever barriers came between the copy and the wait.
-enum : uint8_t { kReads = 1, kWrites = 2, kInFlight = 4 };
+// kInFlightAhead: the same for the pipeliner's copies into the stage the previous
+// iteration read (kCopyIntoLastReadStage), issued before this iteration's reads of its
+// own stage: those reads do not wait for them, the next wait lands them as any copy.
+enum : uint8_t { kReads = 1, kWrites = 2, kInFlight = 4, kInFlightAhead = 8 };
 using State = std::map<const ir::Operation*, uint8_t>;  // buffer -> pending accesses
 
 void join_into(State& into, const State& from) {
@@ -56,7 +59,7 @@ void join_into(State& into, const State& from) {
 // What a barrier leaves pending: copies still in flight.
 void clear(State& s) {
   for (auto it = s.begin(); it != s.end();) {
-    it->second &= kInFlight;
+    it->second &= kInFlight | kInFlightAhead;
     it = it->second ? std::next(it) : s.erase(it);
   }
 }
@@ -129,7 +132,7 @@ class InsertBarriers {
           // Stage-blind like the rest: every copy in flight counts as landed (the
           // user's n says which ones; a read of a stage still in flight is their bug).
           for (auto& [buf, bits] : s)
-            if (bits & kInFlight) bits = uint8_t((bits & ~kInFlight) | kWrites);
+            if (bits & (kInFlight | kInFlightAhead)) bits = uint8_t((bits & ~(kInFlight | kInFlightAhead)) | kWrites);
           break;
         case Op::shared_load: case Op::shared_store: case Op::global_load_to_shared: {
           // The copy is a write: it must not overtake another thread's read of the stage.
@@ -158,7 +161,9 @@ class InsertBarriers {
             clear(s);
             barrier_in_block = true;
           }
-          uint8_t bit = op.op == Op::global_load_to_shared ? kInFlight : store ? kWrites : kReads;
+          uint8_t bit = op.op != Op::global_load_to_shared ? (store ? kWrites : kReads)
+                        : op.i0 == ir::kCopyIntoLastReadStage && b.parent && b.parent->op == Op::for_ ? kInFlightAhead
+                                                                                                     : kInFlight;
           for (const ir::Operation* buf : bufs) s[buf] |= bit;
           break;
         }

@@ -18,6 +18,17 @@ void eliminate_common_subexpressions(ir::Function& f);
 // Returns how many it inserted.
 int insert_barriers(ir::Function& f);
 
+// Folds add(x, dot(a, b, 0)) into dot(a, b, x) where the add is the dot's only reader
+// (`acc += tl::dot(a, b)`; codegen/passes/combine_dot_accumulate.cpp). Returns how many.
+int combine_dot_accumulate(ir::Function& f);
+
+// Rewrites loop-carried values advanced by a loop-invariant step (`a += BLOCK_K *
+// stride`, `k_remaining -= BLOCK_K`) inside loops with num_stages > 1 (the loop's own,
+// else `default_num_stages`) as init + iteration * step, from the induction variable, and
+// stops carrying those nothing reads after the loop
+// (codegen/passes/carried_inductions.cpp). Returns how many it rewrote.
+int rewrite_carried_inductions(ir::Function& f, int default_num_stages);
+
 struct PipelineOptions {
   int num_stages = 1;              // for loops that do not set their own (the launch option)
   int64_t shared_bytes_limit = 0;  // a program's shared memory on the target; 0: no limit
@@ -27,6 +38,11 @@ struct PipelineOptions {
   // size 1: the CPU, which copies anything element by element.
   std::vector<int> direct_to_shared_widths;
   int wave_size = 1;
+  // Element widths (bits) at which a dot reads an operand tile from a shared buffer
+  // across its rows, wide (NVIDIA's ldmatrix.trans, 16-bit). A load feeding a dot with
+  // its M or N along the contiguous dim is staged into shared memory by the pipeliner
+  // only at these widths; a K-contiguous one at any.
+  std::vector<int> transposed_dot_read_bits;
 };
 // Software-pipelines tl::range loops with num_stages > 1 (codegen/passes/pipeline_loops.cpp):
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered

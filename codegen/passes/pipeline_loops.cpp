@@ -26,13 +26,21 @@
 //   reads read stage i mod N. Only where the target can copy it: some direct-to-shared
 //   width of its table fits the pointers' contiguity and alignment and the mask's
 //   constancy (a K masked element by element, a ragged GEMM's, goes to registers). The
-//   copies at the end of the body write the stage the previous iteration read
-//   (kCopyIntoLastReadStage), which the barrier after this iteration's wait already
-//   ordered: insert_barriers adds none of their own, one barrier an iteration as Triton.
+//   copies write the stage the previous iteration read (kCopyIntoLastReadStage), free
+//   once the barrier after this iteration's wait has run: insert_barriers adds none of
+//   their own, one barrier an iteration as Triton. With 2 stages they go right after that
+//   barrier, with more at the end of the body (transform() says why);
+// - into shared memory too, on a GPU, a plain load whose value only feeds tl::dot
+//   operands (through casts and transposes), as Triton's pipeliner stages a dot's
+//   operands: stage_for_dot gives it a one-stage buffer of the compiler's own (the store
+//   and read a user would write) and the form above follows. Only where the copy is
+//   possible and the dot reads the buffer wide (K along the contiguous dim, or the
+//   target's transposing read at that width: PipelineOptions::transposed_dot_read_bits).
 //
 // A load is eligible when it sits directly in the loop body (not in a branch or an
 // inner loop), its pointer, mask and other are computed only from the induction
-// variable and values defined before the loop (by side-effect-free ops, which are
+// variable and values defined before the loop (carried inductions are rewritten from
+// the induction variable before this pass: carried_inductions.cpp) (by side-effect-free ops, which are
 // cloned for the iterations ahead), and no store or atomic in the loop writes through
 // the same kernel argument (or through a pointer whose argument is unknown): such a
 // load might read what an earlier iteration writes. Pointer arguments are otherwise
@@ -201,18 +209,79 @@ class Pipeliner {
       while (top->parent != &body) top = top->parent->parent;
       if (index_in(body, top) <= store_at) return nullptr;
     }
-    if (o_.shared_bytes_limit > 0) {
-      int64_t total = 0;
-      ir::walk(f_.body, [&](ir::Operation& op) {
-        if (op.op != Op::shared_alloc) return;
-        const ir::Type& t = op.result()->type;
-        bool staged = &op == buf->def || multi_buffered_.count(&op);
-        total += t.numel() * byte_width(t.dtype) * (staged ? loop_stages_ : t.stages);
-      });
-      if (total > o_.shared_bytes_limit) return nullptr;
-    }
+    // (this buffer counted at the loop's stages instead of its own one)
+    const ir::Type& bt = buf->type;
+    if (!fits_shared(bt.numel() * byte_width(bt.dtype) * (loop_stages_ - bt.stages))) return nullptr;
     multi_buffered_.insert(buf->def);
     return store;
+  }
+
+  // Whether every use of `v` is a tl::dot operand, directly or through casts and
+  // transposes; `k_contiguous` says whether each of them has K along `v`'s last
+  // (contiguous) dim, as a row-major A or a transposed B^T: read from shared memory a
+  // row of k at a time, wide on every target.
+  static bool only_feeds_dots(ir::Block& body, const ir::Value* v, bool& k_contiguous, bool transposed = false) {
+    auto uses = ir::uses_of(body, v);
+    if (uses.empty()) return false;
+    for (auto [user, i] : uses) {
+      if (user->op == Op::dot && i < 2) {
+        k_contiguous &= (i == 0) != transposed;
+        continue;
+      }
+      if (user->op == Op::cast && only_feeds_dots(body, user->result(), k_contiguous, transposed)) continue;
+      if (user->op == Op::trans && v->type.rank() == 2 &&
+          only_feeds_dots(body, user->result(), k_contiguous, !transposed))
+        continue;
+      return false;
+    }
+    return true;
+  }
+
+  // A load whose value only feeds tl::dot, staged through a one-stage shared buffer of
+  // the compiler's own (the store and read a user writes with tl::shared, samples/gemm's
+  // idiom), when the target can copy it there directly and the stages fit: the dot then
+  // reads its operand from shared memory, and the load becomes copies issued iterations
+  // ahead like the user's. Returns the store (the plan's shared form), or null.
+  ir::Operation* stage_for_dot(ir::Operation& loop, ir::Operation& load) {
+    ir::Block& body = *loop.regions[0];
+    bool k_contiguous = true;
+    if (o_.wave_size <= 1 || load.parent != &body || !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
+    // An operand whose rows run along M or N (an N-contiguous B) is read across them:
+    // only where the target has a transposing read of shared tiles at its width, else
+    // the dot would read it an element at a time where its layout conversion reads wide.
+    const int bits = bit_width(load.result()->type.dtype);
+    if (!k_contiguous && std::find(o_.transposed_dot_read_bits.begin(), o_.transposed_dot_read_bits.end(), bits) ==
+                             o_.transposed_dot_read_bits.end())
+      return nullptr;
+    if (load.operands.size() > 2 && !is_zero_constant(load.operands[2])) return nullptr;  // the copy fills 0
+    if (!copyable(load)) return nullptr;
+    const ir::Type& t = load.result()->type;
+    if (!fits_shared(t.numel() * byte_width(t.dtype) * loop_stages_)) return nullptr;
+    ir::Builder pre(*loop.parent);
+    pre.before(loop);
+    ir::Value* buf = pre.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(t.dtype, t.shape, 1), load.loc);
+    ir::Builder at(body);
+    at.after(load);
+    ir::Value* zero = at.constant(DType::i32, 0, load.loc);
+    ir::Operation& store = at.create(Op::shared_store, {buf, zero, load.result()}, {}, load.loc);
+    ir::Value* read = at.create1(Op::shared_load, {buf, zero}, t, load.loc);
+    for (auto [user, i] : ir::uses_of(body, load.result()))
+      if (user != &store) user->operands[size_t(i)] = read;
+    multi_buffered_.insert(buf->def);
+    return &store;
+  }
+
+  // Whether the program's shared buffers, those this loop multi-buffers at its stage
+  // count, and `extra` more bytes fit the target's shared memory.
+  bool fits_shared(int64_t extra) {
+    if (o_.shared_bytes_limit <= 0) return true;
+    int64_t total = extra;
+    ir::walk(f_.body, [&](ir::Operation& op) {
+      if (op.op != Op::shared_alloc) return;
+      const ir::Type& t = op.result()->type;
+      total += t.numel() * byte_width(t.dtype) * (multi_buffered_.count(&op) ? loop_stages_ : t.stages);
+    });
+    return total <= o_.shared_bytes_limit;
   }
 
   // Whether the GPU lowering can issue `load` as direct copies (lower_shared.cpp's
@@ -289,13 +358,19 @@ class Pipeliner {
       plans.push_back(std::move(p));
     });
     if (plans.empty()) return decline(declined.empty() ? "no load in the loop body" : declined.front());
-    for (auto& p : plans) p.store = shared_destination(loop, *p.load);
+    int staged = 0;
+    for (auto& p : plans) {
+      p.store = shared_destination(loop, *p.load);
+      if (!p.store && (p.store = stage_for_dot(loop, *p.load))) ++staged;
+    }
 
     ir::Operation* now = transform(loop, n, plans);
     ++pipelined_;
     int to_shared = int(std::count_if(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }));
-    std::string line = fmt::format("{} yes ({} load{} into registers, {} into shared memory)", head,
+    std::string line = fmt::format("{} yes ({} load{} into registers, {} into shared memory", head,
                                    int(plans.size()) - to_shared, plans.size() - to_shared == 1 ? "" : "s", to_shared);
+    if (staged > 0) line += fmt::format(", {} of them staged there for tl::dot by the compiler", staged);
+    line += ")";
     for (auto& d : declined) line += fmt::format("; not pipelined: {}", d);
     remarks_.push_back(line);
     return now;
@@ -400,22 +475,46 @@ class Pipeliner {
       w.i1 = ir::kWaitCountsCopies;
     }
     ir::Value* iv = body.args[0].get();
-    bool any_registers = std::any_of(plans.begin(), plans.end(), [](auto& p) { return !p.store; });
-    if (any_registers) {
-      ir::Value* pred = exists_ahead(top, iv, n - 1);
-      ir::ValueMap map;
-      clone_slices(top, body, slice, iv_ahead(top, iv, n - 1), map);
-      for (size_t i = 0; i < plans.size(); ++i) {
-        if (plans[i].store) continue;
-        const ir::Operation& ld = *plans[i].load;
-        ir::Operation& c = top.create(Op::load, operands_ahead(top, ld, map, pred), {ld.result()->type}, ld.loc);
-        c.i0 = ld.i0;
-        ir::replace_all_uses(body, ld.result(), carried[i][0]);
-        // rotate: s_k <- s_{k+1}, s_{n-2} <- the load just issued
-        for (int s = 0; s < n - 1; ++s)
-          set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
-      }
+    // Right after the wait: what iteration i+n-1 loads, into registers (rotated through
+    // the carried values) or as copies into the stage that iteration i-1 read (stage
+    // (i+n-1) mod n), free once the barrier after the wait has run.
+    ir::Value* pred = exists_ahead(top, iv, n - 1);
+    ir::ValueMap map;
+    clone_slices(top, body, slice, iv_ahead(top, iv, n - 1), map);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (plans[i].store) continue;
+      const ir::Operation& ld = *plans[i].load;
+      ir::Operation& c = top.create(Op::load, operands_ahead(top, ld, map, pred), {ld.result()->type}, ld.loc);
+      c.i0 = ld.i0;
+      ir::replace_all_uses(body, ld.result(), carried[i][0]);
+      // rotate: s_k <- s_{k+1}, s_{n-2} <- the load just issued
+      for (int s = 0; s < n - 1; ++s)
+        set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
     }
+    // Where the copies go. With 2 stages, right here, before the iteration's own work:
+    // they land while it runs (at the end of the body they would be waited for at the top
+    // of the next iteration, having overlapped nothing). With more, at the end of the
+    // body, after the iteration's reads and dots are issued: the n-2 iterations between
+    // issue and wait hide their latency anyway, and issuing them there keeps their
+    // address arithmetic off the path to this iteration's first matrix instructions. H100,
+    // mma.sync, samples/gemm bf16 128x256x64 3 stages 8 warps: 395 / 410 TFLOP/s at the
+    // end against 386 / 403 here at 4096^3 / 8192^3 (the tutorial transcription 395 / 407
+    // against 388 / 403); FP8 128x128x128 went the other way by 1-2 %
+    // (bench/results/h100-2026-11-24-pipeliner).
+    ir::Builder copies(body);
+    if (n == 2) copies = top;
+    else copies.before(*yield);
+    ir::Value* nv = copies.constant(DType::i32, n, loc);
+    ir::Value* write_stage = copies.create1(
+        Op::rem, {copies.create1(Op::add, {stage, copies.constant(DType::i32, n - 1, loc)}, i32, loc), nv}, i32, loc);
+    if (n != 2) {  // (the clones read the induction variable ahead, recomputed where used)
+      pred = exists_ahead(copies, iv, n - 1);
+      map = ir::ValueMap();
+      clone_slices(copies, body, slice, iv_ahead(copies, iv, n - 1), map);
+    }
+    for (auto& p : plans)
+      if (p.store)
+        copy_into(copies, p, write_stage, operands_ahead(copies, *p.load, map, pred)).i0 = ir::kCopyIntoLastReadStage;
     {
       // Reads of the buffers read this iteration's stage, synchronized by the wait above.
       for (auto& p : plans) {
@@ -428,21 +527,13 @@ class Pipeliner {
             user->i0 = 1;  // relaxed: the async_wait made the stage complete
           }
       }
-      // At the end of the body: the copies of iteration i+n-1 into the stage iteration
-      // i-1 read (stage (i+n-1) mod n), then the next stage to read.
+      // At the end of the body: the next stage to read.
       ir::Builder end(body);
       end.before(*yield);
-      ir::Value* pred = exists_ahead(end, iv, n - 1);
-      ir::ValueMap map;
-      clone_slices(end, body, slice, iv_ahead(end, iv, n - 1), map);
-      ir::Value* nv = end.constant(DType::i32, n, loc);
-      ir::Value* write_stage =
-          end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, n - 1, loc)}, i32, loc), nv}, i32, loc);
-      for (auto& p : plans)
-        if (p.store)
-          copy_into(end, p, write_stage, operands_ahead(end, *p.load, map, pred)).i0 = ir::kCopyIntoLastReadStage;
       set_yield(loop, stage,
-                end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc), nv}, i32, loc));
+                end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc),
+                                      end.constant(DType::i32, n, loc)},
+                            i32, loc));
       // After the loop no copy may still be landing: the buffer's memory may be reused.
       ir::Builder after(*loop.parent);
       after.after(loop);

@@ -20,6 +20,7 @@ namespace {
 using namespace tl;
 using tl::detail::Trace;
 using tltest::count;
+using tltest::ptx_loop;
 using tltest::ptr_arg;
 using tltest::scalar_arg;
 using tltest::trace;
@@ -102,16 +103,6 @@ codegen::CodeObject compile(const std::string& arch, ir::Function& f, int warps,
   o.matrix_instr_nonkdim = nonkdim;
   o.kpack = kpack;
   return codegen::compile(f, codegen::parse_target(arch), o);
-}
-
-// The PTX of a kernel's (first) loop: from its label to the branch back to it.
-std::string ptx_loop(const std::string& ptx) {
-  std::regex back(R"(bra(\.uni)?\s+(\$L__BB\d+_\d+);)");
-  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), back); it != std::sregex_iterator(); ++it) {
-    size_t label = ptx.find((*it)[2].str() + ":");
-    if (label != std::string::npos && label < size_t(it->position())) return ptx.substr(label, size_t(it->position()) - label);
-  }
-  return "";
 }
 
 struct Case {

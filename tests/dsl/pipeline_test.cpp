@@ -144,35 +144,121 @@ TEST(Pipelining, ReportSaysWhatEachLoopGot) {
   EXPECT_TRUE(remarks_of(stream_kernel().compile("cpu", {}, X, S, Y, 8, 1, 0)).empty());
 }
 
-// Triton's K-loop idiom (a pointer carried through the loop and advanced) is refused:
-// the address of iteration i+N-1 is not computed from the induction variable.
-TEST(Pipelining, RefusesLoadsFromLoopCarriedPointers) {
+// Triton's K-loop idiom: pointers carried through the loop and advanced by a step that
+// is the same every iteration, and a mask from a carried count (`k_remaining -= BLOCK`):
+// codegen/passes/carried_inductions.cpp reads them from the induction variable, so the
+// loads are pipelined like the induction-variable ones. y[c] = sum over blocks of x's
+// rows (masked past n), each block's rows scaled by w[block]; the loop runs over block
+// indices from 0 (Triton's `range(0, cdiv(n, BLOCK))`) or over row offsets from `lb`
+// by a step that is not 1 (the iteration index is then (k - lb) / step).
+auto& carried_kernel() {
+  static auto k = tl::kernel("pipe_carried", [](tl::ptr<f32> x, tl::ptr<f32> w, tl::ptr<f32> y, i32 n, int STAGES,
+                                                int BY_OFFSET) {
+    auto r = tl::arange(0, kBR), c = tl::arange(0, kC);
+    auto p = x + (tl::expand_dims(r, 1) * kC + tl::expand_dims(c, 0));
+    auto q = w;
+    auto remaining = n;
+    auto acc = tl::zeros<f32>({kC});
+    auto step = [&] {
+      auto v = tl::load(p, tl::expand_dims(r < remaining, 1), 0.0f);
+      acc = acc + tl::sum(v, 0) * tl::load(q);
+      p += kBR * kC;
+      q = q + 1;
+      remaining = remaining - kBR;
+    };
+    if (BY_OFFSET) {
+      for (auto k : tl::range(3, n + 3, kBR, tl::num_stages(STAGES))) {
+        (void)k;
+        step();
+      }
+    } else {
+      for (auto k : tl::range(0, tl::cdiv(n, kBR), 1, tl::num_stages(STAGES))) {
+        (void)k;
+        step();
+      }
+    }
+    tl::store(y + c, acc);
+  });
+  return k;
+}
+
+TEST(Pipelining, CarriedPointersAndMasksGiveTheSameResultsForEveryStageCount) {
+  for (int by_offset : {0, 1})
+    for (int iters : {0, 1, 2, 3, 4, 5, 100}) {
+      for (int ragged : {0, 3}) {
+        if (iters == 0 && ragged) continue;
+        int n = iters * kBR - ragged;
+        auto x = random_floats(size_t(std::max(n, 1)) * kC);
+        auto w = random_floats(size_t(iters + 1), 0.5f, 1.5f);
+        auto X = upload<tl::ty::f32>(x);
+        auto W = upload<tl::ty::f32>(w);
+        std::vector<double> want(kC, 0.0);
+        for (int b = 0; b * kBR < n; ++b)
+          for (int col = 0; col < kC; ++col) {
+            double part = 0;
+            for (int i = 0; i < kBR && b * kBR + i < n; ++i) part += x[size_t(b * kBR + i) * kC + col];
+            want[size_t(col)] += part * w[size_t(b)];
+          }
+        std::vector<float> unpipelined;
+        for (int stages = 1; stages <= 4; ++stages) {
+          auto Y = test_device().alloc<tl::ty::f32>(kC);
+          poison(Y);
+          carried_kernel()[tl::grid(1)](X, W, Y, n, stages, by_offset);
+          auto y = Y.download();
+          if (stages == 1) {
+            unpipelined = y;
+            EXPECT_TRUE(near(y, want, 1e-4, 1e-3)) << "n " << n;
+          } else {
+            EXPECT_EQ(y, unpipelined) << "n " << n << " num_stages " << stages << " by_offset " << by_offset;
+          }
+        }
+      }
+    }
+}
+
+TEST(Pipelining, CarriedPointersArePipelined) {
+  auto X = test_device().alloc<tl::ty::f32>(kC * kBR), W = test_device().alloc<tl::ty::f32>(2),
+       Y = test_device().alloc<tl::ty::f32>(kC);
+  for (int by_offset : {0, 1}) {
+    auto r = remarks_of(carried_kernel().compile("cpu", {}, X, W, Y, 8, 3, by_offset));
+    ASSERT_EQ(r.size(), 1u) << joined(r);
+    EXPECT_NE(r[0].find("num_stages=3: yes (2 loads into registers, 0 into shared memory)"), std::string::npos) << r[0];
+  }
+}
+
+// A carried pointer advanced by a step that changes from one iteration to the next (read
+// in the loop) is not an induction: its loads stay where they are, and the remark says
+// why.
+TEST(Pipelining, RefusesLoadsFromPointersAdvancedByALoadedStep) {
   const int line = __LINE__ + 5;
-  auto k = tl::kernel("pipe_carried", [](tl::ptr<f32> x, tl::ptr<f32> y, i32 n) {
+  auto k = tl::kernel("pipe_carried_loaded_step", [](tl::ptr<f32> x, tl::ptr<tl::i32> steps, tl::ptr<f32> y, i32 n) {
     auto p = x + tl::arange(0, kC);
     auto acc = tl::zeros<f32>({kC});
     for (auto i : tl::range(0, n, 1, tl::num_stages(2))) {
       acc = acc + tl::load(p);
-      p = p + kC;
-      (void)i;
+      p = p + tl::load(steps + i);
     }
     tl::store(y + tl::arange(0, kC), acc);
   });
   auto X = test_device().alloc<tl::ty::f32>(kC * 4), Y = test_device().alloc<tl::ty::f32>(kC);
-  auto r = remarks_of(k.compile("cpu", {}, X, Y, 4));
+  auto St = upload<tl::ty::i32>(std::vector<int32_t>{kC, 2 * kC, kC, 0});
+  auto r = remarks_of(k.compile("cpu", {}, X, St, Y, 4));
   ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0], fmt::format("pipelined: loop at pipeline_test.cpp:{} num_stages=2: no (load at pipeline_test.cpp:{} "
-                              "depends on a loop-carried value)",
-                              line - 1, line))
+  EXPECT_NE(r[0].find(fmt::format("pipelined: loop at pipeline_test.cpp:{} num_stages=2: yes (1 load into registers, "
+                                  "0 into shared memory); not pipelined: load at pipeline_test.cpp:{} depends on a "
+                                  "loop-carried value",
+                                  line - 1, line)),
+            std::string::npos)
       << r[0];
-  // And it still runs right.
-  std::vector<float> x(kC * 4);
+  // And it still runs right: blocks 0, 1, 3, 4 (after steps of 1, 2 and 1 blocks).
+  std::vector<float> x(kC * 5);
   for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 7);
-  X.upload(x);
+  X = upload<tl::ty::f32>(x);
   poison(Y);
-  k[tl::grid(1)](X, Y, 4);
+  k[tl::grid(1)](X, St, Y, 4);
   auto y = Y.download();
-  for (int c = 0; c < kC; ++c) EXPECT_EQ(y[size_t(c)], x[size_t(c)] + x[size_t(kC + c)] + x[size_t(2 * kC + c)] + x[size_t(3 * kC + c)]);
+  for (int c = 0; c < kC; ++c)
+    EXPECT_EQ(y[size_t(c)], x[size_t(c)] + x[size_t(kC + c)] + x[size_t(3 * kC + c)] + x[size_t(4 * kC + c)]);
 }
 
 // A load that may read what an earlier iteration stores stays where it is: here each

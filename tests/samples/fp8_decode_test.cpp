@@ -173,8 +173,10 @@ namespace {
 // Compiled without an AMD GPU (the only proof gfx942 and gfx950 get): for every head size,
 // the configuration the guardrail chooses has at most 108 VGPRs (seed 002's fixed kernel;
 // AGPRs included) and no spills, its K and V tiles pipelined into LDS by direct copies; and
-// seed 002's first kernel (K and V held in registers, a 128-token tile, 1 warp) is refused
-// for its spills at D=128, as its fixed tuple is for its registers.
+// seed 002's first kernel (K and V loaded as plain tiles, a 128-token tile, 1 warp) is
+// refused at D=128 for its registers, as its fixed tuple is (on gfx942 it spills; on gfx950
+// the pipeliner stages its K-contiguous K tile into LDS for the dot, and it no longer
+// spills but still needs over 108 VGPRs).
 TEST(Fp8DecodeSample, AmdChoiceFitsTheSeedsBudget) {
   for (const char* target : {"gfx942", "gfx950"})
     for (int64_t D : {64, 128, 256}) {
@@ -192,7 +194,10 @@ TEST(Fp8DecodeSample, AmdChoiceFitsTheSeedsBudget) {
       ASSERT_GE(seen.size(), 3u);  // both of the seed's kernels refused
       EXPECT_FALSE(seen[0].refused.empty());
       EXPECT_FALSE(seen[1].refused.empty());
-      if (D == 128) EXPECT_NE(seen[0].refused.find("spilled"), std::string::npos) << seen[0].refused;
+      if (D == 128)
+        EXPECT_TRUE(seen[0].refused.find("spilled") != std::string::npos ||
+                    seen[0].refused.find("VGPRs, over the budget of 108") != std::string::npos)
+            << seen[0].refused;
       std::string meta = std::string(target) == "gfx942" ? fp8_decode::compile_partial<tl::f8e4m3fnuz>(c, target, p)
                                                          : fp8_decode::compile_partial<tl::f8e4m3fn>(c, target, p);
       std::string remarks = nlohmann::json::parse(meta)["remarks"].dump();

@@ -2,6 +2,7 @@
 // the disassembly or PTX holds.
 #pragma once
 
+#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +22,16 @@ inline int count(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
   return n;
+}
+
+// The PTX of a kernel's (first) loop: from its label to the branch back to it.
+inline std::string ptx_loop(const std::string& ptx) {
+  std::regex back(R"(bra(\.uni)?\s+(\$L__BB\d+_\d+);)");
+  for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), back); it != std::sregex_iterator(); ++it) {
+    size_t label = ptx.find((*it)[2].str() + ":");
+    if (label != std::string::npos && label < size_t(it->position())) return ptx.substr(label, size_t(it->position()) - label);
+  }
+  return "";
 }
 
 // The ISA text (PTX, or AMD disassembly) of what a kernel's compile() made, from the
