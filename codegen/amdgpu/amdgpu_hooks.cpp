@@ -137,6 +137,16 @@ llvm::Instruction* AmdgpuHooks::copy_zeros_to_shared(llvm::IRBuilderBase& b, llv
                             b.getInt32(0), b.getInt32(0), b.getInt32(0)});
 }
 
+// buffer_load_dword[x3|x4] ... lds: the LDS base in M0 as for global_load_lds, the
+// global address from the resource and the lane's offset (out of range: zeros written).
+llvm::Instruction* AmdgpuHooks::buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
+                                                      llvm::Value* shared, int bytes) {
+  if (!capabilities().buffer_load_to_shared) return nullptr;
+  return b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_load_lds, kNoTypes,
+                           {rsrc, lds_dma_base(b, shared, bytes), b.getInt32(uint32_t(bytes)), voffset, b.getInt32(0),
+                            b.getInt32(0), b.getInt32(0)});
+}
+
 // s_waitcnt with gfx9's fields (every CDNA chip): vmcnt in bits [3:0] and [15:14],
 // expcnt [6:4] and lgkmcnt [11:8] at their maxima (not waited for). vmcnt counts
 // every outstanding global/buffer load, direct-to-LDS ones included, completed in

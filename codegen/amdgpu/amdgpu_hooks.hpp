@@ -46,6 +46,8 @@ class AmdgpuHooks final : public gpu::GpuHooks {
                                             const std::vector<llvm::Value*>& c) override;
   llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) override;
   llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) override;
+  llvm::Instruction* buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
+                                           llvm::Value* shared, int bytes) override;
   void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) override;
 
  private:

@@ -90,6 +90,14 @@ class GpuHooks {
                                                      llvm::Value* shared, int bytes, llvm::Value* pred) {
     return nullptr;
   }
+  // A buffer load of `bytes` a lane straight into shared memory at `shared` (AMD's
+  // buffer_load_dword[x3|x4] ... lds, tl::amd::buffer_load_to_shared): `voffset` past
+  // the resource's bound reads 0 and writes it. Null where the target has none
+  // (capabilities().buffer_load_to_shared).
+  virtual llvm::Instruction* buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
+                                                   llvm::Value* shared, int bytes) {
+    return nullptr;
+  }
   virtual void commit_copies(llvm::IRBuilderBase& b) {}
   virtual void async_wait(llvm::IRBuilderBase& b, int n) {}
   // Whether async_wait's n counts loads (AMD's vmcnt) rather than commit groups: then a

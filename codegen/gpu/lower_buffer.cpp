@@ -71,7 +71,7 @@ std::optional<BufferAccess> Lowerer::buffer_access(const ir::Operation& op) {
 // RMSNorm's reduction, where global accesses fold the per-register constants into the
 // instruction's offset field: +1..+8 VGPRs in the forward kernels.
 const ir::Value* Lowerer::mask_bound(const ir::Operation& op, const BufferAccess& a) {
-  size_t mi = op.op == Op::load ? 1 : 2;
+  size_t mi = op.op == Op::load ? 1 : op.op == Op::store ? 2 : 3;  // (global_load_to_shared: 3)
   if (op.operands.size() <= mi || a.offsets.size() != 1) return nullptr;
   const ir::Operation* cmp = op.operands[mi]->def;
   if (!cmp || cmp->op != Op::cmp || CmpPred(cmp->i0) != CmpPred::lt || cmp->operands[0] != a.offsets[0])
@@ -180,6 +180,56 @@ class BufferRegisters {
   std::map<int64_t, llvm::Value*> resources_;
 };
 }  // namespace
+
+// tl::amd::buffer_load_to_shared's chunks (lower_global_load_to_shared chose the layout
+// `l`, `per` elements a chunk, and each chunk's LDS address): a buffer load into LDS
+// each. A masked-off chunk's offset goes past the bound, so the hardware writes its
+// zeros without a branch and every chunk issues one load, as a wait counting loads
+// expects; a non-zero `other` needs a store of its own instead of the zeros, so such a
+// copy branches per chunk as global_load_to_shared does.
+void Lowerer::buffer_copy_chunks(const ir::Operation& op, const Layout& l, int per, const Values& masks,
+                                 const Values& others, const std::function<llvm::Value*(int)>& lds_address,
+                                 int buffer) {
+  ir::BufferOperands u = ir::buffer_operands(op);
+  BufferAccess a{u.base, {u.offsets}};
+  a.bound = mask_bound(op, a);
+  DType t = op.operands[0]->type.dtype;
+  llvm::Type* ty = mem_type(t);
+  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+  const int bytes = per * int(eb);
+  BufferRegisters regs(*this, a, l, eb);
+  const bool zeros = op.operands.size() < 5 || [&] {
+    auto* c = llvm::dyn_cast<llvm::Constant>(others[0]);
+    for (llvm::Value* o : others)
+      if (o != others[0]) return false;
+    return c && c->isNullValue();
+  }();
+  llvm::Function* fn = b.GetInsertBlock()->getParent();
+  for (int r = 0; r < l.num_regs(); r += per) {
+    llvm::Value* dst = lds_address(r);
+    const bool masked = !masks.empty();
+    if (!masked || zeros) {
+      llvm::Value* cond = masked && !a.bound ? masks[size_t(r)] : nullptr;
+      smem_tag_copy(hooks_.buffer_copy_to_shared(b, regs.resource(r), masked_buffer_offset(regs.offsets[size_t(r)], cond),
+                                                 dst, bytes),
+                    buffer);
+      continue;
+    }
+    auto* copy = llvm::BasicBlock::Create(ctx_, "bcopy", fn);
+    auto* fill = llvm::BasicBlock::Create(ctx_, "bcopy.other", fn);
+    auto* done = llvm::BasicBlock::Create(ctx_, "bcopy.done", fn);
+    b.CreateCondBr(masks[size_t(r)], copy, fill);
+    b.SetInsertPoint(copy);
+    smem_tag_copy(hooks_.buffer_copy_to_shared(b, regs.resource(r), regs.offsets[size_t(r)], dst, bytes), buffer);
+    b.CreateBr(done);
+    b.SetInsertPoint(fill);
+    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));
+    for (int k = 0; k < per; ++k) vec = b.CreateInsertElement(vec, to_mem(others[size_t(r + k)], t), uint64_t(k));
+    smem_store(vec, dst, unsigned(bytes), buffer, /*relaxed=*/true);
+    b.CreateBr(done);
+    b.SetInsertPoint(done);
+  }
+}
 
 void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) {
   const ir::Value* ptr = op.operands[0];

@@ -327,11 +327,21 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   llvm::Type* ty = mem_type(t);
   int eb = int(m_.getDataLayout().getTypeStoreSize(ty));
   SharedTileLayout st = stage_layout(bt.shape, unsigned(eb));
+  // tl::amd::buffer_load_to_shared: buffer loads into LDS where the target has them; on
+  // AMD without them an error at the user's line; elsewhere (NVIDIA) the copy through
+  // the pointers base + offsets that the op also is.
+  const TargetCapabilities& caps = hooks_.capabilities();
+  const bool buffer_copy = op.i1 == ir::kBufferAccess && caps.has_buffer_ops();
+  if (buffer_copy && !caps.buffer_load_to_shared)
+    throw compile_error(fmt::format("tl::amd::buffer_load_to_shared: {} has no buffer loads into LDS (gfx950, CDNA4, "
+                                    "only, as Gluon's); use tl::amd::global_load_to_shared",
+                                    hooks_.target_name()),
+                        op.loc.file, op.loc.line);
   CopyPlan plan = plan_copy(op);
   std::optional<Layout> l = plan.layout;
   int bytes = plan.bytes;
   int per = bytes / eb;
-  Values ptrs = get_converting(ptr, *l);
+  Values ptrs = buffer_copy ? Values{} : get_converting(ptr, *l);
   Values masks = mask ? get_converting(mask, *l) : Values{};
   Values others = other ? get_converting(other, *l) : Values{};
   Layout offsets = compose(st.offsets, *l, bt.shape);
@@ -347,6 +357,9 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   // uniform in a wave, so AMD's wave-wide LDS DMA is issued or skipped whole.
   llvm::Value* owner = owner_predicate(*l);
   auto copy_chunks = [&] {
+    if (buffer_copy)
+      return buffer_copy_chunks(
+          op, *l, per, masks, others, [&](int r) { return b.CreateGEP(ty, base, element_index(offsets, r)); }, buffer);
     for (int r = 0; r < l->num_regs(); r += per) {
       llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
       if (!mask) {

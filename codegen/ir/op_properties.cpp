@@ -41,7 +41,8 @@ OpProperties describe(Op op) {
     case Op::shared_load: return {kReadsMemory, kAttrI0 | kAttrI1};  // i1: kReadByDot
     // The copy writes a stage (asynchronously, complete at an async_wait); the wait
     // reads and writes nothing but orders the copies before it against what follows.
-    case Op::global_load_to_shared: return {kWritesMemory, kAttrI0};  // i0: kCopyIntoLastReadStage
+    // i0: kCopyIntoLastReadStage; i1: kBufferAccess (tl::amd::buffer_load_to_shared).
+    case Op::global_load_to_shared: return {kWritesMemory, kAttrI0 | kAttrI1};
     case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
@@ -95,8 +96,11 @@ bool writes_or_has_effects(const Operation& op) {
 }
 
 BufferOperands buffer_operands(const Operation& op) {
-  if ((op.op != Op::load && op.op != Op::store) || op.i0 != kBufferAccess || op.operands.empty()) return {};
-  const Operation* add = op.operands[0]->def;
+  const bool copy = op.op == Op::global_load_to_shared;
+  if (copy ? op.i1 != kBufferAccess || op.operands.size() < 3
+           : (op.op != Op::load && op.op != Op::store) || op.i0 != kBufferAccess || op.operands.empty())
+    return {};
+  const Operation* add = op.operands[copy ? 2 : 0]->def;
   if (!add || add->op != Op::addptr || add->operands.size() != 2) return {};
   const Operation* splat = add->operands[0]->def;
   if (!splat || splat->op != Op::splat || splat->operands.size() != 1) return {};

@@ -57,11 +57,13 @@ struct OpProperties {
 const OpProperties& properties(Op op);
 inline bool has_trait(Op op, OpTrait t) { return properties(op).has(t); }
 
-// `load` and `store` with i0 == kBufferAccess are AMD buffer accesses (Gluon's
-// amd.cdna3.buffer_load/buffer_store, traced by tl::amd): their pointer operand is
-// always `addptr(splat(base), offsets)`, base a scalar pointer and offsets an i32 tile of
+// `load` and `store` with i0 == kBufferAccess, and `global_load_to_shared` with i1 ==
+// kBufferAccess, are AMD buffer accesses (Gluon's amd.cdna3.buffer_load/buffer_store and
+// amd.cdna4.buffer_load_to_shared, traced by tl::amd): their pointer operand is always
+// `addptr(splat(base), offsets)`, base a scalar pointer and offsets an i32 tile of
 // element offsets (the verifier keeps it so). Every target gives them the semantics of
-// the masked load/store through that pointer; AMD lowers them to buffer instructions.
+// the masked load/store/copy through that pointer; AMD lowers them to buffer
+// instructions (the copy only where the target has buffer loads into LDS).
 constexpr int64_t kBufferAccess = 1;
 // `async_wait` with i1 == kWaitCountsCopies (made by the software pipeliner) counts
 // global_load_to_shared ops (copy groups, NVIDIA's commit groups) still in flight, not

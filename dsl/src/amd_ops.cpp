@@ -48,6 +48,20 @@ ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir:
   return v;
 }
 
+void buffer_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* base, ir::Value* offsets, ir::Value* mask,
+                           ir::Value* other, const Loc& loc) {
+  const char* fn = "tl::amd::buffer_load_to_shared";
+  check_base_and_offsets(base, offsets, fn, loc);
+  if (offsets->type.shape != buf->type.shape)
+    throw trace_error(fmt::format("{}: offsets of shape {} copied into a buffer of {} tiles", fn,
+                                  shape_str(offsets->type.shape), shape_str(buf->type.shape)), loc);
+  check_fits(mask, offsets->type.shape, "mask", fn, loc);
+  check_fits(other, offsets->type.shape, "other", fn, loc);
+  global_load_to_shared(buf, stage, binary(Op::addptr, base, offsets, loc), mask, other, loc);
+  // global_load_to_shared() appended the copy last in the current block: mark it.
+  Trace::current(loc).block()->ops.back()->i1 = ir::kBufferAccess;
+}
+
 void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const Loc& loc) {
   const char* fn = "tl::amd::buffer_store";
   check_base_and_offsets(base, offsets, fn, loc);

@@ -208,3 +208,64 @@ TEST(AmdgpuBuffer, BufferAccessIsPartOfTheKey) {
 }
 
 }  // namespace
+
+namespace {
+
+// tl::amd::buffer_load_to_shared of a [32, 64] bf16 tile (4 KiB: 16 bytes a lane over 256
+// lanes), rows at or past `rows` masked off with `other`, then read back relaxed.
+std::unique_ptr<ir::Function> buffer_copy_kernel(bool masked, float other) {
+  return trace("buffer_copy_to_lds", [&](Trace& t) {
+    auto x = ptr_arg<ty::bf16>(t, "x", true);
+    auto y = ptr_arg<ty::bf16>(t, "y", true);
+    auto rows = scalar_arg<ty::i32>(t, "rows", true);
+    auto r = tl::arange(0, 32), c = tl::arange(0, 64);
+    auto offs = tl::expand_dims(r, 1) * 64 + tl::expand_dims(c, 0);
+    auto buf = tl::shared<tl::bf16>({1, 32, 64});
+    if (masked)
+      tl::amd::buffer_load_to_shared(buf[0], x, offs, tl::broadcast_to(tl::expand_dims(r < rows, 1), {32, 64}), other);
+    else
+      tl::amd::buffer_load_to_shared(buf[0], x, offs);
+    tl::amd::async_wait(0);
+    tl::store(y + offs, tl::amd::load_shared_relaxed(buf[0]));
+  });
+}
+
+}  // namespace
+
+// gfx950: one buffer_load_dwordx4 ... lds a lane (16 bytes), no global_load_lds, no
+// register load of the tile; a mask with a zero `other` moves masked-off lanes' offsets
+// past the bound instead of branching (no exec-mask branch around the copy), and the
+// wait is vmcnt(0). gfx942 and gfx90a have no buffer loads into LDS for tl: an error at
+// the call's line.
+TEST(AmdgpuBuffer, BufferLoadToSharedIsABufferLoadIntoLds) {
+  for (bool masked : {false, true}) {
+    SCOPED_TRACE(masked ? "masked" : "unmasked");
+    auto f = buffer_copy_kernel(masked, 0.0f);
+    auto co = compile_for("gfx950", *f);
+    std::string dis = amd::disassemble(co.binary);
+    EXPECT_EQ(count(dis, "buffer_load_dwordx4"), 1) << dis;
+    EXPECT_NE(dis.find(" lds"), std::string::npos) << dis;
+    EXPECT_EQ(count(dis, "global_load_lds"), 0) << dis;
+    EXPECT_EQ(count(dis, "global_load_dword"), 0) << dis;
+    EXPECT_EQ(count(dis, "s_cbranch_execz"), 0) << dis;
+    EXPECT_EQ(count(dis, "vmcnt(0)"), 1) << dis;
+    EXPECT_NE(co.tile_ir.find("global_load_to_shared buffer"), std::string::npos) << co.tile_ir;
+  }
+  // A non-zero `other` is stored by the lanes masked off, which copy nothing.
+  {
+    auto f = buffer_copy_kernel(true, 7.0f);
+    std::string dis = amd::disassemble(compile_for("gfx950", *f).binary);
+    EXPECT_EQ(count(dis, "buffer_load_dwordx4"), 1) << dis;
+    EXPECT_GT(count(dis, "ds_write_b128"), 0) << dis;
+  }
+  for (const char* arch : {"gfx942", "gfx90a"}) {
+    auto f = buffer_copy_kernel(true, 0.0f);
+    try {
+      (void)compile_for(arch, *f);
+      ADD_FAILURE() << arch << ": compiled";
+    } catch (const tl::compile_error& e) {
+      EXPECT_NE(std::string(e.what()).find("has no buffer loads into LDS"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("amdgpu_buffer_test.cpp:"), std::string::npos) << e.what();
+    }
+  }
+}

@@ -22,6 +22,8 @@ ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir:
 void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const Loc& loc);
 // tl::amd's copies straight into shared memory (dsl/src/ops.cpp): `other` is a tile of
 // the buffer's element type (or null), `mask` one of i1 (or null).
+void buffer_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* base, ir::Value* offsets, ir::Value* mask,
+                           ir::Value* other, const Loc& loc);
 void global_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* ptr, ir::Value* mask, ir::Value* other,
                            const Loc& loc);
 void async_wait(int num_outstanding, const Loc& loc);
@@ -106,6 +108,41 @@ void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& p
                            const tile<E>& other, detail::Loc loc = detail::Loc::current()) {
   detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(), other.get(), loc);
 }
+
+// Gluon's amd.cdna4.buffer_load_to_shared: the copy of global_load_to_shared with a
+// buffer load's addressing, a scalar base and an i32 tile of element offsets of the
+// stage's tile shape (mask and other broadcast to it as for tl::load):
+//
+//   tl::amd::buffer_load_to_shared(buf[s], k_base, k_offsets, k_mask);
+//
+// gfx950 (CDNA4) only, as Gluon: `buffer_load_dword[x3|x4] ... lds` through a buffer
+// resource, a masked-off lane's offset moved past the resource's bound so that the
+// hardware writes zeros without a branch. Elsewhere on AMD a tl::compile_error at the
+// call's line (use global_load_to_shared); on NVIDIA and the CPU it is
+// global_load_to_shared through the pointers base + offsets.
+template <class E, class O>
+void buffer_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& base, const tile<O>& offsets,
+                           detail::Loc loc = detail::Loc::current()) {
+  detail::buffer_load_to_shared(dst.buffer(), dst.stage(), base.get(), offsets.get(), nullptr, nullptr, loc);
+}
+template <class E, class O>
+void buffer_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& base, const tile<O>& offsets,
+                           const tile<ty::i1>& mask, detail::Loc loc = detail::Loc::current()) {
+  detail::buffer_load_to_shared(dst.buffer(), dst.stage(), base.get(), offsets.get(), mask.get(), nullptr, loc);
+}
+template <class E, class O, class S>
+  requires std::is_arithmetic_v<S>
+void buffer_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& base, const tile<O>& offsets,
+                           const tile<ty::i1>& mask, S other, detail::Loc loc = detail::Loc::current()) {
+  detail::buffer_load_to_shared(dst.buffer(), dst.stage(), base.get(), offsets.get(), mask.get(),
+                                detail::constant(E::dtype, double(other), int64_t(other), loc), loc);
+}
+template <class E, class O>
+void buffer_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& base, const tile<O>& offsets,
+                           const tile<ty::i1>& mask, const tile<E>& other, detail::Loc loc = detail::Loc::current()) {
+  detail::buffer_load_to_shared(dst.buffer(), dst.stage(), base.get(), offsets.get(), mask.get(), other.get(), loc);
+}
+
 inline void async_wait(int num_outstanding, detail::Loc loc = detail::Loc::current()) { detail::async_wait(num_outstanding, loc); }
 template <class E> tile<E> load_shared_relaxed(const shared_stage<E>& src, detail::Loc loc = detail::Loc::current()) {
   return tile<E>(detail::load_shared_relaxed(src.buffer(), src.stage(), loc));
