@@ -89,9 +89,10 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
     pipelining.shared_bytes_limit = caps.shared_bytes_per_program;
     pipelining.direct_to_shared_widths = caps.direct_to_shared_widths;
     pipelining.wave_size = target.wave_size;
-    // ldmatrix.trans (16-bit). gfx950's transposing LDS reads serve layout conversions
-    // (plan_shared_encodings), not yet reads of a staged buffer.
+    // Reads of a staged buffer across its rows: ldmatrix.trans (16-bit), gfx950's
+    // ds_read_b64_tr_b16 / _b8 (read_stage_registers).
     if (caps.load_matrix) pipelining.transposed_dot_read_bits = {16};
+    else pipelining.transposed_dot_read_bits = caps.transposed_shared_read_bits;
   }
   if (passes::pipeline_loops(f, pipelining, remarks) > 0) {
     dump("software pipelining", f);

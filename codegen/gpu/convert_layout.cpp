@@ -124,12 +124,16 @@ void Lowerer::smem_reserve(int64_t bytes) {
 
 llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer, bool relaxed) {
   llvm::LoadInst* ld = b.CreateAlignedLoad(ty, ptr, llvm::Align(align));
-  if (buffer == kUnknownBuffer) return ld;
-  ld->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
+  smem_tag_read(ld, buffer, relaxed);
+  return ld;
+}
+
+void Lowerer::smem_tag_read(llvm::Instruction* read, int buffer, bool relaxed) {
+  if (!read || buffer == kUnknownBuffer) return;
+  read->setMetadata(llvm::LLVMContext::MD_alias_scope, smem_scope_[size_t(smem_id(buffer))]);
   llvm::MDNode* others = relaxed && buffer != kScratch ? smem_relaxed_noalias_[size_t(buffer)]
                                                        : smem_noalias_[size_t(smem_id(buffer))];
-  if (others) ld->setMetadata(llvm::LLVMContext::MD_noalias, others);
-  return ld;
+  if (others) read->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }
 
 void Lowerer::smem_tag_copy(llvm::Instruction* copy, int buffer) {

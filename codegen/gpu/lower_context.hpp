@@ -197,6 +197,9 @@ class Lowerer {
   // copies, so that AMD's SIInsertWaitcnts does not wait for them (the user's async_wait did).
   llvm::Value* smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer = kScratch,
                          bool relaxed = false);
+  // The alias metadata smem_load gives a load, for any other read of `buffer` (an
+  // intrinsic such as gfx950's transposing LDS read).
+  void smem_tag_read(llvm::Instruction* read, int buffer, bool relaxed);
   // A direct-to-shared copy into `buffer`: its own scope (tl.shared.bufferN.copies).
   void smem_tag_copy(llvm::Instruction* copy, int buffer);
   // relaxed: a store no copy in flight writes to (the fill of a masked-off chunk of a

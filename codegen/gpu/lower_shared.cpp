@@ -16,6 +16,7 @@
 #include <cmath>
 
 #include "codegen/gpu/lower_context.hpp"
+#include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
@@ -143,11 +144,36 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
     }
     return;
   }
-  const int g = a.group;
+  // gfx950: an operand read across the stage's rows (registers holding consecutive
+  // elements along the dim the stage does not store fastest: an N-contiguous B's k, V in
+  // attention) takes 8 bytes a lane with ds_read_b64_tr_b16 / _b8 where the plain read
+  // takes fewer, when that instruction produces `l` from the stage's offsets
+  // (transposed_read_layout, the rule the conversions' reads follow too).
+  Layout offsets = a.offsets;
+  int g = a.group;
+  bool transposed = false;
+  if (g * int(a.eb) < 8 && hooks_.capabilities().has_transposed_shared_read(bits)) {
+    const LinearMap& stage = stage_layout(l.shape, a.eb).offsets;
+    if (auto tr = transposed_read_layout(l, stage, int(a.eb))) {
+      offsets = compose(stage, *tr, l.shape);
+      g = transposed_read_slots(int(a.eb));
+      transposed = true;
+    }
+  }
   const uint32_t dup = l.duplicate_reg_mask();
   for (int r = first / g * g; r < last; r += g) {
     if ((r & dup) || out[size_t(r)]) continue;
-    llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(a.offsets, r));
+    llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(offsets, r));
+    if (transposed) {
+      llvm::Value* v = hooks_.load_shared_transposed(b, p, bits);
+      // (the 8-bit read comes as a bitcast of the intrinsic's words)
+      auto* read = llvm::dyn_cast<llvm::Instruction>(v);
+      if (read && llvm::isa<llvm::BitCastInst>(read)) read = llvm::dyn_cast<llvm::Instruction>(read->getOperand(0));
+      smem_tag_read(read, a.buffer, relaxed);
+      v = b.CreateBitCast(v, llvm::FixedVectorType::get(a.ty, unsigned(g)));
+      for (int k = 0; k < g; ++k) out[size_t(r + k)] = b.CreateExtractElement(v, uint64_t(k));
+      continue;
+    }
     if (g == 1) {
       out[size_t(r)] = smem_load(a.ty, p, a.eb, a.buffer, relaxed);
       continue;

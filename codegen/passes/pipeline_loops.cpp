@@ -39,9 +39,10 @@
 //
 // A load is eligible when it sits directly in the loop body (not in a branch or an
 // inner loop), its pointer, mask and other are computed only from the induction
-// variable and values defined before the loop (carried inductions are rewritten from
-// the induction variable before this pass: carried_inductions.cpp) (by side-effect-free ops, which are
-// cloned for the iterations ahead), and no store or atomic in the loop writes through
+// variable and values defined before the loop, by side-effect-free ops, which are
+// cloned for the iterations ahead (a value carried and advanced by a loop-invariant
+// step was rewritten from the induction variable before this pass:
+// carried_inductions.cpp), and no store or atomic in the loop writes through
 // the same kernel argument (or through a pointer whose argument is unknown): such a
 // load might read what an earlier iteration writes. Pointer arguments are otherwise
 // assumed not to alias one another, as Triton's pipeliner assumes. A loop that issues
@@ -475,12 +476,18 @@ class Pipeliner {
       w.i1 = ir::kWaitCountsCopies;
     }
     ir::Value* iv = body.args[0].get();
-    // Right after the wait: what iteration i+n-1 loads, into registers (rotated through
-    // the carried values) or as copies into the stage that iteration i-1 read (stage
-    // (i+n-1) mod n), free once the barrier after the wait has run.
-    ir::Value* pred = exists_ahead(top, iv, n - 1);
+    // What iteration i+n-1 loads is computed where it is issued: "that iteration
+    // exists" (pred) and the slices' ops cloned for it (map).
+    ir::Value* pred = nullptr;
     ir::ValueMap map;
-    clone_slices(top, body, slice, iv_ahead(top, iv, n - 1), map);
+    auto compute_ahead = [&](ir::Builder& at) {
+      pred = exists_ahead(at, iv, n - 1);
+      map = ir::ValueMap();
+      clone_slices(at, body, slice, iv_ahead(at, iv, n - 1), map);
+    };
+    // Right after the wait: the loads of iteration i+n-1 into registers (rotated through
+    // the carried values) and, with 2 stages, its copies (below).
+    if (n == 2 || std::any_of(plans.begin(), plans.end(), [](auto& p) { return !p.store; })) compute_ahead(top);
     for (size_t i = 0; i < plans.size(); ++i) {
       if (plans[i].store) continue;
       const ir::Operation& ld = *plans[i].load;
@@ -491,9 +498,10 @@ class Pipeliner {
       for (int s = 0; s < n - 1; ++s)
         set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
     }
-    // Where the copies go. With 2 stages, right here, before the iteration's own work:
-    // they land while it runs (at the end of the body they would be waited for at the top
-    // of the next iteration, having overlapped nothing). With more, at the end of the
+    // The copies go into the stage that iteration i-1 read (stage (i+n-1) mod n), free
+    // once the barrier after the wait has run. With 2 stages, right here, before the
+    // iteration's own work: they land while it runs (at the end of the body they would be
+    // waited for at the top of the next iteration, having overlapped nothing). With more, at the end of the
     // body, after the iteration's reads and dots are issued: the n-2 iterations between
     // issue and wait hide their latency anyway, and issuing them there keeps their
     // address arithmetic off the path to this iteration's first matrix instructions. H100,
@@ -507,11 +515,7 @@ class Pipeliner {
     ir::Value* nv = copies.constant(DType::i32, n, loc);
     ir::Value* write_stage = copies.create1(
         Op::rem, {copies.create1(Op::add, {stage, copies.constant(DType::i32, n - 1, loc)}, i32, loc), nv}, i32, loc);
-    if (n != 2) {  // (the clones read the induction variable ahead, recomputed where used)
-      pred = exists_ahead(copies, iv, n - 1);
-      map = ir::ValueMap();
-      clone_slices(copies, body, slice, iv_ahead(copies, iv, n - 1), map);
-    }
+    if (n != 2) compute_ahead(copies);
     for (auto& p : plans)
       if (p.store)
         copy_into(copies, p, write_stage, operands_ahead(copies, *p.load, map, pred)).i0 = ir::kCopyIntoLastReadStage;

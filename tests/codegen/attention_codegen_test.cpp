@@ -165,9 +165,12 @@ TEST(AttentionCodegen, SoftmaxStaysInsideTheWarp) {
     } else {
       // Conversions left: Q once (before the loop), K^T and V each iteration, through
       // shared memory (nothing crowds AMD's 512 registers); the rest (a row statistic
-      // made a column) in registers.
+      // made a column) in registers. On gfx950 V is no conversion: the pipeliner stages
+      // it (copied into LDS, read with ds_read_b64_tr_b16).
+      const bool v_staged = std::string(c.arch) == "gfx950";
       EXPECT_EQ(co.report["spill_vgpr"], 0);
-      EXPECT_EQ(co.report["conversions_shared"], 3) << co.tile_ir;
+      EXPECT_EQ(co.report["conversions_shared"], v_staged ? 2 : 3) << co.tile_ir;
+      if (v_staged) EXPECT_NE(co.remarks[0].find("1 of them staged there for tl::dot by the compiler"), std::string::npos);
       EXPECT_EQ(co.report["conversions_warp_shuffle"], 0) << co.tile_ir;
       std::string dis = amd::disassemble(co.binary);
       // v_mfma 32x32: the transposed accumulator's row is lane % 32 and its columns are
