@@ -242,8 +242,9 @@ class Pipeliner {
   // the compiler's own (the store and read a user writes with tl::shared, samples/gemm's
   // idiom), when the target can copy it there directly and the stages fit: the dot then
   // reads its operand from shared memory, and the load becomes copies issued iterations
-  // ahead like the user's. Returns the store (the plan's shared form), or null.
-  ir::Operation* stage_for_dot(ir::Operation& loop, ir::Operation& load) {
+  // ahead like the user's. `scratch`: shared bytes to leave free (for the conversions of
+  // the loop's other dot operands). Returns the store (the plan's shared form), or null.
+  ir::Operation* stage_for_dot(ir::Operation& loop, ir::Operation& load, int64_t scratch) {
     ir::Block& body = *loop.regions[0];
     bool k_contiguous = true;
     if (o_.wave_size <= 1 || load.parent != &body || !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
@@ -257,7 +258,7 @@ class Pipeliner {
     if (load.operands.size() > 2 && !is_zero_constant(load.operands[2])) return nullptr;  // the copy fills 0
     if (!copyable(load)) return nullptr;
     const ir::Type& t = load.result()->type;
-    if (!fits_shared(t.numel() * byte_width(t.dtype) * loop_stages_)) return nullptr;
+    if (!fits_shared(t.numel() * byte_width(t.dtype) * loop_stages_ + scratch)) return nullptr;
     ir::Builder pre(*loop.parent);
     pre.before(loop);
     ir::Value* buf = pre.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(t.dtype, t.shape, 1), load.loc);
@@ -360,9 +361,19 @@ class Pipeliner {
     });
     if (plans.empty()) return decline(declined.empty() ? "no load in the loop body" : declined.front());
     int staged = 0;
+    for (auto& p : plans) p.store = shared_destination(loop, *p.load);
     for (auto& p : plans) {
-      p.store = shared_destination(loop, *p.load);
-      if (!p.store && (p.store = stage_for_dot(loop, *p.load))) ++staged;
+      if (p.store) continue;
+      // The dot operands left in registers reach their layouts through shared memory
+      // (a conversion's scratch, the size of the largest): room for it stays.
+      int64_t scratch = 0;
+      for (auto& q : plans) {
+        bool k_contiguous = true;
+        const ir::Type& t = q.load->result()->type;
+        if (&q != &p && !q.store && only_feeds_dots(*loop.regions[0], q.load->result(), k_contiguous))
+          scratch = std::max(scratch, t.numel() * byte_width(t.dtype));
+      }
+      if ((p.store = stage_for_dot(loop, *p.load, scratch))) ++staged;
     }
 
     ir::Operation* now = transform(loop, n, plans);
