@@ -64,7 +64,7 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
   int inner = std::clamp(int(20.0 / std::max(one_ms, 1e-3)), 1, 100);
   double ms = tlbench::time_ms(dev, go, o.repeats, inner);
   nlohmann::json r = {{"impl", "tl"},
-                      {"kernel", "sample"},
+                      {"kernel", o.kernel},
                       {"dtype", dtype},
                       {"M", S},
                       {"N", S},
@@ -90,27 +90,12 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
   return r;
 }
 
+// bf16: samples/gemm's kernel, or (o.kernel == "tutorial") the tutorial transcription
+// at the configuration the sample would get, on the same operands and check.
 nlohmann::json bench_bf16(tl::device dev, const Options& o, int64_t S) {
   gemm::Config c = o.pinned ? o.config : gemm::choose(S, S, S, dev.target(), dev.compute_units(), false);
-  auto op = gemm::random_operands<tl::bfloat16>(S, S, S, false, 1.0, 1000 + uint64_t(S),
-                                                [](double x) { return tl::to_bf16(x); });
-  auto A = dev.alloc<tl::bf16>(op.a.size()), B = dev.alloc<tl::bf16>(op.b.size());
-  auto C = dev.alloc<tl::bf16>(size_t(S * S));
-  A.upload(op.a), B.upload(op.b);
-  op.a = {}, op.b = {};
-  auto check = [&] {
-    return gemm::check(op.fa, op.fb, false, {}, {}, C.download(), S, S, S, gemm::rows_to_check(S, S, S, 0x1p30),
-                       gemm::sum_unit(false, dev.kind() == tl::device_kind::cuda));
-  };
-  return measure(
-      dev, o, S, "bf16", c, [&] { gemm::gemm_bf16(c, A, B, C, S, S, S); }, C, check,
-      [&] { return gemm::compile_bf16(c, dev, S, S, S); });
-}
-
-// The tutorial transcription on the same operands and check as bench_bf16.
-nlohmann::json bench_tutorial(tl::device dev, const Options& o, int64_t S) {
-  gemm::Config c = o.pinned ? o.config : gemm::choose(S, S, S, dev.target(), dev.compute_units(), false);
   const matmul_tutorial::Config t{c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages, c.num_warps};
+  const bool tutorial = o.kernel == "tutorial";
   auto op = gemm::random_operands<tl::bfloat16>(S, S, S, false, 1.0, 1000 + uint64_t(S),
                                                 [](double x) { return tl::to_bf16(x); });
   auto A = dev.alloc<tl::bf16>(op.a.size()), B = dev.alloc<tl::bf16>(op.b.size());
@@ -121,10 +106,13 @@ nlohmann::json bench_tutorial(tl::device dev, const Options& o, int64_t S) {
     return gemm::check(op.fa, op.fb, false, {}, {}, C.download(), S, S, S, gemm::rows_to_check(S, S, S, 0x1p30),
                        gemm::sum_unit(false, dev.kind() == tl::device_kind::cuda));
   };
-  auto r = measure(
-      dev, o, S, "bf16", c, [&] { matmul_tutorial::matmul<tl::bf16>(dev, t, A, B, C, S, S, S); }, C, check,
-      [&] { return matmul_tutorial::compile<tl::bf16>(dev, t, S, S, S); });
-  r["kernel"] = "tutorial";
+  auto run = [&] {
+    if (tutorial) matmul_tutorial::matmul<tl::bf16>(dev, t, A, B, C, S, S, S);
+    else gemm::gemm_bf16(c, A, B, C, S, S, S);
+  };
+  auto r = measure(dev, o, S, "bf16", c, run, C, check, [&] {
+    return tutorial ? matmul_tutorial::compile<tl::bf16>(dev, t, S, S, S) : gemm::compile_bf16(c, dev, S, S, S);
+  });
   return r;
 }
 
@@ -185,10 +173,8 @@ int main(int argc, char** argv) try {
   for (int64_t S : o.sizes)
     for (const std::string& d : o.dtypes) {
       nlohmann::json r;
-      if (o.kernel == "tutorial") {
-        if (d != "bf16") continue;  // the transcription is timed in bf16
-        r = bench_tutorial(dev, o, S);
-      } else if (d == "bf16") r = bench_bf16(dev, o, S);
+      if (o.kernel == "tutorial" && d != "bf16") continue;  // the transcription is timed in bf16
+      if (d == "bf16") r = bench_bf16(dev, o, S);
       else if (d != "fp8") throw std::runtime_error("--dtype must be bf16 or fp8");
       else if (f8.empty()) {
         fmt::print(stderr, "fp8 skipped: {} has no FP8 matrix instructions\n", dev.target());

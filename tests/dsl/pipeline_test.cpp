@@ -68,24 +68,28 @@ auto& stream_kernel() {
   return k;
 }
 
-std::vector<double> stream_reference(const std::vector<float>& x, const std::vector<float>& s, int n) {
+// y[c] = sum over blocks b of (sum of x's rows of b at column c, rows past n left out)
+// * s[b], doubled on even b where `double_even` (stream_kernel's tl::if_).
+std::vector<double> stream_reference(const std::vector<float>& x, const std::vector<float>& s, int n,
+                                     bool double_even = true) {
   std::vector<double> y(kC, 0.0);
   for (int b = 0; b * kBR < n; ++b)
     for (int c = 0; c < kC; ++c) {
       double part = 0;
       for (int i = 0; i < kBR && b * kBR + i < n; ++i) part += x[size_t(b * kBR + i) * kC + c];
       part *= s[size_t(b)];
-      if (b % 2 == 0) part *= 2.0;
+      if (double_even && b % 2 == 0) part *= 2.0;
       y[size_t(c)] += part;
     }
   return y;
 }
 
-class Pipelining : public ::testing::TestWithParam<int> {};
-
-TEST_P(Pipelining, SameResultsForEveryStageCountAndTripCount) {
-  const int mode = GetParam();
-  for (int iters : {0, 1, 2, 3, 4, 5, 1000}) {
+// `launch(X, S, Y, n, stages)` for num_stages 1..4 on loops of 0, 1, 2, 3, 4, 5 and
+// `many` blocks, the last one whole or ragged, on random inputs, Y poisoned: N = 1 near
+// the double-precision reference, every N > 1 bit for bit N = 1.
+template <class Launch>
+void expect_every_stage_count_agrees(Launch&& launch, int many, bool double_even, const std::string& what) {
+  for (int iters : {0, 1, 2, 3, 4, 5, many})
     for (int ragged : {0, 3}) {
       if (iters == 0 && ragged) continue;
       int n = iters * kBR - ragged;
@@ -97,17 +101,25 @@ TEST_P(Pipelining, SameResultsForEveryStageCountAndTripCount) {
       for (int stages = 1; stages <= 4; ++stages) {
         auto Y = test_device().alloc<tl::ty::f32>(kC);
         poison(Y);
-        stream_kernel()[tl::grid(1)](X, S, Y, n, stages, mode);
+        launch(X, S, Y, n, stages);
         auto y = Y.download();
         if (stages == 1) {
           unpipelined = y;
-          EXPECT_TRUE(near(y, stream_reference(x, s, n), 1e-4, 1e-3)) << "mode " << mode << " n " << n;
+          EXPECT_TRUE(near(y, stream_reference(x, s, n, double_even), 1e-4, 1e-3)) << what << " n " << n;
         } else {
-          EXPECT_EQ(y, unpipelined) << "mode " << mode << " n " << n << " num_stages " << stages;
+          EXPECT_EQ(y, unpipelined) << what << " n " << n << " num_stages " << stages;
         }
       }
     }
-  }
+}
+
+class Pipelining : public ::testing::TestWithParam<int> {};
+
+TEST_P(Pipelining, SameResultsForEveryStageCountAndTripCount) {
+  const int mode = GetParam();
+  expect_every_stage_count_agrees(
+      [&](auto& X, auto& S, auto& Y, int n, int stages) { stream_kernel()[tl::grid(1)](X, S, Y, n, stages, mode); },
+      1000, true, fmt::format("mode {}", mode));
 }
 
 INSTANTIATE_TEST_SUITE_P(RegistersSharedNested, Pipelining, ::testing::Values(0, 1, 2));
@@ -184,36 +196,11 @@ auto& carried_kernel() {
 
 TEST(Pipelining, CarriedPointersAndMasksGiveTheSameResultsForEveryStageCount) {
   for (int by_offset : {0, 1})
-    for (int iters : {0, 1, 2, 3, 4, 5, 100}) {
-      for (int ragged : {0, 3}) {
-        if (iters == 0 && ragged) continue;
-        int n = iters * kBR - ragged;
-        auto x = random_floats(size_t(std::max(n, 1)) * kC);
-        auto w = random_floats(size_t(iters + 1), 0.5f, 1.5f);
-        auto X = upload<tl::ty::f32>(x);
-        auto W = upload<tl::ty::f32>(w);
-        std::vector<double> want(kC, 0.0);
-        for (int b = 0; b * kBR < n; ++b)
-          for (int col = 0; col < kC; ++col) {
-            double part = 0;
-            for (int i = 0; i < kBR && b * kBR + i < n; ++i) part += x[size_t(b * kBR + i) * kC + col];
-            want[size_t(col)] += part * w[size_t(b)];
-          }
-        std::vector<float> unpipelined;
-        for (int stages = 1; stages <= 4; ++stages) {
-          auto Y = test_device().alloc<tl::ty::f32>(kC);
-          poison(Y);
+    expect_every_stage_count_agrees(
+        [&](auto& X, auto& W, auto& Y, int n, int stages) {
           carried_kernel()[tl::grid(1)](X, W, Y, n, stages, by_offset);
-          auto y = Y.download();
-          if (stages == 1) {
-            unpipelined = y;
-            EXPECT_TRUE(near(y, want, 1e-4, 1e-3)) << "n " << n;
-          } else {
-            EXPECT_EQ(y, unpipelined) << "n " << n << " num_stages " << stages << " by_offset " << by_offset;
-          }
-        }
-      }
-    }
+        },
+        100, false, fmt::format("by_offset {}", by_offset));
 }
 
 TEST(Pipelining, CarriedPointersArePipelined) {
