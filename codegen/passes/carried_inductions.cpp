@@ -103,7 +103,7 @@ int rewrite_loop(ir::Operation& loop, ir::Block& scope) {
   if (inductions.empty()) return 0;
 
   const ir::SrcLoc loc = loop.loc;
-  const ir::Type i32{DType::i32, DType::i32, {}}, i64{DType::i64, DType::i64, {}};
+  const ir::Type i32{DType::i32, DType::i32, {}};
   // The step's computation, moved before the loop (it reads nothing the loop defines).
   {
     ir::Builder pre(*loop.parent);
