@@ -181,54 +181,27 @@ class BufferRegisters {
 };
 }  // namespace
 
-// tl::amd::buffer_load_to_shared's chunks (lower_global_load_to_shared chose the layout
-// `l`, `per` elements a chunk, and each chunk's LDS address): a buffer load into LDS
-// each. A masked-off chunk's offset goes past the bound, so the hardware writes its
-// zeros without a branch and every chunk issues one load, as a wait counting loads
-// expects; a non-zero `other` needs a store of its own instead of the zeros, so such a
-// copy branches per chunk as global_load_to_shared does.
-void Lowerer::buffer_copy_chunks(const ir::Operation& op, const Layout& l, int per, const Values& masks,
-                                 const Values& others, const std::function<llvm::Value*(int)>& lds_address,
-                                 int buffer) {
+// tl::amd::buffer_load_to_shared's copy of one chunk of layout `l` (`bytes` a lane) at
+// register r into `shared`: a buffer load into LDS through the op's resource. With `cond`
+// (the chunk's mask), a masked-off lane's offset goes past the bound, so the hardware
+// writes its zeros with no branch (not needed where the resource's bound is the mask).
+// The offsets and every chunk's resource are made here, before any branch the caller
+// puts a copy in, so that each dominates all its uses.
+std::function<llvm::Instruction*(int, llvm::Value*, llvm::Value*)> Lowerer::buffer_chunk_copier(
+    const ir::Operation& op, const Layout& l, int bytes) {
   ir::BufferOperands u = ir::buffer_operands(op);
   BufferAccess a{u.base, {u.offsets}};
   a.bound = mask_bound(op, a);
-  DType t = op.operands[0]->type.dtype;
-  llvm::Type* ty = mem_type(t);
-  unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  const int bytes = per * int(eb);
+  const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(mem_type(op.operands[0]->type.dtype)));
+  const int per = bytes / int(eb);
   BufferRegisters regs(*this, a, l, eb);
-  const bool zeros = op.operands.size() < 5 || [&] {
-    auto* c = llvm::dyn_cast<llvm::Constant>(others[0]);
-    for (llvm::Value* o : others)
-      if (o != others[0]) return false;
-    return c && c->isNullValue();
-  }();
-  llvm::Function* fn = b.GetInsertBlock()->getParent();
-  for (int r = 0; r < l.num_regs(); r += per) {
-    llvm::Value* dst = lds_address(r);
-    const bool masked = !masks.empty();
-    if (!masked || zeros) {
-      llvm::Value* cond = masked && !a.bound ? masks[size_t(r)] : nullptr;
-      smem_tag_copy(hooks_.buffer_copy_to_shared(b, regs.resource(r), masked_buffer_offset(regs.offsets[size_t(r)], cond),
-                                                 dst, bytes),
-                    buffer);
-      continue;
-    }
-    auto* copy = llvm::BasicBlock::Create(ctx_, "bcopy", fn);
-    auto* fill = llvm::BasicBlock::Create(ctx_, "bcopy.other", fn);
-    auto* done = llvm::BasicBlock::Create(ctx_, "bcopy.done", fn);
-    b.CreateCondBr(masks[size_t(r)], copy, fill);
-    b.SetInsertPoint(copy);
-    smem_tag_copy(hooks_.buffer_copy_to_shared(b, regs.resource(r), regs.offsets[size_t(r)], dst, bytes), buffer);
-    b.CreateBr(done);
-    b.SetInsertPoint(fill);
-    llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));
-    for (int k = 0; k < per; ++k) vec = b.CreateInsertElement(vec, to_mem(others[size_t(r + k)], t), uint64_t(k));
-    smem_store(vec, dst, unsigned(bytes), buffer, /*relaxed=*/true);
-    b.CreateBr(done);
-    b.SetInsertPoint(done);
-  }
+  Values resources(size_t(l.num_regs()));
+  for (int r = 0; r < l.num_regs(); r += per) resources[size_t(r)] = regs.resource(r);
+  const bool bounded = a.bound != nullptr;
+  return [this, offsets = regs.offsets, resources, bounded, bytes](int r, llvm::Value* shared, llvm::Value* cond) {
+    llvm::Value* off = masked_buffer_offset(offsets[size_t(r)], bounded ? nullptr : cond);
+    return hooks_.buffer_copy_to_shared(b, resources[size_t(r)], off, shared, bytes);
+  };
 }
 
 void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) {

@@ -149,10 +149,10 @@ class Lowerer {
   const ir::Value* mask_bound(const ir::Operation& op, const BufferAccess& a);
   llvm::Value* buffer_resource(const BufferAccess& a, unsigned elem_bytes, int64_t const_bytes = 0);
   llvm::Value* masked_buffer_offset(llvm::Value* byte_offset, llvm::Value* cond);
-  // tl::amd::buffer_load_to_shared's copies of the chunks of layout `l` (`per` elements
-  // each, LDS address of the chunk at register r from `lds_address`).
-  void buffer_copy_chunks(const ir::Operation& op, const Layout& l, int per, const Values& masks, const Values& others,
-                          const std::function<llvm::Value*(int)>& lds_address, int buffer);
+  // tl::amd::buffer_load_to_shared: issues the copy of the chunk at register r of `l`
+  // (`bytes` a lane) into `shared`, masked off by `cond` (or not, nullptr) without a branch.
+  std::function<llvm::Instruction*(int, llvm::Value*, llvm::Value*)> buffer_chunk_copier(const ir::Operation& op,
+                                                                                        const Layout& l, int bytes);
 
   // ---- tl::dot on the matrix cores (lower_dot.cpp)
   void lower_dot(const ir::Operation& op);

@@ -13,10 +13,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
+#include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
@@ -283,10 +283,7 @@ Lowerer::CopyPlan Lowerer::plan_copy(const ir::Operation& op) {
 // in the chunk's place (hooks' copy_zeros_to_shared), so that each chunk issues a load
 // whether masked or not: no `other`, or a zero one.
 static bool zero_filled(const ir::Operation& op) {
-  if (op.operands.size() < 5) return true;
-  const ir::Operation* d = op.operands[4]->def;
-  while (d && (d->op == Op::splat || d->op == Op::broadcast)) d = d->operands[0]->def;
-  return d && d->op == Op::constant && d->i0 == 0 && d->f == 0.0 && !std::signbit(d->f);
+  return op.operands.size() < 5 || ir::is_zero_constant(op.operands[4]);
 }
 
 int Lowerer::copy_loads_per_thread(const ir::Operation& op) {
@@ -382,19 +379,27 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   // (a write-write race, which compute-sanitizer's racecheck reports). The predicate is
   // uniform in a wave, so AMD's wave-wide LDS DMA is issued or skipped whole.
   llvm::Value* owner = owner_predicate(*l);
+  // One chunk's copy: through its pointer, or (buffer_load_to_shared) through the buffer
+  // resource; and the same writing zeros where the chunk's mask is false, with no branch,
+  // where the copy can (nullptr where not: cp.async's src-size, a buffer load's offset
+  // past the bound).
+  auto buffer_chunk = buffer_copy ? buffer_chunk_copier(op, *l, bytes) : nullptr;
+  auto copy_chunk = [&](int r, llvm::Value* p) {
+    return buffer_copy ? buffer_chunk(r, p, nullptr) : hooks_.copy_to_shared(b, ptrs[r], p, bytes);
+  };
+  auto copy_chunk_or_zeros = [&](int r, llvm::Value* p) {
+    return buffer_copy ? buffer_chunk(r, p, masks[r]) : hooks_.copy_to_shared_or_zeros(b, ptrs[r], p, bytes, masks[r]);
+  };
   auto copy_chunks = [&] {
-    if (buffer_copy)
-      return buffer_copy_chunks(
-          op, *l, per, masks, others, [&](int r) { return b.CreateGEP(ty, base, element_index(offsets, r)); }, buffer);
     for (int r = 0; r < l->num_regs(); r += per) {
       llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
       if (!mask) {
-        smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
+        smem_tag_copy(copy_chunk(r, p), buffer);
         continue;
       }
       // Zeros for masked-off chunks, and a copy that can write them itself: no branch.
       if (zero_filled(op))
-        if (llvm::Instruction* c = hooks_.copy_to_shared_or_zeros(b, ptrs[r], p, bytes, masks[r])) {
+        if (llvm::Instruction* c = copy_chunk_or_zeros(r, p)) {
           smem_tag_copy(c, buffer);
           continue;
         }
@@ -403,7 +408,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
       auto* done = llvm::BasicBlock::Create(ctx_, "copy.done", fn);
       b.CreateCondBr(masks[r], copy, fill);  // the mask is constant over the chunk
       b.SetInsertPoint(copy);
-      smem_tag_copy(hooks_.copy_to_shared(b, ptrs[r], p, bytes), buffer);
+      smem_tag_copy(copy_chunk(r, p), buffer);
       b.CreateBr(done);
       b.SetInsertPoint(fill);
       llvm::Value* vec = llvm::PoisonValue::get(llvm::FixedVectorType::get(ty, unsigned(per)));

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "tl/error.hpp"
 
@@ -128,6 +129,20 @@ std::vector<std::pair<Operation*, int>> uses_of(Block& scope, const Value* v) {
       if (op.operands[i] == v) out.emplace_back(&op, int(i));
   });
   return out;
+}
+
+bool is_inside(const Block* b, const Operation* op) {
+  for (; b && b->parent; b = b->parent->parent)
+    if (b->parent == op) return true;
+  return false;
+}
+
+bool defined_inside(const Value* v, const Operation* op) { return is_inside(v->def ? v->def->parent : v->owner, op); }
+
+bool is_zero_constant(const Value* v) {
+  while (v->def && (v->def->op == Op::splat || v->def->op == Op::broadcast)) v = v->def->operands[0];
+  if (!v->def || v->def->op != Op::constant) return false;
+  return v->def->i0 == 0 && v->def->f == 0.0 && !std::signbit(v->def->f);
 }
 
 Value* add_carried_value(Operation& for_op, Value* init, Value* yielded) {

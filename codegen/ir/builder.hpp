@@ -71,6 +71,13 @@ std::unique_ptr<Function> clone_function(const Function& f);
 
 // Every op that uses `v`, with the operand index, inside `scope` (recursively).
 std::vector<std::pair<Operation*, int>> uses_of(Block& scope, const Value* v);
+// Whether `b` is a region of `op` or nested inside one; whether `v` is defined there
+// (an op's result or a block argument), i.e. not visible before `op`.
+bool is_inside(const Block* b, const Operation* op);
+bool defined_inside(const Value* v, const Operation* op);
+// A constant zero (+0.0 for floats), splat or broadcast to a tile or not: what a load's
+// `other`, a copy's fill or a dot's accumulator is when it adds nothing.
+bool is_zero_constant(const Value* v);
 
 // `for` loops: operands (lb, ub, step, inits...), body arguments (iv, carried...),
 // yield operands (carried...) and results (carried...) always line up.

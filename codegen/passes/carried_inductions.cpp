@@ -32,17 +32,10 @@
 namespace tl::passes {
 namespace {
 
-bool inside(const ir::Block* b, const ir::Operation* loop) {
-  for (; b && b->parent; b = b->parent->parent)
-    if (b->parent == loop) return true;
-  return false;
-}
-bool defined_in(const ir::Value* v, const ir::Operation* loop) { return inside(v->def ? v->def->parent : v->owner, loop); }
-
 // The body ops `v` is computed from when it is the same every iteration: defined before
 // the loop, or by side-effect-free ops directly in the body from such values only.
 bool loop_invariant(ir::Value* v, ir::Operation& loop, std::set<ir::Operation*>& slice) {
-  if (!defined_in(v, &loop)) return true;
+  if (!ir::defined_inside(v, &loop)) return true;
   ir::Operation* d = v->def;
   if (!d || d->parent != loop.regions[0].get() || !ir::has_trait(d->op, ir::kPure) || !d->regions.empty()) return false;
   if (slice.count(d)) return true;

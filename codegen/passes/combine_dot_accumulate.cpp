@@ -7,18 +7,12 @@
 // (x + a.b accumulated into x, not a.b rounded first): Triton's behaviour, and exact for
 // integer dots.
 #include <algorithm>
-#include <cmath>
 
 #include "codegen/ir/builder.hpp"
 #include "codegen/passes/passes.hpp"
 
 namespace tl::passes {
 namespace {
-
-bool is_zero_tile(const ir::Value* v) {
-  while (v->def && (v->def->op == Op::splat || v->def->op == Op::broadcast)) v = v->def->operands[0];
-  return v->def && v->def->op == Op::constant && v->def->i0 == 0 && v->def->f == 0.0 && !std::signbit(v->def->f);
-}
 
 int combine(ir::Block& b, ir::Block& scope) {
   int n = 0;
@@ -30,7 +24,7 @@ int combine(ir::Block& b, ir::Block& scope) {
       ir::Value* d = op->operands[size_t(side)];
       ir::Value* x = op->operands[size_t(1 - side)];
       ir::Operation* dot = d->def;
-      if (!dot || dot->op != Op::dot || dot->parent != &b || x->type != d->type || !is_zero_tile(dot->operands[2]))
+      if (!dot || dot->op != Op::dot || dot->parent != &b || x->type != d->type || !ir::is_zero_constant(dot->operands[2]))
         continue;
       if (ir::uses_of(scope, d).size() != 1) continue;
       // The dot takes the add's place (x may be defined between the two) and its users.

@@ -53,7 +53,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <climits>
 #include <optional>
 #include <set>
@@ -68,14 +67,6 @@ namespace {
 
 std::string where(const ir::SrcLoc& l) { return ir::short_location(l); }
 
-// Whether `b` is `loop`'s body or nested inside it.
-bool inside(const ir::Block* b, const ir::Operation* loop) {
-  for (; b && b->parent; b = b->parent->parent)
-    if (b->parent == loop) return true;
-  return false;
-}
-bool defined_in(const ir::Value* v, const ir::Operation* loop) { return inside(v->def ? v->def->parent : v->owner, loop); }
-
 // The kernel argument a pointer is computed from (through pointer arithmetic and
 // reshaping), or null when that is not known.
 const ir::Value* pointer_argument(const ir::Value* p) {
@@ -88,13 +79,6 @@ const ir::Value* pointer_argument(const ir::Value* p) {
     }
   }
   return p->owner && !p->owner->parent ? p : nullptr;
-}
-
-// A constant zero (+0.0 for floats), splat or broadcast to a tile or not.
-bool is_zero_constant(const ir::Value* v) {
-  while (v->def && (v->def->op == Op::splat || v->def->op == Op::broadcast)) v = v->def->operands[0];
-  if (!v->def || v->def->op != Op::constant) return false;
-  return v->def->i0 == 0 && v->def->f == 0.0 && !std::signbit(v->def->f);
 }
 
 // Looks through ops that only replicate or reshape a value.
@@ -174,7 +158,7 @@ class Pipeliner {
   // it needs to `slice`).
   std::string slice_of(ir::Value* v, ir::Operation& loop, const ir::Operation& load, std::set<ir::Operation*>& slice) {
     ir::Block& body = *loop.regions[0];
-    if (!defined_in(v, &loop) || v == body.args[0].get()) return "";
+    if (!ir::defined_inside(v, &loop) || v == body.args[0].get()) return "";
     if (!v->def)
       return fmt::format("load at {} depends on a loop-carried value", where(load.loc));
     ir::Operation* d = v->def;
@@ -197,15 +181,14 @@ class Pipeliner {
     if (uses.size() != 1) return nullptr;
     auto [store, index] = uses[0];
     if (store->op != Op::shared_store || index != 2 || store->parent != &body) return nullptr;
-    if (load.operands.size() > 2 && !is_zero_constant(load.operands[2])) return nullptr;  // AMD's copy fills 0
     if (!copyable(load)) return nullptr;
     ir::Value* buf = store->operands[0];
-    if (!buf->def || buf->def->op != Op::shared_alloc || defined_in(buf, &loop) || buf->type.stages != 1) return nullptr;
+    if (!buf->def || buf->def->op != Op::shared_alloc || ir::defined_inside(buf, &loop) || buf->type.stages != 1) return nullptr;
     // Every access of the buffer is this store, or a read after it in the same iteration.
     size_t store_at = index_in(body, store);
     for (auto [user, i] : ir::uses_of(f_.body, buf)) {
       if (user == store) continue;
-      if (user->op != Op::shared_load || !inside(user->parent, &loop)) return nullptr;
+      if (user->op != Op::shared_load || !ir::is_inside(user->parent, &loop)) return nullptr;
       const ir::Operation* top = user;
       while (top->parent != &body) top = top->parent->parent;
       if (index_in(body, top) <= store_at) return nullptr;
@@ -255,7 +238,6 @@ class Pipeliner {
     if (!k_contiguous && std::find(o_.transposed_dot_read_bits.begin(), o_.transposed_dot_read_bits.end(), bits) ==
                              o_.transposed_dot_read_bits.end())
       return nullptr;
-    if (load.operands.size() > 2 && !is_zero_constant(load.operands[2])) return nullptr;  // the copy fills 0
     if (!copyable(load)) return nullptr;
     const ir::Type& t = load.result()->type;
     if (!fits_shared(t.numel() * byte_width(t.dtype) * loop_stages_ + scratch)) return nullptr;
@@ -287,10 +269,12 @@ class Pipeliner {
   }
 
   // Whether the GPU lowering can issue `load` as direct copies (lower_shared.cpp's
-  // plan_copy, approximated from the axis facts): some width of the target's, 4 bytes and
-  // up, no wider than a 16-byte swizzle vector, covered by the pointers' contiguity and
-  // alignment and the mask's constancy along the last dim, with a wave's chunks in the tile.
+  // plan_copy, approximated from the axis facts): no `other` but zero (AMD's copy fills
+  // masked-off chunks with 0), and some width of the target's, 4 bytes and up, no wider
+  // than a 16-byte swizzle vector, covered by the pointers' contiguity and alignment and
+  // the mask's constancy along the last dim, with a wave's chunks in the tile.
   bool copyable(const ir::Operation& load) {
+    if (load.operands.size() > 2 && !ir::is_zero_constant(load.operands[2])) return false;
     if (o_.direct_to_shared_widths.empty()) return o_.wave_size <= 1;  // the CPU copies anything; a GPU without copies nothing
     const ir::Value* ptr = load.operands[0];
     const ir::Value* mask = load.operands.size() > 1 ? load.operands[1] : nullptr;
