@@ -1,0 +1,428 @@
+// Flash attention in tl (issue 28): Triton's tutorial 06 (forward and backward) written as
+// a user writes it (plain tl::load into tl::dot, the loops' loads left to the pipeliner),
+// with what the tutorial leaves out: grouped-query attention, ragged and unequal sequence
+// lengths, bf16 and f16, and the row log-sum-exp as an output.
+//
+//   Q, dQ       [B, H,   S_q, D]   bf16 or f16, contiguous
+//   K, V, dK, dV [B, Hkv, S_k, D]  query head h reads key/value head h / G, G = H / Hkv
+//   O, dO       [B, H,   S_q, D]
+//   LSE         [B, H,   S_q]      f32: log(sum_j exp(s_ij)), s = sm_scale * Q.K^T
+//
+// Causal masking is bottom-right aligned (FlashAttention's convention, the one a KV cache
+// needs): query row i sees key j when j <= i + S_k - S_q; with S_q == S_k that is the usual
+// lower triangle. A query row that sees no key (S_q > S_k, causal) gets O = 0 and LSE = +inf,
+// so the backward's exp(s - LSE) is 0 there with no case of its own.
+//
+// Forward (attn_fwd): a program owns BLOCK_M query rows of one (batch, head). It runs two
+// loops over BLOCK_N blocks of keys: the first over the keys every row of the block sees
+// (no mask at all: all keys below the block's diagonal, and below S_k rounded down to
+// BLOCK_N), the second over the rest up to the last key any row sees (the diagonal
+// blocks, and the ragged last block of S_k), masked. So a causal program stops at its
+// diagonal and only the diagonal blocks pay for the mask, as in the tutorial's two
+// stages. Online softmax in exp2 (scores scaled by sm_scale * log2(e)); P rounded to the
+// input type for the P.V dot.
+//
+// Backward (Triton's tutorial algorithm, three kernels):
+//   attn_bwd_preprocess  Delta_i = sum_d O_id dO_id (f32)
+//   attn_bwd_dkdv        a program owns BLOCK_N keys of one key/value head and loops over
+//                        the G query heads of its group and their BLOCK_M blocks of query
+//                        rows (the masked diagonal blocks first, then the rest unmasked):
+//                        P^T = exp2(K.Q^T * scale*log2e - LSE*log2e), dV += P^T.dO,
+//                        dP^T = V.dO^T, dS^T = P^T * (dP^T - Delta), dK += dS^T.Q. The
+//                        group's sum of dK and dV stays in registers: no atomics.
+//   attn_bwd_dq          a program owns BLOCK_M query rows and loops over the keys as the
+//                        forward does: dQ += dS.K.
+// Ragged rows and keys are handled by the loads' masks (a row past S_q loads zeros for Q, dO,
+// LSE and Delta, so it adds exactly 0 to dK and dV); scores are masked only in the diagonal
+// and ragged blocks. Offsets are 32-bit: each tensor has fewer than 2^31 elements (check()).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "tl/autotune.hpp"
+#include "tl/tl.hpp"
+
+namespace attention {
+
+// ---- the problem ---------------------------------------------------------------------
+
+struct Problem {
+  int64_t B = 1, H = 1, Hkv = 1, S_q = 1, S_k = 1, D = 64;
+  bool causal = false;
+  double sm_scale = -1;  // < 0: 1 / sqrt(D)
+
+  int64_t G() const { return H / Hkv; }
+  double scale() const { return sm_scale < 0 ? 1.0 / std::sqrt(double(D)) : sm_scale; }
+  int64_t q_elems() const { return B * H * S_q * D; }
+  int64_t kv_elems() const { return B * Hkv * S_k * D; }
+  int64_t rows() const { return B * H * S_q; }
+  std::string str() const {
+    return fmt::format("B={} H={} Hkv={} S_q={} S_k={} D={}{}", B, H, Hkv, S_q, S_k, D, causal ? " causal" : "");
+  }
+  // The forward's FLOPs as the tutorial counts them (two dots of 2*S_q*S_k*D a head), the
+  // pairs a causal mask removes left out; the backward does 2.5 times the forward's work.
+  double fwd_flops() const {
+    double pairs = double(S_q) * double(S_k);
+    if (causal) {
+      // Row i sees min(max(i + S_k - S_q + 1, 0), S_k) keys.
+      pairs = 0;
+      for (int64_t i = 0; i < S_q; ++i) pairs += double(std::clamp<int64_t>(i + S_k - S_q + 1, 0, S_k));
+    }
+    return 4.0 * double(B * H) * pairs * double(D);
+  }
+};
+
+// Shapes, D and the head grouping, before anything is compiled or launched.
+inline void check(const Problem& p) {
+  auto fail = [&](const std::string& why) { throw std::invalid_argument("attention (" + p.str() + "): " + why); };
+  if (p.B < 1 || p.H < 1 || p.Hkv < 1) fail("B, H and Hkv must be positive");
+  if (p.S_q < 1 || p.S_k < 1) fail("S_q and S_k must be positive");
+  if (p.H % p.Hkv) fail("H must be a multiple of Hkv (grouped-query attention: H / Hkv query heads share a key head)");
+  if (p.D != 16 && p.D != 32 && p.D != 64 && p.D != 128 && p.D != 256) fail("D must be 16, 32, 64, 128 or 256");
+  const int64_t lim = int64_t(1) << 31;
+  if (p.q_elems() >= lim || p.kv_elems() >= lim) fail("Q and K must have fewer than 2^31 elements (32-bit offsets)");
+  if (!(std::isfinite(p.sm_scale) && (p.sm_scale > 0 || p.sm_scale == -1)))
+    fail("sm_scale must be positive and finite (or -1 for 1/sqrt(D))");
+}
+
+// A buffer's length against what the problem needs ("lengths" of the issue): raw device
+// pointers cannot be checked.
+template <class P> void check_length(const Problem& p, const P& buf, int64_t want, const char* name) {
+  if constexpr (requires { buf.size(); }) {
+    if (int64_t(buf.size()) != want)
+      throw std::invalid_argument(fmt::format("attention ({}): {} has {} elements, the problem needs {}", p.str(), name,
+                                              buf.size(), want));
+  }
+}
+
+// ---- configurations -------------------------------------------------------------------
+
+// One kernel's launch configuration, Triton's names. Forward and dQ: BLOCK_M query rows a
+// program, BLOCK_N keys an iteration. dK/dV: BLOCK_N keys a program, BLOCK_M query rows an
+// iteration (the tutorial's BLOCK_N1 / BLOCK_M1). matrix_instr_nonkdim and waves_per_eu
+// are AMD's knobs (0: the compiler's choice), ignored elsewhere.
+struct Config {
+  BOOST_HANA_DEFINE_STRUCT(Config, (int, block_m), (int, block_n), (int, num_warps), (int, num_stages),
+                           (int, matrix_instr_nonkdim), (int, waves_per_eu));
+};
+
+inline std::string str(const Config& c) {
+  std::string s = fmt::format("{}x{} w{} s{}", c.block_m, c.block_n, c.num_warps, c.num_stages);
+  if (c.matrix_instr_nonkdim) s += fmt::format(" mfma{}", c.matrix_instr_nonkdim);
+  if (c.waves_per_eu) s += fmt::format(" wpe{}", c.waves_per_eu);
+  return s;
+}
+
+inline void check(const Config& c, const char* kernel) {
+  auto pow2 = [](int x) { return x >= 16 && x <= 256 && (x & (x - 1)) == 0; };
+  if (!pow2(c.block_m) || !pow2(c.block_n))
+    throw std::invalid_argument(fmt::format("attention {}: BLOCK_M and BLOCK_N must be powers of two from 16 to 256 ({})",
+                                            kernel, str(c)));
+  if (c.num_warps < 1 || c.num_warps > 16 || (c.num_warps & (c.num_warps - 1)))
+    throw std::invalid_argument(fmt::format("attention {}: num_warps must be 1, 2, 4, 8 or 16 ({})", kernel, str(c)));
+  if (c.num_stages < 1 || c.num_stages > 8)
+    throw std::invalid_argument(fmt::format("attention {}: num_stages must be 1 to 8 ({})", kernel, str(c)));
+}
+
+inline tl::launch_options options_of(const Config& c) { return tl::options_from(c); }
+
+// ---- the kernels -----------------------------------------------------------------------
+
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kLn2 = 0.69314718055994530942f;
+
+// The key blocks a program of query rows [m0, m0 + BLOCK_M) visits, as two loops: [0, lo)
+// where every row sees every key (no mask), [lo, hi) the diagonal and ragged blocks. lo is
+// a multiple of BLOCK_N at most S_k rounded down to one, so the first loop never reads past
+// S_k.
+struct KeyRange {
+  tl::i32 lo, hi;
+};
+inline KeyRange key_range(const tl::i32& m0, const tl::i32& S_q, const tl::i32& S_k, int BLOCK_M, int BLOCK_N,
+                          bool causal) {
+  tl::i32 full = S_k / BLOCK_N * BLOCK_N;
+  if (!causal) return {full, S_k};
+  auto shift = S_k - S_q;  // row i sees keys j <= i + shift
+  tl::i32 lo = tl::minimum(tl::maximum(m0 + shift, 0) / BLOCK_N * BLOCK_N, full);
+  tl::i32 hi = tl::minimum(tl::maximum(m0 + BLOCK_M + shift, 0), S_k);
+  return {lo, hi};
+}
+
+// attn_fwd. E: tl::ty::bf16 or tl::ty::f16. CAUSAL, D, the blocks and STAGES are trace-time
+// (Triton's constexprs); S_q, S_k and G run-time.
+template <class E>
+void fwd_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, const tl::ptr<E>& O,
+              const tl::ptr<tl::ty::f32>& LSE, const tl::i32& S_q, const tl::i32& S_k, const tl::i32& G,
+              const tl::f32& sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto start_m = tl::program_id(0);
+  auto bh = tl::program_id(1);  // b * H + h; its key/value head is b * Hkv + h / G = bh / G
+  auto m0 = start_m * BLOCK_M;
+  auto offs_m = m0 + tl::arange(0, BLOCK_M);
+  auto offs_n = tl::arange(0, BLOCK_N);
+  auto offs_d = tl::arange(0, D);
+  auto q_base = bh * S_q * D;
+  auto kv_base = bh / G * S_k * D;
+  auto row_ok = tl::expand_dims(offs_m < S_q, 1);
+  auto q = tl::load(Q + q_base + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0), row_ok, 0.0f);
+  auto m_i = tl::full<tl::f32>({BLOCK_M}, -inf);
+  auto l_i = tl::zeros<tl::f32>({BLOCK_M});
+  auto acc = tl::zeros<tl::f32>({BLOCK_M, D});
+  auto qk_scale = sm_scale * kLog2e;
+  auto shift = S_k - S_q;
+  KeyRange r = key_range(m0, S_q, S_k, BLOCK_M, BLOCK_N, CAUSAL);
+
+  // One loop over key blocks [lo, hi); `masked`: the blocks where some (row, key) pair is
+  // out (past S_k, or after the row's diagonal).
+  auto keys = [&](const tl::i32& lo, const tl::i32& hi, bool masked) {
+    for (auto n : tl::range(lo, hi, BLOCK_N, tl::num_stages(STAGES))) {
+      auto kn = n + offs_n;
+      auto k_ptrs = K + kv_base + tl::expand_dims(kn, 0) * D + tl::expand_dims(offs_d, 1);  // K^T [D, BLOCK_N]
+      auto v_ptrs = V + kv_base + tl::expand_dims(kn, 1) * D + tl::expand_dims(offs_d, 0);  // [BLOCK_N, D]
+      auto kt = masked ? tl::load(k_ptrs, tl::expand_dims(kn < S_k, 0), 0.0f) : tl::load(k_ptrs);
+      auto qk = tl::dot(q, kt) * qk_scale;
+      auto m_ij = tl::maximum(m_i, tl::max(qk, 1));
+      auto m_sub = m_ij;  // what the scores are measured from
+      if (masked) {
+        auto valid = tl::expand_dims(kn < S_k, 0);
+        if (CAUSAL) valid = valid & (tl::expand_dims(offs_m + shift, 1) >= tl::expand_dims(kn, 0));
+        qk = tl::where(valid, qk, -inf);
+        m_ij = tl::maximum(m_i, tl::max(qk, 1));
+        // A row that has seen no key yet has m = -inf: measure from 0 there, so that
+        // exp2(-inf - m) is 0, not NaN.
+        m_sub = CAUSAL ? tl::where(m_ij == -inf, 0.0f, m_ij) : m_ij;
+      }
+      auto p = tl::exp2(qk - tl::expand_dims(m_sub, 1));
+      auto alpha = tl::exp2(m_i - m_sub);
+      l_i = l_i * alpha + tl::sum(p, 1);
+      acc = acc * tl::expand_dims(alpha, 1);
+      auto v = masked ? tl::load(v_ptrs, tl::expand_dims(kn < S_k, 1), 0.0f) : tl::load(v_ptrs);
+      acc = tl::dot(p.template to<E>(), v, acc);
+      m_i = m_ij;
+    }
+  };
+  keys(0, r.lo, false);
+  keys(r.lo, r.hi, true);
+
+  // l = 0 only for a row that saw no key: O = 0 and LSE = +inf there.
+  auto seen = l_i > 0.0f;
+  auto l_safe = tl::where(seen, l_i, 1.0f);
+  acc = acc / tl::expand_dims(l_safe, 1);
+  tl::store(O + q_base + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0), acc.template to<E>(), row_ok);
+  auto lse = tl::where(seen, (m_i + tl::log2(l_safe)) * kLn2, inf);
+  tl::store(LSE + bh * S_q + offs_m, lse, offs_m < S_q);
+}
+
+// Delta = rowsum(O * dO) in f32, per query row.
+template <class E>
+void bwd_preprocess_body(const tl::ptr<E>& O, const tl::ptr<E>& DO, const tl::ptr<tl::ty::f32>& Delta,
+                         const tl::i32& rows, int BLOCK_M, int D) {
+  auto offs_m = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
+  auto offs_d = tl::arange(0, D);
+  auto ok = tl::expand_dims(offs_m < rows, 1);
+  auto at = tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0);
+  auto o = tl::load(O + at, ok, 0.0f).template to<tl::f32>();
+  auto d_o = tl::load(DO + at, ok, 0.0f).template to<tl::f32>();
+  tl::store(Delta + offs_m, tl::sum(o * d_o, 1), offs_m < rows);
+}
+
+// dK, dV for BLOCK_N keys of one key/value head, summed over its G query heads.
+template <class E>
+void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, const tl::ptr<E>& DO,
+                   const tl::ptr<tl::ty::f32>& LSE, const tl::ptr<tl::ty::f32>& Delta, const tl::ptr<E>& DK,
+                   const tl::ptr<E>& DV, const tl::i32& S_q, const tl::i32& S_k, const tl::i32& G,
+                   const tl::f32& sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
+  auto n0 = tl::program_id(0) * BLOCK_N;
+  auto bhkv = tl::program_id(1);  // b * Hkv + hkv; its query heads are bhkv * G + g
+  auto offs_n = n0 + tl::arange(0, BLOCK_N);
+  auto offs_d = tl::arange(0, D);
+  auto kv_base = bhkv * S_k * D;
+  auto kv_at = tl::expand_dims(offs_n, 1) * D + tl::expand_dims(offs_d, 0);
+  auto key_ok = tl::expand_dims(offs_n < S_k, 1);
+  auto k = tl::load(K + kv_base + kv_at, key_ok, 0.0f);
+  auto v = tl::load(V + kv_base + kv_at, key_ok, 0.0f);
+  auto dk = tl::zeros<tl::f32>({BLOCK_N, D});
+  auto dv = tl::zeros<tl::f32>({BLOCK_N, D});
+  auto qk_scale = sm_scale * kLog2e;
+  auto shift = S_k - S_q;
+  auto offs_mb = tl::arange(0, BLOCK_M);
+
+  // The query rows that see some of these keys start at n0 - shift; those that see all of
+  // them at n0 + BLOCK_N - 1 - shift. Rows [m_lo, m_mid) are masked, [m_mid, S_q) not.
+  tl::i32 rows_end = tl::cdiv(S_q, BLOCK_M) * BLOCK_M;
+  tl::i32 m_lo = 0, m_mid = 0;
+  if (CAUSAL) {
+    m_lo = tl::minimum(tl::maximum(n0 - shift, 0) / BLOCK_M * BLOCK_M, rows_end);
+    m_mid = tl::minimum(m_lo + tl::cdiv(tl::maximum(n0 + BLOCK_N - shift - m_lo, 0), BLOCK_M) * BLOCK_M, rows_end);
+  }
+
+  for (auto g : tl::range(0, G, 1, tl::num_stages(1))) {
+    auto bh = bhkv * G + g;
+    auto q_base = bh * S_q * D;
+    auto rows = [&](const tl::i32& lo, const tl::i32& hi, bool masked) {
+      for (auto m : tl::range(lo, hi, BLOCK_M, tl::num_stages(STAGES))) {
+        auto offs_m = m + offs_mb;
+        auto m_ok = offs_m < S_q;
+        // Q^T [D, BLOCK_M], as the tutorial loads it.
+        auto qT = tl::load(Q + q_base + tl::expand_dims(offs_m, 0) * D + tl::expand_dims(offs_d, 1),
+                           tl::expand_dims(m_ok, 0), 0.0f);
+        auto lse2 = tl::load(LSE + bh * S_q + offs_m, m_ok, 0.0f) * kLog2e;
+        auto qkT = tl::dot(k, qT);
+        auto pT = tl::exp2(qkT * qk_scale - tl::expand_dims(lse2, 0));
+        if (masked) pT = tl::where(tl::expand_dims(offs_m + shift, 0) >= tl::expand_dims(offs_n, 1), pT, 0.0f);
+        auto d_o = tl::load(DO + q_base + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0),
+                            tl::expand_dims(m_ok, 1), 0.0f);
+        dv = tl::dot(pT.template to<E>(), d_o, dv);
+        auto delta = tl::load(Delta + bh * S_q + offs_m, m_ok, 0.0f);
+        auto dpT = tl::dot(v, tl::trans(d_o));
+        auto dsT = pT * (dpT - tl::expand_dims(delta, 0));
+        dk = tl::dot(dsT.template to<E>(), tl::trans(qT), dk);
+      }
+    };
+    if (CAUSAL) rows(m_lo, m_mid, true);
+    rows(m_mid, rows_end, false);
+  }
+  dk = dk * sm_scale;
+  tl::store(DK + kv_base + kv_at, dk.template to<E>(), key_ok);
+  tl::store(DV + kv_base + kv_at, dv.template to<E>(), key_ok);
+}
+
+// dQ for BLOCK_M query rows of one head.
+template <class E>
+void bwd_dq_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, const tl::ptr<E>& DO,
+                 const tl::ptr<tl::ty::f32>& LSE, const tl::ptr<tl::ty::f32>& Delta, const tl::ptr<E>& DQ,
+                 const tl::i32& S_q, const tl::i32& S_k, const tl::i32& G, const tl::f32& sm_scale, int BLOCK_M,
+                 int BLOCK_N, int D, int CAUSAL, int STAGES) {
+  auto m0 = tl::program_id(0) * BLOCK_M;
+  auto bh = tl::program_id(1);
+  auto offs_m = m0 + tl::arange(0, BLOCK_M);
+  auto offs_n = tl::arange(0, BLOCK_N);
+  auto offs_d = tl::arange(0, D);
+  auto q_base = bh * S_q * D;
+  auto kv_base = bh / G * S_k * D;
+  auto m_ok = offs_m < S_q;
+  auto q_at = tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0);
+  auto q = tl::load(Q + q_base + q_at, tl::expand_dims(m_ok, 1), 0.0f);
+  auto d_o = tl::load(DO + q_base + q_at, tl::expand_dims(m_ok, 1), 0.0f);
+  auto lse2 = tl::load(LSE + bh * S_q + offs_m, m_ok, 0.0f) * kLog2e;
+  auto delta = tl::load(Delta + bh * S_q + offs_m, m_ok, 0.0f);
+  auto dq = tl::zeros<tl::f32>({BLOCK_M, D});
+  auto qk_scale = sm_scale * kLog2e;
+  auto shift = S_k - S_q;
+  KeyRange r = key_range(m0, S_q, S_k, BLOCK_M, BLOCK_N, CAUSAL);
+  auto keys = [&](const tl::i32& lo, const tl::i32& hi, bool masked) {
+    for (auto n : tl::range(lo, hi, BLOCK_N, tl::num_stages(STAGES))) {
+      auto kn = n + offs_n;
+      auto t_ptrs = tl::expand_dims(kn, 0) * D + tl::expand_dims(offs_d, 1);  // [D, BLOCK_N]
+      auto kT = masked ? tl::load(K + kv_base + t_ptrs, tl::expand_dims(kn < S_k, 0), 0.0f) : tl::load(K + kv_base + t_ptrs);
+      auto vT = masked ? tl::load(V + kv_base + t_ptrs, tl::expand_dims(kn < S_k, 0), 0.0f) : tl::load(V + kv_base + t_ptrs);
+      auto qk = tl::dot(q, kT);
+      auto p = tl::exp2(qk * qk_scale - tl::expand_dims(lse2, 1));
+      if (masked) {
+        auto valid = tl::expand_dims(kn < S_k, 0);
+        if (CAUSAL) valid = valid & (tl::expand_dims(offs_m + shift, 1) >= tl::expand_dims(kn, 0));
+        p = tl::where(valid, p, 0.0f);
+      }
+      auto dp = tl::dot(d_o, vT);
+      auto ds = p * (dp - tl::expand_dims(delta, 1));
+      dq = tl::dot(ds.template to<E>(), tl::trans(kT), dq);
+    }
+  };
+  keys(0, r.lo, false);
+  keys(r.lo, r.hi, true);
+  dq = dq * sm_scale;
+  tl::store(DQ + q_base + q_at, dq.template to<E>(), tl::expand_dims(m_ok, 1));
+}
+
+template <class E> constexpr const char* type_name() { return std::is_same_v<E, tl::ty::bf16> ? "bf16" : "f16"; }
+
+template <class E> auto& fwd_kernel() {
+  static auto k = tl::kernel(std::string("attn_fwd_") + type_name<E>(),
+                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> O, tl::ptr<tl::ty::f32> LSE,
+                                tl::i32 S_q, tl::i32 S_k, tl::i32 G, tl::f32 sm_scale, int BLOCK_M, int BLOCK_N, int D,
+                                int CAUSAL, int STAGES) {
+                               fwd_body<E>(Q, K, V, O, LSE, S_q, S_k, G, sm_scale, BLOCK_M, BLOCK_N, D, CAUSAL, STAGES);
+                             });
+  return k;
+}
+
+template <class E> auto& bwd_preprocess_kernel() {
+  static auto k = tl::kernel(std::string("attn_bwd_preprocess_") + type_name<E>(),
+                             [](tl::ptr<E> O, tl::ptr<E> DO, tl::ptr<tl::ty::f32> Delta, tl::i32 rows, int BLOCK_M,
+                                int D) { bwd_preprocess_body<E>(O, DO, Delta, rows, BLOCK_M, D); });
+  return k;
+}
+
+template <class E> auto& bwd_dkdv_kernel() {
+  static auto k = tl::kernel(std::string("attn_bwd_dkdv_") + type_name<E>(),
+                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> DO, tl::ptr<tl::ty::f32> LSE,
+                                tl::ptr<tl::ty::f32> Delta, tl::ptr<E> DK, tl::ptr<E> DV, tl::i32 S_q, tl::i32 S_k,
+                                tl::i32 G, tl::f32 sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
+                               bwd_dkdv_body<E>(Q, K, V, DO, LSE, Delta, DK, DV, S_q, S_k, G, sm_scale, BLOCK_M,
+                                                BLOCK_N, D, CAUSAL, STAGES);
+                             });
+  return k;
+}
+
+template <class E> auto& bwd_dq_kernel() {
+  static auto k = tl::kernel(std::string("attn_bwd_dq_") + type_name<E>(),
+                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> DO, tl::ptr<tl::ty::f32> LSE,
+                                tl::ptr<tl::ty::f32> Delta, tl::ptr<E> DQ, tl::i32 S_q, tl::i32 S_k, tl::i32 G,
+                                tl::f32 sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
+                               bwd_dq_body<E>(Q, K, V, DO, LSE, Delta, DQ, S_q, S_k, G, sm_scale, BLOCK_M, BLOCK_N, D,
+                                              CAUSAL, STAGES);
+                             });
+  return k;
+}
+
+// ---- launches with a given configuration ------------------------------------------------
+
+constexpr int kPreprocessRows = 64;  // rows a program of attn_bwd_preprocess
+
+inline tl::grid fwd_grid(const Config& c, const Problem& p) { return tl::grid(tl::cdiv(p.S_q, c.block_m), p.B * p.H); }
+inline tl::grid dkdv_grid(const Config& c, const Problem& p) {
+  return tl::grid(tl::cdiv(p.S_k, c.block_n), p.B * p.Hkv);
+}
+inline tl::grid dq_grid(const Config& c, const Problem& p) { return tl::grid(tl::cdiv(p.S_q, c.block_m), p.B * p.H); }
+
+// O, LSE = attention(Q, K, V). Buffers: tl::buffer of E (LSE: f32) or raw device pointers.
+template <class E, class PQ, class PK, class PV, class PO, class PL>
+void forward(const Config& c, const Problem& p, const PQ& q, const PK& k, const PV& v, const PO& o, const PL& lse) {
+  check(p), check(c, "forward");
+  check_length(p, q, p.q_elems(), "Q"), check_length(p, k, p.kv_elems(), "K"), check_length(p, v, p.kv_elems(), "V");
+  check_length(p, o, p.q_elems(), "O"), check_length(p, lse, p.rows(), "LSE");
+  fwd_kernel<E>()[fwd_grid(c, p)].with(options_of(c))(q, k, v, o, lse, int(p.S_q), int(p.S_k), int(p.G()),
+                                                        float(p.scale()), c.block_m, c.block_n, int(p.D), int(p.causal),
+                                                        c.num_stages);
+}
+
+// dQ, dK, dV from dO and the forward's O and LSE. `delta`: B*H*S_q f32 of scratch.
+template <class E, class PQ, class PK, class PV, class PO, class PDO, class PL, class PD, class PDQ, class PDK, class PDV>
+void backward(const Config& dkdv, const Config& dq, const Problem& p, const PQ& q, const PK& k, const PV& v,
+              const PO& o, const PDO& d_o, const PL& lse, const PD& delta, const PDQ& dq_out, const PDK& dk_out,
+              const PDV& dv_out) {
+  check(p), check(dkdv, "backward dK/dV"), check(dq, "backward dQ");
+  check_length(p, q, p.q_elems(), "Q"), check_length(p, k, p.kv_elems(), "K"), check_length(p, v, p.kv_elems(), "V");
+  check_length(p, o, p.q_elems(), "O"), check_length(p, d_o, p.q_elems(), "dO"), check_length(p, lse, p.rows(), "LSE");
+  check_length(p, delta, p.rows(), "Delta"), check_length(p, dq_out, p.q_elems(), "dQ");
+  check_length(p, dk_out, p.kv_elems(), "dK"), check_length(p, dv_out, p.kv_elems(), "dV");
+  const int S_q = int(p.S_q), S_k = int(p.S_k), G = int(p.G()), D = int(p.D), causal = int(p.causal);
+  const float scale = float(p.scale());
+  bwd_preprocess_kernel<E>()[tl::grid(tl::cdiv(p.rows(), kPreprocessRows))].with({.num_warps = 4})(
+      o, d_o, delta, int(p.rows()), kPreprocessRows, D);
+  bwd_dkdv_kernel<E>()[dkdv_grid(dkdv, p)].with(options_of(dkdv))(q, k, v, d_o, lse, delta, dk_out, dv_out, S_q, S_k,
+                                                                  G, scale, dkdv.block_m, dkdv.block_n, D, causal,
+                                                                  dkdv.num_stages);
+  bwd_dq_kernel<E>()[dq_grid(dq, p)].with(options_of(dq))(q, k, v, d_o, lse, delta, dq_out, S_q, S_k, G, scale,
+                                                          dq.block_m, dq.block_n, D, causal, dq.num_stages);
+}
+
+}  // namespace attention
