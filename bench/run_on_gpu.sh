@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
 # side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant,
-# pipeline, amd_quality, tune, gemm, fp8_decode, attention).
+# pipeline, amd_quality, tune, gemm, fp8_decode, attention, attention_sample).
 # Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
@@ -57,6 +57,12 @@ fi
 if [[ $BENCHES == *" attention "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_attention_bench.py --tl /tmp/tl/bin/tl-bench-attention --out "$OUT" \
     --tl-args "${TL_ATTENTION_ARGS:-}" || rc=1
+fi
+# samples/attention's forward and backward beside Triton's tutorial-06 kernels (mma.sync and
+# default) and torch's SDPA (TL_BENCHES=attention_sample).
+if [[ $BENCHES == *" attention_sample "* ]]; then
+  PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_attention_sample_bench.py --tl /tmp/tl/bin/tl-bench-attention-sample \
+    --out "$OUT" || rc=1
 fi
 if [[ $BENCHES == *" fp8_quant "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1
