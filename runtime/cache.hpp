@@ -40,6 +40,8 @@
 // attacker: attackers are kept out by refusing entries that are symlinks, not regular
 // files, owned by another uid, or that sit in a directory owned by another user or
 // writable by group/others.
+//
+// The implementation is in runtime/cache/, a file per concern (internal.hpp lists them).
 #pragma once
 
 #include <cstdint>
