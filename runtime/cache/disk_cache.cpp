@@ -156,7 +156,17 @@ bool DiskCache::store(const Entry& in) {
   }
 }
 
-std::optional<Entry> DiskCache::load(const std::string& raw_key) {
+// A reader's check must not throw into the cache: a throwing check refuses the entry.
+static bool accepted(const DiskCache::Accept& accept, const Entry& e) {
+  if (!accept) return true;
+  try {
+    return accept(e);
+  } catch (...) {
+    return false;
+  }
+}
+
+std::optional<Entry> DiskCache::load(const std::string& raw_key, const Accept& accept) {
   auto key = normalize_key(raw_key);
   if (!key) {
     count({0, 1, 0, 0});
@@ -173,6 +183,16 @@ std::optional<Entry> DiskCache::load(const std::string& raw_key) {
       e.meta["hits"] = m.hits;
       e.meta["last_used"] = m.last_used;
       lock.unlock();
+      if (!accepted(accept, e)) {
+        lock.lock();  // (not held while the caller's check ran)
+        if (auto again = memory_.find(*key); again != memory_.end()) {
+          memory_bytes_ -= again->second.bytes;
+          memory_.erase(again);
+        }
+        lock.unlock();
+        count({0, 1, 1, 0});
+        return std::nullopt;
+      }
       count({1, 0, 0, 0});
       return e;
     }
@@ -203,6 +223,10 @@ std::optional<Entry> DiskCache::load(const std::string& raw_key) {
     return refuse_in(root.fd.get(), rel);
   }
   ReadResult r = read_entry_file(shard.fd.get(), *key);
+  if (r.status == ReadStatus::ok && !accepted(accept, *r.entry)) {
+    remove_entry_file(shard.fd.get(), *key, r.st);
+    r.status = ReadStatus::rejected;
+  }
   if (r.status != ReadStatus::ok) {
     count({0, 1, r.status == ReadStatus::rejected ? 1u : 0u, 0});
     return std::nullopt;

@@ -247,10 +247,7 @@ ReadResult read_entry_file(int shard, const std::string& key) {
   r.status = ReadStatus::rejected;
   if (::fstat(fd.get(), &r.st) != 0) return r;
   auto remove_bad = [&] {
-    if (r.st.st_uid == ::geteuid() && !S_ISDIR(r.st.st_mode)) {
-      unlink_if_same(shard, name, r.st);
-      ::unlinkat(shard, used.c_str(), 0);
-    }
+    remove_entry_file(shard, key, r.st);
     return r;
   };
   if (r.st.st_uid != ::geteuid()) return r;  // not ours: refuse, but not ours to delete either
@@ -270,6 +267,12 @@ ReadResult read_entry_file(int shard, const std::string& key) {
   if (!r.entry) return remove_bad();
   r.status = ReadStatus::ok;
   return r;
+}
+
+void remove_entry_file(int shard, const std::string& key, const struct stat& st) {
+  if (st.st_uid != ::geteuid() || S_ISDIR(st.st_mode)) return;
+  unlink_if_same(shard, key + ".tlc", st);
+  ::unlinkat(shard, (key + ".used").c_str(), 0);
 }
 
 }  // namespace detail

@@ -88,6 +88,9 @@ struct ReadResult {
 };
 
 ReadResult read_entry_file(int shard, const std::string& key);
+// Removes <shard>/<key>.tlc (and its side record) if it is still the file `st` describes
+// and ours to delete: for an entry that parsed but that its reader refused.
+void remove_entry_file(int shard, const std::string& key, const struct stat& st);
 
 // ---------------------------------------------------------------------------------------
 // Entry format (entry_format.cpp).
