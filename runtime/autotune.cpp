@@ -452,10 +452,8 @@ TuneCore::Choice TuneCore::decide(const device& dev, void* stream, const std::st
     return Choice{size_t(t->best), t->arch};
   };
   // A stored decision, if it is one for exactly this tuner, key, device and compiler.
-  auto stored = [&]() -> std::shared_ptr<const tune_table> {
-    auto e = disk.load(disk_key);
-    if (!e) return nullptr;
-    const auto& m = e->meta;
+  auto decode = [&](const cache::Entry& e) -> std::shared_ptr<const tune_table> {
+    const auto& m = e.meta;
     if (m.value("kind", "") != "autotune" || m.value("kernel", "") != name_ || m.value("key", "") != key ||
         m.value("device_id", "") != dev_id || m.value("compiler", "") != compiler || !m.contains("table") ||
         !m["table"].is_array() || m["table"].size() != impl_->configs.size())
@@ -471,6 +469,16 @@ TuneCore::Choice TuneCore::decide(const device& dev, void* stream, const std::st
     for (auto& r : m["table"]) t->rows.push_back(row_from_json(r));
     if (t->best < 0 || size_t(t->best) >= t->rows.size() ||
         t->rows[size_t(t->best)].config != fields_text(impl_->configs[size_t(t->best)]))
+      return nullptr;
+    return t;
+  };
+  auto stored = [&]() -> std::shared_ptr<const tune_table> {
+    // The key names the tuner, key, device and compiler, so an entry that decodes to
+    // anything else is malformed; and reading a field as a type it does not have throws
+    // (nlohmann's type_error) inside the cache's check, which refuses the entry for it.
+    // Either way the entry is removed, counted as rejected, and the kernel tuned again.
+    std::shared_ptr<const tune_table> t;
+    if (!disk.load(disk_key, [&](const cache::Entry& e) { return (t = decode(e)) != nullptr; }) || !t)
       return nullptr;
     ++g_disk;
     if (print_tables()) fmt::print(stderr, "{}", t->str());

@@ -40,6 +40,8 @@
 // attacker: attackers are kept out by refusing entries that are symlinks, not regular
 // files, owned by another uid, or that sit in a directory owned by another user or
 // writable by group/others.
+//
+// The implementation is in runtime/cache/, a file per concern (internal.hpp lists them).
 #pragma once
 
 #include <cstdint>
@@ -139,10 +141,18 @@ class DiskCache {
   DiskCache(const DiskCache&) = delete;
   DiskCache& operator=(const DiskCache&) = delete;
 
+  // Whether an entry's contents are what its reader expects: every meta field it reads
+  // present, of its type and in its range, and the artifacts it needs. The cache verifies
+  // the bytes (the checksum, the format); only the reader knows the schema of what it
+  // stored, and a hostile or stale entry can carry a valid checksum over any JSON.
+  using Accept = std::function<bool(const Entry&)>;
+
   // The entry for `key`, or nullopt (a miss) if there is none or it cannot be trusted. An
   // untrusted entry is counted as rejected (and as a miss) and deleted when it is ours to
   // delete. A hit bumps the entry's hit count and last use (meta "hits", "last_used").
-  std::optional<Entry> load(const std::string& key);
+  // An entry that `accept` refuses (or throws on) is untrusted in exactly that way, so that
+  // the caller rebuilds it instead of meeting a malformed field later.
+  std::optional<Entry> load(const std::string& key, const Accept& accept = {});
   // Writes a temporary file next to the entry and renames it into place, so that readers
   // and concurrent writers (threads or processes) only ever see complete entries. Then, if
   // the cache is over its cap, evicts least recently used entries down to 90% of it.

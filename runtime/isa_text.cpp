@@ -2,16 +2,18 @@
 // the PTX of an NVIDIA one (which is its own ISA text). CPU objects have none.
 #include "codegen/amdgpu/code_object.hpp"
 #include "runtime/cache.hpp"
+#include "runtime/kernel_entry.hpp"
 
 namespace tl::runtime {
 namespace {
 
+// tl-cache shows any entry, well-formed or not: only one read_kernel_entry accepts is
+// disassembled, so a hostile field cannot throw out of the tool.
 std::string isa_text(const cache::Entry& e) {
-  auto code = e.artifacts.find("code");
-  if (code == e.artifacts.end()) return "";
-  std::string format = e.meta.value("format", "");
-  if (format == "ptx") return std::string(code->second.begin(), code->second.end());
-  if (format == "hsaco") return amd::disassemble(code->second, e.meta.value("target", ""));
+  auto code = read_kernel_entry(e);
+  if (!code) return "";
+  if (code->format == "ptx") return std::string(code->binary.begin(), code->binary.end());
+  if (code->format == "hsaco") return amd::disassemble(code->binary, e.meta["target"].get<std::string>());
   return "";
 }
 

@@ -21,6 +21,7 @@
 #include "runtime/cuda_api.hpp"
 #include "runtime/device.hpp"
 #include "runtime/env.hpp"
+#include "runtime/kernel_entry.hpp"
 #include "tl/kernel.hpp"
 #include "tl/numeric.hpp"
 
@@ -130,70 +131,6 @@ void check_options(const launch_options& o, const std::string& kernel, const std
   if (o.kpack != 1 && o.kpack != 2) fail(fmt::format("kernel '{}': kpack must be 1 or 2, got {}", kernel, o.kpack));
 }
 
-nlohmann::json metadata(const std::string& kernel, const std::source_location& loc, const codegen::TargetDesc& target,
-                        const codegen::CompileOptions& o, const ir::Function& f, const codegen::CodeObject& code,
-                        const std::string& constants) {
-  nlohmann::json m;
-  m["kernel"] = kernel;
-  m["source"] = {{"file", loc.file_name()}, {"line", loc.line()}};
-  m["target"] = target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch;
-  m["target_full"] = target.str();
-  std::vector<std::string> sig;
-  for (size_t i = 0; i < f.body.args.size(); ++i)
-    sig.push_back(f.body.args[i]->type.str() + (f.arg_info[i].divisible_by_16 ? " div16" : ""));
-  m["signature"] = sig;
-  std::string hex;
-  for (unsigned char c : constants) hex += fmt::format("{:02x}", c);
-  m["constants_hex"] = hex;
-  m["options"] = {{"num_warps", o.num_warps}, {"num_stages", o.num_stages}, {"waves_per_eu", o.waves_per_eu},
-                  {"bounds_check", o.bounds_check}, {"matrix_instr_nonkdim", o.matrix_instr_nonkdim}, {"kpack", o.kpack}};
-  m["report"] = code.report;
-  m["remarks"] = code.remarks;
-  m["format"] = code.format;
-  m["kernel_symbol"] = code.kernel_symbol;
-  m["block_threads"] = code.block_threads;
-  m["shared_bytes"] = code.shared_bytes;
-  m["compile_ms"] = code.compile_ms;
-  m["code_bytes"] = code.binary.size();
-  m["compiler"] = TL_VERSION;
-  if (!code.linker.empty())
-    m["linker"] = {{"name", code.linker}, {"version", code.linker_version}, {"reason", code.linker_reason}};
-  return m;
-}
-
-codegen::CodeObject from_entry(const cache::Entry& e) {
-  codegen::CodeObject c;
-  const auto& m = e.meta;
-  c.kernel_symbol = m.value("kernel_symbol", "");
-  c.format = m.value("format", "");
-  c.block_threads = m.value("block_threads", 1);
-  c.shared_bytes = m.value("shared_bytes", 0);
-  c.compile_ms = m.value("compile_ms", 0.0);
-  if (auto l = m.find("linker"); l != m.end() && l->is_object()) {
-    auto text = [&](const char* k) {
-      auto it = l->find(k);
-      return it != l->end() && it->is_string() ? it->get<std::string>() : std::string();
-    };
-    c.linker = text("name");
-    c.linker_version = text("version");
-    c.linker_reason = text("reason");
-  }
-  if (m.contains("report"))
-    for (auto& [k, v] : m["report"].items()) c.report[k] = v.get<int64_t>();
-  if (m.contains("remarks") && m["remarks"].is_array())
-    for (auto& r : m["remarks"])
-      if (r.is_string()) c.remarks.push_back(r.get<std::string>());
-  auto art = [&](const char* n) {
-    auto it = e.artifacts.find(n);
-    return it == e.artifacts.end() ? std::vector<uint8_t>{} : it->second;
-  };
-  c.binary = art("code");
-  auto tir = art("tile_ir"), lir = art("llvm_ir");
-  c.tile_ir.assign(tir.begin(), tir.end());
-  c.llvm_ir.assign(lir.begin(), lir.end());
-  return c;
-}
-
 // Trace, then find the code object in the disk cache or compile it (and store it).
 // Returns the cache key and the metadata with the code object.
 struct Built {
@@ -204,15 +141,7 @@ struct Built {
 };
 
 // Stores a compiled (or amended) specialization in the disk cache.
-void store(const Built& b) {
-  cache::Entry e;
-  e.key = b.key;
-  e.meta = b.meta;
-  e.artifacts["code"] = b.code.binary;
-  e.artifacts["tile_ir"] = std::vector<uint8_t>(b.code.tile_ir.begin(), b.code.tile_ir.end());
-  e.artifacts["llvm_ir"] = std::vector<uint8_t>(b.code.llvm_ir.begin(), b.code.llvm_ir.end());
-  cache::DiskCache::global().store(e);
-}
+void store(const Built& b) { cache::DiskCache::global().store(runtime::kernel_entry(b.key, b.meta, b.code)); }
 
 // Adds what the device says about the loaded code (NVIDIA: registers, spills, local and
 // shared memory, from the driver) to the report, then stores the entry: a fresh compile
@@ -282,20 +211,33 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   }
   auto& disk = cache::DiskCache::global();
   if (!env::flag("TL_ALWAYS_COMPILE")) {
-    if (auto e = disk.load(key)) {
-      auto code = from_entry(*e);
-      if (!code.binary.empty() && !code.kernel_symbol.empty()) {
-        ++g_disk_hits;
-        env::debug("cache hit {} for kernel '{}' ({})", key.substr(0, 12), name, target.str());
-        return {std::move(code), e->meta, key, true};
-      }
+    // Every field is checked as the entry is read: one the checker refuses is removed and
+    // counted as rejected by the cache, and compiled again here.
+    std::optional<codegen::CodeObject> code;
+    auto e = disk.load(key, [&](const cache::Entry& entry) {
+      std::string why;
+      code = runtime::read_kernel_entry(entry, &why);
+      if (!code) env::debug("cache entry {} for kernel '{}' refused: {}", key.substr(0, 12), name, why);
+      return code.has_value();
+    });
+    if (e && code) {
+      ++g_disk_hits;
+      env::debug("cache hit {} for kernel '{}' ({})", key.substr(0, 12), name, target.str());
+      return {std::move(*code), e->meta, key, true};
     }
   }
   ir::Function& fn = *f;
   codegen::CodeObject code = codegen::compile(fn, target, opts);
   ++g_compiles;
   env::debug("compiled kernel '{}' for {} in {:.1f} ms", name, target.str(), code.compile_ms);
-  nlohmann::json meta = metadata(name, loc, target, opts, fn, code, constants);
+  runtime::KernelOrigin origin{name, loc.file_name(), unsigned(loc.line()),
+                               target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch, target.str()};
+  for (size_t i = 0; i < fn.body.args.size(); ++i)
+    origin.signature.push_back(fn.body.args[i]->type.str() + (fn.arg_info[i].divisible_by_16 ? " div16" : ""));
+  origin.constants = constants;
+  origin.options = opts;
+  origin.compiler = TL_VERSION;
+  nlohmann::json meta = runtime::kernel_meta(origin, code);
   return {std::move(code), std::move(meta), key, false};
 }
 

@@ -21,7 +21,8 @@ build() {  # name sources... -- libs...
   libs=("$@")
   "$CXX" "${COMMON[@]}" $LLVM_CXXFLAGS -fexceptions "${srcs[@]}" -o "$OUT_DIR/$name" "${libs[@]}"
 }
-build cache_entry_fuzz "$SRC/tests/fuzz/cache_entry_fuzz.cpp" "$SRC/runtime/cache.cpp" -- -lfmt -lxxhash
+build cache_entry_fuzz "$SRC/tests/fuzz/cache_entry_fuzz.cpp" "$SRC"/runtime/cache/*.cpp "$SRC/runtime/kernel_entry.cpp" \
+  -- -lfmt -lxxhash
 # target.cpp answers capabilities_for(): the per-architecture tables come with it.
 build target_name_fuzz "$SRC/tests/fuzz/target_name_fuzz.cpp" "$SRC/codegen/target.cpp" \
   "$SRC"/codegen/amdgpu/arch*.cpp "$SRC/codegen/nvptx/nvptx_capabilities.cpp" -- \

@@ -426,6 +426,49 @@ TEST(AutotuneProcesses, TheNextProcessReusesTheDecisionWithoutTiming) {
   EXPECT_EQ(decisions(dir).size(), 1u);
 }
 
+// A stored decision with a malformed field (here of the wrong type, or missing) is
+// refused as it is read: the next process tunes again instead of failing with a JSON type
+// error, the cache counts the record as rejected, and a good decision replaces it.
+TEST(AutotuneProcesses, AMalformedDecisionIsTunedAgain) {
+  const std::pair<const char*, std::function<void(nlohmann::json&)>> edits[] = {
+      {"best_string", [](nlohmann::json& m) { m["best"] = "0"; }},
+      {"kind_number", [](nlohmann::json& m) { m["kind"] = 7; }},
+      {"table_object", [](nlohmann::json& m) { m["table"] = nlohmann::json::object(); }},
+      {"row_ms_string", [](nlohmann::json& m) { m["table"][0]["ms"] = "fast"; }},
+      {"best_missing", [](nlohmann::json& m) { m.erase("best"); }},
+  };
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what);
+    auto dir = fresh_dir("malformed");
+    const std::string name = fresh_name("malformed");
+    ASSERT_EQ(wait_exit(spawn(dir, name, 6000, dir / "r1")), 0);
+    auto found = decisions(dir);
+    ASSERT_EQ(found.size(), 1u);
+    const std::string key = found[0].key;
+    const fs::path path = dir / key.substr(0, 2) / (key + ".tlc");
+    std::vector<uint8_t> bytes;
+    {
+      std::ifstream f(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    auto e = tl::cache::parse_entry(bytes, key);
+    ASSERT_TRUE(e);
+    edit(e->meta);
+    bytes = tl::cache::serialize_entry(*e);
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(bytes.data()),
+                                                                   std::streamsize(bytes.size()));
+    const uint64_t rejected_before = tl::cache::DiskCache(dir, uint64_t(1) << 30).stats().rejected;
+    ASSERT_EQ(wait_exit(spawn(dir, name, 6000, dir / "r2")), 0);
+    auto r2 = read_result(dir / "r2");
+    EXPECT_EQ(r2.tunings, 1u) << "a malformed decision must be tuned again";
+    EXPECT_EQ(r2.disk, 0u);
+    EXPECT_EQ(r2.ok, 1);
+    EXPECT_EQ(tl::cache::DiskCache(dir, uint64_t(1) << 30).stats().rejected - rejected_before, 1u);
+    ASSERT_EQ(wait_exit(spawn(dir, name, 6000, dir / "r3")), 0);
+    EXPECT_EQ(read_result(dir / "r3").disk, 1u) << "the decision stored again is used";
+  }
+}
+
 TEST(AutotuneProcesses, EightProcessesAtOnceAgreeAndLeaveOneRecord) {
   auto dir = fresh_dir("eight");
   const std::string name = fresh_name("eight");

@@ -793,6 +793,60 @@ TEST_F(BadEntryTest, OwnedByAnotherUser) {
   expect_refused(false);  // not ours to delete
 }
 
+// A well-formed file whose contents its reader refuses (a meta field of the wrong type,
+// say): the reader's check runs inside load, and the entry goes the way of a damaged one.
+TEST_F(BadEntryTest, RefusedByTheReaderIsRemovedAndCountedAsRejected) {
+  DiskCache cache(dir_, uint64_t(1) << 30);
+  int calls = 0;
+  auto refuse_tag_5 = [&](const Entry& e) {
+    ++calls;
+    return e.meta["tag"] != 5;
+  };
+  EXPECT_FALSE(cache.load(key_, refuse_tag_5));
+  EXPECT_EQ(calls, 1);
+  struct stat st;
+  EXPECT_NE(::lstat(path_.c_str(), &st), 0) << "the refused entry is still on disk";
+  EXPECT_TRUE(cache.load(other_, refuse_tag_5)) << "a neighbour the check accepts is a hit";
+  Stats s = cache.stats();
+  EXPECT_EQ(s.rejected, 1u);
+  EXPECT_EQ(s.misses, 1u);
+  EXPECT_EQ(s.hits, 1u);
+  // Stored again, the key works as before.
+  ASSERT_TRUE(cache.store(make_entry(key_, 5, 4000)));
+  EXPECT_TRUE(cache.load(key_));
+}
+
+TEST_F(BadEntryTest, ACheckThatThrowsRefusesWithoutThrowing) {
+  DiskCache cache(dir_, uint64_t(1) << 30);
+  // What a check reading a field as the wrong type does (nlohmann's type_error).
+  auto throwing = [](const Entry& e) { return e.meta["kernel"].get<int>() > 0; };
+  std::optional<Entry> e;
+  EXPECT_NO_THROW(e = cache.load(key_, throwing));
+  EXPECT_FALSE(e);
+  EXPECT_EQ(cache.stats().rejected, 1u);
+  struct stat st;
+  EXPECT_NE(::lstat(path_.c_str(), &st), 0);
+}
+
+TEST_F(CacheTest, RefusedInMemoryEntryIsDropped) {
+  // Where the directory cannot be made, entries live in memory; a refused one must leave
+  // memory too, or every later load would return it again. (In a child: the fallback
+  // warns once per process.)
+  write_bytes(tmp_ / "blocker", text("not a directory"));
+  EXPECT_EQ(in_child([&] {
+              stderr_to(tmp_ / "stderr");
+              DiskCache cache(tmp_ / "blocker" / "cache", uint64_t(1) << 30);
+              if (cache.store(make_entry(key_for(7), 7, 4000))) return 1;
+              if (cache.stats().memory_entries != 1) return 2;
+              if (cache.load(key_for(7), [](const Entry&) { return false; })) return 3;
+              Stats s = cache.stats();
+              if (s.memory_entries != 0 || s.rejected != 1 || s.misses != 1) return 4;
+              if (cache.load(key_for(7))) return 5;
+              return 0;
+            }),
+            0);
+}
+
 // ---------------------------------------------------------------------------------------
 // Unsafe and unwritable directories.
 
