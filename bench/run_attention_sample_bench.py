@@ -8,7 +8,8 @@ TFLOP/s: the forward's 4*B*H*S^2*D (half when causal), the backward 2.5 times th
 
   tl      bench/attention_sample_bench.cpp (tl-bench-attention-sample): the sample's kernels at the
           tutorial bench's forward configurations (128x64 w4 s2, 64x64 w4 s2, 128x128 w8 s2) and
-          backward ones (dK/dV 32x128 / dQ 128x32 w4, s2 and s3, Triton's tutorial blocks; 64x64)
+          backward ones (dK/dV rows x keys / dQ rows x keys: Triton's tutorial blocks 32x128 /
+          128x32 w4, and 64x64 / 64x64 w4, 32x64 w4 / 128x64 w8, 64x128 w8 / 128x64 w8)
   Triton  the tutorial's algorithm written here (a standalone script; the forward is the anchor's
           attn_fwd of ../shared/anchors/attention_anchor.py with its K/V head divided by G and the
           LSE stored, as the tutorial stores M; the backward is the tutorial's preprocess, dK/dV per
@@ -32,7 +33,9 @@ SHAPES = [(4, 8, 8, 4096, 128, False), (4, 8, 8, 4096, 128, True), (4, 16, 16, 2
           (1, 32, 8, 8192, 128, True)]
 FWD = [(128, 64, 4, 2), (64, 64, 4, 2), (128, 128, 8, 2)]
 # (dK/dV BLOCK_M rows a step, BLOCK_N keys a program, dQ BLOCK_M rows a program, BLOCK_N keys a step, warps, stages)
-BWD = [(32, 128, 128, 32, 4, 2), (32, 128, 128, 32, 4, 3), (64, 64, 64, 64, 4, 2), (32, 128, 128, 32, 4, 5)]
+# (tl's list, bench/attention_sample_bench.cpp, and the tutorial's own 5 stages)
+BWD = [(32, 128, 128, 32, 4, 2), (64, 64, 64, 64, 4, 2), (32, 64, 128, 64, (4, 8), 2), (64, 128, 128, 64, 8, 2),
+       (32, 128, 128, 32, 4, 5)]
 MODES = {"mma.sync": "1", "default": "0"}
 TOL = 2e-2
 
@@ -246,13 +249,14 @@ def triton_worker(mode, shapes, out):
         delta = torch.empty_like(lse)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
         for M1, N1, M2, N2, W, ST in BWD:
+            W1, W2 = W if isinstance(W, tuple) else (W, W)
             def f():
                 attn_bwd_preprocess[(triton.cdiv(B * H * S, 64),)](o, do, delta, B * H * S, BLOCK_M=64, D=D)
                 attn_bwd_dkdv[(S // N1, B * Hkv)](q, k, v, do, lse, delta, dk, dv, S, G, scale, BLOCK_M=M1,
-                                                  BLOCK_N=N1, D=D, CAUSAL=causal, STAGES=ST, num_warps=W)
+                                                  BLOCK_N=N1, D=D, CAUSAL=causal, STAGES=ST, num_warps=W1)
                 attn_bwd_dq[(S // M2, B * H)](q, k, v, do, lse, delta, dq, S, G, scale, BLOCK_M=M2, BLOCK_N=N2, D=D,
-                                              CAUSAL=causal, STAGES=ST, num_warps=W)
-            row = dict(base, **{"pass": "bwd", "config": f"{M1}x{N1} w{W} s{ST} / {M2}x{N2} w{W} s{ST}"})
+                                              CAUSAL=causal, STAGES=ST, num_warps=W2)
+            row = dict(base, **{"pass": "bwd", "config": f"{M1}x{N1} w{W1} s{ST} / {M2}x{N2} w{W2} s{ST}"})
             try:
                 dq.fill_(float("nan"))
                 f()
