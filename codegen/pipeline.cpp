@@ -93,6 +93,11 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
     // ds_read_b64_tr_b16 / _b8 (read_stage_registers).
     if (caps.load_matrix) pipelining.transposed_dot_read_bits = {16};
     else pipelining.transposed_dot_read_bits = caps.transposed_shared_read_bits;
+    // NVIDIA only for now: there it takes K^T out of the registers (the attention sample's
+    // forward at 128x64 w4 spilled 1.6 KB with K^T prefetched into registers, 0.9 KB
+    // staged). On AMD the second staged operand doubles attention's LDS (gfx950: 96 KB,
+    // occupancy 2 -> 1) and gfx942 spilled SGPRs: left to the AMD planning.
+    pipelining.copy_transposed = target.kind == TargetDesc::nvptx;
   }
   if (passes::pipeline_loops(f, pipelining, remarks) > 0) {
     dump("software pipelining", f);

@@ -43,6 +43,9 @@ struct PipelineOptions {
   // its M or N along the contiguous dim is staged into shared memory by the pipeliner
   // only at these widths; a K-contiguous one at any.
   std::vector<int> transposed_dot_read_bits;
+  // A dot operand whose pointers run contiguous along dim 0 (attention's K^T) staged by
+  // copying its transpose (rows along the last dim) and reading tl::trans of the buffer.
+  bool copy_transposed = false;
 };
 // Software-pipelines tl::range loops with num_stages > 1 (codegen/passes/pipeline_loops.cpp):
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered

@@ -36,6 +36,11 @@
 //   and read a user would write) and the form above follows. Only where the copy is
 //   possible and the dot reads the buffer wide (K along the contiguous dim, or the
 //   target's transposing read at that width: PipelineOptions::transposed_dot_read_bits).
+//   A rank-2 load whose pointers run contiguous along dim 0 (attention's K^T,
+//   `K + n[None, :] * D + d[:, None]`) is copied transposed: its address math is rebuilt
+//   for the [N, K] tile (transposed_expr), copied row-contiguous into a buffer of that
+//   shape, and the dot reads tl::trans of the buffer, K-contiguous (samples/gemm's B^T;
+//   where PipelineOptions::copy_transposed says so);
 //
 // A load is eligible when it sits directly in the loop body (not in a branch or an
 // inner loop), its pointer, mask and other are computed only from the induction
@@ -227,10 +232,20 @@ class Pipeliner {
   // reads its operand from shared memory, and the load becomes copies issued iterations
   // ahead like the user's. `scratch`: shared bytes to leave free (for the conversions of
   // the loop's other dot operands). Returns the store (the plan's shared form), or null.
-  ir::Operation* stage_for_dot(ir::Operation& loop, ir::Operation& load, int64_t scratch) {
+  ir::Operation* stage_for_dot(ir::Operation& loop, LoadPlan& plan, int64_t scratch) {
+    ir::Operation& load = *plan.load;
     ir::Block& body = *loop.regions[0];
     bool k_contiguous = true;
     if (o_.wave_size <= 1 || load.parent != &body || !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
+    // Copied as it is, or transposed (contiguous along dim 0, not the last): the
+    // buffer's rows then run along the other dim, which flips which dim is contiguous.
+    const bool transposed = o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 && copyable(load, 0) &&
+                            transposable(load.result(), true);
+    if (!copyable(load) && !transposed) return nullptr;
+    if (transposed) {  // every use K-contiguous once transposed: every use N-contiguous as it is
+      k_contiguous = true;
+      only_feeds_dots(body, load.result(), k_contiguous, /*transposed=*/true);
+    }
     // An operand whose rows run along M or N (an N-contiguous B) is read across them:
     // only where the target has a transposing read of shared tiles at its width, else
     // the dot would read it an element at a time where its layout conversion reads wide.
@@ -238,21 +253,73 @@ class Pipeliner {
     if (!k_contiguous && std::find(o_.transposed_dot_read_bits.begin(), o_.transposed_dot_read_bits.end(), bits) ==
                              o_.transposed_dot_read_bits.end())
       return nullptr;
-    if (!copyable(load)) return nullptr;
-    const ir::Type& t = load.result()->type;
+    const ir::Type t = load.result()->type;
     if (!fits_shared(t.numel() * byte_width(t.dtype) * loop_stages_ + scratch)) return nullptr;
+    ir::Operation* copy = &load;
+    if (transposed) {
+      // The load again with every operand's address math rebuilt transposed, before it;
+      // the old load goes once its uses read the buffer.
+      ir::Builder before(body);
+      before.before(load);
+      ir::ValueMap map;
+      copy = transposed_expr(load.result(), loop, before, map)->def;
+      plan.load = copy;
+      plan.slice.clear();
+      for (ir::Value* v : copy->operands) slice_of(v, loop, *copy, plan.slice);
+    }
+    const ir::Type ct = copy->result()->type;
     ir::Builder pre(*loop.parent);
     pre.before(loop);
-    ir::Value* buf = pre.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(t.dtype, t.shape, 1), load.loc);
+    ir::Value* buf = pre.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(ct.dtype, ct.shape, 1), load.loc);
     ir::Builder at(body);
-    at.after(load);
+    at.after(*copy);
     ir::Value* zero = at.constant(DType::i32, 0, load.loc);
-    ir::Operation& store = at.create(Op::shared_store, {buf, zero, load.result()}, {}, load.loc);
-    ir::Value* read = at.create1(Op::shared_load, {buf, zero}, t, load.loc);
+    ir::Operation& store = at.create(Op::shared_store, {buf, zero, copy->result()}, {}, load.loc);
+    ir::Value* read = at.create1(Op::shared_load, {buf, zero}, ct, load.loc);
+    if (transposed) {
+      ir::Operation& tr = at.create(Op::trans, {read}, {t}, load.loc);
+      tr.ints = {1, 0};
+      read = tr.result();
+    }
     for (auto [user, i] : ir::uses_of(body, load.result()))
       if (user != &store) user->operands[size_t(i)] = read;
+    if (transposed) body.ops.erase(body.ops.begin() + std::ptrdiff_t(index_in(body, &load)));
     multi_buffered_.insert(buf->def);
     return &store;
+  }
+
+  // Whether `v` (rank 2; `root`: the load itself) can be rebuilt transposed by
+  // transposed_expr: made of splats, broadcasts, reshapes of rank-1 tiles (expand_dims)
+  // and elementwise pure ops, down to rank-1 or scalar values.
+  static bool transposable(const ir::Value* v, bool root = false) {
+    if (v->type.rank() != 2) return true;
+    const ir::Operation* d = v->def;
+    if (!d || d->results.size() != 1 || !d->regions.empty()) return false;
+    if (d->op == Op::reshape) return d->operands[0]->type.rank() <= 1;
+    if (!(root && d->op == Op::load) && d->op != Op::splat && d->op != Op::broadcast &&
+        !(ir::has_trait(d->op, ir::kPure) && ir::has_trait(d->op, ir::kElementwise)))
+      return false;
+    for (const ir::Value* o : d->operands)
+      if (!transposable(o)) return false;
+    return true;
+  }
+
+  // `v` (rank 2) computed again as its transpose, at `at`: each op of its expression
+  // cloned with its operands transposed and its result's two dims swapped (a splat, a
+  // broadcast or an elementwise op means the same on the swapped shape; a reshape of a
+  // rank-1 tile to [n, 1] becomes one to [1, n]).
+  ir::Value* transposed_expr(ir::Value* v, ir::Operation& loop, ir::Builder& at, ir::ValueMap& map) {
+    if (v->type.rank() != 2) return v;
+    if (map.contains(v)) return map.lookup(v);
+    ir::Operation* d = v->def;
+    ir::ValueMap operands;
+    for (ir::Value* o : d->operands) operands.map(o, transposed_expr(o, loop, at, map));
+    std::unique_ptr<ir::Operation> c = ir::clone(*d, operands);
+    std::swap(c->results[0]->type.shape[0], c->results[0]->type.shape[1]);
+    ir::Value* r = c->result();
+    at.insert(std::move(c));
+    map.map(v, r);
+    return r;
   }
 
   // Whether the program's shared buffers, those this loop multi-buffers at its stage
@@ -273,19 +340,21 @@ class Pipeliner {
   // masked-off chunks with 0), and some width of the target's, 4 bytes and up, no wider
   // than a 16-byte swizzle vector, covered by the pointers' contiguity and alignment and
   // the mask's constancy along the last dim, with a wave's chunks in the tile.
-  bool copyable(const ir::Operation& load) {
+  // `dim`: the dim the copies run along (-1: the last; 0 for a copy of the transpose).
+  bool copyable(const ir::Operation& load, int dim = -1) {
     if (load.operands.size() > 2 && !ir::is_zero_constant(load.operands[2])) return false;
     if (o_.direct_to_shared_widths.empty()) return o_.wave_size <= 1;  // the CPU copies anything; a GPU without copies nothing
     const ir::Value* ptr = load.operands[0];
     const ir::Value* mask = load.operands.size() > 1 ? load.operands[1] : nullptr;
-    const int last = ptr->type.rank() - 1, eb = byte_width(ptr->type.pointee);
-    if (last < 0) return false;
-    const int vw = axis_->vector_width(ptr, last);
-    const int64_t mc = mask ? axis_->mask_constancy(mask, last) : INT64_MAX;
+    const int along = dim < 0 ? ptr->type.rank() - 1 : dim, eb = byte_width(ptr->type.pointee);
+    if (along < 0 || along >= ptr->type.rank()) return false;
+    const int vw = axis_->vector_width(ptr, along);
+    const int64_t mc = mask ? axis_->mask_constancy(mask, along) : INT64_MAX;
     for (int w : o_.direct_to_shared_widths) {
       if (w < 4 || w > 16 || w % eb) continue;
       const int e = w / eb;
-      if (e <= vw && e <= mc && e <= ptr->type.shape.back() && ptr->type.numel() * eb / w >= o_.wave_size) return true;
+      if (e <= vw && e <= mc && e <= ptr->type.shape[size_t(along)] && ptr->type.numel() * eb / w >= o_.wave_size)
+        return true;
     }
     return false;
   }
@@ -357,7 +426,7 @@ class Pipeliner {
         if (&q != &p && !q.store && only_feeds_dots(*loop.regions[0], q.load->result(), k_contiguous))
           scratch = std::max(scratch, t.numel() * byte_width(t.dtype));
       }
-      if ((p.store = stage_for_dot(loop, *p.load, scratch))) ++staged;
+      if ((p.store = stage_for_dot(loop, p, scratch))) ++staged;
     }
 
     ir::Operation* now = transform(loop, n, plans);
