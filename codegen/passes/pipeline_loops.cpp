@@ -239,12 +239,17 @@ class Pipeliner {
     if (o_.wave_size <= 1 || load.parent != &body || !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
     // Copied as it is, or transposed (contiguous along dim 0, not the last): the
     // buffer's rows then run along the other dim, which flips which dim is contiguous.
-    const bool transposed = o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 && copyable(load, 0) &&
-                            transposable(load.result(), true);
+    const bool transposed = o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 &&
+                            copyable(load, 0) && transposable(load.result(), true);
     if (!copyable(load) && !transposed) return nullptr;
-    if (transposed) {  // every use K-contiguous once transposed: every use N-contiguous as it is
+    if (transposed) {
+      // Only where every use reads it K-contiguous once transposed (every use N-contiguous
+      // as it is). A tile that feeds one dot as it is and another transposed (the
+      // backward's Q^T and K^T) was measured slower staged: the backward kernels fell from
+      // 0.79 to 0.52 of Triton's on the H100, spilling more.
       k_contiguous = true;
       only_feeds_dots(body, load.result(), k_contiguous, /*transposed=*/true);
+      if (!k_contiguous) return nullptr;
     }
     // An operand whose rows run along M or N (an N-contiguous B) is read across them:
     // only where the target has a transposing read of shared tiles at its width, else
