@@ -7,6 +7,7 @@
 #include <regex>
 #include <string>
 
+#include "bench/attention_tutorial.hpp"
 #include "bench/matmul_tutorial.hpp"
 #include "codegen/amdgpu/code_object.hpp"
 #include "codegen/target.hpp"
@@ -260,6 +261,38 @@ TEST(PipelineCodegen, NvidiaTutorialMatmulIsStagedThroughSharedMemory) {
                 count(ptx, "st.shared.u16"),
             0);
   EXPECT_EQ(count(loop, "mma.sync.aligned.m16n8k16"), 4 * 8 * 4);
+}
+
+// Attention's K^T as the tutorial loads it (`K + kn[None, :] * D + d[:, None]`: contiguous
+// along dim 0, D): on NVIDIA the pipeliner copies its transpose ([BLOCK_N, D] rows, 16 bytes a
+// lane) into stages and the first dot reads tl::trans of the stage with plain ldmatrix (K
+// along its rows), V with ldmatrix.trans: no operand of either dot is loaded into registers
+// in the loop. On AMD K^T stays a register load (PipelineOptions::copy_transposed).
+TEST(PipelineCodegen, NvidiaAttentionCopiesKTransposedIntoStages) {
+  for (bool causal : {false, true}) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    auto f = attn::trace_ir(attn::Config{128, 64, 4, 2}, 128, causal);
+    auto co = tltest::compile_for("sm_90", *f, 4);
+    auto remarks = pipelined_remarks(co);
+    ASSERT_EQ(remarks.size(), 1u);
+    EXPECT_NE(remarks[0].find("yes (0 loads into registers, 2 into shared memory, 2 of them staged there for tl::dot "
+                              "by the compiler)"),
+              std::string::npos)
+        << remarks[0];
+    std::string ptx(co.binary.begin(), co.binary.end());
+    std::string loop = tltest::ptx_loop(ptx);
+    ASSERT_FALSE(loop.empty()) << ptx;
+    // K^T and V: [64, 128] bf16 each, 16 KB, 16 bytes a copy over 128 threads: 8 + 8.
+    EXPECT_EQ(count(loop, "cp.async.cg.shared.global"), 8 + 8) << loop;
+    EXPECT_EQ(count(loop, "ld.global"), 0) << loop;
+    EXPECT_GT(count(loop, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 0) << loop;
+    EXPECT_GT(count(loop, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 0) << loop;
+    EXPECT_EQ(count(ptx, "ld.shared.b16") + count(ptx, "ld.shared.u16"), 0);
+  }
+  auto g = attn::trace_ir(attn::Config{128, 64, 4, 2}, 128, false);
+  auto amd = pipelined_remarks(tltest::compile_for("gfx942", *g, 4));
+  ASSERT_EQ(amd.size(), 1u);
+  EXPECT_NE(amd[0].find("yes (2 loads into registers, 0 into shared memory)"), std::string::npos) << amd[0];
 }
 
 // AMD at Triton 3.6's configuration for the same kernel (128x128x64, 2 stages, 4 waves):

@@ -4,6 +4,9 @@
 // good entry afterwards. Never a JSON exception in the user's launch. Each case edits the
 // entry the launch itself stored, with a valid checksum, so the checksum cannot be what
 // refuses it; the unedited control case shows the entry is otherwise a disk hit.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,6 +23,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
+
+// A cache directory of this process's own, set before anything opens the cache: ctest runs
+// the cases as parallel processes, and the cache's counters, which every case checks, are
+// shared by all the processes of one directory.
+const fs::path kCacheDir = [] {
+  fs::path dir = fs::temp_directory_path() / fmt::format("tl-kernel-entry-test-{}", ::getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  ::setenv("TL_CACHE_DIR", dir.c_str(), 1);
+  std::atexit([] { std::error_code ec; fs::remove_all(kCacheDir, ec); });
+  return dir;
+}();
 
 // A fresh kernel object each call, so that its first launch goes to the disk cache (the
 // compiled specialization is kept per kernel object). `name` keeps every case's entry
