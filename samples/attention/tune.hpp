@@ -149,6 +149,9 @@ void forward_tuned(const Problem& p, const B& q, const B& k, const B& v, const B
   fwd_tuner<E>().on(q.dev())(q, k, v, o, lse, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D, p.causal, p.sm_scale);
 }
 
+// Tuning dK/dV times it on whatever Delta holds at the first call of a key (the
+// preprocess runs inside backward(), after the choice): its time does not depend on the
+// values, and backward() recomputes everything with the chosen configurations.
 template <class E, class B, class L>
 void backward_tuned(const Problem& p, const B& q, const B& k, const B& v, const B& o, const B& d_o, const L& lse,
                     const L& delta, const B& dq, const B& dk, const B& dv) {
