@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "bench/amd_quality/kernels.hpp"
+#include "samples/attention/attention.hpp"
+#include "samples/attention/reference.hpp"
 
 namespace amd_quality {
 
@@ -490,7 +492,51 @@ inline Case segment_sum_case(int64_t segments, int64_t max_len, int block, int w
   return c;
 }
 
-// The suite: 16 kernels, two tile configurations each.
+// samples/attention's forward (flash attention, Triton's tutorial 06 as users write it) at
+// the tutorial's AMD configuration: 128x64 blocks, D 128, 2 stages, 4 or 8 waves, bf16, on
+// B*H = 32, S = 4096 (non-causal). The check runs a small ragged causal problem against the
+// sample's double reference (its per-element bounds).
+inline Case attention_fwd_case(int w) {
+  using E = tl::ty::bf16;
+  const int BM = 128, BN = 64, D = 128, ST = 2;
+  const int64_t BH = 32, S = 4096;
+  Case c{"attention_fwd", fmt::format("attention_fwd.{}x{}_D{}_w{}", BM, BN, D, w), w};
+  c.params = {{"BLOCK_M", BM}, {"BLOCK_N", BN}, {"D", D}, {"STAGES", ST}, {"S", S}, {"G", 1}, {"grid", {S / BM, BH}}};
+  c.problem = fmt::format("B*H={} S={} D={} bf16", BH, S, D);
+  const attention::Config cfg{BM, BN, w, ST, 0, 0};
+  c.compile = [=](const std::string& target) {
+    return attention::fwd_kernel<E>().compile(target, attention::options_of(cfg), fake<tl::bf16>(0), fake<tl::bf16>(1),
+                                              fake<tl::bf16>(2), fake<tl::bf16>(3), fake<tl::f32>(4), int(S), int(S),
+                                              1, float(1 / std::sqrt(double(D))), BM, BN, D, 0, ST);
+  };
+  c.run = [=](tl::device dev, bool bench, const Timer* timer) {
+    attention::Problem p;
+    p.B = bench ? BH : 1, p.H = 1, p.Hkv = 1, p.S_q = bench ? S : 150, p.S_k = bench ? S : 150, p.D = D;
+    p.causal = !bench;
+    auto in = attention::random_inputs<tl::bfloat16>(p, 151);
+    auto up = [&](const std::vector<tl::bfloat16>& h) {
+      auto b = dev.alloc<E>(h.size());
+      b.upload(h);
+      return b;
+    };
+    auto q = up(in.q), k = up(in.k), v = up(in.v);
+    auto o = dev.alloc<E>(size_t(p.q_elems()));
+    auto lse = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+    auto launch = [&] { attention::forward<E>(cfg, p, q, k, v, o, lse); };
+    auto check = [&]() -> std::string {
+      if (bench) return "";  // the large problem is timed; the small one is checked
+      auto want = attention::reference(p, in, false);
+      auto e = attention::compare(o.download(), want.o, want.o_bound);
+      if (!e.ok()) return fmt::format("O: {} wrong, {} NaN of {}, worst {} of the bound", e.bad, e.nan, e.checked, e.worst);
+      e = attention::compare(lse.download(), want.lse, want.lse_bound);
+      return e.ok() ? "" : fmt::format("LSE: {} wrong of {}", e.bad + e.nan, e.checked);
+    };
+    return detail::finish(dev, launch, check, 4.0 * double(p.q_elems()) * 2, timer);
+  };
+  return c;
+}
+
+// The suite: 17 kernels, two tile configurations each.
 inline std::vector<Case> cases() {
   return {
       softmax_case<tl::bf16>("softmax_short", 65536, 128, 128, 1),
@@ -525,6 +571,8 @@ inline std::vector<Case> cases() {
       lse_stream_case(4096, 32768, 4096, 8),
       segment_sum_case(16384, 4096, 256, 1),
       segment_sum_case(16384, 4096, 1024, 4),
+      attention_fwd_case(4),
+      attention_fwd_case(8),
   };
 }
 

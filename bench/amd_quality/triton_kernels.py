@@ -181,6 +181,48 @@ def segment_sum(VALUES, OFFSETS, OUT, BLOCK: tl.constexpr):
     tl.store(OUT + seg, tl.sum(acc, 0))
 
 
+@triton.jit
+def attention_fwd(Q, K, V, O, LSE, S, G, sm_scale, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
+                  CAUSAL: tl.constexpr, STAGES: tl.constexpr):
+    # Triton's tutorial-06 forward (the anchor's attn_fwd) with the LSE stored and K/V's head
+    # divided by G: the algorithm of samples/attention's forward.
+    start_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    base = bh * S * D
+    kv_base = (bh // G) * S * D
+    row_ok = (offs_m < S)[:, None]
+    q = tl.load(Q + base + offs_m[:, None] * D + offs_d[None, :], mask=row_ok, other=0.0)
+    m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
+    l_i = tl.zeros([BLOCK_M], tl.float32)
+    acc = tl.zeros([BLOCK_M, D], tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    hi = S
+    if CAUSAL:
+        hi = tl.minimum((start_m + 1) * BLOCK_M, S)
+    for n in tl.range(0, hi, BLOCK_N, num_stages=STAGES):
+        kn = n + offs_n
+        kt = tl.load(K + kv_base + kn[None, :] * D + offs_d[:, None], mask=(kn < S)[None, :], other=0.0)
+        qk = tl.dot(q, kt) * qk_scale
+        keep = (kn < S)[None, :]
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] >= kn[None, :])
+        qk = tl.where(keep, qk, -float("inf"))
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.math.exp2(qk - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = tl.load(V + kv_base + kn[:, None] * D + offs_d[None, :], mask=(kn < S)[:, None], other=0.0)
+        acc = tl.dot(p.to(tl.bfloat16), v, acc)
+        m_i = m_ij
+    acc = acc / l_i[:, None]
+    tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.bfloat16), mask=row_ok)
+    tl.store(LSE + bh * S + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453, mask=offs_m < S)
+
+
 def fp8_type(arch):
     """e4m3 as each target has it: gfx942's fnuz (fp8e4b8), the OCP format elsewhere."""
     return "fp8e4b8" if arch == "gfx942" else "fp8e4nv"
@@ -234,6 +276,12 @@ def signature(family, p, arch):
     if family == "segment_sum":
         return (segment_sum, {"VALUES": "*fp32", "OFFSETS": "*i32", "OUT": "*fp32", "BLOCK": "constexpr"},
                 {"BLOCK": p["BLOCK"]}, {})
+    if family == "attention_fwd":
+        return (attention_fwd, {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "LSE": "*fp32", "S": "i32",
+                                "G": "i32", "sm_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+                                "D": "constexpr", "CAUSAL": "constexpr", "STAGES": "constexpr"},
+                {"BLOCK_M": p["BLOCK_M"], "BLOCK_N": p["BLOCK_N"], "D": p["D"], "CAUSAL": False,
+                 "STAGES": p["STAGES"]}, {"S": p["S"], "G": p["G"]})
     raise KeyError(family)
 
 

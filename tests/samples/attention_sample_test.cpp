@@ -238,6 +238,7 @@ TEST(AttentionSample, BadInputIsAClearErrorBeforeAnyLaunch) {
 // at the same configuration uses, VGPR + AGPR, non-causal / causal:
 //   gfx942  4 waves 316 / 316   8 waves 207 / 208
 //   gfx950  4 waves 348 / 340   8 waves 202 / 200
+// (bench/amd_quality's attention_fwd rows put them side by side: bench/amd_quality/run.sh.)
 // tl's ceilings below are what it uses now; every one is at or under Triton's but gfx942 at 8
 // waves (242: the V conversion's scratch is read with ds_read_b64 where an encoding padded for
 // it would need fewer registers; at num_stages 1 it is 206, Triton's 207).
