@@ -10,9 +10,10 @@ TFLOP/s: the forward's 4*B*H*S^2*D (half when causal), the backward 2.5 times th
           tutorial bench's forward configurations (128x64 w4 s2, 64x64 w4 s2, 128x128 w8 s2) and
           backward ones (dK/dV rows x keys / dQ rows x keys: Triton's tutorial blocks 32x128 /
           128x32 w4, and 64x64 / 64x64 w4, 32x64 w4 / 128x64 w8, 64x128 w8 / 128x64 w8)
-  Triton  the tutorial's algorithm written here (a standalone script; the forward is the anchor's
-          attn_fwd of ../shared/anchors/attention_anchor.py with its K/V head divided by G and the
-          LSE stored, as the tutorial stores M; the backward is the tutorial's preprocess, dK/dV per
+  Triton  the tutorial's algorithm (the forward is the anchor's attn_fwd of
+          ../shared/anchors/attention_anchor.py with its K/V head divided by G and the LSE stored,
+          as the tutorial stores M: bench/amd_quality/triton_kernels.py's attention_fwd; the
+          backward, written here, is the tutorial's preprocess, dK/dV per
           key block and dQ per query block), at the same configurations, DISABLE_MMA_V3=1
           (mma.sync, tl's instruction class) and default (wgmma), each in a process of its own;
           the tutorial's own backward configuration (BLOCK 32/128/128/32, w4, s5) beside them
@@ -46,44 +47,10 @@ except ImportError:
     triton = None
 
 if triton is not None:
-    @triton.jit
-    def attn_fwd(Q, K, V, O, LSE, S, G, sm_scale, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, D: tl.constexpr,
-                 CAUSAL: tl.constexpr, STAGES: tl.constexpr):
-        start_m = tl.program_id(0)
-        bh = tl.program_id(1)
-        offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_n = tl.arange(0, BLOCK_N)
-        offs_d = tl.arange(0, D)
-        base = bh * S * D
-        kv_base = (bh // G) * S * D
-        row_ok = (offs_m < S)[:, None]
-        q = tl.load(Q + base + offs_m[:, None] * D + offs_d[None, :], mask=row_ok, other=0.0)
-        m_i = tl.full([BLOCK_M], -float("inf"), tl.float32)
-        l_i = tl.zeros([BLOCK_M], tl.float32)
-        acc = tl.zeros([BLOCK_M, D], tl.float32)
-        qk_scale = sm_scale * 1.44269504
-        hi = S
-        if CAUSAL:
-            hi = tl.minimum((start_m + 1) * BLOCK_M, S)
-        for n in tl.range(0, hi, BLOCK_N, num_stages=STAGES):
-            kn = n + offs_n
-            kt = tl.load(K + kv_base + kn[None, :] * D + offs_d[:, None], mask=(kn < S)[None, :], other=0.0)
-            qk = tl.dot(q, kt) * qk_scale
-            keep = (kn < S)[None, :]
-            if CAUSAL:
-                keep = keep & (offs_m[:, None] >= kn[None, :])
-            qk = tl.where(keep, qk, -float("inf"))
-            m_ij = tl.maximum(m_i, tl.max(qk, 1))
-            p = tl.math.exp2(qk - m_ij[:, None])
-            alpha = tl.math.exp2(m_i - m_ij)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = acc * alpha[:, None]
-            v = tl.load(V + kv_base + kn[:, None] * D + offs_d[None, :], mask=(kn < S)[:, None], other=0.0)
-            acc = tl.dot(p.to(tl.bfloat16), v, acc)
-            m_i = m_ij
-        acc = acc / l_i[:, None]
-        tl.store(O + base + offs_m[:, None] * D + offs_d[None, :], acc.to(tl.bfloat16), mask=row_ok)
-        tl.store(LSE + bh * S + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453, mask=offs_m < S)
+    # The forward is the amd_quality suite's Triton twin of the sample's (one definition for
+    # both; the bundle carries bench/amd_quality/ beside this script).
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "amd_quality"))
+    from triton_kernels import attention_fwd as attn_fwd
 
     @triton.jit
     def attn_bwd_preprocess(O, DO, Delta, rows, BLOCK_M: tl.constexpr, D: tl.constexpr):
