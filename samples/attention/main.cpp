@@ -15,7 +15,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -151,18 +150,6 @@ template <class E> void report(const Args& a, const attention::Problem& p) {
 
 // ---- runs ---------------------------------------------------------------------------------
 
-template <class F> double time_ms(tl::device dev, int repeats, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    dev.synchronize();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 bool print_check(const char* what, const attention::Errors& e) {
   fmt::print(" {} {}", what, e.ok() ? fmt::format("ok({:.2f})", e.worst) : fmt::format("WRONG({}/{})", e.bad + e.nan, e.checked));
   return e.ok();
@@ -194,7 +181,7 @@ template <class E> bool run(const Args& a, tl::device dev, const attention::Prob
   ok &= print_check("dQ", attention::compare(DQ.download(), want.dq, want.dq_bound));
   ok &= print_check("dK", attention::compare(DK.download(), want.dk, want.dk_bound));
   ok &= print_check("dV", attention::compare(DV.download(), want.dv, want.dv_bound));
-  const double fwd_ms = time_ms(dev, a.repeats, fwd), bwd_ms = time_ms(dev, a.repeats, bwd);
+  const double fwd_ms = samples::median_ms(dev, a.repeats, fwd), bwd_ms = samples::median_ms(dev, a.repeats, bwd);
   const auto& fc = attention::fwd_tuner<E>().best_on(dev, Q, K, V, O, LSE, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D,
                                                      p.causal, p.sm_scale);
   fmt::print("\n  forward {:.3f} ms {:.1f} TFLOP/s ({})   backward {:.3f} ms {:.1f} TFLOP/s\n", fwd_ms,

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -20,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "samples/cli.hpp"
 #include "samples/gemm/gemm.hpp"
 #include "samples/gemm/reference.hpp"
 
@@ -111,20 +111,6 @@ void report(const Args& a, const Shape& s, const std::string& dtype) {
   fmt::print("compile_ms: {:.1f}\n\n", j.value("compile_ms", 0.0));
 }
 
-// Milliseconds per call: the median of `repeats` synchronized calls after a first one
-// (which compiled, or took the kernel from the cache).
-template <class F> double time_ms(tl::device dev, int repeats, F&& f) {
-  std::vector<double> t;
-  for (int i = 0; i < repeats; ++i) {
-    auto t0 = std::chrono::steady_clock::now();
-    f();
-    dev.synchronize();
-    t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
 // Poisons C, runs `go` once (compiling or taking the kernel from the cache) and checks
 // C against the reference, then times it; prints one line.
 bool check_and_time(const Args& a, tl::device dev, const Shape& s, const gemm::Config& c, const std::string& name,
@@ -135,7 +121,7 @@ bool check_and_time(const Args& a, tl::device dev, const Shape& s, const gemm::C
   auto rows = gemm::rows_to_check(s.M, s.N, s.K);
   auto e = gemm::check(fa, fb, fp8, rs, cs, C.download(), s.M, s.N, s.K, rows,
                        gemm::sum_unit(fp8, dev.kind() == tl::device_kind::cuda));
-  double ms = time_ms(dev, a.repeats, go);
+  double ms = samples::median_ms(dev, a.repeats, go);
   double tflops = 2.0 * double(s.M) * double(s.N) * double(s.K) / ms / 1e9;
   fmt::print("{:>5}x{:<5}x{:<5} {:<13} {:<16} {:9.3f} ms {:8.3f} TFLOP/s  (first {:.0f} ms)  err/bound {:.2f}  "
              "rel {:.1e}  rows {}/{}  {}\n",

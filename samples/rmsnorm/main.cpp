@@ -7,7 +7,6 @@
 //   tl-sample-rmsnorm --tune --target gfx942 --report   # the forward's space pruned by its reports
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -16,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "samples/cli.hpp"
 #include "samples/rmsnorm/rmsnorm.hpp"
 #include "samples/rmsnorm/tune.hpp"
 
@@ -119,17 +119,9 @@ template <class E> bool run(const Args& a, tl::device dev, int64_t rows, int64_t
   auto fwd = [&] { rmsnorm::forward<E>(fcfg, X, Y, W, R, cols, eps, a.zero_centered); };
   auto bwd = [&] { rmsnorm::backward<E>(bcfg, X, DY, W, R, DX, DWP, DW, rows, cols, a.zero_centered); };
   auto time_ms = [&](auto&& f) {
-    f();
+    f();  // compiles, or takes the kernel from the cache
     dev.synchronize();
-    std::vector<double> t;
-    for (int i = 0; i < a.repeats; ++i) {
-      auto s = std::chrono::steady_clock::now();
-      f();
-      dev.synchronize();
-      t.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return samples::median_ms(dev, a.repeats, f);
   };
   double tf = time_ms(fwd), tb = time_ms(bwd);
 
