@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,26 @@ int main(int argc, char** argv) try {
     std::fflush(stdout);
     all["runs"].push_back(std::move(r));
   };
+  // Poisons `out` with NaN, runs `go` once (a configuration that fails to trace, compile or
+  // launch is recorded as skipped, not a failure), requires `out` finite, then times `go`.
+  // False when it did not run.
+  auto measure = [&](nlohmann::json& r, const tl::buffer<tl::ty::bf16>& out, const std::function<void()>& go,
+                     double work) {
+    out.upload(std::vector<tl::bfloat16>(out.size(), tl::bfloat16{0xFFFF}));
+    try {
+      go();
+      dev.synchronize();
+    } catch (const std::exception& e) {
+      r["ok"] = false, r["skipped"] = true, r["error"] = e.what();
+      return false;
+    }
+    bool finite = true;
+    for (auto x : out.download()) finite &= std::isfinite(tl::to_float(x));
+    const double ms = tlbench::time_ms_flushed(dev, go, flush, repeats);
+    r["ok"] = finite, r["ms"] = ms, r["tflops"] = work / ms / 1e9;
+    ok &= finite;
+    return true;
+  };
   for (const Problem& p : shapes) {
     attention::check(p);
     auto in = attention::random_inputs<tl::bfloat16>(p, 1234 + uint64_t(p.S_q * 3 + p.D + p.causal));
@@ -142,25 +163,11 @@ int main(int argc, char** argv) try {
     const double flops = p.fwd_flops();
     for (const Config& c : fwd) {
       nlohmann::json r = {{"impl", "tl"}, {"pass", "fwd"}, {"shape", shape_json(p)}, {"config", attention::str(c)}};
-      b.o.upload(std::vector<tl::bfloat16>(size_t(p.q_elems()), tl::bfloat16{0xFFFF}));  // NaN
       auto go = [&] { attention::forward<tl::ty::bf16>(c, p, b.q, b.k, b.v, b.o, b.lse); };
-      try {
-        go();
-        dev.synchronize();
-      } catch (const std::exception& e) {
-        r["ok"] = false, r["skipped"] = true, r["error"] = e.what();
-        emit(r);
-        continue;
-      }
-      auto o = b.o.download();
-      bool finite = true;
-      for (auto x : o) finite &= std::isfinite(tl::to_float(x));
-      double ms = tlbench::time_ms_flushed(dev, go, flush, repeats);
-      r["ok"] = finite, r["ms"] = ms, r["tflops"] = flops / ms / 1e9;
-      ok &= finite;
-      add_resources(r, attention::fwd_kernel<tl::ty::bf16>().compile(
-                           dev, attention::options_of(c), b.q, b.k, b.v, b.o, b.lse, int(p.S_q), int(p.S_k),
-                           int(p.G()), float(p.scale()), c.block_m, c.block_n, int(p.D), int(p.causal), c.num_stages));
+      if (measure(r, b.o, go, flops))
+        add_resources(r, attention::fwd_kernel<tl::ty::bf16>().compile(
+                             dev, attention::options_of(c), b.q, b.k, b.v, b.o, b.lse, int(p.S_q), int(p.S_k),
+                             int(p.G()), float(p.scale()), c.block_m, c.block_n, int(p.D), int(p.causal), c.num_stages));
       emit(r);
     }
     // The backward from the forward's O and LSE (the first forward configuration's).
@@ -168,23 +175,10 @@ int main(int argc, char** argv) try {
     for (const auto& [a, q] : bwd) {
       nlohmann::json r = {{"impl", "tl"}, {"pass", "bwd"}, {"shape", shape_json(p)},
                           {"config", attention::str(a) + " / " + attention::str(q)}};
-      b.dq.upload(std::vector<tl::bfloat16>(size_t(p.q_elems()), tl::bfloat16{0xFFFF}));
       auto go = [&] {
         attention::backward<tl::ty::bf16>(a, q, p, b.q, b.k, b.v, b.o, b.d_o, b.lse, b.delta, b.dq, b.dk, b.dv);
       };
-      try {
-        go();
-        dev.synchronize();
-      } catch (const std::exception& e) {
-        r["ok"] = false, r["skipped"] = true, r["error"] = e.what();
-        emit(r);
-        continue;
-      }
-      bool finite = true;
-      for (auto x : b.dq.download()) finite &= std::isfinite(tl::to_float(x));
-      double ms = tlbench::time_ms_flushed(dev, go, flush, repeats);
-      r["ok"] = finite, r["ms"] = ms, r["tflops"] = 2.5 * flops / ms / 1e9;
-      ok &= finite;
+      measure(r, b.dq, go, 2.5 * flops);
       emit(r);
     }
   }
