@@ -156,6 +156,20 @@ inline KeyRange key_range(const tl::i32& m0, const tl::i32& S_q, const tl::i32& 
   return {lo, hi};
 }
 
+// A tile of keys loaded from `ptrs`: in a masked block the keys kn past S_k read 0 (kn
+// along `axis` of the tile), in the others every key exists and the load has no mask.
+template <class Ptrs> auto load_keys(const Ptrs& ptrs, const tl::i32& kn, const tl::i32& S_k, int axis, bool masked) {
+  return masked ? tl::load(ptrs, tl::expand_dims(kn < S_k, axis), 0.0f) : tl::load(ptrs);
+}
+
+// The [BLOCK_M, BLOCK_N] pairs (query row, key) of a masked block that exist: keys before
+// S_k and, causal, at or before the row's diagonal (key j <= row i + shift).
+inline auto visible(const tl::i32& offs_m, const tl::i32& kn, const tl::i32& S_k, const tl::i32& shift, bool causal) {
+  auto valid = tl::expand_dims(kn < S_k, 0);
+  if (causal) valid = valid & (tl::expand_dims(offs_m + shift, 1) >= tl::expand_dims(kn, 0));
+  return valid;
+}
+
 // attn_fwd. E: tl::ty::bf16 or tl::ty::f16. CAUSAL, D, the blocks and STAGES are trace-time
 // (Triton's constexprs); S_q, S_k and G run-time.
 template <class E>
@@ -187,24 +201,19 @@ void fwd_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, con
       auto kn = n + offs_n;
       auto k_ptrs = K + kv_base + tl::expand_dims(kn, 0) * D + tl::expand_dims(offs_d, 1);  // K^T [D, BLOCK_N]
       auto v_ptrs = V + kv_base + tl::expand_dims(kn, 1) * D + tl::expand_dims(offs_d, 0);  // [BLOCK_N, D]
-      auto kt = masked ? tl::load(k_ptrs, tl::expand_dims(kn < S_k, 0), 0.0f) : tl::load(k_ptrs);
+      auto kt = load_keys(k_ptrs, kn, S_k, 0, masked);
       auto qk = tl::dot(q, kt) * qk_scale;
+      if (masked) qk = tl::where(visible(offs_m, kn, S_k, shift, CAUSAL), qk, -inf);
       auto m_ij = tl::maximum(m_i, tl::max(qk, 1));
-      auto m_sub = m_ij;  // what the scores are measured from
-      if (masked) {
-        auto valid = tl::expand_dims(kn < S_k, 0);
-        if (CAUSAL) valid = valid & (tl::expand_dims(offs_m + shift, 1) >= tl::expand_dims(kn, 0));
-        qk = tl::where(valid, qk, -inf);
-        m_ij = tl::maximum(m_i, tl::max(qk, 1));
-        // A row that has seen no key yet has m = -inf: measure from 0 there, so that
-        // exp2(-inf - m) is 0, not NaN.
-        m_sub = CAUSAL ? tl::where(m_ij == -inf, 0.0f, m_ij) : m_ij;
-      }
+      // What the scores are measured from. A row that has seen no key yet (only in a
+      // masked causal block) has m = -inf: measure from 0 there, so that exp2(-inf - m)
+      // is 0, not NaN.
+      auto m_sub = masked && CAUSAL ? tl::where(m_ij == -inf, 0.0f, m_ij) : m_ij;
       auto p = tl::exp2(qk - tl::expand_dims(m_sub, 1));
       auto alpha = tl::exp2(m_i - m_sub);
       l_i = l_i * alpha + tl::sum(p, 1);
       acc = acc * tl::expand_dims(alpha, 1);
-      auto v = masked ? tl::load(v_ptrs, tl::expand_dims(kn < S_k, 1), 0.0f) : tl::load(v_ptrs);
+      auto v = load_keys(v_ptrs, kn, S_k, 1, masked);
       acc = tl::dot(p.template to<E>(), v, acc);
       m_i = m_ij;
     }
@@ -322,15 +331,11 @@ void bwd_dq_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, 
     for (auto n : tl::range(lo, hi, BLOCK_N, tl::num_stages(STAGES))) {
       auto kn = n + offs_n;
       auto t_ptrs = tl::expand_dims(kn, 0) * D + tl::expand_dims(offs_d, 1);  // [D, BLOCK_N]
-      auto kT = masked ? tl::load(K + kv_base + t_ptrs, tl::expand_dims(kn < S_k, 0), 0.0f) : tl::load(K + kv_base + t_ptrs);
-      auto vT = masked ? tl::load(V + kv_base + t_ptrs, tl::expand_dims(kn < S_k, 0), 0.0f) : tl::load(V + kv_base + t_ptrs);
+      auto kT = load_keys(K + kv_base + t_ptrs, kn, S_k, 0, masked);
+      auto vT = load_keys(V + kv_base + t_ptrs, kn, S_k, 0, masked);
       auto qk = tl::dot(q, kT);
       auto p = tl::exp2(qk * qk_scale - tl::expand_dims(lse2, 1));
-      if (masked) {
-        auto valid = tl::expand_dims(kn < S_k, 0);
-        if (CAUSAL) valid = valid & (tl::expand_dims(offs_m + shift, 1) >= tl::expand_dims(kn, 0));
-        p = tl::where(valid, p, 0.0f);
-      }
+      if (masked) p = tl::where(visible(offs_m, kn, S_k, shift, CAUSAL), p, 0.0f);
       auto dp = tl::dot(d_o, vT);
       auto ds = p * (dp - tl::expand_dims(delta, 1));
       dq = tl::dot(ds.template to<E>(), tl::trans(kT), dq);
