@@ -9,6 +9,9 @@ Shapes (B, S, Hq, Hkv, D): the issue's four, (1, 32768, 64, 8, 128), (16, 8192, 
   tl      bench/fp8_decode_bench.cpp (tl-bench-fp8-decode): the sample's configuration and
           split count for the device, checked against its float64 reference, timed as
           do_bench times (L2 flushed before each call, CUDA events around it, median)
+  The flush (--flush, every side alike): a 256 MiB read by default; "write" is do_bench's
+          own zeroing, which leaves ~50 MB of dirty lines in the H100's L2 for the timed
+          call to write back (~17 us, charged to whichever kernel runs next).
   Triton  ../shared/anchors/fp8_decode_anchor.py's kernels (bench/fp8_decode_triton.py: best
           of its five configurations, its split count); the four shapes run the anchor's
           kernel as it is, the ragged batch loads each batch's length from a seq_lens tensor.
@@ -41,11 +44,36 @@ def run_tl(path, extra):
     return [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
 
 
-def run_torch_side(rows):
+def timer(flush):
+    """Median microseconds of fn() as do_bench times it (warm-up, CUDA events around each
+    call alone), the L2 flushed before each call by reading 256 MiB (flush "read") or by
+    writing it as do_bench does ("write": the L2 is then full of dirty lines that the timed
+    call writes back as its reads evict them)."""
+    import torch
+    buf = torch.ones(1 << 26, dtype=torch.int32, device="cuda")
+
+    def run(fn, reps=200, warmup=25):
+        for _ in range(warmup):
+            fn()
+        ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+        for s, e in ev:
+            if flush == "write":
+                buf.zero_()
+            else:
+                buf.sum()
+            s.record(); fn(); e.record()
+        torch.cuda.synchronize()
+        t = sorted(s.elapsed_time(e) for s, e in ev)
+        return 1e3 * t[len(t) // 2]
+    return run
+
+
+def run_torch_side(rows, flush):
     import torch, triton
     from triton.testing import do_bench
     torch.manual_seed(0)
     dev = "cuda"
+    timed = timer(flush)
 
     from fp8_decode_triton import decode_partial, decode_combine
 
@@ -88,7 +116,7 @@ def run_torch_side(rows):
             run(BN, nw); torch.cuda.synchronize()
             err = ((out.float()[keep] - ref[keep]).norm() / ref[keep].norm()).item()
             assert err < 2e-2, (BN, nw, err)
-            t = do_bench(lambda: run(BN, nw), warmup=25, rep=200, return_mode="median") * 1e3
+            t = timed(lambda: run(BN, nw))
             if best is None or t < best[0]:
                 best = (t, f"BN{BN} w{nw} split{SPLIT}", err)
         nbytes = float(lens_t.sum().item()) * HKV * (2 * D + 8) + 2 * 2 * B * HQ * D
@@ -98,9 +126,8 @@ def run_torch_side(rows):
         if lens is None:
             kb = kd.to(torch.bfloat16).permute(0, 2, 1, 3).contiguous(); vb = vd.to(torch.bfloat16).permute(0, 2, 1, 3).contiguous()
             qq = q[:, :, None, :]
-            row["torch_sdpa_bf16_us"] = do_bench(
-                lambda: torch.nn.functional.scaled_dot_product_attention(qq, kb, vb, enable_gqa=True),
-                warmup=25, rep=200, return_mode="median") * 1e3
+            row["torch_sdpa_bf16_us"] = timed(
+                lambda: torch.nn.functional.scaled_dot_product_attention(qq, kb, vb, enable_gqa=True))
             del kb, vb
         del k, v, kd, vd
         torch.cuda.empty_cache()
@@ -114,18 +141,21 @@ def main():
     ap.add_argument("--tl", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--tl-args", default="", help="extra arguments for tl-bench-fp8-decode")
+    ap.add_argument("--flush", default="read", choices=["read", "write"],
+                    help="how the L2 is flushed before each timed call, for every side (see timer())")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tl_rows = run_tl(a.tl, ["--json", os.path.join(a.out, "tl_fp8_decode.json")] + a.tl_args.split())
-    other, copy = run_torch_side(tl_rows)
+    tl_rows = run_tl(a.tl, ["--json", os.path.join(a.out, "tl_fp8_decode.json"), "--flush", a.flush] + a.tl_args.split())
+    other, copy = run_torch_side(tl_rows, a.flush)
     table = []
     for t, o in zip(tl_rows, other):
         floor = o["bytes"] / (copy * 1e3)
         table.append({**o, "tl_us": t["us"], "tl_cfg": f"BN{t['block_n']} s{t['num_stages']} w{t['num_warps']} split{t['split']}",
                       "tl_ok": t["ok"], "tl_rel_err": t["rel_err"], "tl_pct_floor": 100 * floor / t["us"],
                       "triton_pct_floor": 100 * floor / o["triton_us"]})
-    json.dump({"copy_gbps": copy, "rows": table, "tl": tl_rows}, open(os.path.join(a.out, "fp8_decode.json"), "w"), indent=1)
-    lines = [f"device-to-device copy: {copy:.0f} GB/s (bytes read + written); times are medians in microseconds", "",
+    json.dump({"copy_gbps": copy, "flush": a.flush, "rows": table, "tl": tl_rows}, open(os.path.join(a.out, "fp8_decode.json"), "w"), indent=1)
+    lines = [f"device-to-device copy: {copy:.0f} GB/s (bytes read + written); times are medians in microseconds, "
+             f"the L2 flushed before each call by a 256 MiB {a.flush}", "",
              "| B, S, Hq, Hkv, D | floor | tl | tl % floor | tl config | Triton | Triton % floor | Triton config | torch SDPA bf16 | tl speed / Triton's |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in table:

@@ -82,9 +82,16 @@ struct Config {
   int num_stages = 2;
   int num_warps = 1;
   int via_shared = 1;  // K and V tiles staged through tl::shared (else loaded into registers)
+  // The dots in f16 instead of bf16: e4m3 is exact in both, but on NVIDIA the hardware
+  // converts e4m3 pairs to f16 (cvt.rn.f16x2.e4m3x2) and reaching bf16 from there costs
+  // three more instructions a pair. Q (bf16) is exact in f16 for |q| in [2^-17, 65504]
+  // (smaller magnitudes lose bits below 2^-24; larger ones overflow to infinity, and the
+  // output is NaN), and P * v_scale rounds to f16 (2^-11, finer than bf16's 2^-8) for
+  // v_scale up to 65504: a model's queries and an FP8 cache's scales sit far inside.
+  int dot_f16 = 0;
   std::string str() const {
-    return fmt::format("BLOCK_N={} num_stages={} num_warps={}{}", block_n, num_stages, num_warps,
-                       via_shared ? " via shared" : "");
+    return fmt::format("BLOCK_N={} num_stages={} num_warps={}{}{}", block_n, num_stages, num_warps,
+                       via_shared ? " via shared" : "", dot_f16 ? " f16 dots" : "");
   }
 };
 
@@ -117,6 +124,70 @@ inline void check_seq_lens(const Problem& p, std::span<const int32_t> seq_lens) 
 
 // ---- the kernels -------------------------------------------------------------------------
 
+// decode_partial's body with its dots in DT (bf16 or f16).
+template <class F8, class DT>
+void partial_body(tl::ptr<tl::bf16> q, tl::ptr<F8> kc, tl::ptr<F8> vc, tl::ptr<tl::f32> k_scale,
+                  tl::ptr<tl::f32> v_scale, tl::ptr<tl::i32> seq_lens, tl::ptr<tl::f32> part_o,
+                  tl::ptr<tl::f32> part_lse, tl::i32 S_max, tl::i32 split, tl::i32 chunk, tl::f32 sm_scale, int HKV,
+                  int G, int D, int BLOCK_M, int BLOCK_N, int STAGES, int VIA_SHARED) {
+  const float inf = std::numeric_limits<float>::infinity();
+  auto bh = tl::program_id(0), sp = tl::program_id(1);
+  auto b = bh / HKV, hk = bh % HKV;
+  auto len = tl::load(seq_lens + b);
+  auto m = tl::arange(0, BLOCK_M), d = tl::arange(0, D);
+  auto row_ok = tl::expand_dims(m < G, 1);
+  // The G query heads of KV head hk are rows bh * G .. bh * G + G - 1 of Q [B * Hq, D].
+  auto qt = tl::load(q + tl::expand_dims((bh * G + m) * D, 1) + tl::expand_dims(d, 0), row_ok, 0).template to<DT>();
+  // This program's slice: [start, end), `chunk` tokens (whole BLOCK_N blocks) but the last
+  // of the sequence; a slice past the sequence's end is empty.
+  auto start = sp * chunk;
+  auto end = tl::minimum(start + chunk, len);
+
+  auto m_i = tl::full<tl::f32>({BLOCK_M}, -inf);  // running max of the scaled scores
+  auto l_i = tl::zeros<tl::f32>({BLOCK_M});       // running softmax denominator
+  auto acc = tl::zeros<tl::f32>({BLOCK_M, D});    // running softmax-weighted V
+  // K's and V's tiles through shared memory (VIA_SHARED) or straight from global memory.
+  std::optional<tl::shared_tile<tl::elem_t<F8>>> sk, sv;
+  if (VIA_SHARED) sk = tl::shared<F8>({1, BLOCK_N, D}), sv = tl::shared<F8>({1, BLOCK_N, D});
+  for (auto n0 : tl::range(start, end, BLOCK_N, tl::num_stages(STAGES))) {
+    auto n = n0 + tl::arange(0, BLOCK_N);
+    auto n_ok = n < end;  // the loop's own bound check: the copies ahead need no other mask
+    auto token = (b * S_max + n) * HKV + hk;  // row of K, V and the scales
+    auto tile = tl::expand_dims(token * D, 1) + tl::expand_dims(d, 0);
+    auto tile_ok = tl::expand_dims(n_ok, 1);
+    // The tile of K or V as the dot's operand (e4m3 values are exact in bf16 and f16).
+    auto operand = [&](const tl::ptr<F8>& cache, const std::optional<tl::shared_tile<tl::elem_t<F8>>>& buf) {
+      auto t = tl::load(cache + tile, tile_ok, 0);
+      if (!buf) return t.template to<DT>();
+      (*buf)[0].store(t);
+      return (*buf)[0].load().template to<DT>();
+    };
+    // Scores: Q.K^T on the matrix cores, then K's per-token scale and the softmax scale
+    // on the f32 columns.
+    auto kt = operand(kc, sk);
+    auto ks = tl::load(k_scale + token, n_ok, 0.0f);
+    auto qk = tl::dot(qt, tl::trans(kt)) * tl::expand_dims(ks * sm_scale, 0);
+    qk = tl::where(tl::expand_dims(n_ok, 0), qk, -inf);
+    // Online softmax: every block has a valid token, so m_new is finite.
+    auto m_new = tl::maximum(m_i, tl::max(qk, 1));
+    auto p = tl::exp(qk - tl::expand_dims(m_new, 1));
+    auto alpha = tl::exp(m_i - m_new);
+    l_i = l_i * alpha + tl::sum(p, 1);
+    // V's per-token scale scales P's columns (the rows of V), in f32 before P is rounded.
+    auto vt = operand(vc, sv);
+    auto vs = tl::load(v_scale + token, n_ok, 0.0f);
+    auto pv = (p * tl::expand_dims(vs, 0)).template to<DT>();
+    acc = acc * tl::expand_dims(alpha, 1) + tl::dot(pv, vt);
+    m_i = m_new;
+  }
+  auto nonempty = l_i > 0.0f;
+  auto o = acc / tl::expand_dims(tl::where(nonempty, l_i, 1.0f), 1);
+  auto lse = tl::where(nonempty, m_i + tl::log(tl::where(nonempty, l_i, 1.0f)), -inf);
+  auto part = (bh * split + sp) * G + m;  // [BLOCK_M]
+  tl::store(part_o + tl::expand_dims(part * D, 1) + tl::expand_dims(d, 0), o, row_ok);
+  tl::store(part_lse + part, lse, m < G);
+}
+
 // Partial results, for slice s of (batch b, KV head h) and query head g of the group:
 //   part_o   f32 [B * Hkv, split, G, D]: that slice's softmax-weighted V (normalized)
 //   part_lse f32 [B * Hkv, split, G]: log of the slice's softmax denominator, in units
@@ -126,64 +197,14 @@ template <class F8> auto& partial_kernel() {
                                                       tl::ptr<tl::f32> k_scale, tl::ptr<tl::f32> v_scale,
                                                       tl::ptr<tl::i32> seq_lens, tl::ptr<tl::f32> part_o,
                                                       tl::ptr<tl::f32> part_lse, tl::i32 S_max, tl::i32 split,
-                                                      tl::f32 sm_scale, int HKV, int G, int D, int BLOCK_M,
-                                                      int BLOCK_N, int STAGES, int VIA_SHARED) {
-    const float inf = std::numeric_limits<float>::infinity();
-    auto bh = tl::program_id(0), sp = tl::program_id(1);
-    auto b = bh / HKV, hk = bh % HKV;
-    auto len = tl::load(seq_lens + b);
-    auto m = tl::arange(0, BLOCK_M), d = tl::arange(0, D);
-    auto row_ok = tl::expand_dims(m < G, 1);
-    // The G query heads of KV head hk are rows bh * G .. bh * G + G - 1 of Q [B * Hq, D].
-    auto qt = tl::load(q + tl::expand_dims((bh * G + m) * D, 1) + tl::expand_dims(d, 0), row_ok, 0);
-    // This program's slice: [start, end), whole BLOCK_N blocks but the last.
-    auto chunk = ((len + split - 1) / split + (BLOCK_N - 1)) / BLOCK_N * BLOCK_N;
-    auto start = sp * chunk;
-    auto end = tl::minimum(start + chunk, len);
-
-    auto m_i = tl::full<tl::f32>({BLOCK_M}, -inf);  // running max of the scaled scores
-    auto l_i = tl::zeros<tl::f32>({BLOCK_M});       // running softmax denominator
-    auto acc = tl::zeros<tl::f32>({BLOCK_M, D});    // running softmax-weighted V
-    // K's and V's tiles through shared memory (VIA_SHARED) or straight from global memory.
-    std::optional<tl::shared_tile<tl::elem_t<F8>>> sk, sv;
-    if (VIA_SHARED) sk = tl::shared<F8>({1, BLOCK_N, D}), sv = tl::shared<F8>({1, BLOCK_N, D});
-    for (auto n0 : tl::range(start, end, BLOCK_N, tl::num_stages(STAGES))) {
-      auto n = n0 + tl::arange(0, BLOCK_N);
-      auto n_ok = n < end;  // the loop's own bound check: the copies ahead need no other mask
-      auto token = (b * S_max + n) * HKV + hk;  // row of K, V and the scales
-      auto tile = tl::expand_dims(token * D, 1) + tl::expand_dims(d, 0);
-      auto tile_ok = tl::expand_dims(n_ok, 1);
-      // The tile of K or V as the dot's bf16 operand (e4m3 values are exact in bf16).
-      auto operand = [&](const tl::ptr<F8>& cache, const std::optional<tl::shared_tile<tl::elem_t<F8>>>& buf) {
-        auto t = tl::load(cache + tile, tile_ok, 0);
-        if (!buf) return t.template to<tl::bf16>();
-        (*buf)[0].store(t);
-        return (*buf)[0].load().template to<tl::bf16>();
-      };
-      // Scores: Q.K^T on the matrix cores in bf16 (e4m3 values are exact in bf16), then
-      // K's per-token scale and the softmax scale on the f32 columns.
-      auto kt = operand(kc, sk);
-      auto ks = tl::load(k_scale + token, n_ok, 0.0f);
-      auto qk = tl::dot(qt, tl::trans(kt)) * tl::expand_dims(ks * sm_scale, 0);
-      qk = tl::where(tl::expand_dims(n_ok, 0), qk, -inf);
-      // Online softmax: every block has a valid token, so m_new is finite.
-      auto m_new = tl::maximum(m_i, tl::max(qk, 1));
-      auto p = tl::exp(qk - tl::expand_dims(m_new, 1));
-      auto alpha = tl::exp(m_i - m_new);
-      l_i = l_i * alpha + tl::sum(p, 1);
-      // V's per-token scale scales P's columns (the rows of V), in f32 before P is rounded.
-      auto vt = operand(vc, sv);
-      auto vs = tl::load(v_scale + token, n_ok, 0.0f);
-      auto pv = (p * tl::expand_dims(vs, 0)).template to<tl::bf16>();
-      acc = acc * tl::expand_dims(alpha, 1) + tl::dot(pv, vt);
-      m_i = m_new;
-    }
-    auto nonempty = l_i > 0.0f;
-    auto o = acc / tl::expand_dims(tl::where(nonempty, l_i, 1.0f), 1);
-    auto lse = tl::where(nonempty, m_i + tl::log(tl::where(nonempty, l_i, 1.0f)), -inf);
-    auto part = (bh * split + sp) * G + m;  // [BLOCK_M]
-    tl::store(part_o + tl::expand_dims(part * D, 1) + tl::expand_dims(d, 0), o, row_ok);
-    tl::store(part_lse + part, lse, m < G);
+                                                      tl::i32 chunk, tl::f32 sm_scale, int HKV, int G, int D, int BLOCK_M,
+                                                      int BLOCK_N, int STAGES, int VIA_SHARED, int DOT_F16) {
+    if (DOT_F16)
+      partial_body<F8, tl::f16>(q, kc, vc, k_scale, v_scale, seq_lens, part_o, part_lse, S_max, split, chunk, sm_scale,
+                                HKV, G, D, BLOCK_M, BLOCK_N, STAGES, VIA_SHARED);
+    else
+      partial_body<F8, tl::bf16>(q, kc, vc, k_scale, v_scale, seq_lens, part_o, part_lse, S_max, split, chunk, sm_scale,
+                                 HKV, G, D, BLOCK_M, BLOCK_N, STAGES, VIA_SHARED);
   });
   return k;
 }
@@ -215,27 +236,43 @@ inline auto& combine_kernel() {
 
 // ---- split count, configurations, the guardrail -----------------------------------------
 
-// Slices per (batch, KV head): as many programs as about four per compute unit, never
-// more (a partial second wave of programs is a tail: the H100 at 16x16384 ran 382 us at 5
-// slices, 640 programs, against 334 at 3 and 330 at 6; at 1x32768 57 us at 64 slices
-// against 65 at 33: run4/, sweep3.txt), but no
-// slice shorter than 4 blocks of BLOCK_N tokens (each slice's partial output costs a
-// [G, D] f32 write and read, and a short slice never gets its pipeline going), at most 64.
-// With ragged lengths (seq_lens given) the longest sequences' slices are the critical
-// path: the split grows by longest / mean, so their programs shrink to the average's.
-inline int choose_split(const Problem& p, int compute_units, const Config& c, std::span<const int32_t> seq_lens = {}) {
-  const int64_t pairs = p.B * p.Hkv;
-  double longest = double(p.S_max), mean = double(p.S_max);
-  if (!seq_lens.empty()) {
-    longest = double(*std::max_element(seq_lens.begin(), seq_lens.end()));
-    mean = 0;
-    for (int32_t l : seq_lens) mean += l;
-    mean /= double(seq_lens.size());
+// How each (batch, KV head)'s tokens are sliced among programs: `split` programs, each
+// over `chunk` tokens (whole BLOCK_N blocks) from sp * chunk, the last of a sequence
+// shorter and those past its end empty (they write an empty slice's -inf and exit).
+struct Slicing {
+  int split = 1;
+  int32_t chunk = 0;
+};
+
+// The shortest chunk (whole BLOCK_N blocks, at least 4 of them: each slice's partial
+// output costs a [G, D] f32 write and read, and a short slice never gets its pipeline
+// going) for which the non-empty programs of the whole batch number at most about four per
+// compute unit, and at most 64 slices a sequence. Four a compute unit is what one wave
+// holds on the H100 at the chosen configuration: a partial second wave of programs is a
+// tail (16x16384 ran 382 us at 5 slices, 640 programs, against 334 at 3 and 330 at 6; at
+// 1x32768 57 us at 64 slices against 65 at 33: bench/results/h100-2026-11-23-fp8-decode
+// run4/, sweep3.txt). With ragged lengths every program still gets the same chunk, so the
+// longest sequences get the most programs and no program is the others' tail (a chunk per
+// sequence of len / split left the longest sequences' programs the critical path).
+// `force_split`: that many slices of the longest sequence instead.
+inline Slicing choose_slicing(const Problem& p, int compute_units, const Config& c,
+                              std::span<const int32_t> seq_lens = {}, int force_split = 0) {
+  std::vector<int32_t> lens(seq_lens.begin(), seq_lens.end());
+  if (lens.empty()) lens.assign(size_t(p.B), int32_t(p.S_max));
+  const int64_t longest = *std::max_element(lens.begin(), lens.end());
+  const int64_t bn = c.block_n;
+  auto blocks = [&](int64_t tokens) { return (tokens + bn - 1) / bn * bn; };
+  if (longest < 1) return {1, int32_t(bn)};
+  if (force_split) return {force_split, int32_t(std::max(bn, blocks((longest + force_split - 1) / force_split)))};
+  const int64_t budget = 4 * int64_t(compute_units);
+  int64_t chunk = std::max(4 * bn, blocks((longest + 63) / 64));
+  for (; chunk < longest; chunk += bn) {
+    int64_t programs = 0;
+    for (int32_t l : lens) programs += (l + chunk - 1) / chunk;
+    if (programs * p.Hkv <= budget) break;
   }
-  if (longest < 1) return 1;
-  const double want = std::floor(4.0 * compute_units / double(pairs) * longest / mean);
-  const double most = std::max(1.0, std::floor(longest / (4.0 * c.block_n)));
-  return int(std::clamp(std::min(want, most), 1.0, 64.0));
+  chunk = std::min(chunk, blocks(longest));
+  return {int((longest + chunk - 1) / chunk), int32_t(chunk)};
 }
 
 // The candidates for a target, in order of preference; the guardrail takes the first that
@@ -247,15 +284,19 @@ inline int choose_split(const Problem& p, int compute_units, const Config& c, st
 // 16-token tiles over 4 warps (8 at D=256, whose accumulator is twice as large).
 // NVIDIA: 64-token tiles, 3 stages, 2 warps (fewer warps, fewer barriers an iteration:
 // 336 us against 4 warps' 425 on 16x16384, sweep2.txt) where ptxas fits it without spills,
-// else 4 (bench/results/h100-2026-11-23-fp8-decode/sweep*.txt). The
-// CPU: one program is a loop nest on a thread, nothing to hide.
+// else 4 (bench/results/h100-2026-11-23-fp8-decode/sweep*.txt); the dots in f16, whose
+// conversion from e4m3 is one instruction a pair (the loop's 1321 instructions a thread
+// become 936; 116.9 -> 105.9 us at 16x8192, 42.0 -> 36.5 at 1x32768 on the H100:
+// bench/results/h100-2026-11-25-fp8-decode). 1 warp a program (no conversion through shared
+// memory at all) measured slower: 264 us against 203 at 16x16384. The CPU: one program is
+// a loop nest on a thread, nothing to hide.
 inline std::vector<Config> candidates(const std::string& target, int64_t D) {
   if (is_cpu(target)) return {{64, 1, 1}};
   if (is_amd(target)) {
     const int w = D >= 256 ? 8 : 4;
     return {{128, 2, 1, 0}, {64, 2, 1, 1}, {32, 2, w, 1}, {16, 2, w, 1}};
   }
-  return {{64, 3, 2, 1}, {64, 3, 4, 1}, {64, 2, 4, 1}, {32, 2, 4, 1}};
+  return {{64, 3, 2, 1, 1}, {64, 3, 4, 1, 1}, {64, 2, 4, 1, 1}, {32, 2, 4, 1, 1}};
 }
 
 // The register budget of the guardrail: on AMD, seed 002's fixed kernel's 108 VGPRs
@@ -285,8 +326,8 @@ std::string compile_partial(const Config& c, const Target& target, const Problem
   auto* f8 = reinterpret_cast<H*>(uintptr_t(1) << 21);
   auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
   auto* i = reinterpret_cast<int32_t*>(uintptr_t(1) << 23);
-  return partial_kernel<F8>().compile(target, options_of(c), bf, f8, f8, f, f, i, f, f, int(p.S_max), 1, p.scale(),
-                                      int(p.Hkv), int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared);
+  return partial_kernel<F8>().compile(target, options_of(c), bf, f8, f8, f, f, i, f, f, int(p.S_max), 1, c.block_n, p.scale(),
+                                      int(p.Hkv), int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared, c.dot_f16);
 }
 template <class Target> std::string compile_combine(const Target& target, const Problem& p, int split) {
   auto* f = reinterpret_cast<float*>(uintptr_t(1) << 22);
@@ -363,7 +404,8 @@ template <class F8> Config choose_config(tl::device dev, const Problem& p) {
 struct Workspace {
   Problem problem;
   Config config;
-  int split = 1;
+  int split = 1;        // slices a sequence (the grid's second dimension)
+  int32_t chunk = 0;    // tokens a slice
   tl::buffer<tl::ty::i32> seq_lens;
   tl::buffer<tl::ty::f32> part_o, part_lse;
 };
@@ -381,8 +423,9 @@ Workspace make_workspace(tl::device dev, const Problem& p, std::span<const int32
   Workspace w{p, force ? *force : choose_config<F8>(dev, p)};
   if (w.config.block_n < 16 || (w.config.block_n & (w.config.block_n - 1)) != 0)
     throw std::invalid_argument("fp8_decode: BLOCK_N must be a power of two of at least 16");
-  w.split = force_split ? force_split : choose_split(p, dev.compute_units(), w.config, seq_lens);
-  if (w.split < 1 || w.split > 64) throw std::invalid_argument("fp8_decode: the split count must be 1 to 64");
+  if (force_split < 0 || force_split > 64) throw std::invalid_argument("fp8_decode: the split count must be 1 to 64");
+  const Slicing sl = choose_slicing(p, dev.compute_units(), w.config, seq_lens, force_split);
+  w.split = sl.split, w.chunk = sl.chunk;
   w.seq_lens = dev.alloc<tl::i32>(size_t(p.B));
   w.seq_lens.upload(std::vector<int32_t>(seq_lens.begin(), seq_lens.end()));
   const size_t parts = size_t(p.B * p.Hkv * w.split * p.G());
@@ -391,19 +434,31 @@ Workspace make_workspace(tl::device dev, const Problem& p, std::span<const int32
   return w;
 }
 
+// The two launches of decode(), each on its own (the benchmark times the partial kernel
+// alone): the partial results of every slice, then their merge into `out`.
+template <class F8, class PQ, class PK, class PV, class PS>
+  requires KvFormat<F8>
+void decode_partial(const Workspace& w, const PQ& q, const PK& k, const PV& v, const PS& k_scale, const PS& v_scale) {
+  const Problem& p = w.problem;
+  const Config& c = w.config;
+  partial_kernel<F8>()[tl::grid(p.B * p.Hkv, w.split)].with(options_of(c))(
+      q, k, v, k_scale, v_scale, w.seq_lens, w.part_o, w.part_lse, int(p.S_max), w.split, w.chunk, p.scale(), int(p.Hkv),
+      int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared, c.dot_f16);
+}
+template <class PO> void decode_combine(const Workspace& w, const PO& out) {
+  const Problem& p = w.problem;
+  combine_kernel()[tl::grid(p.B * p.Hq)].with(combine_options(p, w.split))(w.part_o, w.part_lse, out, w.split, int(p.G()),
+                                                                int(p.D), split_tile(w.split));
+}
+
 // out = attention(q, K, V) for the workspace's problem. The tensors: tl::buffers of the
 // device (or raw device pointers) of the shapes above.
 template <class F8, class PQ, class PK, class PV, class PS, class PO>
   requires KvFormat<F8>
 void decode(const Workspace& w, const PQ& q, const PK& k, const PV& v, const PS& k_scale, const PS& v_scale,
             const PO& out) {
-  const Problem& p = w.problem;
-  const Config& c = w.config;
-  partial_kernel<F8>()[tl::grid(p.B * p.Hkv, w.split)].with(options_of(c))(
-      q, k, v, k_scale, v_scale, w.seq_lens, w.part_o, w.part_lse, int(p.S_max), w.split, p.scale(), int(p.Hkv),
-      int(p.G()), int(p.D), block_m_for(p.G()), c.block_n, c.num_stages, c.via_shared);
-  combine_kernel()[tl::grid(p.B * p.Hq)].with(combine_options(p, w.split))(w.part_o, w.part_lse, out, w.split, int(p.G()),
-                                                                int(p.D), split_tile(w.split));
+  decode_partial<F8>(w, q, k, v, k_scale, v_scale);
+  decode_combine(w, out);
 }
 
 }  // namespace fp8_decode

@@ -118,7 +118,7 @@ template <class F8> void report(const Args& a, const fp8_decode::Problem& p) {
                                             : std::string("no register report");
     fmt::print("guardrail: {}: {}: {}\n", v.config.str(), regs, v.refused.empty() ? "chosen" : "refused (" + v.refused + ")");
   }
-  int split = a.split ? a.split : fp8_decode::choose_split(p, cus, c);
+  int split = fp8_decode::choose_slicing(p, cus, c, {}, a.split).split;
   fmt::print("split: {} (of {} compute units)\n", split, cus);
   fmt::print("kernel fp8_decode_partial, BLOCK_M={} {}:\n", fp8_decode::block_m_for(p.G()), c.str());
   print_report(nlohmann::json::parse(fp8_decode::compile_partial<F8>(c, a.target, p)));

@@ -80,6 +80,19 @@ TEST(Fp8DecodeSample, OtherConfigurations) {
     expect_right<tl::DType::f8e4m3fn, tl::f8e4m3fn>(p, kRagged, 3, &c);
 }
 
+// The dots in f16 (NVIDIA's choice): both formats, every group size, D 64 and 256, several
+// slices, in and out of shared memory.
+TEST(Fp8DecodeSample, DotsInF16) {
+  for (int64_t G : {1, 8, 16})
+    for (int64_t D : {64, 256}) {
+      fp8_decode::Problem p{int64_t(kRagged.size()), 200, 2 * G, 2, D};
+      for (fp8_decode::Config c : {fp8_decode::Config{64, 3, 2, 1, 1}, {32, 2, 4, 0, 1}}) {
+        expect_right<tl::DType::f8e4m3fn, tl::f8e4m3fn>(p, kRagged, 3, &c);
+        expect_right<tl::DType::f8e4m3fnuz, tl::f8e4m3fnuz>(p, kRagged, 2, &c);
+      }
+    }
+}
+
 // A batch whose every sequence is empty writes zeros, not NaN (0/0).
 TEST(Fp8DecodeSample, EmptySequencesWriteZeros) {
   fp8_decode::Problem p{2, 64, 4, 2, 64};
@@ -129,16 +142,31 @@ TEST(Fp8DecodeSample, BadProblemsAreRefusedBeforeLaunch) {
 // to 64; ragged batches by their longest sequence over the mean.
 TEST(Fp8DecodeSample, SplitChoice) {
   fp8_decode::Config c{64, 2, 1};
-  EXPECT_EQ(fp8_decode::choose_split({1, 32768, 64, 8, 128}, 132, c), 64);   // 8 pairs: 528 / 8 = 66, at most 64
-  EXPECT_EQ(fp8_decode::choose_split({16, 8192, 64, 8, 128}, 132, c), 4);    // 128 pairs: 528 / 128 = 4.1
-  EXPECT_EQ(fp8_decode::choose_split({64, 4096, 32, 8, 128}, 132, c), 1);    // 512 pairs: 528 / 512 = 1.03
-  EXPECT_EQ(fp8_decode::choose_split({1, 200, 8, 1, 128}, 304, c), 1);       // too short to split
-  EXPECT_EQ(fp8_decode::choose_split({1, 1 << 20, 8, 1, 128}, 304, c), 64);  // at most 64
-  // Ragged: the longest sequence twice the mean doubles the split; all empty: 1.
+  auto split = [&](const fp8_decode::Problem& p, int cus, std::vector<int32_t> lens = {}) {
+    return fp8_decode::choose_slicing(p, cus, c, lens).split;
+  };
+  EXPECT_EQ(split({1, 32768, 64, 8, 128}, 132), 64);   // 8 pairs: 528 / 8 = 66, at most 64
+  EXPECT_EQ(split({16, 8192, 64, 8, 128}, 132), 4);    // 128 pairs: 528 / 128 = 4.1
+  EXPECT_EQ(split({64, 4096, 32, 8, 128}, 132), 1);    // 512 pairs: 528 / 512 = 1.03
+  EXPECT_EQ(split({1, 200, 8, 1, 128}, 304), 1);       // too short to split (4 blocks at the least)
+  EXPECT_EQ(split({1, 1 << 20, 8, 1, 128}, 304), 64);  // at most 64
+  EXPECT_EQ(fp8_decode::choose_slicing({16, 8192, 64, 8, 128}, 132, c).chunk, 2048);
+  // Ragged: one chunk for every sequence, the shortest for which the non-empty programs
+  // fit the budget: 8192 + 0 + 4096 + 4096 tokens in 256-token chunks are 64 programs a
+  // KV head (8 x 64 = 512 <= 528), the longest sequence's 32 the split; with 30 compute
+  // units (120 programs, 15 a KV head) 1216-token chunks: 7 + 0 + 4 + 4.
   std::vector<int32_t> lens = {8192, 0, 4096, 4096};
-  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 132, c, lens), 32);  // 528 / 32 * 2 = 33, 8192 / 256
-  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 30, c, lens), 7);    // 120 / 32 * 2 = 7.5
-  EXPECT_EQ(fp8_decode::choose_split({4, 8192, 8, 8, 128}, 132, c, std::vector<int32_t>(4, 0)), 1);
+  auto r = fp8_decode::choose_slicing({4, 8192, 8, 8, 128}, 132, c, lens);
+  EXPECT_EQ(r.split, 32);
+  EXPECT_EQ(r.chunk, 256);
+  r = fp8_decode::choose_slicing({4, 8192, 8, 8, 128}, 30, c, lens);
+  EXPECT_EQ(r.split, 7);
+  EXPECT_EQ(r.chunk, 1216);
+  EXPECT_EQ(split({4, 8192, 8, 8, 128}, 132, std::vector<int32_t>(4, 0)), 1);
+  // A forced split: that many slices of the longest sequence, whole blocks.
+  r = fp8_decode::choose_slicing({1, 1000, 8, 1, 128}, 132, c, {}, 3);
+  EXPECT_EQ(r.split, 3);
+  EXPECT_EQ(r.chunk, 384);
 }
 
 // The guardrail takes the first candidate that compiles without spills and within the
@@ -209,11 +237,12 @@ TEST(Fp8DecodeSample, AmdChoiceFitsTheSeedsBudget) {
 
 namespace {
 
-// The loop's FP8 conversions (K's and V's tiles to bf16 as the dots read them) take one
-// instruction per two elements: cvt.rn.f16x2.e4m3x2 on sm_90, v_cvt_pk_f32_fp8 on gfx942
-// and gfx950 (one an element before, v_cvt_f32_fp8 on AMD), and no per-element convert
-// left. Each target's first-choice configuration at D = 128, converting a thread's share
-// of the two [BLOCK_N, 128] tiles once an iteration:
+// The loop's FP8 conversions (K's and V's tiles to the dots' type as the dots read them)
+// take one instruction per two elements: cvt.rn.f16x2.e4m3x2 on sm_90 (whose dots are f16:
+// nothing after it, no widening to f32 and back), v_cvt_pk_f32_fp8 on gfx942 and gfx950
+// (one an element before, v_cvt_f32_fp8 on AMD), and no per-element convert left. Each
+// target's first-choice configuration at D = 128, converting a thread's share of the two
+// [BLOCK_N, 128] tiles once an iteration:
 //  - sm_90, BLOCK_N 64 over 2 warps: K^T's 64 columns and V's 128 split between them,
 //    128 + 128 elements a thread;
 //  - AMD, BLOCK_N 32 over 4 waves: V's 128 columns split four ways (16 a lane), K^T's 32
@@ -223,7 +252,7 @@ TEST(Fp8DecodeSample, ConvertsTwoElementsAnInstruction) {
     const char* target;
     fp8_decode::Config c;
     int elements;  // FP8 elements a thread converts an iteration
-  } cases[] = {{"sm_90", {64, 3, 2, 1}, 128 + 128}, {"gfx942", {32, 2, 4, 1}, 32 + 16},
+  } cases[] = {{"sm_90", {64, 3, 2, 1, 1}, 128 + 128}, {"gfx942", {32, 2, 4, 1}, 32 + 16},
                {"gfx950", {32, 2, 4, 1}, 32 + 16}};
   for (const Case& k : cases) {
     SCOPED_TRACE(k.target);
@@ -234,6 +263,10 @@ TEST(Fp8DecodeSample, ConvertsTwoElementsAnInstruction) {
     const int pairs = t == "sm_90" ? tltest::count(isa, "cvt.rn.f16x2.e4m3x2") : tltest::count(isa, "v_cvt_pk_f32_fp8");
     EXPECT_EQ(pairs, k.elements / 2) << isa;
     EXPECT_EQ(tltest::count(isa, "v_cvt_f32_fp8"), 0);
+    if (t == "sm_90") {
+      EXPECT_EQ(tltest::count(isa, "cvt.f32.f16"), 0) << isa;
+      EXPECT_GT(tltest::count(isa, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"), 0) << isa;
+    }
   }
 }
 
