@@ -8,7 +8,7 @@
 // the L2 flushed before every call (a 256 MiB read, or with --flush write do_bench's 256 MiB
 // write), device events around the call alone, the median of --repeats. Prints one JSON object a line, and all of them to --json.
 //
-//   tl-bench-fp8-decode [--json out.json] [--repeats 200] [--config BLOCK_N,STAGES,WARPS[,VIA_SHARED] ...] [--split N ...]
+//   tl-bench-fp8-decode [--json out.json] [--repeats 200] [--flush read|write] [--merge auto|on|off] [--config BLOCK_N,STAGES,WARPS[,VIA_SHARED] ...] [--split N ...]
 //                       [--shape B,S,HQ,HKV,D ...]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -54,7 +54,8 @@ struct Variant {
 // shapes that is most of a variant's time).
 template <tl::DType F, class F8>
 std::vector<nlohmann::json> measure(tl::device dev, const Case& cs, const std::vector<Variant>& variants, int repeats,
-                                    const std::function<void()>& flush, const std::string& flush_mode) {
+                                    const std::function<void()>& flush, const std::string& flush_mode,
+                                    const std::string& merge_mode) {
   const fp8_decode::Problem& p = cs.p;
   std::vector<int32_t> lens = cs.lens.empty() ? std::vector<int32_t>(size_t(p.B), int32_t(p.S_max)) : cs.lens;
   auto in = fp8_decode::random_inputs<F>(p, lens, 1234 + uint64_t(p.B * 7 + p.S_max));
@@ -69,22 +70,25 @@ std::vector<nlohmann::json> measure(tl::device dev, const Case& cs, const std::v
   std::vector<nlohmann::json> rows;
   for (const Variant& v : variants) {
     auto w = fp8_decode::make_workspace<F8>(dev, p, lens, v.config, v.split);
+    if (merge_mode == "on") w.merge = fp8_decode::split_tile(w.split);
+    if (merge_mode == "off") w.merge = 0;
     O.upload(std::vector<tl::bfloat16>(in.q.size(), tl::to_bf16(std::nan(""))));
     auto go = [&] { fp8_decode::decode<F8>(w, Q, K, V, KS, VS, O); };
     go();
     dev.synchronize();
     auto e = fp8_decode::check(p, in, O.download(), batches);
     double us = 1e3 * tlbench::time_ms_flushed(dev, go, flush, repeats);
-    // The partial kernel alone: what the merge launch adds is the difference.
+    // The partial kernel alone: what the combine launch adds is the difference (none where
+    // the partial kernel merges).
     double us_partial = 1e3 * tlbench::time_ms_flushed(
-                                  dev, [&] { fp8_decode::decode_partial<F8>(w, Q, K, V, KS, VS); }, flush, repeats);
-    auto meta = nlohmann::json::parse(fp8_decode::compile_partial<F8>(w.config, dev, p));
+                                  dev, [&] { fp8_decode::decode_partial<F8>(w, Q, K, V, KS, VS, O); }, flush, repeats);
+    auto meta = nlohmann::json::parse(fp8_decode::compile_partial<F8>(w.config, dev, p, w.merge));
     rows.push_back({{"impl", "tl"},
                     {"B", p.B}, {"S", p.S_max}, {"Hq", p.Hq}, {"Hkv", p.Hkv}, {"D", p.D},
                     {"lens", lens}, {"name", cs.name},
                     {"block_n", w.config.block_n}, {"num_stages", w.config.num_stages}, {"num_warps", w.config.num_warps},
                     {"via_shared", w.config.via_shared}, {"dot_f16", w.config.dot_f16},
-                    {"split", w.split}, {"us", us}, {"us_partial", us_partial}, {"bytes", fp8_decode::floor_bytes(p, lens)},
+                    {"split", w.split}, {"merge", w.merge}, {"us", us}, {"us_partial", us_partial}, {"bytes", fp8_decode::floor_bytes(p, lens)},
                     {"ok", e.ok()}, {"err_over_bound", e.worst}, {"rel_err", e.rel_norm},
                     {"report", meta["report"]}, {"device", dev.name()}, {"target", dev.target()}, {"flush", flush_mode}});
   }
@@ -97,6 +101,7 @@ int main(int argc, char** argv) try {
   std::string out;
   int repeats = 200;
   std::string flush_mode = "read";
+  std::string merge_mode = "auto";  // the sample's choice; "on" / "off" force the merge in or out of the partial kernel
   std::vector<fp8_decode::Config> forced;  // empty: the sample's choice
   std::vector<int> splits;                 // empty: the sample's
   std::vector<Case> cases;
@@ -108,6 +113,7 @@ int main(int argc, char** argv) try {
     else if (a == "--repeats") repeats = std::stoi(next());
     else if (a == "--split") splits.push_back(std::stoi(next()));
     else if (a == "--flush") flush_mode = next();
+    else if (a == "--merge") merge_mode = next();
     else if (a == "--config") {
       fp8_decode::Config c;
       if (std::sscanf(next().c_str(), "%d,%d,%d,%d,%d", &c.block_n, &c.num_stages, &c.num_warps, &c.via_shared,
@@ -152,8 +158,8 @@ int main(int argc, char** argv) try {
   for (size_t i = 0; i < std::max<size_t>(1, forced.size()); ++i)
     for (int sp : splits) variants.push_back({forced.empty() ? nullptr : &forced[i], sp});
   for (const Case& c : cases) {
-    auto rows = fnuz ? measure<tl::DType::f8e4m3fnuz, tl::f8e4m3fnuz>(dev, c, variants, repeats, flush, flush_mode)
-                     : measure<tl::DType::f8e4m3fn, tl::f8e4m3fn>(dev, c, variants, repeats, flush, flush_mode);
+    auto rows = fnuz ? measure<tl::DType::f8e4m3fnuz, tl::f8e4m3fnuz>(dev, c, variants, repeats, flush, flush_mode, merge_mode)
+                     : measure<tl::DType::f8e4m3fn, tl::f8e4m3fn>(dev, c, variants, repeats, flush, flush_mode, merge_mode);
     for (const auto& r : rows) {
       fmt::print("{}\n", r.dump());
       all.push_back(r);
