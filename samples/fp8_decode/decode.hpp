@@ -11,8 +11,12 @@
 // - decode_partial, one program per (batch, KV head, slice of the sequence): the G query
 //   heads of the KV head are the M rows of both dots (padded to BLOCK_M >= 16, tl::dot's
 //   smallest M), and the program runs the online softmax over its slice BLOCK_N tokens at a
-//   time, writing its normalized output and its log-sum-exp per query head.
+//   time, writing its normalized output and its log-sum-exp per query head. Where the
+//   slices are few, the last program of each (batch, KV head) to finish merges them too
+//   (merges_in_partial), and the combine is not launched.
 // - decode_combine, one program per query head: merges the slices by their log-sum-exp.
+// On NVIDIA the dots run in f16 (Config::dot_f16: e4m3 converts to f16 in one instruction a
+// pair); elsewhere in bf16.
 //
 // Seed 002's lessons, as code:
 // - K goes straight into the QK^T dot and is dequantized there: its FP8 tile is copied
@@ -124,6 +128,18 @@ inline void check_seq_lens(const Problem& p, std::span<const int32_t> seq_lens) 
 
 // ---- the kernels -------------------------------------------------------------------------
 
+// The merge of slices by their log-sum-exp, shared by the combine kernel and the merge in
+// the partial kernel: a slice's weight against the largest log-sum-exp (an empty slice,
+// -inf, weighs nothing: lse - mx is NaN where both are -inf), and the weighted sum over the
+// weights' sum (zeros where every slice is empty: a sequence of length 0).
+template <class L, class M> auto slice_weight(const L& lse, const M& mx) {
+  const float inf = std::numeric_limits<float>::infinity();
+  return tl::where(lse > -inf, tl::exp(lse - mx), 0.0f);
+}
+template <class N, class S> auto merged(const N& num, const S& den) {
+  return tl::where(den > 0.0f, num / tl::where(den > 0.0f, den, 1.0f), 0.0f);
+}
+
 // decode_partial's body with its dots in DT (bf16 or f16).
 template <class F8, class DT>
 void partial_body(tl::ptr<tl::bf16> q, tl::ptr<F8> kc, tl::ptr<F8> vc, tl::ptr<tl::f32> k_scale,
@@ -205,13 +221,13 @@ void partial_body(tl::ptr<tl::bf16> q, tl::ptr<F8> kc, tl::ptr<F8> vc, tl::ptr<t
     auto den = tl::zeros<tl::f32>({BLOCK_M});
     for (int s : tl::static_range(MERGE)) {
       auto l = lse_of(s);
-      auto w = tl::where(l > -inf, tl::exp(l - mx), 0.0f);  // (l - mx is NaN where both are -inf)
+      auto w = slice_weight(l, mx);
       auto rows = (bh * split + s) * G + m;
       auto os = tl::load(part_o + tl::expand_dims(rows * D, 1) + tl::expand_dims(d, 0), row_ok & (s < split), 0.0f);
       num = num + os * tl::expand_dims(w, 1);
       den = den + w;
     }
-    auto res = tl::where(tl::expand_dims(den > 0.0f, 1), num / tl::expand_dims(tl::where(den > 0.0f, den, 1.0f), 1), 0.0f);
+    auto res = merged(num, tl::expand_dims(den, 1));
     tl::store(out + tl::expand_dims((bh * G + m) * D, 1) + tl::expand_dims(d, 0), res.template to<tl::bf16>(), row_ok);
   });
 }
@@ -252,12 +268,9 @@ inline auto& combine_kernel() {
     auto s_ok = s < split;
     auto part = (bh * split + s) * G + g;
     auto lse = tl::load(part_lse + part, s_ok, -inf);
-    auto mx = tl::max(lse, 0);
-    auto w = tl::where(lse > -inf, tl::exp(lse - mx), 0.0f);  // (lse - mx is NaN where both are -inf)
+    auto w = slice_weight(lse, tl::max(lse, 0));
     auto o = tl::load(part_o + tl::expand_dims(part * D, 1) + tl::expand_dims(d, 0), tl::expand_dims(s_ok, 1), 0.0f);
-    auto num = tl::sum(o * tl::expand_dims(w, 1), 0);
-    auto den = tl::sum(w, 0);
-    auto res = tl::where(den > 0.0f, num / tl::where(den > 0.0f, den, 1.0f), 0.0f);
+    auto res = merged(tl::sum(o * tl::expand_dims(w, 1), 0), tl::sum(w, 0));
     tl::store(out + head * D + d, res.to<tl::bf16>());
   });
   return k;
