@@ -76,10 +76,13 @@ std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, const
 }
 
 // Whether `v` is (a transpose or cast of) an 8-bit tile. Renumbering K scatters the rows
-// of B a lane reads; an 8-bit B, read a byte at a time (FP8 V in a decode kernel), then
-// costs more registers than P's conversion saves: gfx950's seed-002 decode tuple went
-// from 186 to 237 VGPRs with it, where tutorial-06 attention's bf16 V kept 311 and saved
-// 64 ds_bpermute.
+// of B a lane reads; an 8-bit B read a byte at a time (FP8 V in a decode kernel, where the
+// target has no transposing byte read) then costs more registers than P's conversion
+// saves: gfx950's seed-002 decode tuple went from 186 to 237 VGPRs with it before V was
+// read by ds_read_b64_tr_b8, where tutorial-06 attention's bf16 V kept 311 and saved 64
+// ds_bpermute. A transposing read takes any 8 rows (its lanes' addresses), so where the
+// target has one the renumbering stands: seed 002's tuple on gfx950 then keeps P in
+// registers (32 ds_bpermute an iteration fewer; D = 64: 120 -> 114 VGPRs).
 bool eight_bit_source(const ir::Value* v) {
   while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast) && bit_width(v->type.dtype) > 8)
     v = v->def->operands[0];
@@ -93,7 +96,7 @@ struct ChainPlan {
 
 // Both dots with every warp along M, one instruction size (AMD: the asked nonkdim, else
 // 32 then 16, whichever fits both); the second's K renumbered where that makes its A
-// layout the first's accumulator layout and B is not 8-bit.
+// layout the first's accumulator layout and B is not 8-bit read a byte at a time.
 std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operation& second, const PlanTarget& t) {
   const bool amd = !t.caps->matrix_instructions.empty() &&
                    t.caps->matrix_instructions[0].family == MatrixFamily::amd_mfma;
@@ -104,7 +107,8 @@ std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operat
     auto p1 = plan(first, t, req, why);
     auto p2 = plan(second, t, req, why);
     if (!p1 || !p2) continue;
-    if (!(p2->a == p1->acc) && !eight_bit_source(second.operands[1]))
+    const bool byte_reads = eight_bit_source(second.operands[1]) && !t.caps->has_transposed_shared_read(8);
+    if (!(p2->a == p1->acc) && !byte_reads)
       if (auto perm = k_renumbering(p2->a, p1->acc)) {
         req.k_perm = *perm;
         if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
