@@ -278,6 +278,9 @@ class Lowerer {
     int64_t hi = 0;
   };
   std::optional<AffineTile> affine_tile(const ir::Value* v, const Layout& l, int depth = 0);
+  // The address of register r of `offsets` (element offsets of a stage) from the stage's
+  // `base`, the swizzle's XOR applied after the base is added (read_stage_registers).
+  llvm::Value* stage_address(llvm::Value* base, llvm::Type* ty, const Layout& offsets, int r, int buffer);
   // Loads every thread certainly issues for a copy op (0 where some do not).
   int copy_loads_per_thread(const ir::Operation& op);
   int loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps);

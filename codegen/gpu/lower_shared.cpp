@@ -118,6 +118,35 @@ std::optional<Layout> ldmatrix_addresses(const Layout& l, int elem_bits, bool& t
 }
 }  // namespace
 
+// A register's element of a stage: lane part L (elements), XORed with the register's
+// swizzle bits x (those the lane part may also set) and offset by its other bits a:
+// base + ((L ^ x) + a) * eb. Emitted as ((base + L * eb) ^ x * eb) + a * eb where adding
+// the base carries into no bit x * eb sets (the base's known alignment, 128 bytes for a
+// user buffer, exceeds them): then the XOR is of a value that changes with the stage, made
+// where it is used, instead of one loop-invariant L ^ x per x that LLVM hoists out of the
+// loop and keeps in a VGPR throughout (a K or V tile read by a dot: 4 to 8 of them).
+llvm::Value* Lowerer::stage_address(llvm::Value* base, llvm::Type* ty, const Layout& offsets, int r, int buffer) {
+  const IndexPart& t = thread_index(offsets);
+  const uint32_t rp = offsets.reg_part(uint32_t(r));
+  const uint32_t x = t.value ? rp & t.bits : 0, a = t.value ? rp & ~t.bits : rp;
+  const llvm::DataLayout& dl = m_.getDataLayout();
+  const uint64_t eb = dl.getTypeStoreSize(ty);
+  if (!x || (eb & (eb - 1))) return b.CreateGEP(ty, base, element_index(offsets, r));
+  // The stage's alignment: the array's (a bank row with user buffers), the buffer's
+  // offset's and the stage size's.
+  uint64_t align = smem_plan_.buffers.empty() ? 16 : 128;
+  if (buffer == kUnknownBuffer) align = 16;
+  else if (int64_t o = smem_plan_.buffers[size_t(buffer)].offset) align = std::min<uint64_t>(align, uint64_t(o & -o));
+  const uint64_t tile = uint64_t(offsets.numel()) * eb;
+  align = std::min<uint64_t>(align, tile & (~tile + 1));
+  if (uint64_t(x) * eb >= align) return b.CreateGEP(ty, base, element_index(offsets, r));
+  llvm::Value* bi = b.CreatePtrToInt(base, b.getInt32Ty());
+  llvm::Value* v = b.CreateAdd(bi, b.CreateMul(t.value, b.getInt32(uint32_t(eb)), "", true, true));
+  v = b.CreateXor(v, b.getInt32(uint32_t(x * eb)));
+  if (a) v = b.CreateAdd(v, b.getInt32(uint32_t(a * eb)), "", true, true);
+  return b.CreateIntToPtr(v, base->getType());
+}
+
 void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int first, int count, Values& out) {
   DType t = op.result()->type.dtype;
   bool relaxed = op.i0 == 1;  // load_shared_relaxed
@@ -164,9 +193,47 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
     }
   }
   const uint32_t dup = l.duplicate_reg_mask();
+  // Consecutive elements of the stage held in registers that are not the first ones (an
+  // 8-bit B renumbered along N holds a row's columns in its N-repetition registers): one
+  // vector read gives all of them, up to 16 bytes or the swizzle's vector.
+  if (!transposed && g * int(a.eb) < 16) {
+    std::vector<int> vb;  // register bits holding stage offsets 1, 2, 4, ...
+    for (uint32_t want = 1; int(want) * int(a.eb) < 16 && int(want) < stage_layout(l.shape, a.eb).vec; want *= 2) {
+      int found = -1;
+      for (size_t i = 0; i < offsets.reg.size(); ++i)
+        if (offsets.reg[i] == want) found = int(i);
+      if (found < 0) break;
+      vb.push_back(found);
+    }
+    const uint32_t low = (1u << vb.size()) - 1;
+    bool aligned = !vb.empty();
+    uint32_t vmask = 0;
+    for (int i : vb) vmask |= 1u << i;
+    for (size_t i = 0; i < offsets.reg.size(); ++i)
+      if (!(vmask >> i & 1) && (offsets.reg[i] & low)) aligned = false;
+    for (const auto* images : {&offsets.lane, &offsets.warp})
+      for (uint32_t x : *images) aligned &= (x & low) == 0;
+    if (aligned && (1 << vb.size()) > g) {
+      const int n = 1 << vb.size();
+      auto* vty = llvm::FixedVectorType::get(a.ty, unsigned(n));
+      for (int r = first; r < last; ++r) {
+        if ((r & dup) || out[size_t(r)]) continue;
+        const int r0 = r & ~int(vmask);
+        llvm::Value* p = stage_address(a.base, a.ty, offsets, r0, a.buffer);
+        llvm::Value* vec = smem_load(vty, p, a.eb * unsigned(n), a.buffer, relaxed);
+        for (int j = 0; j < n; ++j) {
+          int rr = r0;
+          for (size_t k = 0; k < vb.size(); ++k)
+            if (j >> k & 1) rr |= 1 << vb[k];
+          out[size_t(rr)] = b.CreateExtractElement(vec, uint64_t(j));
+        }
+      }
+      g = last;  // nothing left for the loop below
+    }
+  }
   for (int r = first / g * g; r < last; r += g) {
     if ((r & dup) || out[size_t(r)]) continue;
-    llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(offsets, r));
+    llvm::Value* p = stage_address(a.base, a.ty, offsets, r, a.buffer);
     if (transposed) {
       llvm::Value* v = hooks_.load_shared_transposed(b, p, bits);
       // (the 8-bit read comes as a bitcast of the intrinsic's words)

@@ -89,6 +89,28 @@ bool eight_bit_source(const ir::Value* v) {
   return bit_width(v->type.dtype) == 8;
 }
 
+// Whether `v` is (a cast or transpose of) a read of a shared buffer.
+bool from_shared(const ir::Value* v) {
+  while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast)) v = v->def->operands[0];
+  return v->def && v->def->op == Op::shared_load;
+}
+
+// The N renumbering that makes the N repetitions of `p`'s B (its register bits along N)
+// the lowest columns, then the instruction's own columns (lane bits): a lane's columns of
+// one row of B are then consecutive, one access for all its repetitions.
+std::vector<uint32_t> repetitions_first(const DotPlan& p) {
+  const int N = p.b.shape[1];
+  const uint32_t nmask = uint32_t(N - 1);
+  std::vector<uint32_t> order;  // current column-bit images, in their new order
+  for (const auto* images : {&p.b.reg, &p.b.lane, &p.b.warp})
+    for (uint32_t x : *images)
+      if (x && (x & ~nmask) == 0 && (x & (x - 1)) == 0) order.push_back(x);
+  std::vector<uint32_t> perm(size_t(lg(N)), 0);
+  if (order.size() != perm.size()) return {};
+  for (size_t i = 0; i < order.size(); ++i) perm[size_t(__builtin_ctz(order[i]))] = 1u << i;
+  return perm;
+}
+
 struct ChainPlan {
   DotPlan first, second;
   bool p_in_registers = false;
@@ -113,6 +135,13 @@ std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operat
         req.k_perm = *perm;
         if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
       }
+    // An 8-bit B staged in shared memory and read without a transposing read (FP8 V on
+    // gfx942): its N repetitions become consecutive columns, read together.
+    if (byte_reads && from_shared(second.operands[1]) && p2->reps_n > 1) {
+      req.n_perm = repetitions_first(*p2);
+      if (!req.n_perm.empty())
+        if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
+    }
     return ChainPlan{*p1, *p2, p2->a == p1->acc};
   }
   return std::nullopt;
@@ -122,6 +151,10 @@ void record(ir::Operation& dot, const DotPlan& p) {
   dot.str = p.instr.name;
   dot.ints = {p.kpack, p.warps_m, p.warps_n};
   for (uint32_t x : p.k_perm) dot.ints.push_back(int(x));
+  if (p.n_perm.empty()) return;
+  if (p.k_perm.empty())
+    for (int k = 1; k < dot.operands[0]->type.shape[1]; k *= 2) dot.ints.push_back(k);
+  for (uint32_t x : p.n_perm) dot.ints.push_back(int(x));
 }
 
 }  // namespace

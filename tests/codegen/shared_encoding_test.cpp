@@ -265,6 +265,25 @@ TEST(SharedEncoding, Gfx950DecodeKeepsPInRegistersAndReadsFp8VTransposed) {
     while (a->def && a->def->op != Op::dot && a->def->op != Op::convert_layout) a = a->def->operands[0];
     ASSERT_TRUE(a->def);
     EXPECT_EQ(a->def->op, Op::dot) << g->str();
+    // gfx942 has no transposing read: the second dot's N is renumbered instead (recorded
+    // after the identity K renumbering), so that a lane's columns of one row of V are
+    // consecutive: its registers hold 8-byte runs (D / 16 repetitions, at most 8) that the
+    // stage read takes whole.
+    auto h = codegen::planned_program(*f, codegen::parse_target("gfx942"), opts);
+    std::vector<const ir::Operation*> dots942;
+    ir::walk(h->body, [&](ir::Operation& op) {
+      if (op.op == Op::dot) dots942.push_back(&op);
+    });
+    ASSERT_EQ(dots942.size(), 2u);
+    EXPECT_EQ(dots942[1]->ints.size(), size_t(3 + 6 + (D == 64 ? 6 : 7))) << h->str();
+    const ir::Value* v = dots942[1]->operands[1];  // V: cast(shared_load)
+    while (v->def && v->def->op != Op::shared_load) v = v->def->operands[0];
+    ASSERT_TRUE(v->def && v->layout);
+    const Layout* v_layout = &*v->layout;
+    int run = 0;
+    for (uint32_t want = 1; want < 8; want *= 2)
+      for (uint32_t x : v_layout->reg) run += x == want;
+    EXPECT_EQ(run, D == 64 ? 2 : 3) << v_layout->str();
   }
 }
 

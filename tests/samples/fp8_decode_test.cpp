@@ -143,12 +143,13 @@ TEST(Fp8DecodeSample, SplitChoice) {
 
 // The guardrail takes the first candidate that compiles without spills and within the
 // budget, and says why it refused the others: a tile over a lane's registers (BLOCK_N 128
-// at 1 warp), stages over gfx942's 64 KiB of LDS (BLOCK_N 64 at D 256); when every one is
-// refused, the error gives each reason.
+// at 1 warp), stages over gfx942's 64 KiB of LDS (BLOCK_N 64 at D 256), VGPRs over the
+// budget (BLOCK_N 32 over 2 warps at D 256: 132); when every one is refused, the error
+// gives each reason.
 TEST(Fp8DecodeSample, GuardrailRefusesWhatCannotRun) {
   fp8_decode::Problem p{16, 8192, 64, 8, 256};
   try {
-    fp8_decode::guarded_choice<tl::f8e4m3fnuz>({{128, 2, 1}, {32, 2, 4}}, "gfx942", p);
+    fp8_decode::guarded_choice<tl::f8e4m3fnuz>({{128, 2, 1}, {32, 2, 2}}, "gfx942", p);
     ADD_FAILURE() << "a configuration passed";
   } catch (const std::runtime_error& e) {
     std::string w = e.what();
