@@ -1,6 +1,8 @@
 // See amdgpu_hooks.hpp.
 #include "codegen/amdgpu/amdgpu_hooks.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
@@ -138,13 +140,15 @@ llvm::Instruction* AmdgpuHooks::copy_zeros_to_shared(llvm::IRBuilderBase& b, llv
 }
 
 // buffer_load_dword[x3|x4] ... lds: the LDS base in M0 as for global_load_lds, the
-// global address from the resource and the lane's offset (out of range: zeros written).
+// global address from the resource, the lane's offset and the uniform soffset (out of
+// range: zeros written).
 llvm::Instruction* AmdgpuHooks::buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
-                                                      llvm::Value* shared, int bytes) {
-  if (!capabilities().buffer_load_to_shared) return nullptr;
+                                                      llvm::Value* shared, int bytes, llvm::Value* soffset) {
+  const auto& w = capabilities().buffer_copy_widths;
+  if (std::find(w.begin(), w.end(), bytes) == w.end()) return nullptr;
   return b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_load_lds, kNoTypes,
-                           {rsrc, lds_dma_base(b, shared, bytes), b.getInt32(uint32_t(bytes)), voffset, b.getInt32(0),
-                            b.getInt32(0), b.getInt32(0)});
+                           {rsrc, lds_dma_base(b, shared, bytes), b.getInt32(uint32_t(bytes)), voffset,
+                            soffset ? soffset : b.getInt32(0), b.getInt32(0), b.getInt32(0)});
 }
 
 // s_waitcnt with gfx9's fields (every CDNA chip): vmcnt in bits [3:0] and [15:14],

@@ -47,7 +47,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) override;
   llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) override;
   llvm::Instruction* buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
-                                           llvm::Value* shared, int bytes) override;
+                                           llvm::Value* shared, int bytes, llvm::Value* soffset = nullptr) override;
   void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) override;
 
  private:

@@ -52,6 +52,9 @@ gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   // (triton python/triton/experimental/gluon/language/amd/cdna4/async_copy.py), where
   // the dwordx3/x4 forms make it worth having; tl follows that.
   c.buffer_load_to_shared = false;
+  // The compiler's own copies may still use the dword form (copy_zeros_to_shared's
+  // buffer_load_dword ... lds assembles on gfx90a and gfx942 with LLVM 22).
+  c.buffer_copy_widths = {4};
   // Word 3 of the V# for raw buffer access: DATA_FORMAT = 4 (32 bit, bits 18:15) and
   // NUM_FORMAT = 7 (float, bits 14:12). The raw buffer instructions ignore both, but
   // DATA_FORMAT must not be 0 (Triton: "ignored, must be nonzero"; accesses through a

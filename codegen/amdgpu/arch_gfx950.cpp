@@ -26,6 +26,7 @@ gpu::TargetCapabilities gfx950_capabilities() {
   // gfx950 only).
   c.direct_to_shared_widths = {1, 2, 4, 12, 16};
   c.buffer_load_to_shared = true;
+  c.buffer_copy_widths = {4, 12, 16};
   // ds_read_b64_tr_b8 / _b16 (llvm.amdgcn.ds.read.tr8.b64 / tr16.b64, FeatureGFX950Insts).
   c.transposed_shared_read_bits = {8, 16};
   c.hardware_fp8 = {DType::f8e4m3fn, DType::f8e5m2};

@@ -370,14 +370,29 @@ class LayoutPlanner {
     else weak_.erase(res);
   }
 
+  // Whether `v` is yielded to the next iteration of a loop.
+  bool carried_by_loop(const ir::Value* v) {
+    auto it = users_.find(v);
+    if (it == users_.end()) return false;
+    for (auto [u, index] : it->second)
+      if (u->op == Op::yield && u->parent && u->parent->parent && u->parent->parent->op == Op::for_) return true;
+    return false;
+  }
+
   void load(const ir::Operation& o) {
     const ir::Value* ptr = o.operands[0];
     if (ptr->type.is_scalar()) return;
     const ir::Value* mask = o.operands.size() > 1 ? o.operands[1] : nullptr;
-    // The layout its users want, unless that would narrow the accesses.
+    // The layout its users want, unless that would narrow the accesses, or, for a load
+    // the pipeliner issues an iteration ahead (its result carried to the next iteration
+    // by the loop's yield), hold more distinct registers: those stay live across the
+    // whole loop (a decode kernel's per-token scale, wanted broadcast over the columns an
+    // MFMA accumulator gives a lane: 16 registers instead of 1, twice, at D = 64).
     Layout l = anchor(o);
+    auto distinct = [](const Layout& x) { return x.num_regs() >> __builtin_popcount(x.duplicate_reg_mask()); };
     if (auto want = wanted_layout(o.result());
-        want && access_width(axis_, *want, ptr, mask) >= access_width(axis_, l, ptr, mask))
+        want && access_width(axis_, *want, ptr, mask) >= access_width(axis_, l, ptr, mask) &&
+        !(carried_by_loop(o.result()) && distinct(*want) > distinct(l)))
       l = *want;
     set(o.result(), l);
   }

@@ -93,6 +93,11 @@ struct TargetCapabilities {
   // AMD: buffer_load ... lds, a buffer load that writes LDS directly (Gluon's
   // buffer_load_to_shared).
   bool buffer_load_to_shared = false;
+  // AMD: the widths (bytes a lane) of buffer_load ... lds the compiler itself may issue
+  // for an ordinary copy into shared memory (its offsets split into a uniform base, one
+  // small non-negative offset a lane and constants; a masked-off lane's offset past the
+  // bound, so no branch), whether or not the user-facing buffer_load_to_shared is offered.
+  std::vector<int> buffer_copy_widths;
   // AMD: word 3 ("flags": DST_SEL, NUM_FORMAT, DATA_FORMAT, ...) of the 128-bit buffer
   // resource descriptor (V#) for raw buffer loads and stores; 0 where the target has no
   // buffer instructions.

@@ -219,6 +219,22 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
     renumber(p.b, lg(N));
     p.k_perm = req.k_perm;
   }
+  if (!req.n_perm.empty()) {
+    // N renumbered: column bits of B and of the accumulator (flat bits 0..lg N).
+    if (int(req.n_perm.size()) != lg(N)) {
+      why = fmt::format("an N renumbering of {} bits for N = {}", req.n_perm.size(), N);
+      return std::nullopt;
+    }
+    for (Layout* l : {&p.b, &p.acc})
+      for (auto* images : {&l->reg, &l->lane, &l->warp})
+        for (uint32_t& x : *images) {
+          uint32_t n = x & uint32_t(N - 1), out = 0;
+          for (int bit = 0; bit < lg(N); ++bit)
+            if (n >> bit & 1) out ^= req.n_perm[size_t(bit)];
+          x = (x & ~uint32_t(N - 1)) | out;
+        }
+    p.n_perm = req.n_perm;
+  }
   return p;
 }
 
@@ -237,7 +253,16 @@ DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& d
   req.kpack = dot.ints[0];
   req.warps_m = dot.ints[1];
   req.warps_n = dot.ints[2];
-  req.k_perm.assign(dot.ints.begin() + 3, dot.ints.end());
+  const size_t lk = size_t(log2_exact(a.shape[1])), ln = size_t(log2_exact(b.shape[1]));
+  if (dot.ints.size() != 3 && dot.ints.size() != 3 + lk && dot.ints.size() != 3 + lk + ln)
+    fail(fmt::format("a recorded plan of {} numbers for K = {}, N = {}", dot.ints.size(), a.shape[1], b.shape[1]));
+  if (dot.ints.size() >= 3 + lk) {
+    req.k_perm.assign(dot.ints.begin() + 3, dot.ints.begin() + long(3 + lk));
+    bool identity = true;
+    for (size_t i = 0; i < lk; ++i) identity &= req.k_perm[i] == 1u << i;
+    if (identity) req.k_perm.clear();
+  }
+  if (dot.ints.size() == 3 + lk + ln) req.n_perm.assign(dot.ints.begin() + long(3 + lk), dot.ints.end());
   std::string why;
   auto p = plan_dot(caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], num_warps, wave_size, req, why);
   if (!p) fail(why);

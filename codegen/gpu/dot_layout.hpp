@@ -40,6 +40,12 @@ struct DotPlan {
   // differs from the accumulator's column order (gfx950's 8-wide k): a sum over k does
   // not see the order its terms meet in.
   std::vector<uint32_t> k_perm;
+  // A renumbering of N shared by B and the accumulator (one image per N bit, empty:
+  // none), so that the N repetitions a lane holds are consecutive columns: an 8-bit B
+  // read from shared memory without a transposing read then takes one row's bytes of all
+  // of them in one access (reps_n bytes) instead of a byte a read. The columns of the
+  // result follow; whatever reads it reads the layout it is in.
+  std::vector<uint32_t> n_perm;
   int reps_m = 1, reps_n = 1, k_steps = 1;  // per warp; k_steps of instr.k * kpack
   Layout acc, a, b;
 
@@ -67,6 +73,7 @@ struct DotRequest {
   // copies): what plan_dots records, and its rule for chained dots (every warp along M).
   int warps_m = 0, warps_n = 0;
   std::vector<uint32_t> k_perm;  // DotPlan::k_perm
+  std::vector<uint32_t> n_perm;  // DotPlan::n_perm
 };
 
 // The plan of a dot of a [M, K] (dtype a) by [K, N] (dtype b) on `caps`' matrix
@@ -77,7 +84,9 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
                                 int num_warps, int wave_size, const DotRequest& req, std::string& why);
 
 // The plan plan_dots recorded on a dot op (instruction name in `str`; kpack, warps_m,
-// warps_n and the K renumbering in `ints`), rebuilt for the lowering and later passes.
+// warps_n, then the K renumbering and the N renumbering in `ints`: none, K's lg K images,
+// or K's then N's lg N images, K's the identity where only N is renumbered), rebuilt for
+// the lowering and later passes.
 // A compile error (a tl bug) when the op has none or it no longer fits.
 DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& dot, int num_warps, int wave_size);
 

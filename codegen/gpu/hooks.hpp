@@ -91,11 +91,12 @@ class GpuHooks {
     return nullptr;
   }
   // A buffer load of `bytes` a lane straight into shared memory at `shared` (AMD's
-  // buffer_load_dword[x3|x4] ... lds, tl::amd::buffer_load_to_shared): `voffset` past
-  // the resource's bound reads 0 and writes it. Null where the target has none
-  // (capabilities().buffer_load_to_shared).
+  // buffer_load_dword[x3|x4] ... lds, tl::amd::buffer_load_to_shared and the compiler's
+  // own copies): `voffset` past the resource's bound reads 0 and writes it; `soffset`
+  // (a uniform i32, null for 0) is added to every lane's. Null where the target has none
+  // of that width (capabilities().buffer_copy_widths).
   virtual llvm::Instruction* buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
-                                                   llvm::Value* shared, int bytes) {
+                                                   llvm::Value* shared, int bytes, llvm::Value* soffset = nullptr) {
     return nullptr;
   }
   virtual void commit_copies(llvm::IRBuilderBase& b) {}

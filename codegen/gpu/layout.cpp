@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 
 #include "tl/error.hpp"
 
@@ -513,15 +514,23 @@ SharedTileLayout shared_tile_layout(const std::vector<int>& shape, int elem_byte
   return s;
 }
 
-ir::ConvertPath conversion_path(const Layout& src, const Layout& dst) {
+ir::ConvertPath conversion_path(const Layout& src, const Layout& dst, bool in_loop) {
   if (register_only_conversion(src, dst)) return ir::ConvertPath::registers;
   // A shuffle costs about one shared-memory access (ds_bpermute goes through the LDS
   // crossbar, shfl through the shared-memory pipe); an all-to-all inside a warp (a 32x32
   // transpose held by one warp) needs a shuffle per (register, source register) pair and
-  // stays in shared memory.
+  // stays in shared memory. In a loop, each source-lane offset a register adds to the
+  // lane's own is one more address register that LLVM computes once, before the loop, and
+  // keeps live throughout: a vector gathered into many registers there (a per-column scale
+  // broadcast over an MFMA accumulator's 16 columns a lane: 16 shuffles from 16 lanes, 15
+  // address VGPRs) costs them on top of its shuffles, where shared memory reads the
+  // registers back a vector at a time from one address.
   if (auto plan = warp_shuffle_plan(src, dst)) {
     auto distinct = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
-    if (plan->num_shuffles() <= distinct(src) + distinct(dst)) return ir::ConvertPath::warp_shuffle;
+    std::set<uint32_t> offsets;
+    for (int r = 0; in_loop && r < plan->num_dst_regs; ++r)
+      if (!plan->local[size_t(r)] && plan->lane_base[size_t(r)]) offsets.insert(plan->lane_base[size_t(r)]);
+    if (plan->num_shuffles() + int(offsets.size()) <= distinct(src) + distinct(dst)) return ir::ConvertPath::warp_shuffle;
   }
   return ir::ConvertPath::shared;
 }

@@ -197,6 +197,8 @@ std::optional<WarpShufflePlan> warp_shuffle_plan(const Layout& src, const Layout
 // the shuffles are no more than a shared-memory round trip's accesses: distinct elements
 // written plus read per thread; the two barriers are the gain), else shared memory. The
 // one rule plan_conversion_paths records and the lowering emits.
-ir::ConvertPath conversion_path(const Layout& src, const Layout& dst);
+// `in_loop`: the conversion runs in a loop, where each address register a shuffle needs
+// is computed before the loop and live throughout it (it counts against the shuffles).
+ir::ConvertPath conversion_path(const Layout& src, const Layout& dst, bool in_loop = false);
 
 }  // namespace tl::gpu

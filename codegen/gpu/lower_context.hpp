@@ -268,6 +268,19 @@ class Lowerer {
     int per;
   };
   CopyPlan plan_copy(const ir::Operation& op);
+  // An integer tile in layout l as a uniform i64 part (null: 0), plus, per register, a
+  // part that varies with the lane (null: 0; never negative) and a constant; `hi` bounds
+  // lane part plus constant over the whole tile. For a copy's offsets.
+  struct AffineTile {
+    llvm::Value* uniform = nullptr;
+    Values lane;
+    std::vector<int64_t> consts;
+    int64_t hi = 0;
+  };
+  std::optional<AffineTile> affine_tile(const ir::Value* v, const Layout& l, int depth = 0);
+  // The address of register r of `offsets` (element offsets of a stage) from the stage's
+  // `base`, the swizzle's XOR applied after the base is added (read_stage_registers).
+  llvm::Value* stage_address(llvm::Value* base, llvm::Type* ty, const Layout& offsets, int r, int buffer);
   // Loads every thread certainly issues for a copy op (0 where some do not).
   int copy_loads_per_thread(const ir::Operation& op);
   int loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps);

@@ -14,6 +14,9 @@
 
 #include <algorithm>
 
+#include <llvm/Analysis/ValueTracking.h>
+#include <llvm/IR/Operator.h>
+
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/builder.hpp"
@@ -115,6 +118,35 @@ std::optional<Layout> ldmatrix_addresses(const Layout& l, int elem_bits, bool& t
 }
 }  // namespace
 
+// A register's element of a stage: lane part L (elements), XORed with the register's
+// swizzle bits x (those the lane part may also set) and offset by its other bits a:
+// base + ((L ^ x) + a) * eb. Emitted as ((base + L * eb) ^ x * eb) + a * eb where adding
+// the base carries into no bit x * eb sets (the base's known alignment, 128 bytes for a
+// user buffer, exceeds them): then the XOR is of a value that changes with the stage, made
+// where it is used, instead of one loop-invariant L ^ x per x that LLVM hoists out of the
+// loop and keeps in a VGPR throughout (a K or V tile read by a dot: 4 to 8 of them).
+llvm::Value* Lowerer::stage_address(llvm::Value* base, llvm::Type* ty, const Layout& offsets, int r, int buffer) {
+  const IndexPart& t = thread_index(offsets);
+  const uint32_t rp = offsets.reg_part(uint32_t(r));
+  const uint32_t x = t.value ? rp & t.bits : 0, a = t.value ? rp & ~t.bits : rp;
+  const llvm::DataLayout& dl = m_.getDataLayout();
+  const uint64_t eb = dl.getTypeStoreSize(ty);
+  if (!x || (eb & (eb - 1))) return b.CreateGEP(ty, base, element_index(offsets, r));
+  // The stage's alignment: the array's (a bank row with user buffers), the buffer's
+  // offset's and the stage size's.
+  uint64_t align = smem_plan_.buffers.empty() ? 16 : 128;
+  if (buffer == kUnknownBuffer) align = 16;
+  else if (int64_t o = smem_plan_.buffers[size_t(buffer)].offset) align = std::min<uint64_t>(align, uint64_t(o & -o));
+  const uint64_t tile = uint64_t(offsets.numel()) * eb;
+  align = std::min<uint64_t>(align, tile & (~tile + 1));
+  if (uint64_t(x) * eb >= align) return b.CreateGEP(ty, base, element_index(offsets, r));
+  llvm::Value* bi = b.CreatePtrToInt(base, b.getInt32Ty());
+  llvm::Value* v = b.CreateAdd(bi, b.CreateMul(t.value, b.getInt32(uint32_t(eb)), "", true, true));
+  v = b.CreateXor(v, b.getInt32(uint32_t(x * eb)));
+  if (a) v = b.CreateAdd(v, b.getInt32(uint32_t(a * eb)), "", true, true);
+  return b.CreateIntToPtr(v, base->getType());
+}
+
 void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int first, int count, Values& out) {
   DType t = op.result()->type.dtype;
   bool relaxed = op.i0 == 1;  // load_shared_relaxed
@@ -161,9 +193,47 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
     }
   }
   const uint32_t dup = l.duplicate_reg_mask();
+  // Consecutive elements of the stage held in registers that are not the first ones (an
+  // 8-bit B renumbered along N holds a row's columns in its N-repetition registers): one
+  // vector read gives all of them, up to 16 bytes or the swizzle's vector.
+  if (!transposed && g * int(a.eb) < 16) {
+    std::vector<int> vb;  // register bits holding stage offsets 1, 2, 4, ...
+    for (uint32_t want = 1; int(want) * int(a.eb) < 16 && int(want) < stage_layout(l.shape, a.eb).vec; want *= 2) {
+      int found = -1;
+      for (size_t i = 0; i < offsets.reg.size(); ++i)
+        if (offsets.reg[i] == want) found = int(i);
+      if (found < 0) break;
+      vb.push_back(found);
+    }
+    const uint32_t low = (1u << vb.size()) - 1;
+    bool aligned = !vb.empty();
+    uint32_t vmask = 0;
+    for (int i : vb) vmask |= 1u << i;
+    for (size_t i = 0; i < offsets.reg.size(); ++i)
+      if (!(vmask >> i & 1) && (offsets.reg[i] & low)) aligned = false;
+    for (const auto* images : {&offsets.lane, &offsets.warp})
+      for (uint32_t x : *images) aligned &= (x & low) == 0;
+    if (aligned && (1 << vb.size()) > g) {
+      const int n = 1 << vb.size();
+      auto* vty = llvm::FixedVectorType::get(a.ty, unsigned(n));
+      for (int r = first; r < last; ++r) {
+        if ((r & dup) || out[size_t(r)]) continue;
+        const int r0 = r & ~int(vmask);
+        llvm::Value* p = stage_address(a.base, a.ty, offsets, r0, a.buffer);
+        llvm::Value* vec = smem_load(vty, p, a.eb * unsigned(n), a.buffer, relaxed);
+        for (int j = 0; j < n; ++j) {
+          int rr = r0;
+          for (size_t k = 0; k < vb.size(); ++k)
+            if (j >> k & 1) rr |= 1 << vb[k];
+          out[size_t(rr)] = b.CreateExtractElement(vec, uint64_t(j));
+        }
+      }
+      g = last;  // nothing left for the loop below
+    }
+  }
   for (int r = first / g * g; r < last; r += g) {
     if ((r & dup) || out[size_t(r)]) continue;
-    llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(offsets, r));
+    llvm::Value* p = stage_address(a.base, a.ty, offsets, r, a.buffer);
     if (transposed) {
       llvm::Value* v = hooks_.load_shared_transposed(b, p, bits);
       // (the 8-bit read comes as a bitcast of the intrinsic's words)
@@ -341,6 +411,120 @@ void Lowerer::lower_async_wait(const ir::Operation& op) {
   hooks_.async_wait(b, n);
 }
 
+namespace {
+// v as x + k: constants added (add, or disjoint) on top of a part LLVM knows is
+// non-negative (x null: v is the constant k).
+std::pair<llvm::Value*, int64_t> split_nonnegative(llvm::Value* v, const llvm::DataLayout& dl) {
+  int64_t k = 0;
+  for (;;) {
+    auto* bo = llvm::dyn_cast<llvm::BinaryOperator>(v);
+    if (!bo) break;
+    bool add = bo->getOpcode() == llvm::Instruction::Add;
+    bool disjoint_or = bo->getOpcode() == llvm::Instruction::Or && llvm::cast<llvm::PossiblyDisjointInst>(bo)->isDisjoint();
+    if (!add && !disjoint_or) break;
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(1));
+    llvm::Value* x = bo->getOperand(0);
+    if (!c) {
+      c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(0));
+      x = bo->getOperand(1);
+    }
+    if (!c || c->getSExtValue() < 0 || !llvm::isKnownNonNegative(x, llvm::SimplifyQuery(dl))) break;
+    k += c->getSExtValue();
+    v = x;
+  }
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(v); c && c->getSExtValue() >= 0) return {nullptr, k + c->getSExtValue()};
+  return {v, k};
+}
+
+// The value of `v` when it is a splat of an integer constant.
+std::optional<int64_t> splat_constant(const ir::Value* v) {
+  const ir::Operation* d = v->def;
+  if (!d || d->op != Op::splat || !d->operands[0]->def || d->operands[0]->def->op != Op::constant) return std::nullopt;
+  return d->operands[0]->def->i0;
+}
+}  // namespace
+
+// An i32 index tile of the form a tile's offsets take (`(row0 + arange) * stride +
+// arange`, uniform scalars, constant non-negative strides), split so that a copy can take
+// the uniform part into its buffer resource, the constants into soffset and one small
+// non-negative offset a lane from a VGPR: nullopt for any other form, or where a lane's
+// part could exceed kBufferNumRecords.
+std::optional<Lowerer::AffineTile> Lowerer::affine_tile(const ir::Value* v, const Layout& l, int depth) {
+  const ir::Operation* d = v->def;
+  if (depth > 32 || !d || !is_lazy(v) || v->type.dtype != DType::i32) return std::nullopt;
+  const size_t n = size_t(l.num_regs());
+  const int64_t limit = int64_t(kBufferNumRecords);
+  auto add64 = [&](llvm::Value* x, llvm::Value* y) { return !x ? y : !y ? x : b.CreateAdd(x, y, "", false, true); };
+  auto lane_free = [&](const AffineTile& t) {
+    if (t.hi) return false;
+    for (size_t r = 0; r < n; ++r)
+      if (t.lane[r] || t.consts[r]) return false;
+    return true;
+  };
+  switch (d->op) {
+    case Op::splat: {
+      AffineTile t;
+      t.uniform = b.CreateSExt(scalar(d->operands[0]), b.getInt64Ty());
+      t.lane.assign(n, nullptr);
+      t.consts.assign(n, 0);
+      return t;
+    }
+    case Op::arange: {
+      if (d->i0 < 0) return std::nullopt;
+      Values vals = get(v, l);
+      AffineTile t;
+      t.lane.resize(n);
+      t.consts.resize(n);
+      for (size_t r = 0; r < n; ++r) std::tie(t.lane[r], t.consts[r]) = split_nonnegative(vals[r], m_.getDataLayout());
+      t.hi = d->i1 - 1;
+      return t;
+    }
+    case Op::broadcast:
+      return affine_tile(d->operands[0], broadcast_source_layout(l, d->operands[0]->type.shape), depth + 1);
+    case Op::reshape: case Op::expand_dims:
+      return affine_tile(d->operands[0], reshape_layout(l, d->operands[0]->type.shape), depth + 1);
+    case Op::add: {
+      auto x = affine_tile(d->operands[0], l, depth + 1), y = affine_tile(d->operands[1], l, depth + 1);
+      if (!x || !y || x->hi + y->hi > limit) return std::nullopt;
+      x->uniform = add64(x->uniform, y->uniform);
+      for (size_t r = 0; r < n; ++r) {
+        llvm::Value *p = x->lane[r], *q = y->lane[r];
+        x->lane[r] = !p ? q : !q ? p : b.CreateAdd(p, q, "", true, true);
+        x->consts[r] += y->consts[r];
+      }
+      x->hi += y->hi;
+      return x;
+    }
+    case Op::sub: {  // of a uniform amount
+      auto x = affine_tile(d->operands[0], l, depth + 1), y = affine_tile(d->operands[1], l, depth + 1);
+      if (!x || !y || !lane_free(*y)) return std::nullopt;
+      if (y->uniform) x->uniform = x->uniform ? b.CreateSub(x->uniform, y->uniform, "", false, true) : b.CreateNeg(y->uniform);
+      return x;
+    }
+    case Op::mul: {
+      for (int side = 0; side < 2; ++side) {
+        auto c = splat_constant(d->operands[size_t(1 - side)]);
+        if (!c || *c < 0) continue;
+        auto x = affine_tile(d->operands[size_t(side)], l, depth + 1);
+        if (!x || (*c && x->hi > limit / *c)) return std::nullopt;
+        if (x->uniform) x->uniform = b.CreateMul(x->uniform, b.getInt64(uint64_t(*c)), "", false, true);
+        for (size_t r = 0; r < n; ++r) {
+          if (x->lane[r]) x->lane[r] = b.CreateMul(x->lane[r], b.getInt32(uint32_t(*c)), "", true, true);
+          x->consts[r] *= *c;
+        }
+        x->hi *= *c;
+        return x;
+      }
+      // uniform * uniform
+      auto x = affine_tile(d->operands[0], l, depth + 1), y = affine_tile(d->operands[1], l, depth + 1);
+      if (!x || !y || !lane_free(*x) || !lane_free(*y) || !x->uniform || !y->uniform) return std::nullopt;
+      x->uniform = b.CreateMul(x->uniform, y->uniform, "", false, true);
+      return x;
+    }
+    default: return std::nullopt;
+  }
+}
+
 void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   const ir::Type& bt = op.operands[0]->type;
   const ir::Value* ptr = op.operands[2];
@@ -364,7 +548,24 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   std::optional<Layout> l = plan.layout;
   int bytes = plan.bytes;
   int per = bytes / eb;
-  Values ptrs = buffer_copy ? Values{} : get_converting(ptr, *l);
+  // An ordinary copy (AMD) through a buffer resource where its pointers allow: the
+  // uniform part of the offsets in the resource's base, the constants (the chunks' rows)
+  // in soffset, one small offset a lane (one per swizzle variant), and masked-off chunks
+  // at an offset past the bound, written as zeros with no branch. Else each chunk's 64-bit
+  // address, and a branch per masked chunk.
+  std::optional<AffineTile> affine;
+  llvm::Value* affine_rsrc = nullptr;
+  const auto& bw = caps.buffer_copy_widths;
+  if (op.i1 == ir::kCompilerCopy && caps.has_buffer_ops() && zero_filled(op) && std::find(bw.begin(), bw.end(), bytes) != bw.end() &&
+      ptr->def && ptr->def->op == Op::addptr && is_lazy(ptr) && ptr->def->operands[0]->def &&
+      ptr->def->operands[0]->def->op == Op::splat)
+    if ((affine = affine_tile(ptr->def->operands[1], *l)) && (affine->hi + 1) * eb <= int64_t(kBufferNumRecords)) {
+      llvm::Value* base = scalar(ptr->def->operands[0]->def->operands[0]);
+      if (affine->uniform) base = b.CreateGEP(ty, base, affine->uniform);
+      affine_rsrc = hooks_.buffer_resource(b, base, nullptr);
+    }
+  if (!affine_rsrc) affine.reset();
+  Values ptrs = buffer_copy || affine ? Values{} : get_converting(ptr, *l);
   Values masks = mask ? get_converting(mask, *l) : Values{};
   Values others = other ? get_converting(other, *l) : Values{};
   Layout offsets = compose(st.offsets, *l, bt.shape);
@@ -393,6 +594,14 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   auto copy_chunks = [&] {
     for (int r = 0; r < l->num_regs(); r += per) {
       llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
+      if (affine) {
+        llvm::Value* lane = affine->lane[size_t(r)];
+        llvm::Value* voff = lane ? b.CreateMul(lane, b.getInt32(uint32_t(eb)), "", true, true) : b.getInt32(0);
+        if (mask) voff = masked_buffer_offset(voff, masks[size_t(r)]);
+        llvm::Value* soff = b.getInt32(uint32_t(affine->consts[size_t(r)] * eb));
+        smem_tag_copy(hooks_.buffer_copy_to_shared(b, affine_rsrc, voff, p, bytes, soff), buffer);
+        continue;
+      }
       if (!mask) {
         smem_tag_copy(copy_chunk(r, p), buffer);
         continue;

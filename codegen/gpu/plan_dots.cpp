@@ -76,14 +76,39 @@ std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, const
 }
 
 // Whether `v` is (a transpose or cast of) an 8-bit tile. Renumbering K scatters the rows
-// of B a lane reads; an 8-bit B, read a byte at a time (FP8 V in a decode kernel), then
-// costs more registers than P's conversion saves: gfx950's seed-002 decode tuple went
-// from 186 to 237 VGPRs with it, where tutorial-06 attention's bf16 V kept 311 and saved
-// 64 ds_bpermute.
+// of B a lane reads; an 8-bit B read a byte at a time (FP8 V in a decode kernel, where the
+// target has no transposing byte read) then costs more registers than P's conversion
+// saves: gfx950's seed-002 decode tuple went from 186 to 237 VGPRs with it before V was
+// read by ds_read_b64_tr_b8, where tutorial-06 attention's bf16 V kept 311 and saved 64
+// ds_bpermute. A transposing read takes any 8 rows (its lanes' addresses), so where the
+// target has one the renumbering stands: seed 002's tuple on gfx950 then keeps P in
+// registers (32 ds_bpermute an iteration fewer; D = 64: 120 -> 114 VGPRs).
 bool eight_bit_source(const ir::Value* v) {
   while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast) && bit_width(v->type.dtype) > 8)
     v = v->def->operands[0];
   return bit_width(v->type.dtype) == 8;
+}
+
+// Whether `v` is (a cast or transpose of) a read of a shared buffer.
+bool from_shared(const ir::Value* v) {
+  while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast)) v = v->def->operands[0];
+  return v->def && v->def->op == Op::shared_load;
+}
+
+// The N renumbering that makes the N repetitions of `p`'s B (its register bits along N)
+// the lowest columns, then the instruction's own columns (lane bits): a lane's columns of
+// one row of B are then consecutive, one access for all its repetitions.
+std::vector<uint32_t> repetitions_first(const DotPlan& p) {
+  const int N = p.b.shape[1];
+  const uint32_t nmask = uint32_t(N - 1);
+  std::vector<uint32_t> order;  // current column-bit images, in their new order
+  for (const auto* images : {&p.b.reg, &p.b.lane, &p.b.warp})
+    for (uint32_t x : *images)
+      if (x && (x & ~nmask) == 0 && (x & (x - 1)) == 0) order.push_back(x);
+  std::vector<uint32_t> perm(size_t(lg(N)), 0);
+  if (order.size() != perm.size()) return {};
+  for (size_t i = 0; i < order.size(); ++i) perm[size_t(__builtin_ctz(order[i]))] = 1u << i;
+  return perm;
 }
 
 struct ChainPlan {
@@ -93,7 +118,7 @@ struct ChainPlan {
 
 // Both dots with every warp along M, one instruction size (AMD: the asked nonkdim, else
 // 32 then 16, whichever fits both); the second's K renumbered where that makes its A
-// layout the first's accumulator layout and B is not 8-bit.
+// layout the first's accumulator layout and B is not 8-bit read a byte at a time.
 std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operation& second, const PlanTarget& t) {
   const bool amd = !t.caps->matrix_instructions.empty() &&
                    t.caps->matrix_instructions[0].family == MatrixFamily::amd_mfma;
@@ -104,11 +129,19 @@ std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operat
     auto p1 = plan(first, t, req, why);
     auto p2 = plan(second, t, req, why);
     if (!p1 || !p2) continue;
-    if (!(p2->a == p1->acc) && !eight_bit_source(second.operands[1]))
+    const bool byte_reads = eight_bit_source(second.operands[1]) && !t.caps->has_transposed_shared_read(8);
+    if (!(p2->a == p1->acc) && !byte_reads)
       if (auto perm = k_renumbering(p2->a, p1->acc)) {
         req.k_perm = *perm;
         if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
       }
+    // An 8-bit B staged in shared memory and read without a transposing read (FP8 V on
+    // gfx942): its N repetitions become consecutive columns, read together.
+    if (byte_reads && from_shared(second.operands[1]) && p2->reps_n > 1) {
+      req.n_perm = repetitions_first(*p2);
+      if (!req.n_perm.empty())
+        if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
+    }
     return ChainPlan{*p1, *p2, p2->a == p1->acc};
   }
   return std::nullopt;
@@ -118,6 +151,10 @@ void record(ir::Operation& dot, const DotPlan& p) {
   dot.str = p.instr.name;
   dot.ints = {p.kpack, p.warps_m, p.warps_n};
   for (uint32_t x : p.k_perm) dot.ints.push_back(int(x));
+  if (p.n_perm.empty()) return;
+  if (p.k_perm.empty())
+    for (int k = 1; k < dot.operands[0]->type.shape[1]; k *= 2) dot.ints.push_back(k);
+  for (uint32_t x : p.n_perm) dot.ints.push_back(int(x));
 }
 
 }  // namespace

@@ -65,6 +65,11 @@ inline bool has_trait(Op op, OpTrait t) { return properties(op).has(t); }
 // the masked load/store/copy through that pointer; AMD lowers them to buffer
 // instructions (the copy only where the target has buffer loads into LDS).
 constexpr int64_t kBufferAccess = 1;
+// `global_load_to_shared` with i1 == kCompilerCopy: made by the software pipeliner from a
+// load stored into a shared buffer, not asked for by the user (tl::amd's copies), so the
+// instruction is the target's choice: AMD issues it as buffer loads into LDS where its
+// pointers allow (Triton's ConvertToBufferOps on its pipeliner's async copies).
+constexpr int64_t kCompilerCopy = 2;
 // `async_wait` with i1 == kWaitCountsCopies (made by the software pipeliner) counts
 // global_load_to_shared ops (copy groups, NVIDIA's commit groups) still in flight, not
 // AMD's raw vmcnt: the AMD lowering turns it into the vmcnt those copies' instructions

@@ -178,7 +178,7 @@ class Verifier {
                               "the mask must be an i1 tile of the pointers' shape");
         if (nops == 5) expect(op.operands[4]->type.dtype == buf.dtype && same_shape(op.operands[4], op.operands[2]), op,
                               "other must be a tile of the buffer's element type and the pointers' shape");
-        expect(op.i1 == 0 || (op.i1 == kBufferAccess && buffer_operands(op).base), op,
+        expect(op.i1 == 0 || op.i1 == kCompilerCopy || (op.i1 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer copy's pointers must be addptr(splat(base), i32 offsets)");
         break;
       }

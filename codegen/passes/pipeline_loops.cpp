@@ -722,7 +722,9 @@ class Pipeliner {
     std::vector<ir::Value*> operands{p.store->operands[0], stage};
     operands.push_back(ops[0]);
     operands.push_back(ops[1]);  // (a zero `other` is what the copy fills anyway)
-    return b.create(Op::global_load_to_shared, operands, {}, p.load->loc);
+    ir::Operation& copy = b.create(Op::global_load_to_shared, operands, {}, p.load->loc);
+    copy.i1 = ir::kCompilerCopy;  // the target picks the instruction
+    return copy;
   }
 
   // Makes the loop yield `v` for the carried value whose body argument is `arg`.

@@ -27,12 +27,12 @@
 //   K and V tiles of the iterations ahead are in shared memory, not registers. The loop is
 //   `tl::range(start, end, BLOCK_N, tl::num_stages(S))`; each tile is a load stored into a
 //   one-stage tl::shared buffer, which the pipeliner turns into S stages of direct copies
-//   (cp.async on NVIDIA, global_load_lds on AMD) issued S-1 iterations ahead.
+//   (cp.async on NVIDIA, buffer loads into LDS on AMD) issued S-1 iterations ahead.
 // - Per-target candidate configurations (seed 002's two kernels first on AMD) and a
 //   guardrail: a configuration whose compile report shows spills (or, on AMD, more than
 //   the seed's 108 VGPRs) is never launched, the next candidate is (guarded_choice). On
-//   tl's gfx942 / gfx950 code the seed's tuple (BLOCK_N=64, 1 warp) needs 257 / 179 VGPRs,
-//   so 4 warps are chosen (98).
+//   tl's gfx942 / gfx950 code the seed's tuple (BLOCK_N=64, 1 warp) needs 93 / 88 VGPRs at
+//   D=64 and is chosen; at D=128 it needs 131 / 124, so 4 warps are chosen (74 / 74).
 //
 // Offsets are 32-bit: check_problem refuses caches of 2^31 elements or more.
 #pragma once
@@ -321,9 +321,12 @@ inline Slicing choose_slicing(const Problem& p, int compute_units, const Config&
 // passes. AMD: seed 002's two kernels first, so that they are judged on every target (a
 // compiler that fits them would run them): its first kernel (K and V tiles held in
 // registers, a 128-token tile, 1 warp: 512 VGPRs and 56 spills under Triton on MI350) and
-// its fixed tuple (BLOCK_N=64, num_stages=2, num_warps=1: 108 VGPRs on MI350). Then what
+// its fixed tuple (BLOCK_N=64, num_stages=2, num_warps=1: 108 VGPRs on MI350; tl's
+// gfx942 / gfx950 code: 93 / 88 VGPRs at D=64, chosen there; 131 / 124 at D=128 and 224 on
+// gfx950 at D=256, over the budget; its stages exceed gfx942's LDS at D=256). Then what
 // fits tl's budget on gfx942 and gfx950 (bench/results/amd-2026-11-23-fp8-decode): 32- and
-// 16-token tiles over 4 warps (8 at D=256, whose accumulator is twice as large).
+// 16-token tiles over 4 warps (8 at D=256, whose accumulator is twice as large; 74 / 74
+// VGPRs at D=128, 86 / 76 at D=256).
 // NVIDIA: 64-token tiles, 3 stages, 2 warps (fewer warps, fewer barriers an iteration:
 // 336 us against 4 warps' 425 on 16x16384, sweep2.txt) where ptxas fits it without spills,
 // else 4 (bench/results/h100-2026-11-23-fp8-decode/sweep*.txt); the dots in f16, whose

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <set>
@@ -190,6 +191,44 @@ TEST(DotLayout, Sm90MatchesThePtxIsa) { check_target("sm_90"); }
 // The choices Triton users expect: 32x32 once M and N allow it, 16x16 below or when
 // asked; the largest k dividing K; warps halving the larger repetition count; kpack kept
 // only where K holds two instructions' k.
+// A renumbering of K (A and B alike) or of N (B and the accumulator alike) changes which
+// element a lane holds, never the product: the chained dots of a decode kernel take both
+// (K to the first dot's accumulator columns on gfx950, N so that an 8-bit B's repetitions
+// are consecutive columns on gfx942). Random bit permutations, every AMD target.
+TEST(DotLayout, RenumberedKAndNKeepTheProduct) {
+  std::mt19937 rng(11);
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950"}) {
+    auto caps = codegen::capabilities_for(codegen::parse_target(arch));
+    for (int num_warps : {1, 4})
+      for (auto [M, N, K] : {std::tuple{16, 128, 64}, {16, 64, 64}, {32, 64, 128}, {16, 256, 32}})
+        for (int which = 0; which < 3; ++which) {
+          auto perm = [&](int n) {
+            std::vector<uint32_t> bits;
+            for (int b = 0; (1 << b) < n; ++b) bits.push_back(1u << b);
+            std::shuffle(bits.begin(), bits.end(), rng);
+            return bits;
+          };
+          DotRequest req{16, 1, 0, 0, {}};
+          if (which != 1) req.k_perm = perm(K);
+          if (which != 0) req.n_perm = perm(N);
+          std::string why;
+          auto p = plan_dot(caps, DType::bf16, DType::bf16, M, N, K, num_warps, 64, req, why);
+          ASSERT_TRUE(p.has_value()) << why;
+          SCOPED_TRACE(fmt::format("{} [{}x{}x{}] warps {} renumbering {}", arch, M, N, K, num_warps, which));
+          std::vector<int64_t> A(size_t(M) * K), B(size_t(K) * N);
+          for (auto& x : A) x = int(rng() % 15) - 7;
+          for (auto& x : B) x = int(rng() % 15) - 7;
+          auto got = simulate(*p, A, B, M, N, K, num_warps);
+          for (int m = 0; m < M; ++m)
+            for (int n = 0; n < N; ++n) {
+              int64_t want = 0;
+              for (int k = 0; k < K; ++k) want += A[size_t(m) * K + k] * B[size_t(k) * N + n];
+              ASSERT_EQ(got[size_t(m) * N + n], want) << "C[" << m << "][" << n << "]";
+            }
+        }
+  }
+}
+
 TEST(DotLayout, InstructionAndWarpChoice) {
   auto gfx942 = codegen::capabilities_for(codegen::parse_target("gfx942"));
   auto gfx950 = codegen::capabilities_for(codegen::parse_target("gfx950"));

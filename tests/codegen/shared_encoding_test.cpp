@@ -212,4 +212,79 @@ TEST(SharedEncoding, Gfx950Fp8MatmulReadsBWithTheTransposingByteRead) {
   EXPECT_EQ(transposed, 1) << g->str();
 }
 
+// Seed 002's decode tuple on gfx950 (one wave, FP8 K and V staged in tl::shared, the
+// second dot's B an 8-bit V): the second dot's K is renumbered to the first's accumulator
+// columns, so P is its A operand with no conversion (the rule that kept 8-bit B out now
+// asks only for a transposing byte read), and V is read from its stage by
+// ds_read_b64_tr_b8, exactly, whatever rows the renumbering gives a lane.
+TEST(SharedEncoding, Gfx950DecodeKeepsPInRegistersAndReadsFp8VTransposed) {
+  for (int D : {64, 128}) {
+    SCOPED_TRACE(fmt::format("D={}", D));
+    auto f = tltest::trace("decode_like", [&](tl::detail::Trace& t) {
+      auto q = tltest::ptr_arg<ty::bf16>(t, "q", true);
+      auto kc = tltest::ptr_arg<ty::f8e4m3fn>(t, "k", true);
+      auto vc = tltest::ptr_arg<ty::f8e4m3fn>(t, "v", true);
+      auto o = tltest::ptr_arg<ty::f32>(t, "o", true);
+      const int BM = 16, BN = 64;
+      auto m = tl::arange(0, BM), d = tl::arange(0, D), n = tl::arange(0, BN);
+      auto qt = tl::load(q + tl::expand_dims(m, 1) * D + tl::expand_dims(d, 0));
+      auto acc = tl::zeros<ty::f32>({BM, D});
+      auto sk = tl::shared<ty::f8e4m3fn>({1, BN, D}), sv = tl::shared<ty::f8e4m3fn>({1, BN, D});
+      for (auto n0 : tl::range(0, 4 * BN, BN, tl::num_stages(2))) {
+        auto tile = tl::expand_dims((n0 + n) * D, 1) + tl::expand_dims(d, 0);
+        sk[0].store(tl::load(kc + tile));
+        auto s = tl::dot(qt, tl::trans(sk[0].load().to<ty::bf16>()));
+        auto p = tl::exp(s).to<ty::bf16>();
+        sv[0].store(tl::load(vc + tile));
+        acc = acc + tl::dot(p, sv[0].load().to<ty::bf16>());
+      }
+      tl::store(o + tl::expand_dims(m, 1) * D + tl::expand_dims(d, 0), acc);
+    });
+    codegen::CompileOptions opts;
+    opts.num_warps = 1;
+    opts.num_stages = 2;
+    auto g = codegen::planned_program(*f, codegen::parse_target("gfx950"), opts);
+    std::vector<const ir::Operation*> dots;
+    int v_reads = 0;
+    ir::walk(g->body, [&](ir::Operation& op) {
+      if (op.op == Op::dot) dots.push_back(&op);
+      if (op.op != Op::shared_load || op.parent == &g->body || !op.result()->layout) return;
+      const Layout& dst = *op.result()->layout;
+      const SharedTileLayout st = shared_tile_layout(dst.shape, 1, 128);
+      if (!transposed_read_layout(dst, st.offsets, 1)) return;  // K, read along its rows
+      ++v_reads;
+      std::vector<int64_t> mem(size_t(dst.numel()), -1);
+      for (uint32_t x = 0; x < uint32_t(dst.numel()); ++x) mem[st.offsets.apply(x)] = x;
+      expect_transposed_read(dst, st.offsets, 1, mem);
+    });
+    EXPECT_EQ(v_reads, 1) << g->str();
+    ASSERT_EQ(dots.size(), 2u);
+    EXPECT_GT(dots[1]->ints.size(), 3u) << "the second dot's K is not renumbered";
+    // P reaches the second dot in the first's accumulator layout: no conversion between.
+    const ir::Value* a = dots[1]->operands[0];
+    while (a->def && a->def->op != Op::dot && a->def->op != Op::convert_layout) a = a->def->operands[0];
+    ASSERT_TRUE(a->def);
+    EXPECT_EQ(a->def->op, Op::dot) << g->str();
+    // gfx942 has no transposing read: the second dot's N is renumbered instead (recorded
+    // after the identity K renumbering), so that a lane's columns of one row of V are
+    // consecutive: its registers hold 8-byte runs (D / 16 repetitions, at most 8) that the
+    // stage read takes whole.
+    auto h = codegen::planned_program(*f, codegen::parse_target("gfx942"), opts);
+    std::vector<const ir::Operation*> dots942;
+    ir::walk(h->body, [&](ir::Operation& op) {
+      if (op.op == Op::dot) dots942.push_back(&op);
+    });
+    ASSERT_EQ(dots942.size(), 2u);
+    EXPECT_EQ(dots942[1]->ints.size(), size_t(3 + 6 + (D == 64 ? 6 : 7))) << h->str();
+    const ir::Value* v = dots942[1]->operands[1];  // V: cast(shared_load)
+    while (v->def && v->def->op != Op::shared_load) v = v->def->operands[0];
+    ASSERT_TRUE(v->def && v->layout);
+    const Layout* v_layout = &*v->layout;
+    int run = 0;
+    for (uint32_t want = 1; want < 8; want *= 2)
+      for (uint32_t x : v_layout->reg) run += x == want;
+    EXPECT_EQ(run, D == 64 ? 2 : 3) << v_layout->str();
+  }
+}
+
 }  // namespace
