@@ -129,7 +129,7 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   dump("layout assignment", g);
   gpu::insert_layout_conversions(g, t);
   dump("layout conversion insertion", g);
-  gpu::plan_conversion_paths(g);
+  gpu::plan_conversion_paths(g, t);
   dump("conversion path planning", g);
   gpu::plan_dot_operand_sources(g, t);
   dump("dot operand-source planning", g);

@@ -392,7 +392,7 @@ class LayoutPlanner {
     auto distinct = [](const Layout& x) { return x.num_regs() >> __builtin_popcount(x.duplicate_reg_mask()); };
     if (auto want = wanted_layout(o.result());
         want && access_width(axis_, *want, ptr, mask) >= access_width(axis_, l, ptr, mask) &&
-        !(carried_by_loop(o.result()) && distinct(*want) > distinct(l)))
+        !(target_.caps->register_pressure_rules && carried_by_loop(o.result()) && distinct(*want) > distinct(l)))
       l = *want;
     set(o.result(), l);
   }

@@ -102,6 +102,15 @@ struct TargetCapabilities {
   // resource descriptor (V#) for raw buffer loads and stores; 0 where the target has no
   // buffer instructions.
   uint32_t buffer_resource_flags = 0;
+  // The rules that trade loop-invariant address registers and loop-carried registers for
+  // other work, each measured against seed 002's 108-VGPR budget on AMD
+  // (bench/results/ and the commits of branch amd-seed): a swizzled stage's XOR applied
+  // after its base, consecutive stage elements held in non-adjacent registers read as one
+  // vector, an 8-bit B read without a transposing read renumbered along N, a warp
+  // shuffle's source-lane offsets counted against it in a loop, a pipelined load keeping
+  // its own layout where the wanted one holds more registers. AMD only so far: NVIDIA keeps
+  // the code its H100 figures were measured with until they are measured there.
+  bool register_pressure_rules = false;
 
   // FP8 formats the hardware converts to and from f32.
   std::vector<DType> hardware_fp8;

@@ -131,7 +131,8 @@ llvm::Value* Lowerer::stage_address(llvm::Value* base, llvm::Type* ty, const Lay
   const uint32_t x = t.value ? rp & t.bits : 0, a = t.value ? rp & ~t.bits : rp;
   const llvm::DataLayout& dl = m_.getDataLayout();
   const uint64_t eb = dl.getTypeStoreSize(ty);
-  if (!x || (eb & (eb - 1))) return b.CreateGEP(ty, base, element_index(offsets, r));
+  if (!x || (eb & (eb - 1)) || !hooks_.capabilities().register_pressure_rules)
+    return b.CreateGEP(ty, base, element_index(offsets, r));
   // The stage's alignment: the array's (a bank row with user buffers), the buffer's
   // offset's and the stage size's.
   uint64_t align = smem_plan_.buffers.empty() ? 16 : 128;
@@ -196,7 +197,7 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
   // Consecutive elements of the stage held in registers that are not the first ones (an
   // 8-bit B renumbered along N holds a row's columns in its N-repetition registers): one
   // vector read gives all of them, up to 16 bytes or the swizzle's vector.
-  if (!transposed && g * int(a.eb) < 16) {
+  if (!transposed && g * int(a.eb) < 16 && hooks_.capabilities().register_pressure_rules) {
     std::vector<int> vb;  // register bits holding stage offsets 1, 2, 4, ...
     for (uint32_t want = 1; int(want) * int(a.eb) < 16 && int(want) < stage_layout(l.shape, a.eb).vec; want *= 2) {
       int found = -1;

@@ -66,8 +66,10 @@ int insert_layout_conversions(ir::Function& f, const PlanTarget& t);
 // conversions' recorded paths.
 void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t);
 
-// Decides each convert_layout's path (ir::ConvertPath).
-void plan_conversion_paths(ir::Function& f);
+// Decides each convert_layout's path (ir::ConvertPath); in loops, the target's
+// register-pressure rules (TargetCapabilities::register_pressure_rules) count a shuffle's
+// address registers against it.
+void plan_conversion_paths(ir::Function& f, const PlanTarget& t);
 // How many convert_layouts take each path, indexed by ConvertPath (the compile report's).
 std::vector<int> conversion_path_counts(ir::Function& f);
 

@@ -137,7 +137,7 @@ std::optional<ChainPlan> plan_chain(const ir::Operation& first, const ir::Operat
       }
     // An 8-bit B staged in shared memory and read without a transposing read (FP8 V on
     // gfx942): its N repetitions become consecutive columns, read together.
-    if (byte_reads && from_shared(second.operands[1]) && p2->reps_n > 1) {
+    if (t.caps->register_pressure_rules && byte_reads && from_shared(second.operands[1]) && p2->reps_n > 1) {
       req.n_perm = repetitions_first(*p2);
       if (!req.n_perm.empty())
         if (auto renumbered = plan(second, t, req, why)) p2 = renumbered;
