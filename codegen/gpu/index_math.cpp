@@ -7,9 +7,11 @@
 // offset of AMD's global/ds instructions and NVIDIA's [reg+imm] addressing. Where they
 // overlap (a swizzled layout, a layout composed with a swizzle) only XOR is right, and
 // the code says so.
+#include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Operator.h>
 
 #include "codegen/gpu/lower_context.hpp"
 
@@ -104,6 +106,27 @@ std::vector<uint32_t> evaluate_emitted_indices(const Layout& l) {
       }
     }
   return out;
+}
+
+std::pair<llvm::Value*, int64_t> split_constant(llvm::Value* v, const llvm::DataLayout& dl) {
+  int64_t k = 0;
+  for (;;) {
+    auto* bo = llvm::dyn_cast<llvm::BinaryOperator>(v);
+    if (!bo) break;
+    bool add = bo->getOpcode() == llvm::Instruction::Add;
+    bool disjoint_or = bo->getOpcode() == llvm::Instruction::Or && llvm::cast<llvm::PossiblyDisjointInst>(bo)->isDisjoint();
+    if (!add && !disjoint_or) break;
+    auto* c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(1));
+    llvm::Value* x = bo->getOperand(0);
+    if (!c) {
+      c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(0));
+      x = bo->getOperand(1);
+    }
+    if (!c || c->getSExtValue() < 0 || !llvm::isKnownNonNegative(x, llvm::SimplifyQuery(dl))) break;
+    k += c->getSExtValue();
+    v = x;
+  }
+  return {v, k};
 }
 
 }  // namespace tl::gpu

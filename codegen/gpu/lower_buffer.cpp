@@ -101,30 +101,6 @@ llvm::Value* Lowerer::buffer_resource(const BufferAccess& a, unsigned eb, int64_
   return hooks_.buffer_resource(b, base, records);
 }
 
-namespace {
-// v as x + k: constants added (add, or disjoint) on top of a part LLVM knows is
-// non-negative, so that x * eb is a valid byte offset on its own.
-std::pair<llvm::Value*, int64_t> split_constant(llvm::Value* v, const llvm::DataLayout& dl) {
-  int64_t k = 0;
-  for (;;) {
-    auto* bo = llvm::dyn_cast<llvm::BinaryOperator>(v);
-    if (!bo) break;
-    bool add = bo->getOpcode() == llvm::Instruction::Add;
-    bool disjoint_or = bo->getOpcode() == llvm::Instruction::Or && llvm::cast<llvm::PossiblyDisjointInst>(bo)->isDisjoint();
-    if (!add && !disjoint_or) break;
-    auto* c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(1));
-    llvm::Value* x = bo->getOperand(0);
-    if (!c) {
-      c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(0));
-      x = bo->getOperand(1);
-    }
-    if (!c || c->getSExtValue() < 0 || !llvm::isKnownNonNegative(x, llvm::SimplifyQuery(dl))) break;
-    k += c->getSExtValue();
-    v = x;
-  }
-  return {v, k};
-}
-}  // namespace
 
 // The i32 byte offsets of `a` in layout l, one per register, without their constant parts,
 // which go to consts (bytes, one per register): the base of a resource per constant

@@ -57,6 +57,10 @@ IndexPart combine_index(llvm::IRBuilderBase& b, const IndexPart& x, const IndexP
 // The lane and warp part of `l`'s flat index, and the index of register r on top of it.
 IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Value* lane, llvm::Value* warp);
 llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r);
+// v as x + k: the constants added (add, or a disjoint or) on top of a part LLVM knows is
+// non-negative, so that x * eb is a valid byte offset on its own (a buffer access's
+// offset, the constants going to the instruction's immediate or soffset).
+std::pair<llvm::Value*, int64_t> split_constant(llvm::Value* v, const llvm::DataLayout& dl);
 
 // A load or store made as a buffer access (lower_buffer.cpp): the uniform scalar base
 // pointer and the i32 element-offset tiles whose sum is the per-element offset.

@@ -413,28 +413,11 @@ void Lowerer::lower_async_wait(const ir::Operation& op) {
 }
 
 namespace {
-// v as x + k: constants added (add, or disjoint) on top of a part LLVM knows is
-// non-negative (x null: v is the constant k).
+// v as x + k with x non-negative (split_constant), x null where v is the constant k.
 std::pair<llvm::Value*, int64_t> split_nonnegative(llvm::Value* v, const llvm::DataLayout& dl) {
-  int64_t k = 0;
-  for (;;) {
-    auto* bo = llvm::dyn_cast<llvm::BinaryOperator>(v);
-    if (!bo) break;
-    bool add = bo->getOpcode() == llvm::Instruction::Add;
-    bool disjoint_or = bo->getOpcode() == llvm::Instruction::Or && llvm::cast<llvm::PossiblyDisjointInst>(bo)->isDisjoint();
-    if (!add && !disjoint_or) break;
-    auto* c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(1));
-    llvm::Value* x = bo->getOperand(0);
-    if (!c) {
-      c = llvm::dyn_cast<llvm::ConstantInt>(bo->getOperand(0));
-      x = bo->getOperand(1);
-    }
-    if (!c || c->getSExtValue() < 0 || !llvm::isKnownNonNegative(x, llvm::SimplifyQuery(dl))) break;
-    k += c->getSExtValue();
-    v = x;
-  }
-  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(v); c && c->getSExtValue() >= 0) return {nullptr, k + c->getSExtValue()};
-  return {v, k};
+  auto [x, k] = split_constant(v, dl);
+  if (auto* c = llvm::dyn_cast<llvm::ConstantInt>(x); c && c->getSExtValue() >= 0) return {nullptr, k + c->getSExtValue()};
+  return {x, k};
 }
 
 // The value of `v` when it is a splat of an integer constant.

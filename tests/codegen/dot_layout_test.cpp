@@ -130,6 +130,21 @@ std::vector<int64_t> simulate(const DotPlan& p, const std::vector<int64_t>& A, c
   return out;
 }
 
+// Random small-integer A and B through the plan's simulated fragments, every product
+// element checked against the plain loop (exact: integers).
+void expect_exact_product(const DotPlan& p, int M, int N, int K, int num_warps, std::mt19937& rng) {
+  std::vector<int64_t> A(size_t(M) * K), B(size_t(K) * N);
+  for (auto& x : A) x = int(rng() % 15) - 7;
+  for (auto& x : B) x = int(rng() % 15) - 7;
+  auto got = simulate(p, A, B, M, N, K, num_warps);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      int64_t want = 0;
+      for (int k = 0; k < K; ++k) want += A[size_t(m) * K + k] * B[size_t(k) * N + n];
+      ASSERT_EQ(got[size_t(m) * N + n], want) << "C[" << m << "][" << n << "]";
+    }
+}
+
 void check_target(const std::string& arch) {
   auto caps = codegen::capabilities_for(codegen::parse_target(arch));
   ASSERT_FALSE(caps.matrix_instructions.empty()) << arch;
@@ -150,16 +165,8 @@ void check_target(const std::string& arch) {
             EXPECT_EQ(p->swap_operands, amd);
             SCOPED_TRACE(fmt::format("{} {} [{}x{}x{}] warps {} nonkdim {} kpack {}", arch, mi.name, M, N, K, num_warps,
                                      nonkdim, kpack));
-            std::vector<int64_t> A(size_t(M) * K), B(size_t(K) * N);
-            for (auto& x : A) x = int(rng() % 15) - 7;
-            for (auto& x : B) x = int(rng() % 15) - 7;
-            auto got = simulate(*p, A, B, M, N, K, num_warps);
-            for (int m = 0; m < M; ++m)
-              for (int n = 0; n < N; ++n) {
-                int64_t want = 0;
-                for (int k = 0; k < K; ++k) want += A[size_t(m) * K + k] * B[size_t(k) * N + n];
-                ASSERT_EQ(got[size_t(m) * N + n], want) << "C[" << m << "][" << n << "]";
-              }
+            expect_exact_product(*p, M, N, K, num_warps, rng);
+            if (::testing::Test::HasFatalFailure()) return;
             ++checked;
           }
   }
@@ -188,9 +195,6 @@ TEST(DotLayout, Gfx950MatchesTheIsa) { check_target("gfx950"); }
 TEST(DotLayout, Sm80MatchesThePtxIsa) { check_target("sm_80"); }
 TEST(DotLayout, Sm90MatchesThePtxIsa) { check_target("sm_90"); }
 
-// The choices Triton users expect: 32x32 once M and N allow it, 16x16 below or when
-// asked; the largest k dividing K; warps halving the larger repetition count; kpack kept
-// only where K holds two instructions' k.
 // A renumbering of K (A and B alike) or of N (B and the accumulator alike) changes which
 // element a lane holds, never the product: the chained dots of a decode kernel take both
 // (K to the first dot's accumulator columns on gfx950, N so that an 8-bit B's repetitions
@@ -215,20 +219,15 @@ TEST(DotLayout, RenumberedKAndNKeepTheProduct) {
           auto p = plan_dot(caps, DType::bf16, DType::bf16, M, N, K, num_warps, 64, req, why);
           ASSERT_TRUE(p.has_value()) << why;
           SCOPED_TRACE(fmt::format("{} [{}x{}x{}] warps {} renumbering {}", arch, M, N, K, num_warps, which));
-          std::vector<int64_t> A(size_t(M) * K), B(size_t(K) * N);
-          for (auto& x : A) x = int(rng() % 15) - 7;
-          for (auto& x : B) x = int(rng() % 15) - 7;
-          auto got = simulate(*p, A, B, M, N, K, num_warps);
-          for (int m = 0; m < M; ++m)
-            for (int n = 0; n < N; ++n) {
-              int64_t want = 0;
-              for (int k = 0; k < K; ++k) want += A[size_t(m) * K + k] * B[size_t(k) * N + n];
-              ASSERT_EQ(got[size_t(m) * N + n], want) << "C[" << m << "][" << n << "]";
-            }
+          expect_exact_product(*p, M, N, K, num_warps, rng);
+          if (::testing::Test::HasFatalFailure()) return;
         }
   }
 }
 
+// The choices Triton users expect: 32x32 once M and N allow it, 16x16 below or when
+// asked; the largest k dividing K; warps halving the larger repetition count; kpack kept
+// only where K holds two instructions' k.
 TEST(DotLayout, InstructionAndWarpChoice) {
   auto gfx942 = codegen::capabilities_for(codegen::parse_target("gfx942"));
   auto gfx950 = codegen::capabilities_for(codegen::parse_target("gfx950"));
