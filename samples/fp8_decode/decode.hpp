@@ -453,7 +453,9 @@ inline bool merges_in_partial(const std::string& target, int split) { return !is
 
 // What one problem's launches need besides the tensors: the checked lengths on the
 // device, the split count and the partial results' buffers. Made once, reused by every
-// call (the decode step of a model calls it per layer).
+// call (the decode step of a model calls it per layer), one call at a time: the partial
+// results and the merge's tickets are the workspace's, so calls on two streams at once
+// need a workspace each.
 struct Workspace {
   Problem problem;
   Config config;
