@@ -1,14 +1,17 @@
 // The tl side of the FP8 decode attention benchmark (bench/run_fp8_decode_bench.py runs
 // it beside the anchor's Triton kernel and torch's bf16 SDPA): samples/fp8_decode on the
 // issue's shapes and a ragged batch, each with the configuration and split count the
-// sample chooses for the device (or --config / --split: each given, every pair of them timed on
-// one upload of the inputs). Each result is checked first
-// against the double-precision host reference (samples/fp8_decode/reference.hpp, a
-// sample of the batches), then timed as triton.testing.do_bench times the Triton kernel:
-// the L2 flushed before every call (a 256 MiB read, or with --flush write do_bench's 256 MiB
-// write), device events around the call alone, the median of --repeats. Prints one JSON object a line, and all of them to --json.
+// sample chooses for the device (or --config / --split, each as often as wanted: every
+// pair is timed on one upload of the inputs; --merge forces the merge into or out of the
+// partial kernel). Each result is checked first against the double-precision host
+// reference (samples/fp8_decode/reference.hpp, a sample of the batches), then timed as
+// triton.testing.do_bench times the Triton kernel: the L2 flushed before every call (a
+// 256 MiB read, or with --flush write do_bench's 256 MiB write), device events around the
+// call alone, the median of --repeats; the partial kernel alone too (us_partial). Prints
+// one JSON object a line, and all of them to --json.
 //
-//   tl-bench-fp8-decode [--json out.json] [--repeats 200] [--flush read|write] [--merge auto|on|off] [--config BLOCK_N,STAGES,WARPS[,VIA_SHARED] ...] [--split N ...]
+//   tl-bench-fp8-decode [--json out.json] [--repeats 200] [--flush read|write] [--merge auto|on|off]
+//                       [--config BLOCK_N,STAGES,WARPS[,VIA_SHARED[,DOT_F16]] ...] [--split N ...]
 //                       [--shape B,S,HQ,HKV,D ...]
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -127,14 +130,15 @@ int main(int argc, char** argv) try {
       cases.push_back({p, {}, ""});
     } else throw std::runtime_error("unknown argument " + a);
   }
+  if (merge_mode != "auto" && merge_mode != "on" && merge_mode != "off") throw std::runtime_error("--merge auto|on|off");
   if (cases.empty()) cases = default_cases();
   tl::device dev = tl::default_device();
   tlbench::use_device_events(dev);
   // The L2 flush: 256 MiB written (do_bench's way), or read. Written, it leaves the L2 full
-  // of dirty lines that the timed call then writes back to HBM as its reads evict them: on
-  // the H100 about 50 MB, some 17 us, charged to the decode kernel though it is the flush's
-  // traffic (bench/results/h100-2026-11-25-fp8-decode/README.md). Read, it leaves the L2
-  // as cold and clean.
+  // of dirty lines that the timed call then writes back to HBM as its reads evict them,
+  // charged to the decode kernel though it is the flush's traffic: on the H100 4.5 us at
+  // 1x32768 and 7.4 at 16x16384 (bench/results/h100-2026-11-25-fp8-decode/README.md).
+  // Read, it leaves the L2 as cold and clean.
   static auto fill = tl::kernel("flush_l2", [](tl::ptr<tl::i32> x, tl::i32 n, int BLOCK) {
     auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
     tl::store(x + i, tl::zeros<tl::i32>({BLOCK}), i < n);

@@ -11,7 +11,7 @@ Shapes (B, S, Hq, Hkv, D): the issue's four, (1, 32768, 64, 8, 128), (16, 8192, 
           do_bench times (L2 flushed before each call, CUDA events around it, median)
   The flush (--flush, every side alike): a 256 MiB read by default; "write" is do_bench's
           own zeroing, which leaves ~50 MB of dirty lines in the H100's L2 for the timed
-          call to write back (~17 us, charged to whichever kernel runs next).
+          call to write back (4.5-7.4 us on the H100, charged to whichever kernel runs next).
   Triton  ../shared/anchors/fp8_decode_anchor.py's kernels (bench/fp8_decode_triton.py: best
           of its five configurations, its split count); the four shapes run the anchor's
           kernel as it is, the ragged batch loads each batch's length from a seq_lens tensor.
