@@ -7,8 +7,9 @@
 //   tl-sample-fp8_decode [--b B --s S_MAX --hq HQ --hkv HKV --d D] [--lens L0,L1,...]
 //                        [--block-n 64 --stages 2 --warps 1 --via-shared 1] [--split N] [--repeats 5]
 //                        [--device cpu|hip|cuda]
-//   tl-sample-fp8_decode --target gfx942 --report   # both kernels' resource reports, the
-//                                                   # guardrail's verdicts; nothing runs
+//   tl-sample-fp8_decode --target gfx942 --report   # the guardrail's verdicts, the slicing,
+//                                                   # both kernels' resource reports (the
+//                                                   # combine's where it runs); nothing runs
 //
 // Without a shape: small ragged problems on the CPU (the main job); on a GPU the issue's
 // four shapes and a ragged batch. --block-n/--stages/--warps/--via-shared replace the chosen
@@ -118,12 +119,14 @@ template <class F8> void report(const Args& a, const fp8_decode::Problem& p) {
                                             : std::string("no register report");
     fmt::print("guardrail: {}: {}: {}\n", v.config.str(), regs, v.refused.empty() ? "chosen" : "refused (" + v.refused + ")");
   }
-  int split = fp8_decode::choose_slicing(p, cus, c, {}, a.split).split;
-  fmt::print("split: {} (of {} compute units)\n", split, cus);
+  const fp8_decode::Slicing sl = fp8_decode::choose_slicing(p, cus, c, {}, a.split);
+  const int merge = fp8_decode::merges_in_partial(a.target, sl.split) ? fp8_decode::split_tile(sl.split) : 0;
+  fmt::print("split: {} (of {} compute units), {} tokens a slice, {}\n", sl.split, cus, sl.chunk,
+             merge ? "merged by the partial kernel" : "merged by the combine kernel");
   fmt::print("kernel fp8_decode_partial, BLOCK_M={} {}:\n", fp8_decode::block_m_for(p.G()), c.str());
-  print_report(nlohmann::json::parse(fp8_decode::compile_partial<F8>(c, a.target, p)));
-  fmt::print("kernel fp8_decode_combine:\n");
-  print_report(nlohmann::json::parse(fp8_decode::compile_combine(a.target, p, split)));
+  print_report(nlohmann::json::parse(fp8_decode::compile_partial<F8>(c, a.target, p, merge)));
+  fmt::print("kernel fp8_decode_combine:{}\n", merge ? " not launched" : "");
+  if (!merge) print_report(nlohmann::json::parse(fp8_decode::compile_combine(a.target, p, sl.split)));
   fmt::print("\n");
 }
 
