@@ -11,7 +11,7 @@
 //
 //   tl-bench-gemm [--json out.json] [--repeats 20] [--size 4096 --size 8192 ...] [--dtype bf16|fp8]
 //                 [--config BMxBNxBK,STAGES,WARPS]     (e.g. 128x128x64,3,4; GROUP_SIZE_M 8)
-//                 [--kernel sample|tutorial]
+//                 [--kernel sample|tutorial] [--mma-version 0|2|3]
 //
 // --kernel tutorial times bench/matmul_tutorial.hpp instead (bf16 only): Triton's tutorial
 // matmul transcribed as its users write it (carried pointers, plain loads, no tl::shared),
@@ -44,6 +44,7 @@ struct Options {
   bool pinned = false;  // --config given
   std::string kernel = "sample";
   gemm::Config config;
+  int mma_version = 0;  // NVIDIA: 0 tl chooses, 2 mma.sync, 3 wgmma
 };
 
 // One problem: C poisoned, the first launch checked, then timed. `compile` gives the
@@ -79,7 +80,8 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
                         {"block_k", c.block_k},
                         {"group_m", c.group_m},
                         {"num_stages", c.num_stages},
-                        {"num_warps", c.num_warps}}},
+                        {"num_warps", c.num_warps},
+                        {"mma_version", c.mma_version}}},
                       {"ok", e.ok()},
                       {"rows_checked", e.checked / S},
                       {"worst_over_bound", e.worst},
@@ -94,7 +96,8 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
 // at the configuration the sample would get, on the same operands and check.
 nlohmann::json bench_bf16(tl::device dev, const Options& o, int64_t S) {
   gemm::Config c = o.pinned ? o.config : gemm::choose(S, S, S, dev.target(), dev.compute_units(), false);
-  const matmul_tutorial::Config t{c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages, c.num_warps};
+  c.mma_version = o.mma_version;
+  const matmul_tutorial::Config t{c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages, c.num_warps, c.mma_version};
   const bool tutorial = o.kernel == "tutorial";
   auto op = gemm::random_operands<tl::bfloat16>(S, S, S, false, 1.0, 1000 + uint64_t(S),
                                                 [](double x) { return tl::to_bf16(x); });
@@ -119,6 +122,7 @@ nlohmann::json bench_bf16(tl::device dev, const Options& o, int64_t S) {
 template <class F8> nlohmann::json bench_fp8(tl::device dev, const Options& o, int64_t S) {
   constexpr tl::DType D = tl::elem_t<F8>::dtype;
   gemm::Config c = o.pinned ? o.config : gemm::choose(S, S, S, dev.target(), dev.compute_units(), true);
+  c.mma_version = o.mma_version;
   auto op = gemm::random_operands<tl::float8<D>>(S, S, S, true, 4.0, 2000 + uint64_t(S),
                                                  [](double x) { return tl::fp8<D>(x); });
   auto A = dev.alloc<F8>(op.a.size()), BT = dev.alloc<F8>(op.b.size());
@@ -161,7 +165,8 @@ int main(int argc, char** argv) try {
       if (std::sscanf(v.c_str(), "%dx%dx%d,%d,%d", &c.block_m, &c.block_n, &c.block_k, &c.num_stages, &c.num_warps) != 5)
         throw std::runtime_error("--config BMxBNxBK,STAGES,WARPS (e.g. 128x128x64,3,4)");
       o.pinned = true;
-    } else throw std::runtime_error("unknown argument " + a);
+    } else if (a == "--mma-version") o.mma_version = std::stoi(next());
+    else throw std::runtime_error("unknown argument " + a);
   }
   if (o.sizes.empty()) o.sizes = {4096, 8192};
   tl::device dev = tl::default_device();

@@ -29,6 +29,7 @@ struct Config {
   int group_m = 8;
   int num_stages = 3;
   int num_warps = 4;
+  int mma_version = 0;  // tl::launch_options::mma_version (NVIDIA)
 };
 
 // The tutorial's matmul body.
@@ -74,7 +75,9 @@ template <class E> auto& kernel() {
 inline tl::grid grid_of(const Config& c, int64_t M, int64_t N) {
   return tl::grid(tl::cdiv(M, c.block_m) * tl::cdiv(N, c.block_n));
 }
-inline tl::launch_options options_of(const Config& c) { return {.num_warps = c.num_warps, .num_stages = c.num_stages}; }
+inline tl::launch_options options_of(const Config& c) {
+  return {.num_warps = c.num_warps, .num_stages = c.num_stages, .mma_version = c.mma_version};
+}
 
 // C = A.B, row-major A [M, K], B [K, N], C [M, N] (tl::buffer<E> or raw device pointers).
 template <class E, class PA, class PB, class PC>

@@ -11,6 +11,8 @@
 
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/passes.hpp"
+#include "codegen/gpu/shared_memory.hpp"
+#include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/axis_analysis.hpp"
@@ -52,7 +54,7 @@ gpu::PlanTarget gpu_plan_target(const gpu::TargetCapabilities& caps, const Targe
   if (nw * target.wave_size > caps.max_threads_per_program)
     throw compile_error(fmt::format("{} threads per program exceed {}'s limit of {}", nw * target.wave_size, caps.arch,
                                     caps.max_threads_per_program));
-  return gpu::PlanTarget{&caps, target.wave_size, nw, opts.matrix_instr_nonkdim, opts.kpack};
+  return gpu::PlanTarget{&caps, target.wave_size, nw, opts.matrix_instr_nonkdim, opts.kpack, opts.mma_version};
 }
 
 }  // namespace
@@ -98,6 +100,12 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
     // staged). On AMD the second staged operand doubles attention's LDS (gfx950: 96 KB,
     // occupancy 2 -> 1) and gfx942 spilled SGPRs: left to the AMD planning.
     pipelining.copy_transposed = target.kind == TargetDesc::nvptx;
+    // A dot that will be a warpgroup dot (sm_90's wgmma, unless the launch forces
+    // mma.sync) may run asynchronously: its loop's buffers get a stage more.
+    if (opts.async_dot_stages && opts.mma_version != 2 && opts.num_warps % 4 == 0)
+      pipelining.dot_may_run_async = [caps, nw = opts.num_warps](const ir::Operation& dot) {
+        return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
+      };
   }
   if (passes::pipeline_loops(f, pipelining, remarks) > 0) {
     dump("software pipelining", f);
@@ -135,6 +143,8 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   dump("dot operand-source planning", g);
   gpu::plan_shared_encodings(g, t);
   dump("shared encoding planning", g);
+  gpu::plan_async_dots(g, t, opts.num_stages);
+  dump("asynchronous dot planning", g);
   paths = gpu::conversion_path_counts(g);
   ir::verify(g);
   return planned;
@@ -150,9 +160,20 @@ std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc&
   return run_gpu_passes(f, target, opts, remarks, paths);
 }
 
-CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
-  auto start = std::chrono::steady_clock::now();
-  std::vector<std::string> remarks;
+namespace {
+
+// Whether the pipeliner gave some loop's buffers a stage more for an asynchronous dot (its
+// remark says so: pipeline_loops.cpp).
+bool async_dot_stages_added(const std::vector<std::string>& remarks) {
+  for (const std::string& r : remarks)
+    if (r.find("buffers a tile for the asynchronous dot") != std::string::npos) return true;
+  return false;
+}
+
+// Every pass, then the target's lowering and emission, on `f` (in place). `remarks`: the
+// passes' remarks, kept when a later step throws.
+CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
+                           std::chrono::steady_clock::time_point start, std::vector<std::string>& remarks) {
   run_tile_passes(f, target, opts, remarks);
   std::unique_ptr<ir::Function> planned;
   std::vector<int> paths;
@@ -161,7 +182,7 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
 
   CodeObject out;
   out.tile_ir = lowered.str();
-  out.remarks = std::move(remarks);
+  out.remarks = remarks;
   auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
@@ -176,6 +197,28 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   dump("LLVM optimization", module);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+}  // namespace
+
+CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> remarks;
+  if (target.kind != TargetDesc::nvptx) return compile_planned(f, target, opts, start, remarks);
+  // The stage an asynchronous dot's loop gets beyond num_stages is the pipeliner's guess
+  // that shared memory has room for it; the lowering knows (the conversions' scratch
+  // included). Where it has not, the program is planned again from the traced function
+  // without that stage (its dot then waits for each group): what num_stages alone gives.
+  std::unique_ptr<ir::Function> traced = ir::clone_function(f);
+  try {
+    return compile_planned(f, target, opts, start, remarks);
+  } catch (const gpu::shared_memory_exceeded&) {
+    if (!opts.async_dot_stages || !async_dot_stages_added(remarks)) throw;
+    CompileOptions fewer = opts;
+    fewer.async_dot_stages = false;
+    std::vector<std::string> again;
+    return compile_planned(*traced, target, fewer, start, again);
+  }
 }
 
 }  // namespace tl::codegen

@@ -28,6 +28,7 @@ std::string CompileOptions::key() const {
   std::string k = fmt::format("w{}s{}e{}b{}o{}", num_warps, num_stages, waves_per_eu, bounds_check ? 1 : 0, opt_level);
   // Only where set, so that the keys of kernels without them stay what they were.
   if (matrix_instr_nonkdim || kpack != 1) k += fmt::format("m{}k{}", matrix_instr_nonkdim, kpack);
+  if (mma_version) k += fmt::format("v{}", mma_version);
   return k;
 }
 

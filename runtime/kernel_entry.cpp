@@ -25,7 +25,8 @@ nlohmann::json kernel_meta(const KernelOrigin& origin, const codegen::CodeObject
   m["constants_hex"] = hex;
   const codegen::CompileOptions& o = origin.options;
   m["options"] = {{"num_warps", o.num_warps}, {"num_stages", o.num_stages}, {"waves_per_eu", o.waves_per_eu},
-                  {"bounds_check", o.bounds_check}, {"matrix_instr_nonkdim", o.matrix_instr_nonkdim}, {"kpack", o.kpack}};
+                  {"bounds_check", o.bounds_check}, {"matrix_instr_nonkdim", o.matrix_instr_nonkdim}, {"kpack", o.kpack},
+                  {"mma_version", o.mma_version}};
   m["report"] = code.report;
   m["remarks"] = code.remarks;
   m["format"] = code.format;
@@ -152,7 +153,7 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
     c.fail("'constants_hex' is not lowercase hex bytes");
   if (const nlohmann::json* o = c.object("options")) {
     // The ranges check_options (runtime/launch.cpp) enforces on a launch.
-    c.only(*o, {"num_warps", "num_stages", "waves_per_eu", "bounds_check", "matrix_instr_nonkdim", "kpack"},
+    c.only(*o, {"num_warps", "num_stages", "waves_per_eu", "bounds_check", "matrix_instr_nonkdim", "kpack", "mma_version"},
            "'options'");
     int64_t warps = c.integer("num_warps", 1, 32, o);
     if (warps & (warps - 1)) c.fail("'num_warps' is not a power of two");
@@ -163,6 +164,10 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
     int64_t nonkdim = c.integer("matrix_instr_nonkdim", 0, 32, o);
     if (nonkdim != 0 && nonkdim != 16 && nonkdim != 32) c.fail("'matrix_instr_nonkdim' is not 0, 16 or 32");
     c.integer("kpack", 1, 2, o);
+    if (c.member("mma_version", o)) {
+      int64_t v = c.integer("mma_version", 0, 3, o);
+      if (v == 1) c.fail("'mma_version' is not 0, 2 or 3");
+    }
   }
   if (const nlohmann::json* r = c.object("report"))
     for (auto it = r->begin(); it != r->end(); ++it) {

@@ -105,6 +105,7 @@ codegen::CompileOptions compile_options(const launch_options& o, const codegen::
   c.waves_per_eu = target.kind == codegen::TargetDesc::amdgpu ? o.waves_per_eu : 0;
   c.bounds_check = target.kind == codegen::TargetDesc::cpu && (o.bounds_check || env::flag("TL_BOUNDS_CHECK"));
   if (target.kind == codegen::TargetDesc::amdgpu) c.matrix_instr_nonkdim = o.matrix_instr_nonkdim, c.kpack = o.kpack;
+  if (target.kind == codegen::TargetDesc::nvptx) c.mma_version = o.mma_version;
   return c;
 }
 
@@ -129,6 +130,9 @@ void check_options(const launch_options& o, const std::string& kernel, const std
     fail(fmt::format("kernel '{}': matrix_instr_nonkdim must be 0 (tl chooses), 16 or 32, got {}", kernel,
                      o.matrix_instr_nonkdim));
   if (o.kpack != 1 && o.kpack != 2) fail(fmt::format("kernel '{}': kpack must be 1 or 2, got {}", kernel, o.kpack));
+  if (o.mma_version != 0 && o.mma_version != 2 && o.mma_version != 3)
+    fail(fmt::format("kernel '{}': mma_version must be 0 (tl chooses), 2 (mma.sync) or 3 (wgmma), got {}", kernel,
+                     o.mma_version));
 }
 
 // Trace, then find the code object in the disk cache or compile it (and store it).

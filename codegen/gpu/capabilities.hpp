@@ -29,7 +29,10 @@ namespace tl::gpu {
 // and how many elements of A (and of B) one lane holds for it. Where each element sits
 // (which lane, which register) is the family's fragment layout (codegen/gpu/
 // dot_layout.cpp); how the instruction is called, the target's matrix_multiply hook.
-enum class MatrixFamily : uint8_t { amd_mfma, nvidia_mma };
+// nvidia_wgmma: Hopper's warpgroup MMA (wgmma.mma_async, sm_90a), four warps computing
+// an m64nNk tile together, B (and A, or A from registers) read from shared memory through
+// matrix descriptors, asynchronously.
+enum class MatrixFamily : uint8_t { amd_mfma, nvidia_mma, nvidia_wgmma };
 struct MatrixInstruction {
   std::string name;       // the ISA mnemonic: "v_mfma_f32_32x32x8_bf16", "mma.sync.m16n8k16.bf16"
   std::string intrinsic;  // the LLVM intrinsic the hook calls
@@ -37,6 +40,10 @@ struct MatrixInstruction {
   int m = 0, n = 0, k = 0;
   DType a = DType::f16, b = DType::f16, acc = DType::f32;
   int k_per_lane = 0;     // A elements one lane holds: m * k / wave size (B: n * k / wave size)
+  // wgmma: the PTX type names after the shape ("f32.bf16.bf16", "s32.s8.s8") and whether
+  // its operands may lie MN-major in shared memory (the transpose immediates: 16-bit only).
+  std::string ptx_types;
+  bool transposable = false;
 };
 
 // A raw buffer resource's size in bytes (num_records) and the offset masked-off lanes

@@ -115,7 +115,7 @@ void Lowerer::smem_reserve(int64_t bytes) {
   // dynamic past the static limit (Lowerer::run).
   int64_t limit = hooks_.capabilities().shared_bytes_per_program;
   if (smem_total() > limit)
-    throw compile_error(fmt::format("gpu lowering: {} bytes of shared memory needed ({} for shared buffers, {} for "
+    throw shared_memory_exceeded(fmt::format("gpu lowering: {} bytes of shared memory needed ({} for shared buffers, {} for "
                                     "layout conversions), more than the {} a program may use on {}; use smaller "
                                     "tiles",
                                     smem_total(), smem_plan_.scratch_offset, smem_bytes_, limit,

@@ -104,6 +104,65 @@ Layout build(int rows, int cols, const Fragment& f, const std::vector<Coord>& re
   return l;
 }
 
+// wgmma (PTX ISA, "Register Fragments and Shared Memory Matrix Layouts" of
+// wgmma.mma_async): warp w % 4 of a warpgroup holds rows 16 (w % 4) .. +15 of the m64nN
+// accumulator in mma.sync's m16n8 fragment, repeated along N in registers (d[4j..4j+3]
+// hold columns 8j..8j+7); A from registers is mma.sync's A fragment likewise. Warpgroups
+// split M, then N (the warp-id bits above the first two: M first, as Triton's mma v3
+// warpsPerCTA); repetitions along N, then M, are register bits above the instruction's.
+std::optional<DotPlan> plan_warpgroup_dot(const std::vector<const MatrixInstruction*>& takes, int M, int N, int K,
+                                          int num_warps, const DotRequest& req, std::string& why) {
+  if (num_warps % 4 != 0) {
+    why = fmt::format("wgmma needs whole warpgroups (num_warps a multiple of 4), not {} warps", num_warps);
+    return std::nullopt;
+  }
+  const int groups = num_warps / 4;
+  int wg_m = 1, wg_n = 1;
+  if (req.warps_m || req.warps_n) {
+    wg_m = std::max(1, req.warps_m / 4), wg_n = std::max(1, req.warps_n);
+  } else {
+    while (wg_m * wg_n < groups && M % (64 * wg_m * 2) == 0) wg_m *= 2;
+    while (wg_m * wg_n < groups && N % (8 * wg_n * 2) == 0) wg_n *= 2;
+  }
+  if (M % (64 * wg_m) != 0 || N % (8 * wg_n) != 0 || wg_m * wg_n > groups || groups % (wg_m * wg_n) != 0) {
+    why = fmt::format("a [{}, {}] tile cannot be split over {} warpgroups of m64 wgmma instructions ({}x{})", M, N,
+                      groups, wg_m, wg_n);
+    return std::nullopt;
+  }
+  const int n_each = std::min(256, N / wg_n);
+  const MatrixInstruction* pick = nullptr;
+  for (const MatrixInstruction* mi : takes)
+    if (mi->n == n_each && K % mi->k == 0) pick = mi;
+  if (!pick) {
+    why = fmt::format("no wgmma instruction m64n{}k* divides K = {}", n_each, K);
+    return std::nullopt;
+  }
+  DotPlan p;
+  p.instr = *pick;
+  p.warps_m = 4 * wg_m, p.warps_n = wg_n;
+  p.k_steps = K / pick->k;
+  p.reps_m = M / (64 * wg_m);
+  p.reps_n = N / (n_each * wg_n);
+  std::vector<Coord> warp_acc = {{16, 0}, {32, 0}}, warp_a = warp_acc, warp_b = {{}, {}};
+  for (int j = 0; j < lg(wg_m); ++j) warp_acc.push_back({64 << j, 0}), warp_a.push_back({64 << j, 0}), warp_b.push_back({});
+  for (int j = 0; j < lg(wg_n); ++j) warp_acc.push_back({0, n_each << j}), warp_a.push_back({}), warp_b.push_back({0, n_each << j});
+  for (int j = lg(wg_m * wg_n); j < lg(groups); ++j) warp_acc.push_back({}), warp_a.push_back({}), warp_b.push_back({});
+  std::vector<Coord> ra, rb, rc;
+  for (int j = 3; j < lg(n_each); ++j) rc.push_back({0, 1 << j});
+  for (int j = 0; j < lg(p.reps_n); ++j) rc.push_back({0, (n_each * wg_n) << j});
+  for (int j = 0; j < lg(p.reps_m); ++j) rc.push_back({(64 * wg_m) << j, 0});
+  for (int j = 0; j < lg(p.k_steps); ++j) ra.push_back({0, pick->k << j}), rb.push_back({pick->k << j, 0});
+  for (int j = 0; j < lg(p.reps_m); ++j) ra.push_back({(64 * wg_m) << j, 0});
+  // B never lives in registers (its descriptor reads it); this layout only gives a read
+  // of it a well-formed one: mma.sync's B fragment, its n8 blocks in registers.
+  for (int j = 3; j < lg(n_each); ++j) rb.push_back({0, 1 << j});
+  for (int j = 0; j < lg(p.reps_n); ++j) rb.push_back({0, (n_each * wg_n) << j});
+  p.acc = build(M, N, mma_acc(), rc, warp_acc);
+  p.a = build(M, K, mma_a(*pick), ra, warp_a);
+  p.b = build(K, N, mma_b(*pick), rb, warp_b);
+  return p;
+}
+
 }  // namespace
 
 std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b, int M, int N, int K,
@@ -111,10 +170,19 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   std::vector<const MatrixInstruction*> takes;
   bool swap = !caps.matrix_instructions.empty() && caps.matrix_instructions[0].family == MatrixFamily::amd_mfma;
   for (const auto& mi : caps.matrix_instructions)
-    if (swap ? mi.a == b && mi.b == a : mi.a == a && mi.b == b) takes.push_back(&mi);
+    if ((mi.family == MatrixFamily::nvidia_wgmma) == req.warpgroup && (swap ? mi.a == b && mi.b == a : mi.a == a && mi.b == b))
+      takes.push_back(&mi);
   if (takes.empty()) {
-    why = fmt::format("no matrix instruction of {} multiplies {} by {}", caps.arch, name(a), name(b));
+    why = fmt::format("no {}matrix instruction of {} multiplies {} by {}", req.warpgroup ? "warpgroup (wgmma) " : "",
+                      caps.arch, name(a), name(b));
     return std::nullopt;
+  }
+  if (req.warpgroup) {
+    if (wave_size != 32) {
+      why = fmt::format("wgmma needs warps of 32 lanes, not {}", wave_size);
+      return std::nullopt;
+    }
+    return plan_warpgroup_dot(takes, M, N, K, num_warps, req, why);
   }
   const bool amd = takes[0]->family == MatrixFamily::amd_mfma;
   const int lanes = amd ? 64 : 32;
@@ -250,6 +318,7 @@ DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& d
   const ir::Type &a = dot.operands[0]->type, &b = dot.operands[1]->type;
   DotRequest req;
   req.nonkdim = mi->family == MatrixFamily::amd_mfma ? mi->m : 0;
+  req.warpgroup = mi->family == MatrixFamily::nvidia_wgmma;
   req.kpack = dot.ints[0];
   req.warps_m = dot.ints[1];
   req.warps_n = dot.ints[2];

@@ -49,7 +49,10 @@ struct DotPlan {
   int reps_m = 1, reps_n = 1, k_steps = 1;  // per warp; k_steps of instr.k * kpack
   Layout acc, a, b;
 
-  int acc_regs_per_instr() const { return instr.m * instr.n / lanes(); }
+  // wgmma: one instruction per warpgroup (four warps, rows 16 apart); warps_m counts warps
+  // (4 a warpgroup along M), warps_n warpgroups along N.
+  bool warpgroup() const { return instr.family == MatrixFamily::nvidia_wgmma; }
+  int acc_regs_per_instr() const { return instr.m * instr.n / (lanes() * (warpgroup() ? 4 : 1)); }
   int a_regs_per_step() const { return instr.k_per_lane * kpack; }
   // B elements a lane holds per instruction: n * k / lanes (A's count where m = n, half
   // of it for NVIDIA's m16n8).
@@ -74,6 +77,9 @@ struct DotRequest {
   int warps_m = 0, warps_n = 0;
   std::vector<uint32_t> k_perm;  // DotPlan::k_perm
   std::vector<uint32_t> n_perm;  // DotPlan::n_perm
+  // NVIDIA: plan with the warpgroup instructions (wgmma) instead of mma.sync; warps_m and
+  // warps_n then count warps along M (a multiple of 4) and warpgroups along N.
+  bool warpgroup = false;
 };
 
 // The plan of a dot of a [M, K] (dtype a) by [K, N] (dtype b) on `caps`' matrix

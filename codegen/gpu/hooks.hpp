@@ -125,6 +125,33 @@ class GpuHooks {
     return {};
   }
 
+  // NVIDIA's warpgroup MMA (wgmma, sm_90a; the instruction's family nvidia_wgmma): one
+  // m64nNk instruction for the lane's warpgroup, A and B through 64-bit shared-memory
+  // matrix descriptors (`trans_a` / `trans_b`: the operand lies MN-major), or A from
+  // registers (`desc_a` null: `a`, the lane's k_per_lane elements in mma.sync's A
+  // fragment order, as matrix_multiply takes them), `c` the lane's
+  // n / 2 accumulator elements (f32 or i32) in the fragment's order; returns them as the
+  // instruction leaves them (still being written until a wait). warpgroup_fence before a
+  // warpgroup's first wgmma that reads registers written since, warpgroup_commit closes
+  // the wgmmas issued since the last commit into a group, warpgroup_wait lets at most
+  // `pending` groups stay in flight and gives `regs` back through it, so that nothing
+  // reads them before (the compiler sees the wait as their definition).
+  virtual std::vector<llvm::Value*> warpgroup_matrix_multiply(llvm::IRBuilderBase& b, const MatrixInstruction& mi,
+                                                              llvm::Value* desc_a, const std::vector<llvm::Value*>& a,
+                                                              llvm::Value* desc_b, bool trans_a, bool trans_b,
+                                                              const std::vector<llvm::Value*>& c) {
+    return {};
+  }
+  virtual void warpgroup_fence(llvm::IRBuilderBase& b) {}
+  virtual void warpgroup_commit(llvm::IRBuilderBase& b) {}
+  virtual std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilderBase& b, int pending,
+                                                   const std::vector<llvm::Value*>& regs) {
+    return regs;
+  }
+  // fence.proxy.async.shared::cta: this thread's shared-memory writes before it are
+  // ordered before later reads through the async proxy (a wgmma's descriptors).
+  virtual void fence_async_shared(llvm::IRBuilderBase& b) {}
+
   // NVIDIA's ldmatrix.x4 (.trans): four 8x8 matrices of 16-bit elements from shared
   // memory, lane l giving the address of row l % 8 of matrix l / 8 (16 contiguous bytes);
   // returns the lane's four 32-bit registers, register q holding row l / 4, columns

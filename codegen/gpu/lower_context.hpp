@@ -160,6 +160,10 @@ class Lowerer {
 
   // ---- tl::dot on the matrix cores (lower_dot.cpp)
   void lower_dot(const ir::Operation& op);
+  // ---- NVIDIA's warpgroup dots (lower_warpgroup_dot.cpp)
+  void lower_warpgroup_dot(const ir::Operation& op, const DotPlan& p);
+  void lower_dot_wait(const ir::Operation& op);
+  void lower_fence_async_shared(const ir::Operation& op);
   // Shared loads their dot reads a K step at a time (ir::kReadByDot, decided by
   // plan_dot_operand_sources), with the values between the read and the dot (its cast
   // and transpose), which emit nothing where they stand.
@@ -248,7 +252,7 @@ class Lowerer {
   int smem_buffer_of(const ir::Value* v) const;
   llvm::Value* shared_stage_base(const ir::Operation& op, unsigned elem_bytes);
   // The swizzled form a stage of `shape` lies in, for this target's banks.
-  SharedTileLayout stage_layout(const std::vector<int>& shape, unsigned elem_bytes);
+  SharedTileLayout stage_layout(const ir::Value* buffer, unsigned elem_bytes);
   // What a shared_load / shared_store of op's stage in layout `l` needs: the element's
   // memory type, the swizzled offset of every register, how many registers one access
   // moves, the buffer (for its alias scope) and the stage's base.

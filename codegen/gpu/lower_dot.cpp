@@ -52,6 +52,7 @@ void Lowerer::collect_operand_reads_by_dot() {
 
 void Lowerer::lower_dot(const ir::Operation& op) {
   const DotPlan& p = plan_.dot(&op);
+  if (p.warpgroup()) return lower_warpgroup_dot(op, p);
   const MatrixInstruction& mi = p.instr;
   // An operand is either in registers already (converted to the operand layout) or read
   // from its shared buffer by this dot, a K step at a time (plan_deferred_operand_reads).

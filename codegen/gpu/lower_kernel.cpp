@@ -97,7 +97,10 @@ LoweringResult Lowerer::run() {
     }
     // With user buffers, a bank row (128 bytes): the allocator aligns large buffers and
     // the scratch region to one, relative to this array. Without, the 16 of before.
-    g->setAlignment(llvm::Align(smem_plan_.buffers.empty() ? 16 : 128));
+    // A buffer read through wgmma descriptors asks more (its swizzle pattern, 1024 bytes).
+    int64_t align = smem_plan_.buffers.empty() ? 16 : 128;
+    for (const SharedBuffer& buf : smem_plan_.buffers) align = std::max(align, buf.align);
+    g->setAlignment(llvm::Align(uint64_t(align)));
     smem_->replaceAllUsesWith(g);
     smem_->eraseFromParent();
     smem_ = g;
@@ -270,6 +273,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::dot: return lower_dot(op);
     case Op::convert_layout: return lower_convert_layout(op);
+    case Op::dot_wait: return lower_dot_wait(op);
+    case Op::fence_async_shared: return lower_fence_async_shared(op);
     case Op::constant:
       return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));
     case Op::program_id:

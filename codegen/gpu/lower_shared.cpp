@@ -45,7 +45,21 @@ llvm::Value* Lowerer::shared_stage_base(const ir::Operation& op, unsigned eb) {
   return b.CreateGEP(b.getInt8Ty(), scalar(op.operands[0]), first, "stage");
 }
 
-SharedTileLayout Lowerer::stage_layout(const std::vector<int>& shape, unsigned eb) {
+// The encoding plan_shared_encodings recorded on the buffer's shared_alloc (a wgmma
+// operand's), else the default swizzled row-major form. A value that may be one of several
+// buffers takes theirs, which must agree.
+SharedTileLayout Lowerer::stage_layout(const ir::Value* buffer, unsigned eb) {
+  const std::vector<int>& shape = buffer->type.shape;
+  const ir::SharedEncoding* enc = nullptr;
+  if (auto ids = smem_plan_.buffers_of.find(buffer); ids != smem_plan_.buffers_of.end())
+    for (int id : ids->second) {
+      const auto& recorded = smem_plan_.buffers[size_t(id)].alloc->shared;
+      const ir::SharedEncoding* e = recorded ? &*recorded : nullptr;
+      if (id != ids->second.front() && !(e == enc || (e && enc && *e == *enc)))
+        throw compile_error("gpu lowering: one value may be buffers of different encodings (a tl bug)");
+      enc = e;
+    }
+  if (enc) return SharedTileLayout{shared_offsets(shape, *enc), enc->vec};
   const TargetCapabilities& caps = hooks_.capabilities();
   return shared_tile_layout(shape, int(eb), caps.shared_banks * caps.shared_bank_bytes);
 }
@@ -53,7 +67,7 @@ SharedTileLayout Lowerer::stage_layout(const std::vector<int>& shape, unsigned e
 Lowerer::StageAccess Lowerer::stage_access(const ir::Operation& op, const Layout& l, DType t) {
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  SharedTileLayout st = stage_layout(l.shape, eb);
+  SharedTileLayout st = stage_layout(op.operands[0], eb);
   return StageAccess{ty, eb, compose(st.offsets, l, l.shape), access_group(l, st.vec), smem_buffer_of(op.operands[0]),
                      shared_stage_base(op, eb)};
 }
@@ -161,8 +175,8 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
   const int bits = bit_width(t);
   auto addr = (bits == 16 || bits == 8) && hooks_.has_load_matrix() ? ldmatrix_addresses(l, bits, trans)
                                                                    : std::nullopt;
-  if (addr && stage_layout(l.shape, a.eb).vec * int(a.eb) >= 16) {
-    Layout offsets = compose(stage_layout(l.shape, a.eb).offsets, *addr, l.shape);
+  if (addr && stage_layout(op.operands[0], a.eb).vec * int(a.eb) >= 16) {
+    Layout offsets = compose(stage_layout(op.operands[0], a.eb).offsets, *addr, l.shape);
     const int per_reg = 32 / bits, per_call = 4 * per_reg;
     auto* elems = llvm::FixedVectorType::get(a.ty, unsigned(per_reg));
     for (int c = first / per_call; c * per_call < last; ++c) {
@@ -186,7 +200,7 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
   int g = a.group;
   bool transposed = false;
   if (g * int(a.eb) < 8 && hooks_.capabilities().has_transposed_shared_read(bits)) {
-    const LinearMap& stage = stage_layout(l.shape, a.eb).offsets;
+    const LinearMap& stage = stage_layout(op.operands[0], a.eb).offsets;
     if (auto tr = transposed_read_layout(l, stage, int(a.eb))) {
       offsets = compose(stage, *tr, l.shape);
       g = transposed_read_slots(int(a.eb));
@@ -199,7 +213,7 @@ void Lowerer::read_stage_registers(const ir::Operation& op, const Layout& l, int
   // vector read gives all of them, up to 16 bytes or the swizzle's vector.
   if (!transposed && g * int(a.eb) < 16 && hooks_.capabilities().register_pressure_rules) {
     std::vector<int> vb;  // register bits holding stage offsets 1, 2, 4, ...
-    for (uint32_t want = 1; int(want) * int(a.eb) < 16 && int(want) < stage_layout(l.shape, a.eb).vec; want *= 2) {
+    for (uint32_t want = 1; int(want) * int(a.eb) < 16 && int(want) < stage_layout(op.operands[0], a.eb).vec; want *= 2) {
       int found = -1;
       for (size_t i = 0; i < offsets.reg.size(); ++i)
         if (offsets.reg[i] == want) found = int(i);
@@ -320,7 +334,7 @@ Lowerer::CopyPlan Lowerer::plan_copy(const ir::Operation& op) {
   DType t = bt.dtype;
   int eb = int(m_.getDataLayout().getTypeStoreSize(mem_type(t)));
   const TargetCapabilities& caps = hooks_.capabilities();
-  SharedTileLayout st = stage_layout(bt.shape, unsigned(eb));
+  SharedTileLayout st = stage_layout(op.operands[0], unsigned(eb));
   int last = bt.rank() - 1;
   int ws = hooks_.wave_size(), nw = plan_.num_warps();
   int contiguous = axis_.vector_width(ptr, last, 16);  // elements, aligned to the access
@@ -517,7 +531,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   DType t = bt.dtype;
   llvm::Type* ty = mem_type(t);
   int eb = int(m_.getDataLayout().getTypeStoreSize(ty));
-  SharedTileLayout st = stage_layout(bt.shape, unsigned(eb));
+  SharedTileLayout st = stage_layout(op.operands[0], unsigned(eb));
   // tl::amd::buffer_load_to_shared: buffer loads into LDS where the target has them; on
   // AMD without them an error at the user's line; elsewhere (NVIDIA) the copy through
   // the pointers base + offsets that the op also is.

@@ -35,10 +35,15 @@ struct PlanTarget {
   const TargetCapabilities* caps = nullptr;
   int wave_size = 0, num_warps = 0;
   int nonkdim = 0, kpack = 1;  // the launch's matrix_instr_nonkdim and kpack (AMD)
+  // NVIDIA: the launch's mma_version (0: tl chooses, wgmma where a dot allows it on sm_90;
+  // 2: mma.sync; 3: wgmma, an error at a dot that cannot take it).
+  int mma_version = 0;
 };
 
 // Records on every dot its matrix instruction (`str`) and kpack, warps_m, warps_n (and a
-// K renumbering) in `ints`. A dot whose A operand is computed from another dot's result
+// K renumbering) in `ints`. On sm_90 a dot whose operands a wgmma reads from shared
+// memory (warpgroup_dot.hpp) takes the warpgroup instructions unless the launch asks for
+// mma.sync (mma_version=2). A dot whose A operand is computed from another dot's result
 // through elementwise ops (dot -> (elementwise | cast)* -> dot) is a chain: both dots put
 // every warp along M (one instruction size for both on AMD) and, where the instruction's
 // k order differs from the accumulator's column order, the second renumbers K so that the
@@ -75,6 +80,14 @@ std::vector<int> conversion_path_counts(ir::Function& f);
 
 // Records on every convert_layout through shared memory its encoding (Operation::shared,
 // by exchange_encoding).
+// Also gives every buffer a warpgroup dot reads through descriptors its descriptor
+// encoding (on its shared_alloc; other buffers keep the lowering's default swizzle).
 void plan_shared_encodings(ir::Function& f, const PlanTarget& t);
+// Warpgroup dots in a pipelined loop whose buffers have a stage to spare (the pipeliner
+// gave them num_stages + 1) run asynchronously: marked ir::kAsyncDot, followed by a
+// dot_wait leaving one group in flight (Triton's wait(1)), and waited for fully after the
+// loop. Every warpgroup dot's shared operands get a fence_async_shared after the writes
+// before the barrier it waits at (the async proxy reads them). Returns the async dots.
+int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages);
 
 }  // namespace tl::gpu

@@ -29,6 +29,7 @@
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/passes.hpp"
+#include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 
@@ -223,6 +224,14 @@ void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t) {
   ir::walk(f.body, [&](ir::Operation& op) {
     if (op.op != Op::dot) return;
     const DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);
+    if (p.warpgroup()) {
+      // A warpgroup dot reads its operands itself, through matrix descriptors: the reads
+      // emit nothing (plan_dots chose it only where both are such reads).
+      for (int i = 0; i < 2; ++i)
+        if (auto m = match_descriptor_operand(op.operands[size_t(i)], i))
+          const_cast<ir::Operation*>(m->read)->i1 = ir::kReadByDot;
+      return;
+    }
     for (int i = 0; i < 2; ++i) {
       auto m = match_shared_dot_operand(op.operands[size_t(i)]);
       if (!m) continue;

@@ -18,6 +18,7 @@
 
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/passes.hpp"
+#include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
@@ -170,6 +171,27 @@ void plan_dots(ir::Function& f, const PlanTarget& t, std::vector<std::string>& r
   };
   if (!t.caps || t.caps->matrix_instructions.empty()) fail(*dots[0], "no matrix-instruction table for this target");
   std::unordered_set<const ir::Operation*> planned;
+  // Warpgroup dots first (sm_90): any dot whose operands a wgmma reads from shared memory,
+  // unless the launch asked for mma.sync. A chain's dots read A from registers, which the
+  // warpgroup path does not take yet: they stay mma.sync below.
+  const bool has_wgmma =
+      std::any_of(t.caps->matrix_instructions.begin(), t.caps->matrix_instructions.end(),
+                  [](const MatrixInstruction& mi) { return mi.family == MatrixFamily::nvidia_wgmma; });
+  if (t.mma_version == 3 && !has_wgmma) fail(*dots[0], fmt::format("mma_version=3 (wgmma): {} has no wgmma (sm_90a only)", t.caps->arch));
+  for (ir::Operation* dot : dots) {
+    if (!has_wgmma || t.mma_version == 2) break;
+    const std::string why = warpgroup_dot_obstacle(*t.caps, *dot, t.num_warps);
+    if (!why.empty()) {
+      if (t.mma_version == 3) fail(*dot, fmt::format("mma_version=3 (wgmma) cannot take this dot: {}", why));
+      continue;
+    }
+    std::string unused;
+    DotRequest req;
+    req.warpgroup = true;
+    auto p = plan(*dot, t, req, unused);
+    record(*dot, *p);
+    planned.insert(dot);
+  }
   for (ir::Operation* second : dots) {
     std::unordered_set<const ir::Value*> seen;
     auto* first = const_cast<ir::Operation*>(chained_producer(second->operands[0], seen));

@@ -7,8 +7,16 @@
 // and, where the target has a transposing read (gfx950), whether the result is read
 // with it. Recorded on the op (`read=transposed shared=[order=... vec=... swizzle=...]`);
 // the lowering reads it.
+//
+// A buffer a warpgroup dot (wgmma) reads through matrix descriptors gets the encoding the
+// descriptor describes (descriptor_encoding: 128-, 64- or 32-byte swizzle rows), recorded
+// on its shared_alloc; everything that writes or reads the buffer (the pipeliner's
+// copies, a user's stores) follows it. Other buffers keep the lowering's default
+// (shared_tile_layout), which for a 128-byte row is the same swizzle.
+#include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
+#include "codegen/gpu/warpgroup_dot.hpp"
 
 namespace tl::gpu {
 
@@ -21,6 +29,14 @@ void plan_shared_encodings(ir::Function& f, const PlanTarget& t) {
                                        t.caps->has_transposed_shared_read(bit_width(op.result()->type.dtype)));
     op.shared = p.encoding;
     op.i1 = (op.i1 & ~ir::kTransposedRead) | (p.transposed_read ? ir::kTransposedRead : 0);
+  });
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op != Op::dot || !recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size).warpgroup()) return;
+    for (int i = 0; i < 2; ++i)
+      if (auto m = match_descriptor_operand(op.operands[size_t(i)], i)) {
+        auto& alloc = const_cast<ir::Operation&>(*m->alloc);
+        alloc.shared = descriptor_encoding(alloc.result()->type);
+      }
   });
 }
 

@@ -22,8 +22,11 @@ uint32_t fastest_stride(const std::vector<int>& shape, const ir::SharedEncoding&
   return e.order.empty() ? 1u : 1u << dim_offset(shape, e.order[0]);
 }
 
+// Bits of a stored row: order[0]'s, or the encoding's row width where it splits it.
 int col_bits_of(const std::vector<int>& shape, const ir::SharedEncoding& e) {
-  return e.order.empty() ? 0 : log2_exact(shape[size_t(e.order[0])]);
+  if (e.order.empty()) return 0;
+  const int all = log2_exact(shape[size_t(e.order[0])]);
+  return e.row ? std::min(all, log2_exact(e.row)) : all;
 }
 
 // Gaussian elimination over F2: a set of vectors and whether another is independent.
@@ -50,19 +53,25 @@ int lanes_per_phase(int access_bytes, int wave, const BankModel& banks) {
 
 LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding& e) {
   const int rank = int(shape.size());
-  // Where each dim's field starts in the stored index: order[0] lowest.
-  std::vector<int> stored_at(size_t(rank), 0);
-  int at = 0;
-  for (int d : e.order) {
-    stored_at[size_t(d)] = at;
-    at += log2_exact(shape[size_t(d)]);
-  }
   const int col_bits = col_bits_of(shape, e), vec_bits = log2_exact(e.vec);
+  // Where each dim's field starts in the stored index: order[0]'s first col_bits lowest,
+  // the other dims in order above them, then what is left of order[0] (its column
+  // blocks, where the encoding splits it into rows).
+  std::vector<int> stored_at(size_t(rank), 0);
+  int at = 0, high_at = 0;
+  for (size_t i = 0; i < e.order.size(); ++i) {
+    const int d = e.order[i];
+    stored_at[size_t(d)] = at;
+    at += i == 0 ? col_bits : log2_exact(shape[size_t(d)]);
+  }
+  high_at = at;
   LinearMap m;
   const int bits = log2_exact(numel_of(shape));
   for (int b = 0; b < bits; ++b) {
     const int d = dim_of_bit(shape, b);
-    const int s = stored_at[size_t(d)] + (b - dim_offset(shape, d));
+    const int within = b - dim_offset(shape, d);
+    const bool high = !e.order.empty() && d == e.order[0] && within >= col_bits;
+    const int s = high ? high_at + within - col_bits : stored_at[size_t(d)] + within;
     uint32_t img = 1u << s;
     // A row bit also flips unit-index bits.
     if (s >= col_bits && size_t(s - col_bits) < e.swizzle.size()) img ^= e.swizzle[size_t(s - col_bits)] << vec_bits;

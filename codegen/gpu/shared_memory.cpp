@@ -151,6 +151,10 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
     b.alloc = op;
     b.bytes = t.numel() * t.stages * byte_width(t.dtype);
     b.align = b.bytes >= row ? std::max<int64_t>(16, row) : 16;
+    // A buffer read through wgmma's matrix descriptors (an encoding with swizzle rows):
+    // the hardware XORs address bits, so each stage starts on a whole swizzle pattern, 8
+    // rows (1024 bytes at the 128-byte swizzle).
+    if (op->shared && op->shared->row) b.align = std::max<int64_t>(b.align, 8 * int64_t(op->shared->row) * byte_width(t.dtype));
     plan.buffers_of[op->result()] = {int(plan.buffers.size())};
     plan.buffers.push_back(b);
   }
@@ -180,7 +184,7 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
     buf.offset = at;
     int64_t limit = caps.shared_bytes_per_program;
     if (at + buf.bytes > limit)
-      throw compile_error(fmt::format("shared memory: {} bytes needed with this buffer ({}, {} bytes) live, more "
+      throw shared_memory_exceeded(fmt::format("shared memory: {} bytes needed with this buffer ({}, {} bytes) live, more "
                                       "than the {} a program may use on {}; use smaller tiles or fewer stages",
                                       at + buf.bytes, buf.alloc->result()->type.str(), buf.bytes, limit, target),
                           buf.alloc->loc.file, buf.alloc->loc.line);

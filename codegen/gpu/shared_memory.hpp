@@ -12,8 +12,16 @@
 
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/ir/ir.hpp"
+#include "tl/error.hpp"
 
 namespace tl::gpu {
+
+// A program that needs more shared memory than its target has (its buffers, or them and the
+// layout conversions' scratch): a compile_error the compiler may answer by planning again
+// with fewer stages (codegen/pipeline.cpp).
+class shared_memory_exceeded : public compile_error {
+  using compile_error::compile_error;
+};
 
 struct SharedBuffer {
   const ir::Operation* alloc = nullptr;  // its shared_alloc

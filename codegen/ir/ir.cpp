@@ -34,7 +34,8 @@ const char* op_name(Op op) {
     case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
     case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot";
-    case Op::convert_layout: return "convert_layout"; case Op::for_: return "for";
+    case Op::convert_layout: return "convert_layout";
+    case Op::dot_wait: return "dot_wait"; case Op::fence_async_shared: return "fence_async_shared"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
     case Op::print: return "print";
   }
@@ -179,7 +180,9 @@ class Printer {
       case Op::dot:
         return op.str.empty() || op.ints.size() < 3
                    ? ""
-                   : fmt::format(" {} kpack={} warps={}x{}", op.str, op.ints[0], op.ints[1], op.ints[2]);
+                   : fmt::format(" {} kpack={} warps={}x{}{}", op.str, op.ints[0], op.ints[1], op.ints[2],
+                                 op.i1 == kAsyncDot ? " async" : "");
+      case Op::dot_wait: return fmt::format(" pending={}", op.i0);
       case Op::convert_layout:
         return fmt::format(" path={}{}{}", convert_path_name(ConvertPath(op.i0)),
                            op.i1 & kTransposedRead ? " read=transposed" : "",

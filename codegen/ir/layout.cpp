@@ -41,7 +41,8 @@ std::string Layout::str() const {
 }
 
 std::string SharedEncoding::str() const {
-  return fmt::format("order=[{}] vec={} swizzle=[{}]", fmt::join(order, ","), vec, fmt::join(swizzle, ","));
+  return fmt::format("order=[{}] vec={} swizzle=[{}]{}", fmt::join(order, ","), vec, fmt::join(swizzle, ","),
+                     row ? fmt::format(" row={}", row) : std::string());
 }
 
 }  // namespace tl::ir

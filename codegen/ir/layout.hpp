@@ -44,12 +44,19 @@ struct Layout {
 // read along the other). A pass decides it for each exchange through shared memory
 // (codegen/gpu/plan_shared_encodings.cpp) from the layouts that write and read it; the
 // algebra is codegen/gpu/shared_encoding.hpp.
+//
+// `row` (0: order[0]'s whole extent) splits order[0] into rows of that many elements,
+// stored one dim further out than every other dim: a [64, 256] bf16 tile with row = 64
+// lies as four [64, 64] column blocks one after another, each 128-byte row swizzled on
+// its own. That is Triton's NVMMASharedEncoding for a tile wider than its swizzle, the
+// form Hopper's wgmma reads through a matrix descriptor (plan_shared_encodings).
 struct SharedEncoding {
   std::vector<int> order;
   int vec = 1;
   std::vector<uint32_t> swizzle;  // per row-index bit, low first; absent bits: 0
+  int row = 0;
   bool operator==(const SharedEncoding& o) const = default;
-  std::string str() const;  // "order=[0,1] vec=4 swizzle=[1,2,4,9]"
+  std::string str() const;  // "order=[0,1] vec=4 swizzle=[1,2,4,9]" (" row=64" where set)
 };
 
 }  // namespace tl::ir

@@ -48,7 +48,12 @@ OpProperties describe(Op op) {
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n
     // (ints); the CPU ignores them.
-    case Op::dot: return {kPure, kAttrInts | kAttrStr};
+    // i1: kAsyncDot (plan_async_dots).
+    case Op::dot: return {kPure, kAttrInts | kAttrStr | kAttrI1};
+    // A wait and a fence order work the IR cannot see (the warpgroup's dots in flight, the
+    // async proxy): never moved, merged or dropped.
+    case Op::dot_wait: return {kSideEffects, kAttrI0};
+    case Op::fence_async_shared: return {kSideEffects, 0};
     // i0: the ConvertPath a pass chose (op_properties.hpp); i1: kTransposedRead.
     case Op::convert_layout: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};

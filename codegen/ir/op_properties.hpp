@@ -93,6 +93,10 @@ constexpr int64_t kReadByDot = 1;
 // after it, which reads the registers a K step at a time next to its instructions (as
 // kReadByDot for shared_load); the conversion itself only writes.
 constexpr int64_t kTransposedRead = 1;
+// `dot` with i1 == kAsyncDot (plan_async_dots, NVIDIA's wgmma): the dot's instructions are
+// issued and left in flight; its result may be read only through a dot_wait, and the
+// shared buffers it reads stay in use until then.
+constexpr int64_t kAsyncDot = 1;
 constexpr int64_t kConversionReadByDot = 2;
 // `convert_layout`'s i0: how the conversion moves data, decided by plan_conversion_paths
 // (codegen/gpu/plan_conversion_paths.cpp) and only emitted by the lowering.

@@ -199,6 +199,13 @@ class Verifier {
                "dot accumulates i8 in i32 and floats in f32");
         break;
       }
+      case Op::dot_wait:
+        expect(nops == 1 && op.results.size() == 1 && op.result()->type == op.operands[0]->type && op.i0 >= 0, op,
+               "dot_wait takes one dot result and gives it back, same type, with a non-negative pending count");
+        break;
+      case Op::fence_async_shared:
+        expect(nops == 0 && op.results.empty(), op, "fence_async_shared takes no operands and has no result");
+        break;
       case Op::convert_layout:
         expect(nops == 1 && op.results.size() == 1 && op.result()->type == op.operands[0]->type, op,
                "convert_layout takes one tile and gives it back, same type");

@@ -4,6 +4,8 @@
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES); instructions: the PTX ISA.
 #include "codegen/nvptx/nvptx_capabilities.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cstdlib>
 #include <string>
@@ -89,6 +91,37 @@ gpu::TargetCapabilities capabilities(const std::string& arch) {
         mi.intrinsic = std::string("llvm.nvvm.mma.m16n8k32.row.col.f32.") + an + "." + bn + ".f32";
         c.matrix_instructions.push_back(mi);
       }
+  // wgmma.mma_async (PTX ISA 8.0, "Asynchronous Warpgroup Level Matrix Multiply-
+  // Accumulate"): sm_90a only (the `a` features: Hopper, not its successors), one
+  // m64nNk instruction per warpgroup for N = 8..256 (the powers of two tl's tiles take),
+  // k16 bf16/f16, k8 tf32, k32 FP8 and s8, in f32 (s32) accumulators. tl emits it as
+  // inline PTX (LLVM has no intrinsic for it); the names below are what the plan records.
+  if (sm == 90) {
+    struct Types {
+      const char* ptx;
+      int k;
+      DType a, b, acc;
+    };
+    std::vector<Types> types = {{"f32.bf16.bf16", 16, D::bf16, D::bf16, D::f32},
+                                {"f32.f16.f16", 16, D::f16, D::f16, D::f32},
+                                {"f32.tf32.tf32", 8, D::f32, D::f32, D::f32},
+                                {"s32.s8.s8", 32, D::i8, D::i8, D::i32}};
+    types.push_back({"f32.e4m3.e4m3", 32, D::f8e4m3fn, D::f8e4m3fn, D::f32});
+    types.push_back({"f32.e4m3.e5m2", 32, D::f8e4m3fn, D::f8e5m2, D::f32});
+    types.push_back({"f32.e5m2.e4m3", 32, D::f8e5m2, D::f8e4m3fn, D::f32});
+    types.push_back({"f32.e5m2.e5m2", 32, D::f8e5m2, D::f8e5m2, D::f32});
+    for (const Types& t : types)
+      for (int n = 8; n <= 256; n *= 2) {
+        gpu::MatrixInstruction mi;
+        mi.family = gpu::MatrixFamily::nvidia_wgmma;
+        mi.m = 64, mi.n = n, mi.k = t.k, mi.a = t.a, mi.b = t.b, mi.acc = t.acc;
+        mi.k_per_lane = 64 * t.k / 128;
+        mi.ptx_types = t.ptx;
+        mi.transposable = bit_width(t.a) == 16;
+        mi.name = fmt::format("wgmma.mma_async.m64n{}k{}.{}", n, t.k, t.ptx);
+        c.matrix_instructions.push_back(mi);
+      }
+  }
   return c;
 }
 

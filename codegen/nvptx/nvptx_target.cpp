@@ -17,6 +17,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
@@ -202,6 +203,41 @@ class NvptxHooks final : public gpu::GpuHooks {
   codegen::TargetDesc desc_;
   gpu::TargetCapabilities caps_;
 
+  // A matrix operand's elements (bfloat, half, float, i8 bits) packed into 32-bit words,
+  // element 0 lowest: 2 16-bit elements a word, 4 8-bit ones, one f32 (its bits).
+  static std::vector<llvm::Value*> pack_words(llvm::IRBuilderBase& b, const std::vector<llvm::Value*>& x, DType t) {
+    std::vector<llvm::Value*> out;
+    const size_t w = size_t(32 / bit_width(t));
+    for (size_t r = 0; r < x.size(); r += w) {
+      if (w == 1) {
+        out.push_back(b.CreateBitCast(x[r], b.getInt32Ty()));
+        continue;
+      }
+      llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(x[r]->getType(), unsigned(w)));
+      for (size_t i = 0; i < w; ++i) v = b.CreateInsertElement(v, x[r + i], uint64_t(i));
+      out.push_back(b.CreateBitCast(v, b.getInt32Ty()));
+    }
+    return out;
+  }
+
+  // Inline PTX with side effects whose first `outputs` results are `args`' first ones,
+  // tied (constraints "=f,..,0,1,.."); returns the results.
+  static std::vector<llvm::Value*> call_tied_asm(llvm::IRBuilderBase& b, const std::string& text,
+                                                 const std::string& constraints, const std::vector<llvm::Value*>& args,
+                                                 size_t outputs) {
+    std::vector<llvm::Type*> out_types, in_types;
+    for (size_t i = 0; i < outputs; ++i) out_types.push_back(args[i]->getType());
+    for (llvm::Value* a : args) in_types.push_back(a->getType());
+    llvm::Type* ret = outputs == 1 ? out_types[0] : llvm::StructType::get(b.getContext(), out_types);
+    auto* fty = llvm::FunctionType::get(ret, in_types, false);
+    llvm::InlineAsm* asm_ = llvm::InlineAsm::get(fty, text, constraints, /*hasSideEffects=*/true);
+    llvm::CallInst* call = b.CreateCall(fty, asm_, args);
+    call->addFnAttr(llvm::Attribute::Convergent);
+    std::vector<llvm::Value*> out;
+    for (unsigned i = 0; i < outputs; ++i) out.push_back(outputs == 1 ? call : b.CreateExtractValue(call, i));
+    return out;
+  }
+
   // Two FP8 codes (i16, the low byte element 0) to <2 x half>.
   llvm::Value* fp8x2_to_f16x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* codes) {
     const char* name = fmt == DType::f8e4m3fn ? "llvm.nvvm.e4m3x2.to.f16x2.rn" : "llvm.nvvm.e5m2x2.to.f16x2.rn";
@@ -218,6 +254,71 @@ class NvptxHooks final : public gpu::GpuHooks {
     return out;
   }
 
+  // wgmma.mma_async as inline PTX (LLVM 22 has intrinsics for its fence, commit and wait,
+  // not for the instruction). The accumulator goes in and out tied to the same registers;
+  // scale-d is a predicate set to 1 (accumulate: a fresh accumulator is zeros already).
+  // 16-bit types take the transpose immediates, the others only K-major operands.
+  // A from registers: its elements packed in 32-bit words as mma.sync's (four a lane for
+  // k16), the form without imm-trans-a.
+  std::vector<llvm::Value*> warpgroup_matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                                      llvm::Value* desc_a, const std::vector<llvm::Value*>& a,
+                                                      llvm::Value* desc_b, bool trans_a, bool trans_b,
+                                                      const std::vector<llvm::Value*>& c) override {
+    const size_t n = c.size();
+    const bool integer = mi.acc == DType::i32;
+    std::string regs;
+    for (size_t i = 0; i < n; ++i) regs += fmt::format("{}${}", i ? "," : "", i);
+    std::vector<llvm::Value*> args(c.begin(), c.end());
+    std::string a_operand;
+    std::string constraints;
+    for (size_t i = 0; i < n; ++i) constraints += integer ? "=r," : "=f,";
+    for (size_t i = 0; i < n; ++i) constraints += fmt::format("{},", i);
+    // (operand numbers: the n outputs first, then the inputs in order)
+    if (desc_a) {
+      a_operand = fmt::format("${}", n + args.size());
+      args.push_back(desc_a);
+      constraints += "l,";
+    } else {
+      std::vector<llvm::Value*> words = pack_words(b, a, mi.a);
+      for (size_t i = 0; i < words.size(); ++i) {
+        a_operand += fmt::format("{}${}", i ? "," : "{", n + args.size());
+        args.push_back(words[i]);
+        constraints += "r,";
+      }
+      a_operand += "}";
+    }
+    const size_t db = n + args.size();
+    args.push_back(desc_b);
+    args.push_back(b.getInt32(1));
+    constraints += "l,r";
+    std::string scales = integer ? "" : ", 1, 1";
+    if (mi.transposable) scales += desc_a ? fmt::format(", {}, {}", trans_a ? 1 : 0, trans_b ? 1 : 0)
+                                          : fmt::format(", {}", trans_b ? 1 : 0);
+    const std::string text = fmt::format(
+        "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\nwgmma.mma_async.sync.aligned.m{}n{}k{}.{} {{{}}}, {}, ${}, p{};\n}}",
+        db + 1, mi.m, mi.n, mi.k, mi.ptx_types, regs, a_operand, db, scales);
+    return call_tied_asm(b, text, constraints, args, n);
+  }
+  void warpgroup_fence(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(Intr::nvvm_wgmma_fence_sync_aligned, kNoTypes, {});
+  }
+  void warpgroup_commit(llvm::IRBuilderBase& b) override {
+    b.CreateIntrinsic(Intr::nvvm_wgmma_commit_group_sync_aligned, kNoTypes, {});
+  }
+  // The wait as inline PTX that takes the registers and gives them back (Triton's
+  // WGMMAWaitGroupOp): their uses after it cannot be moved before it.
+  std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilderBase& b, int pending,
+                                           const std::vector<llvm::Value*>& regs) override {
+    const size_t n = regs.size();
+    std::string constraints;
+    for (size_t i = 0; i < n; ++i) constraints += regs[i]->getType()->isFloatTy() ? "=f," : "=r,";
+    for (size_t i = 0; i < n; ++i) constraints += fmt::format("{}{}", i ? "," : "", i);
+    return call_tied_asm(b, fmt::format("wgmma.wait_group.sync.aligned {};", pending), constraints, regs, n);
+  }
+  void fence_async_shared(llvm::IRBuilderBase& b) override {
+    gpu::call_intrinsic(b, "llvm.nvvm.fence.proxy.async.shared_cta", {}, {});
+  }
+
   // mma.sync (LLVM 22's llvm.nvvm.mma.*, fragments in codegen/gpu/dot_layout.cpp): A in
   // four 32-bit registers, B in two, C/D four f32 or s32. Two 16-bit elements a register
   // (bf16 packed as i32, f16 as <2 x half>), four 8-bit ones (i32), one tf32 (the f32's
@@ -226,17 +327,10 @@ class NvptxHooks final : public gpu::GpuHooks {
                                             const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                             const std::vector<llvm::Value*>& c) override {
     auto regs = [&](const std::vector<llvm::Value*>& x, DType t) {
-      std::vector<llvm::Value*> out;
-      const size_t w = size_t(32 / bit_width(t));
-      for (size_t r = 0; r < x.size(); r += w) {
-        if (w == 1) {
-          out.push_back(b.CreateBitCast(x[r], b.getInt32Ty()));
-          continue;
-        }
-        llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(x[r]->getType(), unsigned(w)));
-        for (size_t i = 0; i < w; ++i) v = b.CreateInsertElement(v, x[r + i], uint64_t(i));
-        out.push_back(t == DType::f16 ? v : b.CreateBitCast(v, b.getInt32Ty()));
-      }
+      std::vector<llvm::Value*> out = pack_words(b, x, t);
+      // (LLVM's f16 mma intrinsics take <2 x half>, the others i32)
+      if (t == DType::f16)
+        for (auto& v : out) v = b.CreateBitCast(v, llvm::FixedVectorType::get(b.getHalfTy(), 2));
       return out;
     };
     std::vector<llvm::Value*> args = regs(a, mi.a);
@@ -263,23 +357,27 @@ class NvptxTarget final : public codegen::Target {
       LLVMInitializeNVPTXAsmPrinter();
     });
     llvm::Triple triple(kTriple);
-    // mma.sync on FP8 needs PTX 8.4 (sm_89+, where the capability table lists it).
-    bool fp8_dot = false;
+    // mma.sync on FP8 needs PTX 8.4 (sm_89+, where the capability table lists it); a
+    // warpgroup dot (wgmma) the architecture-specific sm_90a (PTX 8.0), whose code runs on
+    // compute capability 9.0 alone: a kernel without one stays plain sm_90.
+    bool fp8_dot = false, warpgroup_dot = false;
     ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
       fp8_dot |= op.op == Op::dot && is_fp8(op.operands[0]->type.dtype);
+      warpgroup_dot |= op.op == Op::dot && op.str.rfind("wgmma.", 0) == 0;
     });
-    int ptx = ptx_version(desc_.arch);
+    const std::string arch = warpgroup_dot && desc_.arch == "sm_90" ? "sm_90a" : desc_.arch;
+    int ptx = ptx_version(arch);
     if (fp8_dot) ptx = std::max(ptx, 84);
     std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx) : desc_.features;
-    tm_ = &codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", desc_.arch, features, opts.opt_level >= 3), [&] {
+    tm_ = &codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", arch, features, opts.opt_level >= 3), [&] {
       std::string err;
       const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
       if (!t) throw compile_error("NVPTX target is not available in this LLVM: " + err);
       llvm::TargetOptions options;
       std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-          triple, desc_.arch, features, options, std::nullopt, std::nullopt,
+          triple, arch, features, options, std::nullopt, std::nullopt,
           opts.opt_level >= 3 ? llvm::CodeGenOptLevel::Aggressive : llvm::CodeGenOptLevel::Default));
-      if (!tm) throw compile_error(fmt::format("cannot create an NVPTX target machine for {}", desc_.arch));
+      if (!tm) throw compile_error(fmt::format("cannot create an NVPTX target machine for {}", arch));
       return tm;
     });
     m.setTargetTriple(triple);

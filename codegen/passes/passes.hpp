@@ -1,6 +1,8 @@
 // Tile-IR passes, one per file, each with a single entry point.
 #pragma once
 
+#include <functional>
+
 #include <string>
 #include <vector>
 
@@ -46,6 +48,12 @@ struct PipelineOptions {
   // A dot operand whose pointers run contiguous along dim 0 (attention's K^T) staged by
   // copying its transpose (rows along the last dim) and reading tl::trans of the buffer.
   bool copy_transposed = false;
+  // Whether a dot may run asynchronously, its instructions still reading their operand
+  // buffers while the next iteration runs (NVIDIA's wgmma: codegen/gpu/
+  // plan_async_dots.cpp). A loop with such a dot reading its staged buffers gives them
+  // one stage more than num_stages, where shared memory allows, so that the copies of
+  // iteration i+S-1 never overwrite the stage the dot of iteration i-1 may still read.
+  std::function<bool(const ir::Operation& dot)> dot_may_run_async;
 };
 // Software-pipelines tl::range loops with num_stages > 1 (codegen/passes/pipeline_loops.cpp):
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered

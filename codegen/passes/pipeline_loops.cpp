@@ -434,16 +434,44 @@ class Pipeliner {
       if ((p.store = stage_for_dot(loop, p, scratch))) ++staged;
     }
 
+    // One stage more for a dot left in flight across iterations (PipelineOptions::
+    // dot_may_run_async), where the program's shared memory has room for it.
+    buffers_ = n;
+    bool async_dot = false;
+    if (o_.dot_may_run_async)
+      for (auto& op : body.ops) {
+        // (both operands from the stages: plan_async_dots leaves a dot with A in registers
+        // synchronous)
+        if (op->op == Op::dot && o_.dot_may_run_async(*op))
+          async_dot |= reads_staged_buffer(op->operands[0], plans) && reads_staged_buffer(op->operands[1], plans);
+      }
+    if (async_dot) {
+      loop_stages_ = n + 1;
+      if (fits_shared(0)) buffers_ = n + 1;
+      loop_stages_ = n;
+    }
     ir::Operation* now = transform(loop, n, plans);
     ++pipelined_;
     int to_shared = int(std::count_if(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }));
     std::string line = fmt::format("{} yes ({} load{} into registers, {} into shared memory", head,
                                    int(plans.size()) - to_shared, plans.size() - to_shared == 1 ? "" : "s", to_shared);
     if (staged > 0) line += fmt::format(", {} of them staged there for tl::dot by the compiler", staged);
+    if (buffers_ > n) line += fmt::format(", {} buffers a tile for the asynchronous dot", buffers_);
+    else if (async_dot) line += ", no room for a buffer more: its dot stays synchronous";
     line += ")";
     for (auto& d : declined) line += fmt::format("; not pipelined: {}", d);
     remarks_.push_back(line);
     return now;
+  }
+
+  // Whether `v` (a dot operand, through a transpose) is a read of a buffer one of `plans`
+  // copies into.
+  static bool reads_staged_buffer(const ir::Value* v, const std::vector<LoadPlan>& plans) {
+    if (v->def && v->def->op == Op::trans) v = v->def->operands[0];
+    if (!v->def || v->def->op != Op::shared_load) return false;
+    for (auto& p : plans)
+      if (p.store && p.store->operands[0] == v->def->operands[0]) return true;
+    return false;
   }
 
   // The load's operands for the iteration whose induction variable `map` gives, masked
@@ -581,7 +609,7 @@ class Pipeliner {
     ir::Builder copies(body);
     if (n == 2) copies = top;
     else copies.before(*yield);
-    ir::Value* nv = copies.constant(DType::i32, n, loc);
+    ir::Value* nv = copies.constant(DType::i32, buffers_, loc);
     ir::Value* write_stage = copies.create1(
         Op::rem, {copies.create1(Op::add, {stage, copies.constant(DType::i32, n - 1, loc)}, i32, loc), nv}, i32, loc);
     if (n != 2) compute_ahead(copies);
@@ -593,7 +621,7 @@ class Pipeliner {
       for (auto& p : plans) {
         if (!p.store) continue;
         ir::Value* buf = p.store->operands[0];
-        buf->type.stages = n;
+        buf->type.stages = buffers_;
         for (auto [user, i] : ir::uses_of(body, buf))
           if (user->op == Op::shared_load) {
             user->operands[1] = stage;
@@ -605,7 +633,7 @@ class Pipeliner {
       end.before(*yield);
       set_yield(loop, stage,
                 end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc),
-                                      end.constant(DType::i32, n, loc)},
+                                      end.constant(DType::i32, buffers_, loc)},
                             i32, loc));
       // After the loop no copy may still be landing: the buffer's memory may be reused.
       ir::Builder after(*loop.parent);
@@ -742,6 +770,8 @@ class Pipeliner {
   std::vector<std::string>& remarks_;
   std::optional<AxisAnalysis> axis_;
   int loop_stages_ = 1;
+  // The stages the loop's buffers get: num_stages, or one more for an asynchronous dot.
+  int buffers_ = 1;
   // The buffers this loop's plans already multi-buffer (counted at loop_stages_ when the
   // next one is checked against the target's shared memory).
   std::set<const ir::Operation*> multi_buffered_;

@@ -143,6 +143,9 @@ struct Config {
   int group_m = 8;
   int num_stages = 3;
   int num_warps = 4;
+  // NVIDIA's matrix instructions (tl::launch_options::mma_version): 0 lets tl choose
+  // (wgmma on sm_90 at these tiles), 2 mma.sync, 3 wgmma.
+  int mma_version = 0;
 };
 
 // The configuration for a shape on a target ("sm_90", "gfx942", "cpu", ...), with
@@ -195,7 +198,9 @@ inline void check_shape(int64_t M, int64_t N, int64_t K) {
 inline tl::grid grid_of(const Config& c, int64_t M, int64_t N) {
   return tl::grid(tl::cdiv(M, c.block_m) * tl::cdiv(N, c.block_n));
 }
-inline tl::launch_options options_of(const Config& c) { return {.num_warps = c.num_warps, .num_stages = c.num_stages}; }
+inline tl::launch_options options_of(const Config& c) {
+  return {.num_warps = c.num_warps, .num_stages = c.num_stages, .mma_version = c.mma_version};
+}
 
 // C = A.B, bf16. A: M*K, B: K*N, C: M*N (tl::buffer<tl::bf16> or raw device pointers).
 template <class PA, class PB, class PC>

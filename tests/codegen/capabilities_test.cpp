@@ -112,7 +112,10 @@ TEST(Capabilities, WaveSizesAndCommonLimits) {
   EXPECT_EQ(takes("gfx950", DType::bf16), 4);
   EXPECT_EQ(takes("sm_80", DType::bf16), 1);
   EXPECT_EQ(takes("sm_80", DType::f8e4m3fn), 0);
-  EXPECT_EQ(takes("sm_90", DType::f8e4m3fn), 1);
+  // sm_90: mma.sync m16n8k32 and wgmma m64nNk32 for N = 8 .. 256.
+  EXPECT_EQ(takes("sm_90", DType::f8e4m3fn), 1 + 6);
+  EXPECT_EQ(takes("sm_90", DType::bf16), 1 + 6);
+  EXPECT_EQ(takes("sm_89", DType::f8e4m3fn), 1);
   EXPECT_TRUE(caps("cpu").matrix_instructions.empty());
   EXPECT_EQ(caps("gfx942").arch, "gfx942");
   EXPECT_EQ(caps("sm_90").arch, "sm_90");

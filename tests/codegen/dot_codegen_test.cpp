@@ -97,9 +97,12 @@ std::unique_ptr<ir::Function> gemm_tile_of(DType t) {
   }
 }
 
+// NVIDIA: mma.sync (mma_version 2), what sm_80 and sm_89 take and sm_90 takes where a tile
+// is not a warpgroup's; sm_90's wgmma is tests/dsl/warpgroup_dot_test.cpp's.
 codegen::CodeObject compile(const std::string& arch, ir::Function& f, int warps, int nonkdim = 0, int kpack = 1) {
   codegen::CompileOptions o;
   o.num_warps = warps;
+  o.mma_version = codegen::parse_target(arch).kind == codegen::TargetDesc::nvptx ? 2 : 0;
   o.matrix_instr_nonkdim = nonkdim;
   o.kpack = kpack;
   return codegen::compile(f, codegen::parse_target(arch), o);

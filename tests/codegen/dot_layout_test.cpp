@@ -145,12 +145,65 @@ void expect_exact_product(const DotPlan& p, int M, int N, int K, int num_warps, 
     }
 }
 
+// A warpgroup plan (wgmma) against the PTX ISA's wgmma fragments ("Register fragments"
+// of wgmma.mma_async, m64nNk*): warp w % 4 of warpgroup g holds rows 16 (w % 4) + (lane >> 2)
+// + 8 ((i >> 1) & 1) and columns 8 (i >> 2) + 2 (lane % 4) + (i & 1) of accumulator element
+// i, and A from registers the mma.sync m16n8k A fragment in those 16 rows; warpgroup g's
+// instruction (mr, nr) starts at row 64 (g_m + wg_m mr), column n (g_n + wg_n nr), with
+// g_m = g % wg_m, g_n = g / wg_m % wg_n: where the lowering points its descriptors
+// (lower_warpgroup_dot.cpp). Every register of the plan's accumulator and A layouts must
+// name exactly that element.
+void expect_warpgroup_fragments(const DotPlan& p, int M, int N, int K, int num_warps) {
+  const MatrixInstruction& mi = p.instr;
+  const int wg_m = p.warps_m / 4, wg_n = p.warps_n, w = 32 / bit_width(mi.a);
+  ASSERT_EQ(p.acc.num_regs(), p.acc_regs_per_instr() * p.reps_m * p.reps_n);
+  ASSERT_EQ(p.a.num_regs(), p.a_regs_per_step() * p.k_steps * p.reps_m);
+  for (int warp = 0; warp < num_warps; ++warp) {
+    const int g = warp / 4, g_m = g % wg_m, g_n = g / wg_m % wg_n, row16 = 16 * (warp % 4);
+    for (int lane = 0; lane < 32; ++lane)
+      for (int mr = 0; mr < p.reps_m; ++mr) {
+        const int row0 = 64 * (g_m + wg_m * mr) + row16 + (lane >> 2);
+        for (int nr = 0; nr < p.reps_n; ++nr)
+          for (int i = 0; i < p.acc_regs_per_instr(); ++i) {
+            const int row = row0 + 8 * ((i >> 1) & 1), col = mi.n * (g_n + wg_n * nr) + 8 * (i >> 2) + 2 * (lane % 4) + (i & 1);
+            ASSERT_EQ(flat_of(p.acc, warp, lane, p.acc_reg(mr, nr) + i), uint32_t(row * N + col))
+                << "warp " << warp << " lane " << lane << " accumulator " << mr << "," << nr << " element " << i;
+          }
+        for (int ks = 0; ks < p.k_steps; ++ks)
+          for (int e = 0; e < mi.k_per_lane; ++e) {
+            const int r = e / w, j = e % w;
+            const int row = row0 + 8 * (r & 1), k = ks * mi.k + w * (lane % 4) + j + 4 * w * (r >> 1);
+            ASSERT_EQ(flat_of(p.a, warp, lane, p.a_reg(mr, ks) + e), uint32_t(row * K + k))
+                << "warp " << warp << " lane " << lane << " A " << mr << "," << ks << " element " << e;
+          }
+      }
+  }
+}
+
 void check_target(const std::string& arch) {
   auto caps = codegen::capabilities_for(codegen::parse_target(arch));
   ASSERT_FALSE(caps.matrix_instructions.empty()) << arch;
   std::mt19937 rng(7);
   int checked = 0;
+  std::set<std::string> warpgroup_used;
   for (const auto& mi : caps.matrix_instructions) {
+    if (mi.family == MatrixFamily::nvidia_wgmma) {
+      for (int num_warps : {4, 8, 16})
+        for (auto [M, N, K] : {std::tuple{64, 8, 64}, {64, 16, 32}, {64, 32, 64}, {128, 64, 64}, {64, 128, 128},
+                               {128, 256, 64}, {256, 128, 32}, {64, 512, 64}, {256, 256, 64}}) {
+          std::string why;
+          DotRequest req;
+          req.warpgroup = true;
+          auto p = plan_dot(caps, mi.a, mi.b, M, N, K, num_warps, 32, req, why);
+          if (!p || p->instr.name != mi.name) continue;
+          SCOPED_TRACE(fmt::format("{} {} [{}x{}x{}] warps {}", arch, mi.name, M, N, K, num_warps));
+          expect_warpgroup_fragments(*p, M, N, K, num_warps);
+          if (::testing::Test::HasFatalFailure()) return;
+          warpgroup_used.insert(mi.name);
+        }
+      EXPECT_TRUE(warpgroup_used.count(mi.name)) << arch << ": no shape selects " << mi.name;
+      continue;
+    }
     for (int nonkdim : {0, 16, 32})
       for (int kpack : {1, 2})
         for (int num_warps : {1, 2, 4, 8})
@@ -173,6 +226,7 @@ void check_target(const std::string& arch) {
   // Every instruction of the table is reachable by some shape and options above.
   std::set<std::pair<std::string, int>> used;
   for (const auto& mi : caps.matrix_instructions) {
+    if (mi.family == MatrixFamily::nvidia_wgmma) continue;  // (checked above)
     bool any = false;
     for (int nonkdim : {16, 32})
       for (auto [M, N, K] : {std::tuple{32, 32, 128}, {16, 16, 128}, {32, 32, 64}, {32, 32, 16}, {16, 16, 32},

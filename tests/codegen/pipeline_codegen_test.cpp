@@ -243,6 +243,7 @@ codegen::CodeObject compile_tutorial(const std::string& arch, const matmul_tutor
   codegen::CompileOptions o;
   o.num_warps = c.num_warps;
   o.num_stages = c.num_stages;
+  o.mma_version = c.mma_version;
   return codegen::compile(*f, codegen::parse_target(arch), o);
 }
 
@@ -257,7 +258,7 @@ codegen::CodeObject compile_tutorial(const std::string& arch, const matmul_tutor
 // 2-byte shared access. 128x128x64 at 4 warps: per BK, A [128, 64] and B [64, 128] are
 // 16 KiB each, 8 copies a thread each; 4 K steps of 16: A 4 x4 ldmatrix each, B 4.
 TEST(PipelineCodegen, NvidiaTutorialMatmulIsStagedThroughSharedMemory) {
-  auto co = compile_tutorial("sm_90", {128, 128, 64, 8, 3, 4});
+  auto co = compile_tutorial("sm_90", {128, 128, 64, 8, 3, 4, /*mma_version=*/2});
   std::string loop = staged_nvidia_loop(co);
   ASSERT_FALSE(loop.empty());
   EXPECT_NE(pipelined_remarks(co)[0].find("num_stages=3: yes"), std::string::npos);

@@ -121,7 +121,7 @@ template <class T> std::string hash_of(const T& v) requires boost::hana::Struct<
 }
 
 // The launch options a configuration names: its fields num_warps, num_stages,
-// waves_per_eu, matrix_instr_nonkdim and kpack (where it has them) over `base`.
+// waves_per_eu, matrix_instr_nonkdim, kpack and mma_version (where it has them) over `base`.
 template <class T> launch_options options_from(const T& c, launch_options base = {}) {
   static_assert(boost::hana::Struct<T>::value, "tl::options_from: a struct declared with BOOST_HANA_DEFINE_STRUCT");
   boost::hana::for_each(boost::hana::accessors<T>(), [&](auto pair) {
@@ -133,6 +133,7 @@ template <class T> launch_options options_from(const T& c, launch_options base =
       else if (name == "waves_per_eu") base.waves_per_eu = int(m);
       else if (name == "matrix_instr_nonkdim") base.matrix_instr_nonkdim = int(m);
       else if (name == "kpack") base.kpack = int(m);
+      else if (name == "mma_version") base.mma_version = int(m);
     }
   });
   return base;

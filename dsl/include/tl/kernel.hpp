@@ -125,6 +125,11 @@ struct launch_options {
   // elements, read with one 128-bit LDS read). Other targets ignore them.
   int matrix_instr_nonkdim = 0;
   int kpack = 1;
+  // tl::dot on NVIDIA (Triton's MMA versions): 0 lets tl choose (on sm_90 Hopper's
+  // warpgroup wgmma wherever a dot's tile and operands allow it, else mma.sync), 2 forces
+  // mma.sync, 3 forces wgmma (a compile error at a dot it cannot take). Other targets
+  // ignore it.
+  int mma_version = 0;
 };
 
 // A user stream: hipStream_t or CUstream (ignored on the CPU).

@@ -41,6 +41,13 @@ enum class Op : uint8_t {
   // (Triton's ttg.convert_layout). i0: the path the conversion takes (ir::ConvertPath),
   // decided by a pass; the lowering only emits it.
   convert_layout,
+  // GPU planning only (never traced), NVIDIA's warpgroup dots (plan_async_dots):
+  // dot_wait (Triton's warp_group_dot_wait) takes an asynchronous dot's result and gives
+  // it back once at most i0 of this warpgroup's dot groups are still in flight;
+  // fence_async_shared (fence.proxy.async.shared::cta) orders this thread's earlier
+  // shared-memory writes, its own stores and cp.async copies, before later reads by the
+  // async proxy (wgmma's operand reads through matrix descriptors). No operands, no result.
+  dot_wait, fence_async_shared,
   // control flow: regions end in a yield
   for_, if_, yield,
   // debugging

@@ -1,0 +1,110 @@
+// plan_async_dots (passes.hpp): NVIDIA's warpgroup dots left in flight across a loop's
+// iterations, and the proxy fences their operand reads need.
+//
+// A wgmma is issued, committed as a group, and completes later; wgmma.wait_group N waits
+// until at most N of the warpgroup's groups are still in flight. Triton's pipeliner keeps
+// one in flight (warp_group_dot_wait {pendings = 1} right after the dot): the tensor cores
+// run iteration i's dot while the warps issue iteration i+1's copies and wait for its
+// data. That is safe when:
+//  - nothing but the next iteration's dot reads the accumulator in the loop (wgmma orders
+//    the accumulator accesses of a chain of wgmmas itself); after the loop a dot_wait 0
+//    gives the result back to everything else;
+//  - no copy overwrites a stage an unfinished dot still reads. After the barrier at the
+//    top of iteration i every warpgroup has passed its wait(1) of iteration i-1, so the
+//    dots of iteration i-2 and earlier are complete everywhere, but i-1's may not be. The
+//    copies issued in iteration i write stage (i + S - 1) mod B with S = num_stages: with
+//    B = S + 1 buffers that is the stage of iteration i-2, free; with B = S it would be
+//    i-1's, still being read. The pipeliner gives the buffers of a loop whose dots may
+//    run asynchronously one stage more (Triton's numBuffers + 1 for mma v3); a loop whose
+//    buffers did not get it keeps its dots synchronous here.
+// The async proxy: wgmma reads its operands through the async proxy, and the threads'
+// stores and cp.async copies write through the generic one; a fence.proxy.async by the
+// writing threads between their writes and the barrier orders them for the reader (PTX
+// ISA, "Proxies"; CUTLASS's fence_view_async_shared). One before every barrier of a
+// program that has warpgroup dots: every write a dot reads reaches it through a barrier
+// (insert_barriers), and a fence where nothing was written costs little.
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "codegen/gpu/dot_layout.hpp"
+#include "codegen/gpu/passes.hpp"
+#include "codegen/gpu/warpgroup_dot.hpp"
+#include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
+
+namespace tl::gpu {
+namespace {
+
+// Whether `v`'s only use in `body` (walked whole) is `user`'s operand `index`.
+bool only_use(ir::Block& body, const ir::Value* v, const ir::Operation* user, int index) {
+  int uses = 0;
+  bool right = false;
+  ir::walk(body, [&](ir::Operation& op) {
+    for (size_t i = 0; i < op.operands.size(); ++i)
+      if (op.operands[i] == v) ++uses, right |= &op == user && int(i) == index;
+  });
+  return uses == 1 && right;
+}
+
+// Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.
+bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages) {
+  const int n = loop.i0 > 0 ? int(loop.i0) : num_stages;
+  if (n < 2) return false;
+  for (int i = 0; i < 2; ++i) {
+    auto m = match_descriptor_operand(dot.operands[size_t(i)], i);
+    if (!m || m->alloc->result()->type.stages != n + 1) return false;
+  }
+  ir::Block& body = *loop.regions[0];
+  ir::Operation* yield = body.terminator();
+  const ir::Value* acc = dot.operands[2];
+  if (acc->owner != &body || acc->index < 1) return false;  // the accumulator is carried
+  const int slot = acc->index - 1;
+  if (yield->operands[size_t(slot)] != dot.result()) return false;  // ... from this dot
+  if (!only_use(body, dot.result(), yield, slot) || !only_use(body, acc, &dot, 2)) return false;
+  dot.i1 = ir::kAsyncDot;
+  ir::Builder in(body);
+  in.after(dot);
+  ir::Value* pending = in.create1(Op::dot_wait, {dot.result()}, dot.result()->type, dot.loc);
+  pending->def->i0 = 1;
+  pending->layout = dot.result()->layout;
+  yield->operands[size_t(slot)] = pending;
+  ir::Value* result = loop.result(slot);
+  ir::Builder after(*loop.parent);
+  after.after(loop);
+  ir::Value* done = after.create1(Op::dot_wait, {result}, result->type, dot.loc);
+  done->layout = result->layout;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (&op == done->def) return;
+    for (auto& x : op.operands)
+      if (x == result) x = done;
+  });
+  return true;
+}
+
+}  // namespace
+
+int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages) {
+  std::vector<ir::Operation*> dots;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op == Op::dot && recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size).warpgroup()) dots.push_back(&op);
+  });
+  if (dots.empty()) return 0;
+  std::vector<ir::Operation*> barriers;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op == Op::barrier) barriers.push_back(&op);
+  });
+  for (ir::Operation* bar : barriers) {
+    ir::Builder b(*bar->parent);
+    b.before(*bar);
+    b.create(Op::fence_async_shared, {}, {}, bar->loc);
+  }
+  int async = 0;
+  for (ir::Operation* dot : dots) {
+    ir::Operation* loop = dot->parent->parent;
+    if (loop && loop->op == Op::for_ && make_async(f, *dot, *loop, num_stages)) ++async;
+  }
+  return async;
+}
+
+}  // namespace tl::gpu
