@@ -134,26 +134,10 @@ int main(int argc, char** argv) try {
   if (cases.empty()) cases = default_cases();
   tl::device dev = tl::default_device();
   tlbench::use_device_events(dev);
-  // The L2 flush: 256 MiB written (do_bench's way), or read. Written, it leaves the L2 full
-  // of dirty lines that the timed call then writes back to HBM as its reads evict them,
-  // charged to the decode kernel though it is the flush's traffic: on the H100 4.5 us at
-  // 1x32768 and 7.4 at 16x16384 (bench/results/h100-2026-11-25-fp8-decode/README.md).
-  // Read, it leaves the L2 as cold and clean.
-  static auto fill = tl::kernel("flush_l2", [](tl::ptr<tl::i32> x, tl::i32 n, int BLOCK) {
-    auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-    tl::store(x + i, tl::zeros<tl::i32>({BLOCK}), i < n);
-  });
-  static auto drain = tl::kernel("flush_l2_read", [](tl::ptr<tl::i32> x, tl::ptr<tl::i32> sums, tl::i32 n, int BLOCK) {
-    auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
-    tl::store(sums + tl::program_id(0), tl::sum(tl::load(x + i, i < n, 0), 0));
-  });
-  const int64_t n = dev.kind() == tl::device_kind::cpu ? (int64_t(1) << 20) : (int64_t(1) << 26);  // 256 MiB
-  auto scratch = dev.alloc<tl::i32>(size_t(n));
-  auto sums = dev.alloc<tl::i32>(size_t(tl::cdiv(n, 4096)));
-  fill[tl::grid(tl::cdiv(n, 4096))].with({.num_warps = 4})(scratch, int(n), 4096);
-  std::function<void()> flush = [&] { drain[tl::grid(tl::cdiv(n, 4096))].with({.num_warps = 4})(scratch, sums, int(n), 4096); };
-  if (flush_mode == "write") flush = [&] { fill[tl::grid(tl::cdiv(n, 4096))].with({.num_warps = 4})(scratch, int(n), 4096); };
-  else if (flush_mode != "read") throw std::runtime_error("--flush read|write");
+  // The L2 flush before each timed call (tlbench::L2Flush): read by default, do_bench's
+  // write with --flush write.
+  tlbench::L2Flush l2(dev, flush_mode);
+  std::function<void()> flush = [&] { l2(); };
   nlohmann::json all = nlohmann::json::array();
   const bool fnuz = fp8_decode::fp8_format_for(dev.target()) == "e4m3fnuz";
   // Every --config with every --split (a sweep on one set of inputs a case).

@@ -4,14 +4,18 @@
 // square problems (4096^3 and 8192^3 by default), each with the configuration
 // gemm::choose picks for the device (or --config). Each result is checked first against
 // the double-precision host reference on a sample of rows (samples/gemm/reference.hpp),
-// then timed: device events around batches of launches on NVIDIA (elsewhere the host
-// clock around a synchronized batch), the median over repeats (bench/timing.hpp). A and
+// then timed as triton.testing.do_bench times Triton's (bench/run_gemm_bench.py): the L2
+// flushed by a 256 MiB write before each call, device events around the call, the median
+// of at least 100 (bench/timing.hpp); `--timing batched` times batches of back-to-back
+// launches instead (the GPU then runs the GEMM without a pause and its clock settles
+// lower: on the H100, bf16 4096^3 at 128x256x64 s3 w8, 582 TFLOP/s batched where do_bench's
+// way gives 644; bench/results/h100-2026-11-25-wgmma/gemm_configs.txt). A and
 // B (32 MiB each at 4096^2 bf16) together exceed the H100's 50 MB L2, so no buffer
 // rotation is needed. Prints one JSON object a line, and all of them to --json.
 //
 //   tl-bench-gemm [--json out.json] [--repeats 20] [--size 4096 --size 8192 ...] [--dtype bf16|fp8]
 //                 [--config BMxBNxBK,STAGES,WARPS]     (e.g. 128x128x64,3,4; GROUP_SIZE_M 8)
-//                 [--kernel sample|tutorial] [--mma-version 0|2|3]
+//                 [--kernel sample|tutorial] [--mma-version 0|2|3] [--timing flushed|batched]
 //
 // --kernel tutorial times bench/matmul_tutorial.hpp instead (bf16 only): Triton's tutorial
 // matmul transcribed as its users write it (carried pointers, plain loads, no tl::shared),
@@ -45,6 +49,7 @@ struct Options {
   std::string kernel = "sample";
   gemm::Config config;
   int mma_version = 0;  // NVIDIA: 0 tl chooses, 2 mma.sync, 3 wgmma
+  std::string timing = "flushed";
 };
 
 // One problem: C poisoned, the first launch checked, then timed. `compile` gives the
@@ -62,8 +67,15 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
   go();
   dev.synchronize();
   double one_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int inner = std::clamp(int(20.0 / std::max(one_ms, 1e-3)), 1, 100);
-  double ms = tlbench::time_ms(dev, go, o.repeats, inner);
+  int inner = 1;
+  double ms = 0;
+  if (o.timing == "batched") {
+    inner = std::clamp(int(20.0 / std::max(one_ms, 1e-3)), 1, 100);
+    ms = tlbench::time_ms(dev, go, o.repeats, inner);
+  } else {
+    static tlbench::L2Flush flush(dev, "write");
+    ms = tlbench::time_ms_flushed(dev, go, flush, std::max(o.repeats, 100));
+  }
   nlohmann::json r = {{"impl", "tl"},
                       {"kernel", o.kernel},
                       {"dtype", dtype},
@@ -74,6 +86,7 @@ nlohmann::json measure(tl::device dev, const Options& o, int64_t S, const std::s
                       {"tflops", flops / ms / 1e9},
                       {"first_launch_ms", first_ms},
                       {"launches_per_batch", inner},
+                      {"timing", o.timing},
                       {"config",
                        {{"block_m", c.block_m},
                         {"block_n", c.block_n},
@@ -166,6 +179,10 @@ int main(int argc, char** argv) try {
         throw std::runtime_error("--config BMxBNxBK,STAGES,WARPS (e.g. 128x128x64,3,4)");
       o.pinned = true;
     } else if (a == "--mma-version") o.mma_version = std::stoi(next());
+    else if (a == "--timing") {
+      o.timing = next();
+      if (o.timing != "flushed" && o.timing != "batched") throw std::runtime_error("--timing flushed|batched");
+    }
     else throw std::runtime_error("unknown argument " + a);
   }
   if (o.sizes.empty()) o.sizes = {4096, 8192};

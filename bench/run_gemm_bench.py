@@ -4,8 +4,9 @@
 C = A.B at 4096^3 and 8192^3 (TFLOP/s = 2*M*N*K / time):
 
   tl      samples/gemm through bench/gemm_bench.cpp (tl-bench-gemm): gemm::choose's
-          configuration for the device (its JSON says which), tl::dot on mma.sync, the K
-          loop pipelined through shared memory (cp.async); FP8 with row and column scales
+          configuration for the device (its JSON says which), tl::dot on wgmma (sm_90) or
+          mma.sync, the K loop pipelined through shared memory (cp.async); FP8 with row and
+          column scales
   tl tutorial  bench/matmul_tutorial.hpp (tl-bench-gemm --kernel tutorial), bf16: the
           anchor's kernel transcribed as Triton users write it (carried pointers, plain
           loads, no tl::shared), at the same configuration as the sample; the compiler
@@ -24,8 +25,8 @@ FP8 (B^T [N, K] contiguous, as tl's gemm_fp8 and torch._scaled_mm take it). Ever
 is checked before it is timed: tl against its float64 host reference on sampled rows
 (tl-bench-gemm), Triton and torch by the relative Frobenius error against an f32 matmul
 of the same (scaled) operands (< 1e-2, the anchor's measure). Times: CUDA-event medians
-(triton.testing.do_bench, warmup 25, rep 200, return_mode="median"; tl times batches of
-launches with CUDA events, also the median).
+(triton.testing.do_bench, warmup 25, rep 200, return_mode="median", the L2 flushed by a
+256 MiB write before each call; tl-bench-gemm times each call the same way).
 
 On the GPU machine, from the unpacked bundle (bench/make_bundle.sh; bench/run_on_gpu.sh
 with TL_BENCHES=gemm runs this):
@@ -223,7 +224,8 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
         return s
 
     lines = [f"# GEMM: {device_name}, {time.strftime('%Y-%m-%d')}", "",
-             "TFLOP/s (2*M*N*K / median time; CUDA-event medians). tl: samples/gemm (tl::dot on mma.sync, K loop "
+             "TFLOP/s (2*M*N*K / median time; CUDA-event medians, the L2 flushed before each call on every side). "
+             "tl: samples/gemm (tl::dot on wgmma where sm_90 allows it, else mma.sync; K loop "
              "pipelined through shared memory), with gemm::choose's configuration; Triton: the anchor's tutorial "
              "matmul at tl's configuration and the best of the anchor's four, with mma.sync (DISABLE_MMA_V3=1) and "
              "wgmma; torch: torch.matmul / torch._scaled_mm. FP8: e4m3, B column-major; tl and torch apply row and "
@@ -232,8 +234,9 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
              f"Versions: {versions}", "",
              "| case | tl (config) | tl tutorial transcription | Triton mma.sync, tl's config | "
              "Triton mma.sync, best of anchor's | Triton wgmma, tl's config | Triton wgmma, best of anchor's | torch | "
-             "tl / Triton mma.sync (same config) | tutorial / tl sample | tutorial / Triton mma.sync (same config) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "tl / Triton mma.sync (same config) | tl / Triton wgmma (same config) | tutorial / tl sample | "
+             "tutorial / Triton wgmma (same config) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     table = []
     for dtype in ("bf16", "fp8"):
         for S in sizes:
@@ -245,14 +248,15 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
             wg_same, wg_best = pick("triton wgmma", dtype, S, "tl's config"), pick("triton wgmma", dtype, S)
             th = pick("torch", dtype, S)
             ratio = f"{t['tflops'] / ms_same['tflops']:.2f}" if t and t.get("ok") and ms_same else "-"
+            ratio_wg = f"{t['tflops'] / wg_same['tflops']:.2f}" if t and t.get("ok") and wg_same else "-"
             wrong = " WRONG" if t and not t.get("ok") else ""
             tu_ok = tu is not None and tu.get("ok")
             tu_cell = "-" if tu is None else f"{tu['tflops']:.3g}" + ("" if tu_ok else " WRONG")
             tu_sample = f"{tu['tflops'] / t['tflops']:.2f}" if tu_ok and t and t.get("ok") else "-"
-            tu_triton = f"{tu['tflops'] / ms_same['tflops']:.2f}" if tu_ok and ms_same else "-"
+            tu_triton = f"{tu['tflops'] / wg_same['tflops']:.2f}" if tu_ok and wg_same else "-"
             lines.append(f"| {dtype} {S}^3 | {cell(tr, True)}{wrong} | {tu_cell} | {cell(ms_same)} | "
                          f"{cell(ms_best, True)} | {cell(wg_same)} | {cell(wg_best, True)} | {cell(th)} | {ratio} | "
-                         f"{tu_sample} | {tu_triton} |")
+                         f"{ratio_wg} | {tu_sample} | {tu_triton} |")
             table.append({"dtype": dtype, "size": S, "tl": t and t["tflops"], "tl_ok": t and t["ok"],
                           "tl_tutorial": tu and tu["tflops"], "tl_tutorial_ok": tu and tu["ok"],
                           "triton_mma_sync_tl_config": ms_same and ms_same["tflops"],
@@ -278,7 +282,8 @@ def write_tables(out, sizes, tl_runs, rows, device_name, versions):
         return
     series = [("tl", "tl"), ("tl tutorial transcription", "tl_tutorial"),
               ("Triton mma.sync (tl's config)", "triton_mma_sync_tl_config"),
-              ("Triton mma.sync (best)", "triton_mma_sync_best"), ("Triton wgmma (best)", "triton_wgmma_best"),
+              ("Triton mma.sync (best)", "triton_mma_sync_best"),
+              ("Triton wgmma (tl's config)", "triton_wgmma_tl_config"), ("Triton wgmma (best)", "triton_wgmma_best"),
               ("torch", "torch")]
     fig, ax = plt.subplots(figsize=(9, 4.5))
     width = 0.8 / len(series)

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "runtime/cuda_api.hpp"
@@ -94,5 +96,45 @@ template <class F, class Flush> double time_ms_flushed(tl::device dev, F&& f, Fl
   }
   return median(t);
 }
+
+// The L2 flush triton.testing.do_bench runs before each timed call, for
+// time_ms_flushed: 256 MiB written (do_bench's way: "write"), or read ("read"). Written, it
+// leaves the L2 full of dirty lines that the timed call then writes back to HBM as its
+// reads evict them, charged to the timed kernel though it is the flush's traffic: on the
+// H100 4.5 us at the FP8 decode's 1x32768 and 7.4 at 16x16384
+// (bench/results/h100-2026-11-25-fp8-decode/README.md). Read, it leaves the L2 cold and
+// clean. Either way the GPU does something else between timed calls, as under do_bench,
+// instead of running the timed kernel back to back.
+class L2Flush {
+ public:
+  L2Flush(tl::device dev, const std::string& mode) : dev_(dev), write_(mode == "write") {
+    if (mode != "read" && mode != "write") throw std::runtime_error("the L2 flush is read or write, not " + mode);
+    n_ = dev.kind() == tl::device_kind::cpu ? (int64_t(1) << 20) : (int64_t(1) << 26);  // 256 MiB
+    scratch_ = dev.alloc<tl::i32>(size_t(n_));
+    sums_ = dev.alloc<tl::i32>(size_t(tl::cdiv(n_, 4096)));
+    fill();
+  }
+  void operator()() { write_ ? fill() : drain(); }
+
+ private:
+  void fill() {
+    static auto k = tl::kernel("flush_l2", [](tl::ptr<tl::i32> x, tl::i32 n, int BLOCK) {
+      auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+      tl::store(x + i, tl::zeros<tl::i32>({BLOCK}), i < n);
+    });
+    k[tl::grid(tl::cdiv(n_, 4096))].on(dev_).with({.num_warps = 4})(scratch_, int(n_), 4096);
+  }
+  void drain() {
+    static auto k = tl::kernel("flush_l2_read", [](tl::ptr<tl::i32> x, tl::ptr<tl::i32> sums, tl::i32 n, int BLOCK) {
+      auto i = tl::program_id(0) * BLOCK + tl::arange(0, BLOCK);
+      tl::store(sums + tl::program_id(0), tl::sum(tl::load(x + i, i < n, 0), 0));
+    });
+    k[tl::grid(tl::cdiv(n_, 4096))].on(dev_).with({.num_warps = 4})(scratch_, sums_, int(n_), 4096);
+  }
+  tl::device dev_;
+  bool write_ = false;
+  int64_t n_ = 0;
+  tl::buffer<tl::ty::i32> scratch_, sums_;
+};
 
 }  // namespace tlbench

@@ -1,9 +1,9 @@
 // A warpgroup dot (Hopper's wgmma, sm_90a), as the plan says: each warpgroup issues, for
 // every K step and every M and N repetition of its part of the tile, one m64nNk
 // wgmma.mma_async reading B (and A, or A from the registers of the plan's A layout) from
-// their shared buffers through matrix descriptors, then commits them as one group. A synchronous dot waits for the group right away; an
-// asynchronous one (ir::kAsyncDot) leaves it in flight for the dot_wait plan_async_dots
-// put after it.
+// their shared buffers through matrix descriptors, then commits them as one group. A
+// synchronous dot waits for the group right away; an asynchronous one (ir::kAsyncDot)
+// leaves it in flight for the dot_wait plan_async_dots put after it.
 //
 // A descriptor (PTX ISA, "Matrix Descriptor Format"): bits 0-13 the start address >> 4,
 // 16-29 the leading-dimension byte offset >> 4, 32-45 the stride-dimension byte offset
@@ -65,8 +65,8 @@ void Lowerer::lower_warpgroup_dot(const ir::Operation& op, const DotPlan& p) {
   const bool a_in_registers = !A.m.read;
   Values a_regs = a_in_registers ? get(op.operands[0], p.a) : Values{};
   // The descriptor of the sub-tile whose first element is at logical (row, col) of the
-  // operand ([M, K] for A, [K, N] for B) plus `lane_rows` / `lane_cols` (this
-  // warpgroup's offset, the map applied to it at run time).
+  // operand ([M, K] for A, [K, N] for B), moved by this warpgroup's index along M (A) or
+  // N (B), `extra`, in steps of `extra_step` (the map applied to it at run time).
   auto descriptor = [&](const Operand& o, bool is_b, int row, int col, llvm::Value* extra, int extra_step) {
     // stored coordinates: A K-major [M, K] as is, else [K, M]; B K-major [N, K], else [K, N]
     auto stored_flat = [&](int r, int c) {

@@ -192,6 +192,21 @@ void plan_dots(ir::Function& f, const PlanTarget& t, std::vector<std::string>& r
     record(*dot, *p);
     planned.insert(dot);
   }
+  // A chain of warpgroup dots (attention's Q K^T then P V): warpgroups split M first, so
+  // the first's accumulator is the second's register A layout wherever both take every
+  // warp along M; the remark says whether P stays in registers.
+  for (ir::Operation* second : dots) {
+    std::unordered_set<const ir::Value*> seen;
+    const ir::Operation* first = chained_producer(second->operands[0], seen);
+    if (!first || first == second || !planned.count(first) || !planned.count(second)) continue;
+    const DotPlan p1 = recorded_dot_plan(*t.caps, *first, t.num_warps, t.wave_size);
+    const DotPlan p2 = recorded_dot_plan(*t.caps, *second, t.num_warps, t.wave_size);
+    remarks.push_back(fmt::format("chained dots {} -> {}: wgmma, {} warps along M ({} then {}); {}",
+                                  ir::short_location(first->loc), ir::short_location(second->loc), p1.warps_m,
+                                  p1.instr.name, p2.instr.name,
+                                  p2.a == p1.acc ? "the first's accumulator is the second's A operand (P stays in registers)"
+                                                 : "P converts to the second's A-operand layout"));
+  }
   for (ir::Operation* second : dots) {
     std::unordered_set<const ir::Value*> seen;
     auto* first = const_cast<ir::Operation*>(chained_producer(second->operands[0], seen));

@@ -27,6 +27,11 @@ std::optional<DescriptorOperand> match_descriptor_operand(const ir::Value* v, in
   if (v->def && v->def->op == Op::trans) m.trans = v->def, v = v->def->operands[0];
   if (!v->def || v->def->op != Op::shared_load) return std::nullopt;
   m.read = v->def;
+  // The read (and its transpose) must be this dot's alone: read in another layout too,
+  // it would reach the dot through a conversion instead.
+  if (uses_in_function(m.read->result(), *m.read) != 1 ||
+      (m.trans && uses_in_function(m.trans->result(), *m.trans) != 1))
+    return std::nullopt;
   const ir::Value* buf = m.read->operands[0];
   if (!buf->def || buf->def->op != Op::shared_alloc || buf->type.rank() != 2) return std::nullopt;
   m.alloc = buf->def;
@@ -72,11 +77,6 @@ std::string warpgroup_dot_obstacle(const TargetCapabilities& caps, const ir::Ope
   for (int i = 0; i < 2; ++i) {
     const char* which = i == 0 ? "A" : "B";
     auto m = match_descriptor_operand(dot.operands[size_t(i)], i);
-    // The read (and its transpose) must be this dot's alone: read in another layout too,
-    // it would reach the dot through a conversion instead.
-    if (m && (uses_in_function(m->read->result(), dot) != 1 ||
-              (m->trans && uses_in_function(m->trans->result(), dot) != 1)))
-      m.reset();
     // A may come from registers (wgmma's register form, mma.sync's A fragment per warp:
     // attention's P and Q), for 16-bit types.
     if (!m && i == 0 && bit_width(a.dtype) == 16) continue;

@@ -31,7 +31,9 @@ struct DescriptorOperand {
   bool k_major = true;
 };
 
-// Operand `index` (0: A, 1: B) of a dot, when a wgmma can read it through a descriptor.
+// Operand `index` (0: A, 1: B) of a dot, when a wgmma can read it through a descriptor:
+// `[trans](shared_load(buffer))` of a rank-2 shared_alloc, the read (and the transpose)
+// used by this dot alone. Every pass and the lowering ask this one matcher.
 std::optional<DescriptorOperand> match_descriptor_operand(const ir::Value* operand, int index);
 
 // The swizzle width (bytes) of a buffer read through descriptors: the widest of 128, 64,

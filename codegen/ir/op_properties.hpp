@@ -77,7 +77,8 @@ constexpr int64_t kCompilerCopy = 2;
 constexpr int64_t kWaitCountsCopies = 1;
 // `global_load_to_shared` with i0 == kCopyIntoLastReadStage (made by the software
 // pipeliner, in its loop's body after the reads): the copy writes the stage the previous
-// iteration read, never one this iteration reads, so only a barrier since the top of the
+// iteration read (the one before it, where an asynchronous dot got its buffers a stage
+// more), never one this iteration reads, so only a barrier since the top of the
 // iteration must order it after the reads (codegen/passes/insert_barriers.cpp), not one
 // right before it.
 constexpr int64_t kCopyIntoLastReadStage = 1;

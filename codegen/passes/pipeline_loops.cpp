@@ -19,7 +19,8 @@
 //   with shared-memory loads too rotates them by one each iteration;
 // - into shared memory, when the load's only use is storing it into a one-stage
 //   shared buffer that nothing outside the loop touches (the user staging a tile for
-//   reads by other threads, and later for tl::dot): the buffer gets N stages and the
+//   reads by other threads, and later for tl::dot): the buffer gets N stages (N+1 where a
+//   dot reading it may run asynchronously: PipelineOptions::dot_may_run_async) and the
 //   load becomes a direct copy (global_load_to_shared: AMD global_load_lds, NVIDIA
 //   cp.async) into the stage of iteration i+N-1; the loop waits for the oldest copy only
 //   (async_wait counting copy groups: N-2 of them may stay in flight) and the buffer's
@@ -596,7 +597,9 @@ class Pipeliner {
         set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
     }
     // The copies go into the stage that iteration i-1 read (stage (i+n-1) mod n), free
-    // once the barrier after the wait has run. With 2 stages, right here, before the
+    // once the barrier after the wait has run (with a buffer more for an asynchronous dot,
+    // (i+n-1) mod (n+1): the stage of iteration i-2, whose dots the barrier saw finished
+    // everywhere, while i-1's may still be reading theirs). With 2 stages, right here, before the
     // iteration's own work: they land while it runs (at the end of the body they would be
     // waited for at the top of the next iteration, having overlapped nothing). With more, at the end of the
     // body, after the iteration's reads and dots are issued: the n-2 iterations between

@@ -154,12 +154,18 @@ struct Config {
 // --report`; NVIDIA registers from ptxas 13.0 -v on the PTX, as the driver would):
 //
 //   target          bf16                               FP8
-//   NVIDIA          128x256x64, 3 stages, 8 warps      128x128x128, 3 stages, 8 warps
-//                   (144 KiB of stages, 250 registers, (195 registers, no spills)
+//   sm_90 (wgmma)   128x256x64, 3 stages, 8 warps      128x256x128, 3 stages, 8 warps
+//                   (4 stages' buffers for the async  (4 x 48 KiB, 2 warpgroups of
+//                   dot: 192 KiB; 184 registers)       m64n256k32)
+//   (H100, tl-bench-gemm --config: FP8 1100 / 1120 TFLOP/s at 4096^3 / 8192^3 against 830
+//   / 947 at 128x128x128; bf16 591 / 639 against 504 / 524 at 128x128x64 s4 w4:
+//   bench/results/h100-2026-11-25-wgmma)
+//   other NVIDIA    128x256x64, 3 stages, 8 warps      128x128x128, 3 stages, 8 warps
+//   (mma.sync)      (144 KiB of stages, 250 registers, (195 registers, no spills)
 //                   no spills)
-//   (H100, 8192^3, tl-bench-gemm --config, bench/gemm_sweep.sh: bf16 399 TFLOP/s against
-//   366 at 128x128x64 s3 w4; FP8 345 against 303 at 128x128x64 s3 w8; 4 warps at
-//   128x128 spill on FP8: bench/results/h100-2026-11-23-gemm/sweep.txt)
+//   (H100 on mma.sync, 8192^3, bench/gemm_sweep.sh: bf16 399 TFLOP/s against 366 at
+//   128x128x64 s3 w4; FP8 345 against 303 at 128x128x64 s3 w8; 4 warps at 128x128 spill
+//   on FP8: bench/results/h100-2026-11-23-gemm/sweep.txt)
 //   gfx950          256x128x64, 2 stages, 8 warps      128x128x64, 2 stages, 4 warps
 //                   (204 VGPRs, 96 KiB LDS; the        (198 VGPRs, 96 KiB LDS; BLOCK_K
 //                   anchor's 256x256 spills 35 VGPRs,  128 took 354 VGPRs + AGPRs)
@@ -178,7 +184,8 @@ inline Config choose(int64_t M, int64_t N, int64_t K, const std::string& target,
   (void)K;
   if (is_cpu(target)) return {64, 128, 32, 8, 1, 4};
   Config c;
-  if (target.rfind("sm_", 0) == 0) c = fp8 ? Config{128, 128, 128, 8, 3, 8} : Config{128, 256, 64, 8, 3, 8};
+  if (target.rfind("sm_90", 0) == 0) c = fp8 ? Config{128, 256, 128, 8, 3, 8} : Config{128, 256, 64, 8, 3, 8};
+  else if (target.rfind("sm_", 0) == 0) c = fp8 ? Config{128, 128, 128, 8, 3, 8} : Config{128, 256, 64, 8, 3, 8};
   else if (target.rfind("gfx950", 0) == 0) c = fp8 ? Config{128, 128, 64, 8, 2, 4} : Config{256, 128, 64, 8, 2, 8};
   else c = Config{128, 128, 64, 8, 2, 4};
   while (c.block_m > 32 && c.block_n > 32 && tl::cdiv(M, c.block_m) * tl::cdiv(N, c.block_n) < compute_units) {

@@ -50,10 +50,11 @@ std::vector<Case> cases() {
   return out;
 }
 
-codegen::CompileOptions options(const attn::Config& c) {
+codegen::CompileOptions options(const attn::Config& c, int mma_version = 0) {
   codegen::CompileOptions o;
   o.num_warps = c.num_warps;
   o.num_stages = c.num_stages;
+  o.mma_version = mma_version;
   return o;
 }
 
@@ -145,7 +146,9 @@ TEST(AttentionCodegen, SoftmaxStaysInsideTheWarp) {
     if (c.config.num_stages != 2 || c.config.block_m != 128 || c.config.num_warps != 4) continue;
     SCOPED_TRACE(name(c));
     auto f = attn::trace_ir(c.config, c.D, c.causal);
-    auto co = codegen::compile(*f, codegen::parse_target(c.arch), options(c.config));
+    // sm_90 here on mma.sync (mma_version 2, what Ampere and Ada run); its wgmma code is
+    // WarpgroupDotsKeepPInRegisters' below.
+    auto co = codegen::compile(*f, codegen::parse_target(c.arch), options(c.config, 2));
     if (std::string(c.arch) == "sm_90") {
       std::string ptx(co.binary.begin(), co.binary.end());
       EXPECT_EQ(count(ptx, "shfl.sync.idx"), 0) << ptx;
@@ -181,6 +184,44 @@ TEST(AttentionCodegen, SoftmaxStaysInsideTheWarp) {
       EXPECT_GT(count(dis, "v_mfma_f32_32x32"), 0) << dis;
     }
   }
+}
+
+// sm_90 by default: both dots on wgmma (codegen/gpu/warpgroup_dot.hpp), Q and P from
+// registers (the register-A form: `{...}, {a0, a1, a2, a3}, descB`), K^T and V through
+// descriptors from their stages (no ldmatrix, no 2-byte shared reads); P never converts
+// (the first dot's accumulator is the second's A layout), the row statistics are lane
+// butterflies as on mma.sync (each thread 2 x 2 rows), and each dot
+// waits for its group (A from registers is not left in flight).
+TEST(AttentionCodegen, WarpgroupDotsKeepPInRegisters) {
+  for (int D : {64, 128})
+    for (bool causal : {false, true}) {
+      attn::Config c{128, 64, 4, 2};
+      SCOPED_TRACE(fmt::format("D={}{}", D, causal ? " causal" : ""));
+      auto f = attn::trace_ir(c, D, causal);
+      auto co = codegen::compile(*f, codegen::parse_target("sm_90"), options(c));
+      std::string ptx(co.binary.begin(), co.binary.end());
+      EXPECT_NE(ptx.find(".target sm_90a"), std::string::npos);
+      EXPECT_EQ(count(ptx, "mma.sync"), 0) << ptx;
+      // both loops (the unmasked and the masked key blocks): Q K^T at m64n64, P V at m64nD
+      const std::string qk = "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16";
+      const std::string pv = fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.bf16.bf16", D);
+      EXPECT_GT(count(ptx, qk), 0);
+      EXPECT_GT(count(ptx, pv), 0);
+      EXPECT_GT(count(ptx, "}, {"), 0) << "no wgmma with A from registers";
+      EXPECT_EQ(count(ptx, "ldmatrix"), 0);
+      EXPECT_EQ(count(ptx, "ld.shared.b16") + count(ptx, "ld.shared.u16"), 0);
+      EXPECT_EQ(count(ptx, "shfl.sync.idx"), 0);
+      EXPECT_EQ(count(ptx, "shfl.sync.bfly"), 2 * 2 * 2 * 2);  // as on mma.sync
+      EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 1;"), 0);
+      // Q converted once, before the loops (D = 64), or staged in a buffer of its own and
+      // read through a descriptor too (D = 128, where it would crowd the registers);
+      // nothing converts in the loops but row statistics made columns (registers)
+      EXPECT_EQ(co.report["conversions_shared"], D == 64 ? 1 : 0) << co.tile_ir;
+      bool chain = false;
+      for (const auto& r : co.remarks) chain |= r.find("chained dots") != std::string::npos && r.find("wgmma") != std::string::npos &&
+                                                r.find("P stays in registers") != std::string::npos;
+      EXPECT_TRUE(chain) << fmt::format("{}", fmt::join(co.remarks, "\n"));
+    }
 }
 
 // AMD reads the dots' operands wide (codegen/gpu/plan_shared_encodings.cpp): no LDS read

@@ -75,20 +75,7 @@ template <class EA, class EB> void check(const Shape& s, double range) {
   using C = Acc<EA>;
   std::vector<typename Host<EA>::T> ha = random_matrix<EA>(size_t(s.M) * s.K, range);
   std::vector<typename Host<EB>::T> hb = random_matrix<EB>(size_t(s.K) * s.N, range);  // [K, N] or [N, K]
-  std::vector<double> want(size_t(s.M) * s.N, 0.0);
-  double scale = 0;  // sum of |a||b| of the largest output, for the summation error bound
-  for (int m = 0; m < s.M; ++m)
-    for (int n = 0; n < s.N; ++n) {
-      double acc = 0, mag = 0;
-      for (int k = 0; k < s.K; ++k) {
-        double x = Host<EA>::to(ha[size_t(m) * s.K + k]);
-        double y = Host<EB>::to(s.trans_b ? hb[size_t(n) * s.K + k] : hb[size_t(k) * s.N + n]);
-        acc += x * y;
-        mag += std::fabs(x * y);
-      }
-      want[size_t(m) * s.N + n] = acc;
-      scale = std::max(scale, mag);
-    }
+  auto [want, scale] = reference_product<EA, EB>(ha, hb, s.M, s.N, s.K, s.trans_b);
   auto da = upload<typename EA::elem>(ha);
   auto db = upload<typename EB::elem>(hb);
   auto dc = test_device().alloc<typename C::elem>(size_t(s.M) * s.N);

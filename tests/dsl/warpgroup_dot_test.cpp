@@ -37,6 +37,7 @@
 using namespace tltest;
 using tl::f32;
 using tl::i32;
+namespace codegen = tl::codegen;
 
 namespace {
 
@@ -120,19 +121,7 @@ template <class EA, class EB> void check(const Tile& t, const Shape& s, double r
   using C = Acc<EA>;
   auto ha = random_matrix<EA>(size_t(s.M) * s.K, range);
   auto hb = random_matrix<EB>(size_t(s.K) * s.N, range);  // [K, N] or [N, K]
-  std::vector<double> want(size_t(s.M) * s.N, 0.0);
-  double scale = 0;
-  for (int m = 0; m < s.M; ++m)
-    for (int n = 0; n < s.N; ++n) {
-      double acc = 0, mag = 0;
-      for (int k = 0; k < s.K; ++k) {
-        double x = Host<EA>::to(ha[size_t(m) * s.K + k]);
-        double y = Host<EB>::to(t.b_t ? hb[size_t(n) * s.K + k] : hb[size_t(k) * s.N + n]);
-        acc += x * y, mag += std::fabs(x * y);
-      }
-      want[size_t(m) * s.N + n] = acc;
-      scale = std::max(scale, mag);
-    }
+  auto [want, scale] = reference_product<EA, EB>(ha, hb, s.M, s.N, s.K, t.b_t);
   auto da = upload<typename EA::elem>(ha);
   auto db = upload<typename EB::elem>(hb);
   auto dc = test_device().alloc<typename C::elem>(size_t(s.M) * s.N);
@@ -313,6 +302,10 @@ TEST(WarpgroupDotPtx, MmaVersionChoosesTheInstruction) {
   EXPECT_EQ(count(ptx, "wgmma."), 0);
   EXPECT_GT(count(ptx, "mma.sync.aligned.m16n8k16"), 0);
   EXPECT_NE(ptx.find(".target sm_90\n"), std::string::npos);
+  // The option is in the cache key: the two compiles are two entries.
+  codegen::CompileOptions a, b;
+  b.mma_version = 2;
+  EXPECT_NE(a.key(), b.key());
   const Tile small{32, 64, 64, 4, 3, false, false};
   EXPECT_GT(count(ptx_of<tl::bf16>(small), "mma.sync.aligned.m16n8k16"), 0);
   try {

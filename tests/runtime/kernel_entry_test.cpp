@@ -153,6 +153,8 @@ const Case kCases[] = {
     {"block_threads_too_large", set("/block_threads", 100000)},
     {"block_threads_zero", set("/block_threads", 0)},
     {"num_warps_not_power_of_two", set("/options/num_warps", 3)},
+    {"mma_version_one", set("/options/mma_version", 1)},
+    {"mma_version_out_of_range", set("/options/mma_version", 7)},
     {"shared_bytes_past_int64", set("/shared_bytes", std::numeric_limits<uint64_t>::max())},
     {"compile_ms_negative", set("/compile_ms", -1.0)},
     {"code_bytes_wrong", [](tl::cache::Entry& e) { e.meta["code_bytes"] = e.artifacts["code"].size() + 1; }},

@@ -114,7 +114,8 @@ TEST(GemmSample, ChooseFollowsTheDocumentedTable) {
            a.num_stages == b.num_stages && a.num_warps == b.num_warps;
   };
   EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "sm_90", 132, false), {128, 256, 64, 8, 3, 8}));
-  EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "sm_90", 132, true), {128, 128, 128, 8, 3, 8}));
+  EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "sm_90", 132, true), {128, 256, 128, 8, 3, 8}));
+  EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "sm_89", 128, true), {128, 128, 128, 8, 3, 8}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx942:sramecc+:xnack-", 304, false), {128, 128, 64, 8, 2, 4}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx942", 304, true), {128, 128, 64, 8, 2, 4}));
   EXPECT_TRUE(same(gemm::choose(8192, 8192, 8192, "gfx950", 256, false), {256, 128, 64, 8, 2, 8}));
@@ -123,7 +124,7 @@ TEST(GemmSample, ChooseFollowsTheDocumentedTable) {
   // Too few programs for the compute units: halve the tiles (4 warps) until a side is 32.
   EXPECT_TRUE(same(gemm::choose(1024, 1024, 1024, "sm_90", 132, false), {32, 64, 64, 8, 3, 4}));
   EXPECT_TRUE(same(gemm::choose(1024, 1024, 1024, "gfx950", 256, false), {64, 32, 64, 8, 2, 4}));
-  EXPECT_TRUE(same(gemm::choose(64, 64, 4096, "sm_90", 132, true), {32, 32, 128, 8, 3, 4}));
+  EXPECT_TRUE(same(gemm::choose(64, 64, 4096, "sm_90", 132, true), {32, 64, 128, 8, 3, 4}));
   // The CPU: one configuration whatever the shape.
   EXPECT_TRUE(same(gemm::choose(4096, 4096, 4096, "cpu-skylake", 2, false), {64, 128, 32, 8, 1, 4}));
   EXPECT_TRUE(same(gemm::choose(256, 256, 256, "cpu", 64, true), {64, 128, 32, 8, 1, 4}));

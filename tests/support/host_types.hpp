@@ -2,6 +2,7 @@
 // upload as, conversions from and to double, and random matrices exact in the type.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -33,6 +34,32 @@ template <class E> std::vector<typename Host<E>::T> random_matrix(size_t n, doub
   std::vector<typename Host<E>::T> h(n);
   for (size_t i = 0; i < n; ++i) h[i] = Host<E>::from(f[i]);
   return h;
+}
+
+// C = A.B in double (A [M, K]; B [K, N], or [N, K] when `b_transposed`) and `scale`, the
+// largest sum of |a||b| over C's elements, for the summation error bound.
+struct ReferenceProduct {
+  std::vector<double> c;
+  double scale = 0;
+};
+template <class EA, class EB>
+ReferenceProduct reference_product(const std::vector<typename Host<EA>::T>& a, const std::vector<typename Host<EB>::T>& b,
+                                   int M, int N, int K, bool b_transposed) {
+  ReferenceProduct r;
+  r.c.assign(size_t(M) * N, 0.0);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double acc = 0, mag = 0;
+      for (int k = 0; k < K; ++k) {
+        double x = Host<EA>::to(a[size_t(m) * K + k]);
+        double y = Host<EB>::to(b_transposed ? b[size_t(n) * K + k] : b[size_t(k) * N + n]);
+        acc += x * y;
+        mag += std::fabs(x * y);
+      }
+      r.c[size_t(m) * N + n] = acc;
+      r.scale = std::max(r.scale, mag);
+    }
+  return r;
 }
 
 }  // namespace tltest
