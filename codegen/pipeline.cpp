@@ -102,7 +102,7 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
     pipelining.copy_transposed = target.kind == TargetDesc::nvptx;
     // A dot that will be a warpgroup dot (sm_90's wgmma, unless the launch forces
     // mma.sync) may run asynchronously: its loop's buffers get a stage more.
-    if (opts.async_dot_stages && opts.mma_version != 2 && opts.num_warps % 4 == 0)
+    if (target.kind == TargetDesc::nvptx && opts.async_dot_stages && opts.mma_version != 2 && opts.num_warps % 4 == 0)
       pipelining.dot_may_run_async = [caps, nw = opts.num_warps](const ir::Operation& dot) {
         return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
       };

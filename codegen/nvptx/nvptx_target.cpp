@@ -363,7 +363,9 @@ class NvptxTarget final : public codegen::Target {
     bool fp8_dot = false, warpgroup_dot = false;
     ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
       fp8_dot |= op.op == Op::dot && is_fp8(op.operands[0]->type.dtype);
-      warpgroup_dot |= op.op == Op::dot && op.str.rfind("wgmma.", 0) == 0;
+      if (op.op == Op::dot)
+        for (const auto& mi : hooks_.capabilities().matrix_instructions)
+          warpgroup_dot |= mi.name == op.str && mi.family == gpu::MatrixFamily::nvidia_wgmma;
     });
     const std::string arch = warpgroup_dot && desc_.arch == "sm_90" ? "sm_90a" : desc_.arch;
     int ptx = ptx_version(arch);
