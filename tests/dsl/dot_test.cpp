@@ -73,17 +73,13 @@ std::string str(const Shape& s) {
 
 template <class EA, class EB> void check(const Shape& s, double range) {
   using C = Acc<EA>;
-  std::vector<typename Host<EA>::T> ha = random_matrix<EA>(size_t(s.M) * s.K, range);
-  std::vector<typename Host<EB>::T> hb = random_matrix<EB>(size_t(s.K) * s.N, range);  // [K, N] or [N, K]
-  auto [want, scale] = reference_product<EA, EB>(ha, hb, s.M, s.N, s.K, s.trans_b);
-  auto da = upload<typename EA::elem>(ha);
-  auto db = upload<typename EB::elem>(hb);
-  auto dc = test_device().alloc<typename C::elem>(size_t(s.M) * s.N);
-  poison(dc);
+  const auto problem = random_dot_problem<EA, EB>(s.M, s.N, s.K, s.trans_b, range);
+  const auto& [want, scale] = problem.want;
+  auto d = on_device<C>(problem, s.M, s.N);
   auto& k = gemm_kernel<EA, EB>();
-  k[tl::grid((s.M + s.BM - 1) / s.BM, (s.N + s.BN - 1) / s.BN)](da, db, dc, s.M, s.N, s.K, s.BM, s.BN, s.BK,
+  k[tl::grid((s.M + s.BM - 1) / s.BM, (s.N + s.BN - 1) / s.BN)](d.a, d.b, d.c, s.M, s.N, s.K, s.BM, s.BN, s.BK,
                                                                   int(s.trans_b), int(s.no_acc));
-  auto got = dc.download();
+  auto got = d.c.download();
   if constexpr (std::is_same_v<C, i32>) {
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(double(got[i]), want[i]) << "element " << i << " of " << str(s);
   } else {

@@ -119,13 +119,9 @@ const Shape kShapes[] = {{64, 64, 64}, {200, 136, 300}, {1, 1, 1}};
 
 template <class EA, class EB> void check(const Tile& t, const Shape& s, double range) {
   using C = Acc<EA>;
-  auto ha = random_matrix<EA>(size_t(s.M) * s.K, range);
-  auto hb = random_matrix<EB>(size_t(s.K) * s.N, range);  // [K, N] or [N, K]
-  auto [want, scale] = reference_product<EA, EB>(ha, hb, s.M, s.N, s.K, t.b_t);
-  auto da = upload<typename EA::elem>(ha);
-  auto db = upload<typename EB::elem>(hb);
-  auto dc = test_device().alloc<typename C::elem>(size_t(s.M) * s.N);
-  poison(dc);
+  const auto problem = random_dot_problem<EA, EB>(s.M, s.N, s.K, t.b_t, range);
+  const auto& [want, scale] = problem.want;
+  auto d = on_device<C>(problem, s.M, s.N);
   auto& k = wgmma_kernel<EA, EB>();
   // wgmma forced on the GPU where the operands are sure to be in shared memory: a
   // tl::shared buffer, or plain loads the pipeliner can copy there (every row of a tile
@@ -133,8 +129,8 @@ template <class EA, class EB> void check(const Tile& t, const Shape& s, double r
   // K masked element by element keeps its loads in registers, and the dot on mma.sync).
   const bool staged = t.shared || (t.stages > 1 && s.M % 16 == 0 && s.N % 16 == 0 && s.K % 16 == 0);
   k[tl::grid((s.M + t.BM - 1) / t.BM, (s.N + t.BN - 1) / t.BN)].on(test_device()).with(options(t, on_gpu() && staged ? 3 : 0))(
-      da, db, dc, s.M, s.N, s.K, t.BM, t.BN, t.BK, int(t.b_t), int(t.shared), t.stages);
-  auto got = dc.download();
+      d.a, d.b, d.c, s.M, s.N, s.K, t.BM, t.BN, t.BK, int(t.b_t), int(t.shared), t.stages);
+  auto got = d.c.download();
   if constexpr (std::is_same_v<C, i32>) {
     for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(double(got[i]), want[i]) << "element " << i;
   } else {

@@ -62,4 +62,34 @@ ReferenceProduct reference_product(const std::vector<typename Host<EA>::T>& a, c
   return r;
 }
 
+// Random A [M, K] and B ([K, N], or [N, K] when `b_transposed`) exact in their types, and
+// their product in double.
+template <class EA, class EB> struct DotProblem {
+  std::vector<typename Host<EA>::T> a;
+  std::vector<typename Host<EB>::T> b;
+  ReferenceProduct want;
+};
+template <class EA, class EB>
+DotProblem<EA, EB> random_dot_problem(int M, int N, int K, bool b_transposed, double range) {
+  DotProblem<EA, EB> p;
+  p.a = random_matrix<EA>(size_t(M) * K, range);
+  p.b = random_matrix<EB>(size_t(K) * N, range);
+  p.want = reference_product<EA, EB>(p.a, p.b, M, N, K, b_transposed);
+  return p;
+}
+
+// A problem on the test device: A and B uploaded, C (M x N of type C) allocated and
+// poisoned.
+template <class EA, class EB, class C> struct DeviceDot {
+  tl::buffer<typename EA::elem> a;
+  tl::buffer<typename EB::elem> b;
+  tl::buffer<typename C::elem> c;
+};
+template <class C, class EA, class EB> DeviceDot<EA, EB, C> on_device(const DotProblem<EA, EB>& p, int M, int N) {
+  DeviceDot<EA, EB, C> d{upload<typename EA::elem>(p.a), upload<typename EB::elem>(p.b),
+                         test_device().alloc<typename C::elem>(size_t(M) * N)};
+  poison(d.c);
+  return d;
+}
+
 }  // namespace tltest
