@@ -171,9 +171,10 @@ void plan_dots(ir::Function& f, const PlanTarget& t, std::vector<std::string>& r
   };
   if (!t.caps || t.caps->matrix_instructions.empty()) fail(*dots[0], "no matrix-instruction table for this target");
   std::unordered_set<const ir::Operation*> planned;
-  // Warpgroup dots first (sm_90): any dot whose operands a wgmma reads from shared memory,
-  // unless the launch asked for mma.sync. A chain's dots read A from registers, which the
-  // warpgroup path does not take yet: they stay mma.sync below.
+  // Warpgroup dots first (sm_90): any dot wgmma can take (warpgroup_dot_obstacle: B read
+  // from shared memory, A too or from registers for 16-bit types, M a multiple of 64 a
+  // warpgroup), unless the launch asked for mma.sync. The rest, and chains among them,
+  // are planned below as before.
   const bool has_wgmma =
       std::any_of(t.caps->matrix_instructions.begin(), t.caps->matrix_instructions.end(),
                   [](const MatrixInstruction& mi) { return mi.family == MatrixFamily::nvidia_wgmma; });

@@ -58,13 +58,13 @@ LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding
   // the other dims in order above them, then what is left of order[0] (its column
   // blocks, where the encoding splits it into rows).
   std::vector<int> stored_at(size_t(rank), 0);
-  int at = 0, high_at = 0;
+  int at = 0;
   for (size_t i = 0; i < e.order.size(); ++i) {
     const int d = e.order[i];
     stored_at[size_t(d)] = at;
     at += i == 0 ? col_bits : log2_exact(shape[size_t(d)]);
   }
-  high_at = at;
+  const int high_at = at;
   LinearMap m;
   const int bits = log2_exact(numel_of(shape));
   for (int b = 0; b < bits; ++b) {
