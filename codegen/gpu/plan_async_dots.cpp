@@ -23,10 +23,6 @@
 // ISA, "Proxies"; CUTLASS's fence_view_async_shared). One before every barrier of a
 // program that has warpgroup dots: every write a dot reads reaches it through a barrier
 // (insert_barriers), and a fence where nothing was written costs little.
-#include <fmt/format.h>
-
-#include <unordered_set>
-
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
@@ -36,15 +32,10 @@
 namespace tl::gpu {
 namespace {
 
-// Whether `v`'s only use in `body` (walked whole) is `user`'s operand `index`.
+// Whether `v`'s only use in `body` is `user`'s operand `index`.
 bool only_use(ir::Block& body, const ir::Value* v, const ir::Operation* user, int index) {
-  int uses = 0;
-  bool right = false;
-  ir::walk(body, [&](ir::Operation& op) {
-    for (size_t i = 0; i < op.operands.size(); ++i)
-      if (op.operands[i] == v) ++uses, right |= &op == user && int(i) == index;
-  });
-  return uses == 1 && right;
+  auto uses = ir::uses_of(body, v);
+  return uses.size() == 1 && uses[0].first == user && uses[0].second == index;
 }
 
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.

@@ -6,19 +6,16 @@
 
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/layout.hpp"
+#include "codegen/ir/builder.hpp"
 
 namespace tl::gpu {
 
 namespace {
 // Uses of `v` in the function `op` belongs to.
-int uses_in_function(const ir::Value* v, const ir::Operation& op) {
-  const ir::Block* top = op.parent;
+size_t uses_in_function(const ir::Value* v, const ir::Operation& op) {
+  ir::Block* top = op.parent;
   while (top->parent) top = top->parent->parent;
-  int n = 0;
-  ir::walk(const_cast<ir::Block&>(*top), [&](ir::Operation& o) {
-    for (const ir::Value* x : o.operands) n += x == v;
-  });
-  return n;
+  return ir::uses_of(*top, v).size();
 }
 }  // namespace
 

@@ -447,9 +447,12 @@ class Pipeliner {
           async_dot |= reads_staged_buffer(op->operands[0], plans) && reads_staged_buffer(op->operands[1], plans);
       }
     if (async_dot) {
-      loop_stages_ = n + 1;
-      if (fits_shared(0)) buffers_ = n + 1;
-      loop_stages_ = n;
+      int64_t stage_more = 0;  // one more stage of every buffer this loop multi-buffers
+      for (const ir::Operation* buf : multi_buffered_) {
+        const ir::Type& t = buf->result()->type;
+        stage_more += t.numel() * byte_width(t.dtype);
+      }
+      if (fits_shared(stage_more)) buffers_ = n + 1;
     }
     ir::Operation* now = transform(loop, n, plans);
     ++pipelined_;
