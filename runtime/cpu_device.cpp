@@ -453,6 +453,7 @@ class CpuDevice final : public Device {
   static kernel_fault fault_error(const CpuKernel& k, const LaunchContext& c) {
     std::string where = fmt::format("in kernel {}, program ({}, {}, {})", k.name(), c.pid[0], c.pid[1], c.pid[2]);
     if (c.kind == 0) return kernel_fault(fmt::format("device_assert failed: \"{}\" {}", c.msg, where), c.file, unsigned(c.line));
+    if (c.kind == 2) return kernel_fault(fmt::format("{} {}", c.msg, where), c.file, unsigned(c.line));  // a run-time error
     return kernel_fault(fmt::format("out-of-bounds {} {}: {} bytes at {:#x} are not inside a device allocation",
                                     c.msg, where, c.bad_bytes, c.bad_addr),
                         c.file, unsigned(c.line));

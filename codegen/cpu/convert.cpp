@@ -180,14 +180,19 @@ Value* encode_from_int(IRBuilderBase& b, Value* v, bool is_signed, DType to, boo
   if (width <= 32) {
     d = is_signed ? b.CreateSIToFP(v, f64) : b.CreateUIToFP(v, f64);  // exact
   } else {
-    // 64-bit magnitudes: keep 53 significant bits, rounded to odd (the low 11 bits fold
-    // into a sticky bit 11), so that the f64 is exact and the later roundings are one.
+    // 64-bit magnitudes: keep 53 significant bits, rounded to odd, so that the f64 is
+    // exact and the later roundings are one. The bits below the 53 most significant ones
+    // (11 - leading zeros of them, none for a magnitude under 2^53) fold into the lowest
+    // kept bit. The magnitude is unsigned: |INT64_MIN| = 2^63 is right as such.
     Value* neg = is_signed ? b.CreateICmpSLT(v, ConstantInt::get(ty, 0)) : nullptr;
     Value* m = is_signed ? b.CreateSelect(neg, b.CreateNeg(v), v) : v;
-    Value* low = b.CreateAnd(m, ConstantInt::get(ty, 0x7ff));
-    Value* sticky = b.CreateSelect(b.CreateICmpNE(low, ConstantInt::get(ty, 0)), ConstantInt::get(ty, 0x800),
+    Value* lz = b.CreateBinaryIntrinsic(llvm::Intrinsic::ctlz, m, b.getFalse());
+    Value* dropped = b.CreateBinaryIntrinsic(llvm::Intrinsic::usub_sat, ConstantInt::get(ty, 11), lz);
+    Value* low_mask = b.CreateSub(b.CreateShl(ConstantInt::get(ty, 1), dropped), ConstantInt::get(ty, 1));
+    Value* lowest_kept = b.CreateShl(ConstantInt::get(ty, 1), dropped);
+    Value* sticky = b.CreateSelect(b.CreateICmpNE(b.CreateAnd(m, low_mask), ConstantInt::get(ty, 0)), lowest_kept,
                                    ConstantInt::get(ty, 0));
-    m = b.CreateOr(b.CreateAnd(m, ConstantInt::get(ty, ~uint64_t(0x7ff))), sticky);
+    m = b.CreateOr(b.CreateAnd(m, b.CreateNot(low_mask)), sticky);
     d = b.CreateUIToFP(m, f64);
     if (neg) d = b.CreateSelect(neg, b.CreateFNeg(d), d);
   }

@@ -44,7 +44,7 @@ void Lowerer::lower_assert(const ir::Operation& op) {
     ok = b_.CreateLoad(b_.getInt1Ty(), all);
   }
   llvm::BasicBlock* cont = new_block("assert.ok");
-  b_.CreateCondBr(ok, cont, fault_block(0, op, op.str));
+  b_.CreateCondBr(ok, cont, fault_block(kFaultAssert, op, op.str));
   b_.SetInsertPoint(cont);
 }
 

@@ -8,6 +8,7 @@
 
 #include "codegen/cpu/convert.hpp"
 #include "codegen/cpu/lower.hpp"
+#include "codegen/integer_ops.hpp"
 #include "tl/error.hpp"
 #include "tl/numeric.hpp"
 
@@ -56,44 +57,10 @@ Value* Lowerer::binary(Op op, DType t, Value* a, Value* b) {
     }
     return narrow(r, t);
   }
-  const bool s = is_signed(t);
-  Type* ty = a->getType();
-  auto K = [&](int64_t v) { return llvm::ConstantInt::get(ty, uint64_t(v), true); };
-  switch (op) {
-    case Op::add: return b_.CreateAdd(a, b);
-    case Op::sub: return b_.CreateSub(a, b);
-    case Op::mul: return b_.CreateMul(a, b);
-    case Op::div: case Op::rem: {
-      // Division by zero (and INT_MIN / -1) trap on x86 and are undefined in LLVM; a
-      // kernel must not take the process down, so they give 0 (INT_MIN / -1 wraps).
-      Value* zero = K(0);
-      Value* bad = b_.CreateICmpEQ(b, zero);
-      if (s) bad = b_.CreateOr(bad, b_.CreateICmpEQ(b, K(-1)));
-      Value* safe = b_.CreateSelect(bad, K(1), b);
-      if (op == Op::rem) {
-        return s ? b_.CreateSRem(a, safe) : b_.CreateURem(a, safe);  // x % 1 == 0, as wanted
-      }
-      Value* q = s ? b_.CreateSDiv(a, safe) : b_.CreateUDiv(a, safe);
-      q = b_.CreateSelect(b_.CreateICmpEQ(b, zero), zero, q);
-      if (s) q = b_.CreateSelect(b_.CreateICmpEQ(b, K(-1)), b_.CreateNeg(a), q);
-      return q;
-    }
-    case Op::min: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smin : llvm::Intrinsic::umin, a, b);
-    case Op::max: return b_.CreateBinaryIntrinsic(s ? llvm::Intrinsic::smax : llvm::Intrinsic::umax, a, b);
-    case Op::band: return b_.CreateAnd(a, b);
-    case Op::bor: return b_.CreateOr(a, b);
-    case Op::bxor: return b_.CreateXor(a, b);
-    case Op::shl: case Op::shr: {
-      // Shifts by the width or more are poison in LLVM; they give 0 (or the sign fill).
-      unsigned w = ty->getScalarSizeInBits();
-      Value* big = b_.CreateICmpUGE(b, K(w));
-      Value* amount = b_.CreateSelect(big, K(w - 1), b);
-      if (op == Op::shl) return b_.CreateSelect(big, K(0), b_.CreateShl(a, amount));
-      if (s) return b_.CreateAShr(a, amount);
-      return b_.CreateSelect(big, K(0), b_.CreateLShr(a, amount));
-    }
-    default: throw compile_error(fmt::format("tl cpu: '{}' on {}", op_name(op), name(t)));
-  }
+  if (op == Op::add || op == Op::sub || op == Op::mul || op == Op::div || op == Op::rem || op == Op::min ||
+      op == Op::max || op == Op::band || op == Op::bor || op == Op::bxor || op == Op::shl || op == Op::shr)
+    return integer_binary(b_, op, is_signed(t), a, b);
+  throw compile_error(fmt::format("tl cpu: '{}' on {}", op_name(op), name(t)));
 }
 
 Value* Lowerer::unary(Op op, DType t, Value* a) {

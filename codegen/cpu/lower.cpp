@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "codegen/integer_ops.hpp"
 #include "tl/error.hpp"
 
 namespace tl::codegen::cpu {
@@ -377,6 +378,16 @@ void Lowerer::lower_for(const ir::Operation& op) {
     copy_into(bufs[i], op.operands[3 + i]);
     rep(arg).buf = bufs[i];
   }
+  // The trips are counted (codegen/integer_ops.hpp): a negative step runs downward, and
+  // no bound near INT_MAX makes the induction variable wrap into an endless loop. A step
+  // of 0 at run time would never end: it is a kernel fault naming the loop's line.
+  if (!llvm::isa<llvm::ConstantInt>(step) || llvm::cast<llvm::ConstantInt>(step)->isZero()) {
+    BasicBlock* ok = new_block("for.step_ok");
+    b_.CreateCondBr(b_.CreateICmpNE(step, b_.getInt32(0)), ok,
+                    fault_block(kFaultRuntimeError, op, "tl::range: the step is 0, so the loop would never end"));
+    b_.SetInsertPoint(ok);
+  }
+  Value* trips = loop_trip_count(b_, lb, ub, step);
   BasicBlock* pre = b_.GetInsertBlock();
   BasicBlock* header = new_block("for.header");
   BasicBlock* loop_body = new_block("for.body");
@@ -385,6 +396,8 @@ void Lowerer::lower_for(const ir::Operation& op) {
   b_.SetInsertPoint(header);
   PHINode* iv = b_.CreatePHI(b_.getInt32Ty(), 2, "iv");
   iv->addIncoming(lb, pre);
+  PHINode* left = b_.CreatePHI(b_.getInt32Ty(), 2, "trips.left");
+  left->addIncoming(trips, pre);
   rep(body.args[0].get()).scalar = iv;
   std::vector<PHINode*> phis(n, nullptr);
   for (size_t i = 0; i < n; ++i) {
@@ -394,7 +407,7 @@ void Lowerer::lower_for(const ir::Operation& op) {
     phis[i]->addIncoming(elem(op.operands[3 + i], Idx{}), pre);
     rep(arg).scalar = phis[i];
   }
-  b_.CreateCondBr(b_.CreateICmpSLT(iv, ub), loop_body, exit);
+  b_.CreateCondBr(b_.CreateICmpNE(left, b_.getInt32(0)), loop_body, exit);
 
   b_.SetInsertPoint(loop_body);
   lower_block(body);
@@ -404,9 +417,10 @@ void Lowerer::lower_for(const ir::Operation& op) {
   for (size_t i = 0; i < n; ++i)
     if (phis[i]) scalar_next[i] = elem(yielded[i], Idx{});
   yield_tiles(bufs, yielded);
-  Value* next = b_.CreateAdd(iv, step, "iv.next");
+  Value* next = b_.CreateAdd(iv, step, "iv.next");  // (after the last trip it may wrap: unused)
   BasicBlock* latch = b_.GetInsertBlock();
   iv->addIncoming(next, latch);
+  left->addIncoming(b_.CreateSub(left, b_.getInt32(1)), latch);
   for (size_t i = 0; i < n; ++i)
     if (phis[i]) phis[i]->addIncoming(scalar_next[i], latch);
   b_.CreateBr(header);

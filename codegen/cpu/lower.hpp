@@ -40,6 +40,9 @@ struct TileRep {
 
 // The runtime entry points the generated code calls (defined in runtime/cpu_device.cpp).
 inline constexpr const char* kFaultFn = "tl_cpu_fault";
+// tl_cpu_fault's kinds: a failed device_assert (the message is its text), an access outside
+// every allocation (TL_BOUNDS_CHECK), a run-time error of the program (the message says it).
+inline constexpr int kFaultAssert = 0, kFaultOutOfBounds = 1, kFaultRuntimeError = 2;
 inline constexpr const char* kPrintFn = "tl_cpu_print";
 inline constexpr const char* kCheckFn = "tl_cpu_check";
 // A constant string beside each kernel, one character per argument ('p' for a pointer,

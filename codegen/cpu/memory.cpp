@@ -45,7 +45,7 @@ void Lowerer::check_access(const ir::Operation& op, Value* ptr, DType t, const c
   Value* ok = b_.CreateCall(check_fn(), {rt_ctx_, b_.CreatePtrToInt(ptr, b_.getInt64Ty()),
                                          b_.getInt64(uint64_t(byte_width(t)))});
   BasicBlock* cont = new_block("in.bounds");
-  b_.CreateCondBr(b_.CreateICmpNE(ok, b_.getInt32(0)), cont, fault_block(1, op, what));
+  b_.CreateCondBr(b_.CreateICmpNE(ok, b_.getInt32(0)), cont, fault_block(kFaultOutOfBounds, op, what));
   b_.SetInsertPoint(cont);
 }
 

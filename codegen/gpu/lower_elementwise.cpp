@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "codegen/gpu/lower_context.hpp"
+#include "codegen/integer_ops.hpp"
 #include "tl/numeric.hpp"
 #include "tl/error.hpp"
 
@@ -159,10 +160,11 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
   DType out = op.result()->type.dtype;
   bool fl = is_float(in), sg = is_signed(in);
   switch (op.op) {
-    case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : b.CreateAdd(a[0], a[1], "", false, sg);
-    case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : b.CreateSub(a[0], a[1], "", false, sg);
-    case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : b.CreateMul(a[0], a[1], "", false, sg);
-    case Op::div: return fl ? b.CreateFDiv(a[0], a[1]) : sg ? b.CreateSDiv(a[0], a[1]) : b.CreateUDiv(a[0], a[1]);
+    // Integers: one semantics on every target (codegen/integer_ops.hpp): wrapping, no nsw.
+    case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+    case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+    case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+    case Op::div: return fl ? b.CreateFDiv(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
     case Op::rem:
       if (narrow_float(in)) {
         // Exact in f32, and AMDGPU has no bf16 frem; the fence stops InstCombine from
@@ -171,7 +173,7 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
         llvm::Value* r = b.CreateFRem(x, b.CreateFPExt(a[1], b.getFloatTy()));
         return b.CreateFPTrunc(r, a[0]->getType());
       }
-      return fl ? b.CreateFRem(a[0], a[1]) : sg ? b.CreateSRem(a[0], a[1]) : b.CreateURem(a[0], a[1]);
+      return fl ? b.CreateFRem(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
     case Op::min:
       return b.CreateBinaryIntrinsic(fl ? Intr::minnum : sg ? Intr::smin : Intr::umin, a[0], a[1]);
     case Op::max:
@@ -179,8 +181,7 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
     case Op::band: return b.CreateAnd(a[0], a[1]);
     case Op::bor: return b.CreateOr(a[0], a[1]);
     case Op::bxor: return b.CreateXor(a[0], a[1]);
-    case Op::shl: return b.CreateShl(a[0], a[1]);
-    case Op::shr: return sg ? b.CreateAShr(a[0], a[1]) : b.CreateLShr(a[0], a[1]);
+    case Op::shl: case Op::shr: return codegen::integer_binary(b, op.op, sg, a[0], a[1]);
     case Op::neg: return fl ? b.CreateFNeg(a[0]) : b.CreateNeg(a[0]);
     case Op::bnot: return b.CreateNot(a[0]);
     case Op::abs:

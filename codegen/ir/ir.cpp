@@ -1,6 +1,7 @@
 // The tile IR's data structures and its textual form.
 #include "codegen/ir/ir.hpp"
 
+#include <bit>
 #include <fmt/format.h>
 
 #include <cmath>
@@ -203,7 +204,9 @@ class Printer {
     std::string s;
     if (op.i0) s += fmt::format(" i0={}", op.i0);
     if (op.i1) s += fmt::format(" i1={}", op.i1);
-    if (op.f != 0.0 || std::signbit(op.f)) s += fmt::format(" f={}", op.f);
+    // A NaN's payload is part of the constant (a bitcast shows it): its bits, not "nan".
+    if (std::isnan(op.f)) s += fmt::format(" f=nan:{:016x}", std::bit_cast<uint64_t>(op.f));
+    else if (op.f != 0.0 || std::signbit(op.f)) s += fmt::format(" f={}", op.f);
     if (!op.ints.empty()) s += fmt::format(" ints=[{}]", fmt::join(op.ints, ","));
     if (!op.str.empty()) s += fmt::format(" str={}:{}", op.str.size(), op.str);
     return s.empty() ? s : " #" + s;

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 namespace tl::passes {
@@ -51,14 +52,37 @@ AxisInfo uniform(const ir::Value* v, int64_t divisibility, std::optional<int64_t
 
 bool is_unit(const AxisInfo& a) { return a.constant && *a.constant == 1; }
 
+// The divisibility of x's elements at the starts of runs of `run` elements along d
+// (run a power of two). Divisibility speaks of the first element of each of x's
+// contiguity runs; a result whose runs are shorter than x's starts runs inside x's,
+// at x's run start + k*run, where only gcd(divisibility, run) is known. Triton treats
+// a contiguous [2^n, 2^n+1, ...] as divisibility 1 for the same reason.
+int64_t divisibility_at(const AxisInfo& x, int d, int64_t run) {
+  return run % x.contiguity[d] == 0 ? x.divisibility[d] : gcd(x.divisibility[d], run);
+}
+
+// The dtype's value of an exact integer: integer arithmetic wraps (two's complement) on
+// every target, and folding a constant must wrap the same way (in int64 it would be
+// undefined behaviour in the compiler itself).
+int64_t wrap_to(DType t, __int128 v) {
+  int w = t == DType::i1 ? 1 : bit_width(t);
+  uint64_t bits = uint64_t(v);
+  if (w >= 64) return int64_t(bits);
+  bits &= (uint64_t(1) << w) - 1;
+  if (is_signed(t) && (bits >> (w - 1)) & 1) bits |= ~((uint64_t(1) << w) - 1);
+  return int64_t(bits);
+}
+
 // --- value ranges ---
 // Ranges are int64 intervals; the arithmetic on them is done in __int128 so that it
 // cannot overflow itself. A result outside the dtype's range (a wrap at run time)
-// becomes unknown, except for signed add/sub/mul: their overflow is undefined (C
-// semantics, docs/ir.md; the GPU lowering emits them nsw), so a program that runs has
-// its values inside the dtype and the interval is clipped to it, as LLVM and Triton
-// assume too. That is what makes `program_id(0) * BLOCK + arange(0, BLOCK)` a
-// non-negative i32, while `program_id(0) * cols` with a run-time `cols` stays unknown.
+// becomes unknown, except for signed add/sub/mul: integer arithmetic wraps on every
+// target (docs/language.md), but like Triton's, this analysis assumes that the index
+// arithmetic it reasons about (offsets and masks of memory accesses) does not wrap, so
+// the interval is clipped to the dtype. That is what makes `program_id(0) * BLOCK +
+// arange(0, BLOCK)` a non-negative i32, while `program_id(0) * cols` with a run-time
+// `cols` stays unknown. Contiguity rests on the same assumption: `arange + INT_MAX`
+// is contiguous only where it does not wrap.
 using i128 = __int128;
 
 bool has_range(DType t) { return is_int(t) && t != DType::u64; }
@@ -86,6 +110,16 @@ ValueRange fit_arith(i128 lo, i128 hi, DType t) {
 }
 
 bool nonnegative(const ValueRange& r) { return r.lo >= 0; }
+
+// Every value in r (of dtype `from`) is a value of `to`. u64 has no range: its values
+// fit only u64; any unsigned or non-negative value fits u64.
+bool fits(const ValueRange& r, DType from, DType to) {
+  if (from == to) return true;
+  if (from == DType::u64) return false;
+  if (to == DType::u64) return !is_signed(from) || nonnegative(r);
+  ValueRange b = bounds(to);
+  return r.lo >= b.lo && r.hi <= b.hi;
+}
 
 // The smallest 2^k - 1 >= v (v >= 0): a bound of x | y and x ^ y for x, y in [0, v].
 int64_t all_ones_above(int64_t v) {
@@ -171,7 +205,7 @@ void AxisAnalysis::op(const ir::Operation& o) {
   AxisInfo r = conservative(res);
   switch (o.op) {
     case Op::constant: {
-      int64_t v = is_float(res->type.dtype) ? 0 : o.i0;
+      int64_t v = is_float(res->type.dtype) ? 0 : wrap_to(res->type.dtype, o.i0);  // (u32 -1 is 4294967295)
       r = uniform(res, is_float(res->type.dtype) ? 1 : pow2_divisor(v), is_float(res->type.dtype) ? std::nullopt : std::optional<int64_t>(v));
       break;
     }
@@ -202,8 +236,10 @@ void AxisAnalysis::op(const ir::Operation& o) {
       for (int d = 0; d < int(s.size()); ++d) if (s[d] != 1) sd.push_back(d);
       for (int d = 0; d < int(t.size()); ++d) if (t[d] != 1) td.push_back(d);
       const AxisInfo& a = opnd(0);
+      // What every element is a multiple of: along a dim of runs, only the run starts
+      // are known to be multiples of its divisibility.
       int64_t all_div = kMaxDivisibility;
-      for (int64_t x : a.divisibility) all_div = gcd(all_div, x);
+      for (int d = 0; d < int(a.divisibility.size()); ++d) all_div = gcd(all_div, divisibility_at(a, d, 1));
       bool same = sd.size() == td.size();
       for (size_t k = 0; same && k < sd.size(); ++k) same = s[sd[k]] == t[td[k]];
       for (int d = 0; d < n; ++d) r.divisibility[d] = all_div;
@@ -232,14 +268,18 @@ void AxisAnalysis::op(const ir::Operation& o) {
       const AxisInfo& b = opnd(1);
       int64_t scale = o.op == Op::addptr ? byte_width(res->type.pointee) : 1;
       for (int d = 0; d < n; ++d) {
+        // Within a run of one operand's contiguity where the other is constant, the sum
+        // steps by one (sub: only the left may be the contiguous one).
         int64_t c1 = gcd(a.contiguity[d], b.constancy[d]);
         int64_t c2 = o.op == Op::sub ? 1 : gcd(a.constancy[d], b.contiguity[d]);
-        r.contiguity[d] = std::max(c1, c2);
-        r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d] * scale);
+        int64_t run = r.contiguity[d] = std::max(c1, c2);
+        // A sum (difference) of multiples of 2^k is one: at the result's run starts.
+        r.divisibility[d] = gcd(divisibility_at(a, d, run), divisibility_at(b, d, run) * scale);
         r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
       }
       if (a.constant && b.constant && o.op != Op::addptr)
-        r.constant = o.op == Op::add ? *a.constant + *b.constant : *a.constant - *b.constant;
+        r.constant = wrap_to(res->type.dtype, o.op == Op::add ? i128(*a.constant) + *b.constant
+                                                              : i128(*a.constant) - *b.constant);
       break;
     }
     case Op::mul: case Op::shl: {
@@ -253,11 +293,12 @@ void AxisAnalysis::op(const ir::Operation& o) {
         std::fill(b.divisibility.begin(), b.divisibility.end(), m);
       }
       for (int d = 0; d < n; ++d) {
-        r.contiguity[d] = is_unit(b) ? a.contiguity[d] : is_unit(a) ? b.contiguity[d] : 1;
-        r.divisibility[d] = std::min(kMaxDivisibility, a.divisibility[d] * b.divisibility[d]);
+        int64_t run = r.contiguity[d] = is_unit(b) ? a.contiguity[d] : is_unit(a) ? b.contiguity[d] : 1;
+        // A product of multiples of 2^j and 2^k is a multiple of 2^(j+k), wrapped or not.
+        r.divisibility[d] = std::min(kMaxDivisibility, divisibility_at(a, d, run) * divisibility_at(b, d, run));
         r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
       }
-      if (a.constant && b.constant) r.constant = *a.constant * *b.constant;
+      if (a.constant && b.constant) r.constant = wrap_to(res->type.dtype, i128(*a.constant) * *b.constant);
       break;
     }
     case Op::div: case Op::shr: {
@@ -266,26 +307,44 @@ void AxisAnalysis::op(const ir::Operation& o) {
       const AxisInfo& b = opnd(1);
       std::optional<int64_t> c = b.constant;
       if (o.op == Op::shr && c) c = (*c >= 0 && *c <= 30) ? std::optional<int64_t>(int64_t(1) << *c) : std::nullopt;
+      bool pow2 = c && *c > 0 && (*c & (*c - 1)) == 0;
+      // x >> k rounds toward -inf and x / c toward zero: runs [m*c, m*c + c) of x give
+      // one quotient each for every sign with >>, only for x >= 0 with / (-7..-4 all
+      // divide by 4 to -1, across the run boundary at -8, -4).
+      bool rounds_down = o.op == Op::shr || get(o.operands[0]).range.lo >= 0;
       for (int d = 0; d < n; ++d) {
         r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
         // a contiguous run divided by c: runs of c equal values when runs start at multiples of c
-        if (c && *c > 0 && (*c & (*c - 1)) == 0 && a.divisibility[d] % *c == 0)
+        if (pow2 && rounds_down && a.divisibility[d] % *c == 0)
           r.constancy[d] = std::max(r.constancy[d], gcd(a.contiguity[d], *c));
-        if (c && *c > 0 && (*c & (*c - 1)) == 0) r.divisibility[d] = std::max<int64_t>(1, a.divisibility[d] / *c);
+        // Exact division of a multiple of c*2^k (any sign) is a multiple of 2^k; the
+        // result has no contiguity, so the facts of every element count.
+        int64_t every = divisibility_at(a, d, 1);
+        if (pow2 && every % *c == 0) r.divisibility[d] = every / *c;
       }
-      if (a.constant && c && *c != 0) r.constant = *a.constant / *c;
+      if (a.constant && c && *c != 0)
+        r.constant = o.op != Op::shr ? *a.constant / *c
+                     : is_signed(res->type.dtype) ? *a.constant >> std::countr_zero(uint64_t(*c))
+                                                  : int64_t(uint64_t(*a.constant) >> std::countr_zero(uint64_t(*c)));
       break;
     }
     case Op::rem: {
       if (!is_int(res->type.dtype)) break;
       const AxisInfo& a = opnd(0);
       const AxisInfo& b = opnd(1);
+      bool pow2 = b.constant && *b.constant > 0 && (*b.constant & (*b.constant - 1)) == 0;
       for (int d = 0; d < n; ++d) {
         r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
-        if (b.constant && *b.constant > 0 && (*b.constant & (*b.constant - 1)) == 0) {
-          r.contiguity[d] = gcd(a.contiguity[d], *b.constant);
-          r.divisibility[d] = gcd(a.divisibility[d], *b.constant);
-        }
+        if (!pow2) continue;
+        int64_t c = *b.constant;
+        // x % c for x >= 0 whose runs start at multiples of c restarts at 0 every c
+        // elements: contiguous over aligned runs of gcd(contiguity, c). A negative x
+        // gives 0, -3, -2, -1 from -8: no such runs.
+        int64_t run = 1;
+        if (get(o.operands[0]).range.lo >= 0 && a.divisibility[d] % c == 0) run = gcd(a.contiguity[d], c);
+        r.contiguity[d] = run;
+        // x - c*q is a multiple of gcd(2^k, c) when x is a multiple of 2^k, any sign.
+        r.divisibility[d] = gcd(divisibility_at(a, d, run), c);
       }
       break;
     }
@@ -309,19 +368,27 @@ void AxisAnalysis::op(const ir::Operation& o) {
       const AxisInfo& b = opnd(2);
       for (int d = 0; d < n; ++d) {
         r.constancy[d] = gcd(c.constancy[d], gcd(a.constancy[d], b.constancy[d]));
-        r.contiguity[d] = gcd(c.constancy[d], std::min(a.contiguity[d], b.contiguity[d]));
-        r.divisibility[d] = gcd(a.divisibility[d], b.divisibility[d]);
+        int64_t run = r.contiguity[d] = gcd(c.constancy[d], std::min(a.contiguity[d], b.contiguity[d]));
+        r.divisibility[d] = gcd(divisibility_at(a, d, run), divisibility_at(b, d, run));
       }
       break;
     }
     case Op::cast: {
       const AxisInfo& a = opnd(0);
+      DType from = o.operands[0]->type.dtype, to = res->type.dtype;
       for (int d = 0; d < n; ++d) r.constancy[d] = a.constancy[d];
-      if (is_int(res->type.dtype) && is_int(o.operands[0]->type.dtype) &&
-          bit_width(res->type.dtype) >= bit_width(o.operands[0]->type.dtype)) {
+      if (!is_int(to) || !is_int(from) || from == DType::i1 || to == DType::i1) break;
+      // Extension and truncation keep the low bits, so a multiple of 2^k stays one
+      // (a multiple of 2^width truncates to 0, a multiple of anything). Values, and so
+      // contiguity and the constant, survive only where every value fits the result:
+      // -1, 0 cast to u32 is 4294967295, 0.
+      if (fits(get(o.operands[0]).range, from, to)) {
         r.contiguity = a.contiguity;
         r.divisibility = a.divisibility;
         r.constant = a.constant;
+      } else {
+        for (int d = 0; d < n; ++d) r.divisibility[d] = divisibility_at(a, d, 1);
+        if (a.constant) r.constant = wrap_to(to, *a.constant);
       }
       break;
     }
@@ -351,13 +418,22 @@ void AxisAnalysis::loop(const ir::Operation& o) {
   const ir::Operation* yield = body.terminator();
   const ir::Value* iv = body.args[0].get();
   const AxisInfo lb = get(o.operands[0]), ub = get(o.operands[1]), step = get(o.operands[2]);
-  // iv = lb + k*step, and the body runs only while iv < ub. With a positive step iv
-  // only grows (the increment is nsw), so it never goes below lb.
+  // iv = lb + k*step, and the body runs only while iv is between lb and ub: lb <= iv <
+  // ub for a positive step, ub < iv <= lb for a negative one (docs/language.md), so
+  // whatever the step's sign, iv is in [min(lb, ub + 1), max(lb, ub - 1)]. (The lowering
+  // counts trips, so iv itself never wraps.)
   AxisInfo ivi = uniform(iv, gcd(lb.divisibility[0], step.divisibility[0]), std::nullopt);
-  int64_t lo = step.range.lo > 0 ? lb.range.lo : bounds(iv->type.dtype).lo;
-  i128 hi = std::max<i128>(lo, i128(ub.range.hi) - 1);
-  if (lb.constant && step.constant && *step.constant > 0 && hi >= *lb.constant)  // the last lb + k*step below ub
-    hi = *lb.constant + (hi - *lb.constant) / *step.constant * *step.constant;
+  i128 lo = std::min<i128>(lb.range.lo, i128(ub.range.lo) + 1);
+  i128 hi = std::max<i128>(lb.range.hi, i128(ub.range.hi) - 1);
+  if (step.range.lo > 0) {
+    lo = lb.range.lo;
+    hi = std::max<i128>(lo, hi);
+    if (lb.constant && step.constant && hi >= *lb.constant)  // the last lb + k*step below ub
+      hi = *lb.constant + (hi - *lb.constant) / *step.constant * *step.constant;
+  } else if (step.range.hi < 0) {
+    hi = lb.range.hi;
+    lo = std::min<i128>(lo, hi);
+  }
   ivi.range = fit(lo, hi, iv->type.dtype);
   set(iv, std::move(ivi));
 
@@ -394,7 +470,7 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
   if (!has_range(t)) return unknown;
   auto in = [&](int i) { return get(o.operands[i]).range; };
   switch (o.op) {
-    case Op::constant: return fit(o.i0, o.i0, t);
+    case Op::constant: return fit(wrap_to(t, o.i0), wrap_to(t, o.i0), t);
     case Op::arange: return fit(o.i0, i128(o.i1) - 1, t);
     case Op::program_id: return fit(0, std::numeric_limits<int32_t>::max(), t);
     case Op::num_programs: return fit(1, std::numeric_limits<int32_t>::max(), t);

@@ -1,11 +1,19 @@
-// Axis analysis, Triton's AxisInfo: for every integer or pointer tile, per dimension,
-//   contiguity   - elements come in runs of this many consecutive values (+1 each)
-//                  along the dim, runs starting at multiples of the run length;
-//   divisibility - the largest power of two dividing the first value of every run
-//                  (for pointers: the byte address);
-//   constancy    - elements come in runs of this many equal values along the dim;
-// and, for the whole tile, an inclusive value range [lo, hi] every element lies in
-// (integers only; unknown is the dtype's full range).
+// Axis analysis, Triton's AxisInfo: for every integer or pointer tile, per dimension d,
+// stated for every index i of the tile (the other dims' indices held):
+//   contiguity c   - where i_d % c < c - 1: v[i + e_d] == v[i] + 1 (for pointers: one
+//                    element further), i.e. aligned runs of c consecutive values;
+//   divisibility v - where i_d % contiguity_d == 0 (every run's first element; every
+//                    element when contiguity is 1): v[i] is a multiple of v (pointers:
+//                    the byte address), v a power of two;
+//   constancy c    - where i_d % c < c - 1: v[i + e_d] == v[i];
+// and, for the whole tile, a constant every element equals, and an inclusive value range
+// [lo, hi] every element lies in (integers only; unknown is the dtype's full range).
+// Each rule in axis_analysis.cpp says why it keeps these; axis_analysis_rules_test checks
+// every rule by brute force: the facts it claims against the values the program computes.
+// Integer arithmetic wraps on every target; like Triton's, the analysis assumes that the
+// index arithmetic of offsets and masks does not (docs/language.md): `arange + INT_MAX`
+// is not contiguous where it wraps. Signs are not assumed: `x / 4` and `x % 4` are
+// constant or contiguous over aligned runs only where the range proves x >= 0.
 // Sources: arange, constants, program ids, kernel arguments (`arg_info[i].divisible_by_16`,
 // like Triton's tt.divisibility=16; their values are otherwise unknown), and the rules of
 // add/mul/splat/broadcast/addptr/...; loop-carried values and loop results come from a

@@ -112,13 +112,25 @@ int rewrite_loop(ir::Operation& loop, ir::Block& scope) {
     }
   }
   // The iteration index j = (iv - lb) / step, at the top of the body (exact: iv - lb is
-  // a multiple of step).
+  // a multiple of step, of the step's sign). iv - lb may not fit an i32 (lb = INT_MIN,
+  // iv > 0) but is right modulo 2^32: read as a u32 it is exact for a positive step, so
+  // a positive constant step divides it unsigned.
   ir::Builder top(body);
   top.before(*body.ops.front());
   ir::Value *iv = body.args[0].get(), *lb = loop.operands[0], *lstep = loop.operands[2];
   ir::Value* j = iv;
   if (!is_constant(lb, 0)) j = top.create1(Op::sub, {j, lb}, i32, loc);
-  if (!is_constant(lstep, 1)) j = top.create1(Op::div, {j, lstep}, i32, loc);
+  if (!is_constant(lstep, 1)) {
+    bool positive = lstep->def && lstep->def->op == Op::constant && lstep->def->i0 > 0;
+    if (positive && !is_constant(lb, 0)) {
+      const ir::Type u32{DType::u32, DType::u32, {}};
+      ir::Value* q = top.create1(Op::div, {top.create1(Op::cast, {j}, u32, loc), top.create1(Op::cast, {lstep}, u32, loc)},
+                                 u32, loc);
+      j = top.create1(Op::cast, {q}, i32, loc);
+    } else {
+      j = top.create1(Op::div, {j, lstep}, i32, loc);
+    }
+  }
 
   int rewritten = 0;
   for (const Induction& ind : inductions) {

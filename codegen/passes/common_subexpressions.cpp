@@ -6,6 +6,7 @@
 // ops that only read memory when, in addition, no write or other effect (a store, an
 // atomic, a barrier, a loop or branch containing one) runs between them. Each such
 // ordering point starts a new memory epoch, and reads carry their epoch in their key.
+#include <bit>
 #include <map>
 #include <tuple>
 
@@ -25,11 +26,15 @@ bool mergeable(const ir::Operation& op) {
   return ir::has_trait(op.op, ir::kPure) || reads_only(op);
 }
 
-using Key = std::tuple<int, std::vector<const ir::Value*>, int64_t, int64_t, double, std::vector<int>, std::string,
+// The float attribute is compared by its bits, not its value: +0 and -0 are equal
+// values but different constants (1/x, copysign, a stored -0), NaN equals nothing by
+// value and would break the map's ordering (merging it with any constant), and NaNs of
+// other payloads or signs stay apart.
+using Key = std::tuple<int, std::vector<const ir::Value*>, int64_t, int64_t, uint64_t, std::vector<int>, std::string,
                        std::string, int64_t>;
 
 Key key_of(const ir::Operation& op, int64_t epoch) {
-  return {int(op.op), {op.operands.begin(), op.operands.end()}, op.i0, op.i1, op.f, op.ints, op.str,
+  return {int(op.op), {op.operands.begin(), op.operands.end()}, op.i0, op.i1, std::bit_cast<uint64_t>(op.f), op.ints, op.str,
           op.result()->type.str(), reads_only(op) ? epoch : 0};
 }
 

@@ -392,6 +392,9 @@ class Pipeliner {
       if (op.op == Op::store || op.op == Op::atomic_rmw || op.op == Op::atomic_cas) writes.push_back(&op);
     });
     if (own_copies) return decline("the loop issues its own asynchronous copies");
+    // The prologue, the "iteration k ahead exists" tests and the unrolled trips count
+    // upward; a loop that may run downward (or whose step may be 0) runs as written.
+    if (axis_->get(loop.operands[2]).range.lo <= 0) return decline("its step is not known to be positive");
 
     std::vector<LoadPlan> plans;
     std::vector<std::string> declined;

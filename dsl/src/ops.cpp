@@ -1,5 +1,6 @@
 // The tile operations as the tracer records them: every user mistake is caught here,
 // with the user's file and line, before anything reaches the compiler.
+#include <cmath>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -68,9 +69,29 @@ Value* broadcast_to(Value* a, const Shape& shape, const Loc& loc) {
 
 Value* constant(DType t, double f, int64_t i, const Loc& loc) {
   if (t == DType::ptr) throw trace_error("a pointer cannot be made from a number", loc);
+  // An integer literal takes the tile's dtype (Triton's weak typing), so it must be one of
+  // its values: `i8_tile < 200` would compare with -56 and `u8_tile > -1` with 255. u64
+  // takes any 64-bit pattern (its values past INT64_MAX arrive here as negative int64s),
+  // i1 any number (true when nonzero).
+  if (is_int(t) && t != DType::i1) {
+    if (!std::isfinite(f) || std::fabs(f) >= 9.3e18)
+      throw trace_error(fmt::format("the number {} is not a value of {}", f, name(t)), loc);
+    int w = bit_width(t);
+    bool fits = t == DType::u64 || w == 64 ||
+                (is_signed(t) ? i >= -(int64_t(1) << (w - 1)) && i < (int64_t(1) << (w - 1))
+                              : i >= 0 && i < (int64_t(1) << w));
+    if (!fits)
+      throw trace_error(fmt::format("the literal {} does not fit {}, the dtype of the tile it is used with; convert the "
+                                    "tile first (.to<tl::i32>()) or use a value of {}",
+                                    i, name(t), name(t)),
+                        loc);
+  }
   Value* v = T(loc).emit1(Op::constant, {}, Type{t, t, {}}, loc);
   v->def->f = is_float(t) ? f : double(i);
-  v->def->i0 = is_float(t) ? int64_t(f) : (t == DType::i1 ? (i != 0) : i);
+  // A float constant's i0 is its truncation where that is an int64 (NaN, infinities and
+  // huge values have none: converting them is undefined in C++).
+  bool truncates = std::isfinite(f) && std::fabs(f) < 9.2e18;
+  v->def->i0 = is_float(t) ? (truncates ? int64_t(f) : 0) : (t == DType::i1 ? (i != 0) : i);
   return v;
 }
 

@@ -47,7 +47,7 @@ template <class E, class O, Arith S>
 tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<ty::i1>& mask, S other,
                     detail::Loc loc = detail::Loc::current()) {
   return tile<E>(detail::buffer_load(base.get(), offsets.get(), mask.get(),
-                                     detail::constant(E::dtype, double(other), int64_t(other), loc), loc));
+                                     detail::literal_constant(E::dtype, other, loc), loc));
 }
 template <class E, class O>
 tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<ty::i1>& mask,
@@ -101,7 +101,7 @@ template <class E, class S>
 void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<ty::i1>& mask,
                            S other, detail::Loc loc = detail::Loc::current()) {
   detail::global_load_to_shared(dst.buffer(), dst.stage(), ptrs.get(), mask.get(),
-                                detail::constant(E::dtype, double(other), int64_t(other), loc), loc);
+                                detail::literal_constant(E::dtype, other, loc), loc);
 }
 template <class E>
 void global_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& ptrs, const tile<ty::i1>& mask,
@@ -135,7 +135,7 @@ template <class E, class O, class S>
 void buffer_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& base, const tile<O>& offsets,
                            const tile<ty::i1>& mask, S other, detail::Loc loc = detail::Loc::current()) {
   detail::buffer_load_to_shared(dst.buffer(), dst.stage(), base.get(), offsets.get(), mask.get(),
-                                detail::constant(E::dtype, double(other), int64_t(other), loc), loc);
+                                detail::literal_constant(E::dtype, other, loc), loc);
 }
 template <class E, class O>
 void buffer_load_to_shared(const shared_stage<E>& dst, const tile<ty::ptr<E>>& base, const tile<O>& offsets,

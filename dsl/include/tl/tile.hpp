@@ -63,6 +63,17 @@ class TileBase {
 
 // --- the tracer's entry points (dsl/src/ops.cpp); all check their inputs ---
 ir::Value* constant(DType t, double f, int64_t i, const Loc& loc);
+// A C++ number as a constant of dtype t: its value as a double, and as an int64 where it
+// has one (a floating NaN, infinity or value past int64 has none: converting it would be
+// undefined behaviour; constant() then rejects it for an integer dtype). constant()
+// rejects an integer literal the dtype cannot hold (`i8_tile < 200`) naming the line.
+template <class S> int64_t integer_part(S s) {
+  if constexpr (std::is_integral_v<S>) return int64_t(s);
+  else return s == s && s > -9.2e18 && s < 9.2e18 ? int64_t(s) : 0;
+}
+template <class S> ir::Value* literal_constant(DType t, S s, const Loc& loc) {
+  return constant(t, double(s), integer_part(s), loc);
+}
 ir::Value* full(const Shape& shape, DType t, double f, int64_t i, const Loc& loc);
 ir::Value* binary(Op op, ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* unary(Op op, ir::Value* a, const Loc& loc);
@@ -130,7 +141,7 @@ template <class E, class S> using literal_t = typename literal_result<E, S>::typ
 
 template <class E, class S> ir::Value* literal(S s, const Loc& loc) {
   using R = literal_t<E, S>;
-  return constant(R::dtype, double(s), int64_t(s), loc);
+  return literal_constant(R::dtype, s, loc);
 }
 
 // Captures the caller's location on the implicit conversion of an operator's first
@@ -159,7 +170,7 @@ template <class E> class tile : public detail::TileBase {
 
   // A C++ number where a scalar tile is expected: `tl::f32 x = 1.5f;`.
   template <Arith S> requires(!is_ptr_elem<E>)
-  tile(S s, detail::Loc loc = detail::Loc::current()) : TileBase(detail::constant(E::dtype, double(s), int64_t(s), loc)) {}
+  tile(S s, detail::Loc loc = detail::Loc::current()) : TileBase(detail::literal_constant(E::dtype, s, loc)) {}
 
   // Conversions: round to nearest even for narrowing floats, saturating for FP8.
   template <class T> tile<elem_t<T>> to(detail::Loc loc = detail::Loc::current()) const {
@@ -326,7 +337,7 @@ inline i32 num_programs(int axis = 0, Loc loc = Loc::current()) { return i32(det
 inline i32 arange(int start, int end, Loc loc = Loc::current()) { return i32(detail::arange(start, end, loc)); }
 
 template <class E> tile<elem_t<E>> full(shape_t shape, double value, Loc loc = Loc::current()) {
-  return tile<elem_t<E>>(detail::full(shape, elem_t<E>::dtype, value, int64_t(value), loc));
+  return tile<elem_t<E>>(detail::full(shape, elem_t<E>::dtype, value, detail::integer_part(value), loc));
 }
 template <class E> tile<elem_t<E>> zeros(shape_t shape, Loc loc = Loc::current()) { return full<E>(shape, 0.0, loc); }
 
@@ -351,18 +362,18 @@ tile<ty::promote_t<A, B>> where(const tile<ty::i1>& c, const tile<A>& a, const t
 }
 template <class A, Arith S>
 tile<A> where(const tile<ty::i1>& c, const tile<A>& a, S b, Loc loc = Loc::current()) {
-  return tile<A>(detail::where(c.get(), a.get(), detail::constant(A::dtype, double(b), int64_t(b), loc), loc));
+  return tile<A>(detail::where(c.get(), a.get(), detail::literal_constant(A::dtype, b, loc), loc));
 }
 template <class A, Arith S>
 tile<A> where(const tile<ty::i1>& c, S a, const tile<A>& b, Loc loc = Loc::current()) {
-  return tile<A>(detail::where(c.get(), detail::constant(A::dtype, double(a), int64_t(a), loc), b.get(), loc));
+  return tile<A>(detail::where(c.get(), detail::literal_constant(A::dtype, a, loc), b.get(), loc));
 }
 
 template <Arith S>
 auto where(const tile<ty::i1>& c, S a, S b, Loc loc = Loc::current()) {
   using R = std::conditional_t<std::is_floating_point_v<S>, ty::f32, ty::i32>;
-  return tile<R>(detail::where(c.get(), detail::constant(R::dtype, double(a), int64_t(a), loc),
-                               detail::constant(R::dtype, double(b), int64_t(b), loc), loc));
+  return tile<R>(detail::where(c.get(), detail::literal_constant(R::dtype, a, loc),
+                               detail::literal_constant(R::dtype, b, loc), loc));
 }
 
 // ---------------------------------------------------------------------------------
@@ -457,7 +468,7 @@ template <class E> tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& m
 }
 template <class E, Arith S>
 tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, S other, Loc loc = Loc::current()) {
-  return tile<E>(detail::load(p.get(), mask.get(), detail::constant(E::dtype, double(other), int64_t(other), loc), loc));
+  return tile<E>(detail::load(p.get(), mask.get(), detail::literal_constant(E::dtype, other, loc), loc));
 }
 template <class E>
 tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, const tile<E>& other, Loc loc = Loc::current()) {
@@ -491,7 +502,7 @@ void store(const tile<ty::ptr<E>>& p, const tile<V>& v, const tile<ty::i1>& mask
   template <class E, Arith S>                                                                                \
   tile<E> NAME(const tile<ty::ptr<E>>& p, S v, sem s = sem::acq_rel, scope sc = scope::gpu,                 \
                Loc loc = Loc::current()) {                                                                   \
-    return tile<E>(detail::atomic_rmw(AtomicKind::KIND, p.get(), detail::constant(E::dtype, double(v), int64_t(v), loc), \
+    return tile<E>(detail::atomic_rmw(AtomicKind::KIND, p.get(), detail::literal_constant(E::dtype, v, loc), \
                                       nullptr, s, sc, loc));                                                 \
   }
 TL_ATOMIC(atomic_add, add)
