@@ -5,6 +5,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Host.h>
 
+#include <cctype>
 #include <cstdlib>
 
 #include "codegen/amdgpu/arch.hpp"
@@ -93,8 +94,33 @@ TargetDesc parse_target(const std::string& name) {
     d.kind = TargetDesc::nvptx;
     d.arch = name;
     d.wave_size = 32;
-    int cc = std::atoi(name.c_str() + 3);
-    if (cc < 80) throw compile_error(fmt::format("NVIDIA target '{}' is older than sm_80, which tl requires", name));
+    // "sm_" then the compute capability (no leading zero) and at most one suffix letter:
+    // 'a' (sm_90a: the architecture-specific features) or 'f' (a family). Anything else
+    // (sm_1000, sm_90x, sm_080) is no processor LLVM's NVPTX backend knows: LLVM would
+    // only warn and emit code for a default processor, so it is refused here.
+    size_t end = 3;
+    while (end < name.size() && end < 7 && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    const std::string digits = name.substr(3, end - 3), suffix = name.substr(end);
+    const int cc = digits.empty() ? -1 : std::atoi(digits.c_str());
+    const bool well_formed = !digits.empty() && std::to_string(cc) == digits && (suffix.empty() || suffix == "a" || suffix == "f");
+    if (well_formed && cc < 80)
+      throw compile_error(fmt::format("NVIDIA target '{}' is older than sm_80, which tl requires", name));
+    // The sm_80+ processors of LLVM 22's NVPTX backend, and which of them take each suffix.
+    struct Known {
+      int cc;
+      bool a, f;
+    };
+    static const Known known[] = {{80, false, false},  {86, false, false}, {87, false, false}, {88, false, false},
+                                  {89, false, false},  {90, true, false},  {100, true, true},  {101, true, true},
+                                  {103, true, true},   {110, true, true},  {120, true, true},  {121, true, true}};
+    bool ok = false;
+    for (const Known& k : known)
+      ok |= well_formed && k.cc == cc && (suffix.empty() || (suffix == "a" && k.a) || (suffix == "f" && k.f));
+    if (!ok)
+      throw compile_error(fmt::format("unknown NVIDIA target '{}' (known: sm_80, sm_86, sm_87, sm_88, sm_89, sm_90, "
+                                      "sm_90a, sm_100, sm_101, sm_103, sm_110, sm_120, sm_121, the sm_100 and later "
+                                      "with an 'a' or 'f' suffix)",
+                                      name));
     return d;
   }
   throw compile_error(fmt::format("unknown target '{}': expected cpu, gfxNNN or sm_NN", name));

@@ -6,6 +6,7 @@
 
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/target.hpp"
+#include "tl/error.hpp"
 
 namespace {
 
@@ -139,6 +140,37 @@ TEST(Capabilities, UnknownArchGetsTheConservativeDefault) {
   EXPECT_EQ(old.shared_bytes_per_program, 48 * 1024);
   EXPECT_TRUE(old.direct_to_shared_widths.empty());
   EXPECT_TRUE(old.hardware_fp8.empty());
+}
+
+// A name that is no NVIDIA processor (sm_1000 was taken for one, and LLVM only warned
+// and emitted code for a default processor): refused, saying which names tl knows.
+TEST(Capabilities, UnknownTargetNamesAreRefused) {
+  for (const char* bad : {"sm_1000", "sm_91", "sm_90x", "sm_90b", "sm_080", "sm_", "sm_a", "sm_100af", "sm_99999999",
+                          "sm_-90", "sm_90 "}) {
+    try {
+      (void)parse_target(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const tl::compile_error& e) {
+      EXPECT_NE(std::string(e.what()).find("unknown NVIDIA target"), std::string::npos) << bad << ": " << e.what();
+    }
+  }
+  // Older than tl supports: said so.
+  try {
+    (void)parse_target("sm_75");
+    ADD_FAILURE() << "sm_75 was accepted";
+  } catch (const tl::compile_error& e) {
+    EXPECT_NE(std::string(e.what()).find("older than sm_80"), std::string::npos) << e.what();
+  }
+  for (const char* good : {"sm_80", "sm_86", "sm_87", "sm_89", "sm_90", "sm_90a", "sm_100", "sm_100a", "sm_103f",
+                           "sm_120", "sm_121a"}) {
+    EXPECT_NO_THROW({
+      auto t = parse_target(good);
+      EXPECT_EQ(t.kind, codegen::TargetDesc::nvptx);
+      EXPECT_EQ(t.arch, good);
+    }) << good;
+  }
+  EXPECT_THROW((void)parse_target("gfx9999"), tl::compile_error);
+  EXPECT_THROW((void)parse_target("x86"), tl::compile_error);
 }
 
 TEST(Capabilities, CpuHasATrivialTable) {
