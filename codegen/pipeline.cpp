@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstdio>
 
+#include "codegen/diagnostics.hpp"
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/shared_memory.hpp"
@@ -186,10 +187,13 @@ CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const Comp
   auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
-  backend->lower(lowered, module, opts);
-  dump("lowering", module);
-
-  backend->emit(module, opts, out);  // LLVM optimization and code emission
+  // LLVM's error diagnostics become a compile_error naming the kernel, instead of LLVM's
+  // default: print them and exit the process (codegen/diagnostics.hpp).
+  with_llvm_diagnostics(context, f.name, f.loc, [&] {
+    backend->lower(lowered, module, opts);
+    dump("lowering", module);
+    backend->emit(module, opts, out);  // LLVM optimization and code emission
+  });
   // The layout conversions that remain, by path: what the GPU planning could not avoid.
   if (!paths.empty())
     for (auto p : {ir::ConvertPath::registers, ir::ConvertPath::warp_shuffle, ir::ConvertPath::shared})
