@@ -12,7 +12,15 @@
 // the launch's pointer arguments points outside every allocation (a raw host pointer
 // the user passed): the extent of such memory is unknown, so accesses outside all
 // device allocations are then let through. Device buffers are thus checked exactly
-// (including after they are freed) in every launch that only uses device buffers.
+// in every launch that only uses device buffers.
+//
+// Freed buffers. A freed allocation is not handed back to the C library at once: it is
+// kept in a quarantine (the last kQuarantineBlocks frees, at most kQuarantineBytes; the
+// pages of large ones released to the system), so that no other object can take its
+// address while it is there. A launch with a pointer argument into a quarantined buffer is
+// refused whether or not bounds checking is on (Device::freed), and with bounds checking
+// an access that lands in one faults. Past the quarantine a freed buffer's memory may be
+// anyone's again, and a pointer into it is a raw host pointer like any other.
 #include <fmt/format.h>
 #include <llvm/ExecutionEngine/Orc/AbsoluteSymbols.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
@@ -21,6 +29,8 @@
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/TargetParser/Host.h>
 #include <pthread.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -36,6 +46,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "codegen/cpu/limits.hpp"
 #include "runtime/device.hpp"
 #include "tl/error.hpp"
 
@@ -46,19 +57,61 @@ namespace {
 
 class Registry {
  public:
-  enum class Where { inside, straddles, outside };
+  enum class Where { inside, straddles, outside, freed };
+
+  // How many freed blocks, and how many of their bytes, the quarantine keeps.
+  static constexpr size_t kQuarantineBlocks = 256;
+  static constexpr uint64_t kQuarantineBytes = uint64_t(4) << 30;
+  // Blocks this large give their whole pages back to the system while quarantined
+  // (madvise: their address range stays ours, their memory does not stay resident).
+  static constexpr size_t kReleasePagesFrom = 64 << 10;
 
   void add(const void* p, size_t bytes) {
     std::unique_lock lock(m_);
     allocs_[reinterpret_cast<uintptr_t>(p)] = bytes;
   }
-  void remove(const void* p) {
+  // Moves a live block into the quarantine; returns the blocks the quarantine lets go of,
+  // for the caller to free (outside the lock).
+  std::vector<void*> remove(void* p) {
+    std::vector<void*> evicted;
     std::unique_lock lock(m_);
-    allocs_.erase(reinterpret_cast<uintptr_t>(p));
+    auto it = allocs_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == allocs_.end()) {
+      evicted.push_back(p);  // not ours (cannot happen through tl::buffer): just free it
+      return evicted;
+    }
+    const size_t bytes = it->second;
+    const size_t rounded = rounded_size(bytes);
+    allocs_.erase(it);
+    if (rounded >= kReleasePagesFrom) release_pages(p, rounded);
+    freed_[reinterpret_cast<uintptr_t>(p)] = bytes;
+    order_.push_back({p, rounded});
+    quarantined_bytes_ += rounded;
+    while (!order_.empty() && (order_.size() > kQuarantineBlocks || quarantined_bytes_ > kQuarantineBytes)) {
+      auto [q, n] = order_.front();
+      order_.pop_front();
+      freed_.erase(reinterpret_cast<uintptr_t>(q));
+      quarantined_bytes_ -= n;
+      evicted.push_back(q);
+    }
+    return evicted;
+  }
+  // Whether addr points into (or just past) a quarantined freed block.
+  bool freed(uint64_t addr) const {
+    std::shared_lock lock(m_);
+    auto above = freed_.upper_bound(addr);
+    if (above == freed_.begin()) return false;
+    auto below = std::prev(above);
+    return addr <= below->first + below->second;
   }
   Where classify(uint64_t addr, uint64_t bytes) const {
     std::shared_lock lock(m_);
     const uint64_t end = addr + bytes;
+    // Touching a quarantined block at all: a use after free.
+    if (auto above = freed_.upper_bound(end > addr ? end - 1 : addr); above != freed_.begin()) {
+      auto below = std::prev(above);
+      if (below->first + below->second > addr) return Where::freed;
+    }
     // The last allocation starting at or below addr, and the first one above it.
     auto above = allocs_.upper_bound(addr);
     if (above != allocs_.begin()) {
@@ -73,9 +126,24 @@ class Registry {
   // Whether a pointer points into an allocation or just past its end.
   bool known(uint64_t addr) const { return classify(addr, 0) == Where::inside; }
 
+  // The block CpuDevice::alloc makes for `bytes`: 64-byte aligned (a cache line, the
+  // widest vector), and aligned_alloc wants a multiple of the alignment.
+  static size_t rounded_size(size_t bytes) { return std::max<size_t>(64, (bytes + 63) / 64 * 64); }
+
  private:
+  static void release_pages(void* p, size_t bytes) {
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    const uintptr_t first = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+    const uintptr_t last = (reinterpret_cast<uintptr_t>(p) + bytes) / page * page;
+    // Whole pages inside the block only: the allocator's own bytes around it stay.
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
+
   mutable std::shared_mutex m_;
   std::map<uintptr_t, size_t> allocs_;
+  std::map<uintptr_t, size_t> freed_;           // the quarantine, by address
+  std::deque<std::pair<void*, size_t>> order_;  // the quarantine, oldest first
+  uint64_t quarantined_bytes_ = 0;
 };
 
 Registry& registry() {
@@ -94,11 +162,13 @@ struct LaunchContext {
   int line = 0;
   int pid[3] = {0, 0, 0};
   uint64_t bad_addr = 0, bad_bytes = 0;
+  bool bad_freed = false;  // the access touched a freed (quarantined) buffer
 };
 
 // tl_cpu_check records the access it refused here; the kernel calls tl_cpu_fault next,
 // on the same thread.
 thread_local uint64_t t_bad_addr = 0, t_bad_bytes = 0;
+thread_local bool t_bad_freed = false;
 
 void tl_cpu_fault(void* ctx, int32_t kind, const char* file, int32_t line, const char* msg, int32_t x, int32_t y,
                   int32_t z) {
@@ -114,6 +184,7 @@ void tl_cpu_fault(void* ctx, int32_t kind, const char* file, int32_t line, const
   c->pid[2] = z;
   c->bad_addr = t_bad_addr;
   c->bad_bytes = t_bad_bytes;
+  c->bad_freed = t_bad_freed;
 }
 
 std::mutex g_print_mutex;
@@ -135,6 +206,7 @@ int32_t tl_cpu_check(void* ctx, int64_t addr, int64_t bytes) {
   if (where == Registry::Where::outside && c->foreign_pointers) return 1;
   t_bad_addr = uint64_t(addr);
   t_bad_bytes = uint64_t(bytes);
+  t_bad_freed = where == Registry::Where::freed;
   return 0;
 }
 
@@ -230,8 +302,9 @@ class ThreadPool {
     unsigned n = std::max(1u, std::thread::hardware_concurrency());
     pthread_attr_t attr;
     pthread_attr_init(&attr);
-    // Tiles live on the kernel's stack frame; large tiles need more than the default.
-    pthread_attr_setstacksize(&attr, size_t(64) << 20);
+    // Tiles live on the kernel's stack frame; large tiles need more than the default. The
+    // compiler refuses a kernel whose frame would not fit (codegen/cpu/limits.hpp).
+    pthread_attr_setstacksize(&attr, size_t(codegen::cpu::kWorkerStackBytes));
     for (unsigned i = 0; i < n; ++i) {
       pthread_t t;
       if (pthread_create(&t, &attr, &ThreadPool::entry, this) == 0) threads_.push_back(t);
@@ -395,18 +468,20 @@ class CpuDevice final : public Device {
   int compute_units() const override { return int(std::max(1u, std::thread::hardware_concurrency())); }
 
   void* alloc(size_t bytes) override {
-    // 64-byte aligned (a cache line, the widest vector); aligned_alloc wants a multiple.
-    size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-    void* p = std::aligned_alloc(64, rounded);
+    // (A size near SIZE_MAX would round up past it, to a tiny block.)
+    if (bytes > SIZE_MAX - 63)
+      throw device_error(fmt::format("tl cpu: cannot allocate {} bytes: more than the address space", bytes));
+    void* p = std::aligned_alloc(64, Registry::rounded_size(bytes));
     if (!p) throw device_error(fmt::format("tl cpu: out of memory allocating {} bytes", bytes));
     registry().add(p, bytes);
     return p;
   }
   void free(void* p) override {
     if (!p) return;
-    registry().remove(p);
-    std::free(p);
+    // Into the quarantine (see the top of this file); what it lets go of is freed.
+    for (void* q : registry().remove(p)) std::free(q);
   }
+  bool freed(const void* p) const override { return registry().freed(reinterpret_cast<uint64_t>(p)); }
   void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void copy_device_to_device(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
@@ -435,7 +510,8 @@ class CpuDevice final : public Device {
 
     LaunchContext ctx;
     for (size_t i = 0; i < l.ptr_args.size(); ++i)
-      if (l.ptr_args[i] == 'p' && args[i] != 0 && !registry().known(args[i])) ctx.foreign_pointers = true;
+      if (l.ptr_args[i] == 'p' && args[i] != 0 && !registry().known(args[i]) && !registry().freed(args[i]))
+        ctx.foreign_pointers = true;
 
     KernelFn fn = l.fn;
     const uint64_t* slots = args.data();
@@ -454,8 +530,9 @@ class CpuDevice final : public Device {
     std::string where = fmt::format("in kernel {}, program ({}, {}, {})", k.name(), c.pid[0], c.pid[1], c.pid[2]);
     if (c.kind == 0) return kernel_fault(fmt::format("device_assert failed: \"{}\" {}", c.msg, where), c.file, unsigned(c.line));
     if (c.kind == 2) return kernel_fault(fmt::format("{} {}", c.msg, where), c.file, unsigned(c.line));  // a run-time error
-    return kernel_fault(fmt::format("out-of-bounds {} {}: {} bytes at {:#x} are not inside a device allocation",
-                                    c.msg, where, c.bad_bytes, c.bad_addr),
+    return kernel_fault(fmt::format("out-of-bounds {} {}: {} bytes at {:#x} are {}", c.msg, where, c.bad_bytes,
+                                    c.bad_addr,
+                                    c.bad_freed ? "inside a buffer that was freed" : "not inside a device allocation"),
                         c.file, unsigned(c.line));
   }
 };

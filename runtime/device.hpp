@@ -46,6 +46,9 @@ class Device {
   virtual int compute_units() const = 0;           // CUs / SMs / hardware threads; queried once
   virtual void* alloc(size_t bytes) = 0;
   virtual void free(void* p) = 0;
+  // Whether p points into memory this device allocated and has freed since, as far as the
+  // device can still tell (the CPU's quarantine): a launch with such a pointer is refused.
+  virtual bool freed(const void* p) const { (void)p; return false; }
   virtual void copy_to_device(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_to_host(void* dst, const void* src, size_t bytes) = 0;
   virtual void copy_device_to_device(void* dst, const void* src, size_t bytes) = 0;

@@ -13,6 +13,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "codegen/cpu/limits.hpp"
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/ir/ir.hpp"
 #include "codegen/target.hpp"
@@ -33,6 +34,20 @@ std::atomic<uint64_t> g_traces{0}, g_compiles{0}, g_disk_hits{0}, g_launches{0};
 // The launch being traced on this thread: declare_argument reads its arguments to
 // specialize on pointer alignment and on integers equal to 1, as Triton does.
 thread_local std::span<const detail::ArgValue> t_args;
+
+// The specializations this thread is tracing and compiling, innermost last: a kernel whose
+// body launches (or compiles) the very specialization being traced would wait for its own
+// trace (a launch: the specialization's lock, held by this thread) or trace itself forever
+// (a compile). Kernels launched at trace time for other specializations nest normally.
+thread_local std::vector<std::string> t_building;
+
+struct Building {
+  explicit Building(std::string key) { t_building.push_back(std::move(key)); }
+  ~Building() { t_building.pop_back(); }
+  static bool active(const std::string& key) {
+    return std::find(t_building.begin(), t_building.end(), key) != t_building.end();
+  }
+};
 }  // namespace
 
 jit_stats stats() { return {g_traces.load(), g_compiles.load(), g_disk_hits.load(), g_launches.load()}; }
@@ -171,7 +186,10 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   {
     Trace t(name, {loc.file_name(), loc.line()});
     // The target is known before tracing, so tl::shared is checked against its budget
-    // where the user wrote it (the CPU's buffers are stack arrays: no budget).
+    // where the user wrote it. The CPU's buffers are arrays on the program's stack: their
+    // budget is what a program may take of it (the compiler checks the whole frame).
+    if (target.kind == codegen::TargetDesc::cpu)
+      t.set_shared_budget(codegen::cpu::kProgramStackBytes, "the CPU (shared buffers live on the program's stack)");
     if (target.kind != codegen::TargetDesc::cpu) {
       const gpu::TargetCapabilities caps = codegen::capabilities_for(target);
       t.set_shared_budget(caps.shared_bytes_per_program, target.arch);
@@ -273,6 +291,11 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
     if (r.args[i].is_pointer && r.args[i].bits == 0) fail(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
 
   runtime::Device& dev = *r.dev.impl();
+  // A freed buffer's pointer would have the kernel write memory that is no longer the
+  // buffer's: refused, checked or not, while the device can tell (runtime/cpu_device.cpp).
+  for (size_t i = 0; i < r.args.size(); ++i)
+    if (r.args[i].is_pointer && dev.freed(reinterpret_cast<const void*>(r.args[i].bits)))
+      fail(fmt::format("kernel '{}': pointer argument {} points into a buffer that was freed", name_, i));
   codegen::TargetDesc target = dev.target();
   check_options(*r.opts, name_, g.loc, target);
   codegen::CompileOptions opts = compile_options(*r.opts, target);
@@ -292,9 +315,16 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
     spec = slot;
   }
   if (!spec->ready) {
+    const std::string building = fmt::format("{}|{}", static_cast<const void*>(this), key);
+    if (Building::active(building))
+      fail(fmt::format("kernel '{}' is launched from inside its own trace, with the specialization being traced: a "
+                       "kernel cannot launch itself (its body is traced once, into one program); use tl::range or "
+                       "tl::static_range to repeat work, or launch it again after this launch",
+                       name_));
     std::lock_guard once(spec->once);
     if (!spec->ready) {
       try {
+        Building guard(building);
         Built b = build(name_, loc_, r.args, r.constants, trace, target, opts);
         spec->loaded = dev.load(b.code);
         add_resources_and_store(b, spec->loaded.get());
@@ -329,6 +359,18 @@ std::string compile_for(const std::string& name, const std::source_location& loc
                         const std::function<void()>& trace) {
   check_options(o, name, loc, target);
   codegen::CompileOptions opts = compile_options(o, target);
+  std::string building = fmt::format("compile|{}|{}:{}|{}|{}|", name, loc.file_name(), loc.line(), target.str(), opts.key());
+  for (const ArgValue& a : args)  // what the trace specializes on (as spec_key)
+    building += a.trace_time ? 'c' : a.is_pointer ? (a.bits % 16 == 0 ? 'A' : 'a')
+                : is_int(a.dtype) && a.dtype != DType::i1 ? (a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd')
+                                                          : 's';
+  building += constants;
+  if (Building::active(building))
+    throw launch_error(fmt::format("kernel '{}' is compiled from inside its own trace, for the specialization being "
+                                   "traced: it would trace itself forever",
+                                   name),
+                       loc.file_name(), loc.line());
+  Building guard(building);
   Built b = build(name, loc, args, constants, trace, target, opts);
   // NVIDIA's registers and spills come from the driver after loading (ptxas runs there):
   // where this machine's first NVIDIA GPU is of the very target, load the code on it for
@@ -353,7 +395,14 @@ std::string KernelBase::compile_only(const std::string& target_name, const launc
                                      std::span<const ArgValue> args, const std::string& constants,
                                      const std::function<void()>& trace) {
   std::string name = target_name.empty() ? env::get("TL_TARGET") : target_name;
-  codegen::TargetDesc target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
+  codegen::TargetDesc target;
+  try {
+    target = name.empty() ? default_device().impl()->target() : codegen::parse_target(name);
+  } catch (const compile_error& e) {
+    // An unknown target name: said at the kernel's line (the call's own is not known here).
+    if (e.line() != 0) throw;
+    throw compile_error(fmt::format("kernel '{}': {}", name_, e.what()), loc_.file_name(), loc_.line());
+  }
   return compile_for(name_, loc_, target, o, args, constants, trace);
 }
 

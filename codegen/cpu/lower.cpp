@@ -123,7 +123,14 @@ Value* Lowerer::alloc_buffer(const ir::Type& t, const char* name) {
   llvm::IRBuilder<> ab(alloca_block_->getTerminator());
   auto* a = ab.CreateAlloca(llvm::ArrayType::get(mem_type(t.dtype), uint64_t(t.numel())), nullptr, name);
   a->setAlignment(llvm::Align(64));
+  tag_buffer(a);
   return a;
+}
+
+void Lowerer::tag_buffer(llvm::AllocaInst* a) {
+  const ir::SrcLoc& at = current_op_ ? current_op_->loc : f_.loc;
+  a->setMetadata(kLocMetadata, llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, at.file),
+                                                        llvm::ConstantAsMetadata::get(b_.getInt32(at.line))}));
 }
 
 Value* Lowerer::alloc_scalar(Type* t, const char* name) {
@@ -267,6 +274,13 @@ void Lowerer::lower_block(const ir::Block& blk) {
 }
 
 void Lowerer::lower_op(const ir::Operation& op) {
+  // (Restored on the way out: a loop's or branch's own buffers follow its body's ops.)
+  struct Current {
+    const ir::Operation*& slot;
+    const ir::Operation* saved;
+    ~Current() { slot = saved; }
+  } current{current_op_, current_op_};
+  current_op_ = &op;
   switch (op.op) {
     case Op::yield: return;  // the enclosing for/if reads it
     case Op::barrier: return;  // a CPU program is one thread: nothing to wait for
@@ -285,6 +299,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
       auto* a = ab.CreateAlloca(llvm::ArrayType::get(mem_type(t.dtype), uint64_t(t.numel() * t.stages)), nullptr,
                                 "shared");
       a->setAlignment(llvm::Align(64));
+      tag_buffer(a);
       rep(op.result()).scalar = a;
       return;
     }

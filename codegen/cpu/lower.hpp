@@ -45,6 +45,8 @@ inline constexpr const char* kFaultFn = "tl_cpu_fault";
 inline constexpr int kFaultAssert = 0, kFaultOutOfBounds = 1, kFaultRuntimeError = 2;
 inline constexpr const char* kPrintFn = "tl_cpu_print";
 inline constexpr const char* kCheckFn = "tl_cpu_check";
+// The metadata on each stack buffer naming the line of the op it is for: !{file, line}.
+inline constexpr const char* kLocMetadata = "tl.loc";
 // A constant string beside each kernel, one character per argument ('p' for a pointer,
 // '-' otherwise), so that the runtime's bounds checker knows which slots are pointers.
 inline constexpr const char* kPtrArgsSuffix = ".ptrargs";
@@ -177,6 +179,10 @@ class Lowerer {
   std::unordered_map<std::pair<const void*, const void*>, llvm::Value*, PairHash> memo_;
   std::unordered_map<std::string, llvm::Constant*> strings_;
   std::unordered_set<const ir::Value*> remat_;
+  // The op being lowered: every stack buffer is tagged with its line (kLocMetadata), so
+  // that a frame over the CPU's limit names the lines that need the space (target.cpp).
+  const ir::Operation* current_op_ = nullptr;
+  void tag_buffer(llvm::AllocaInst* a);
   int64_t enclosing_trips_ = 1;  // iterations of the loop nests around the one being emitted
   int64_t nested_work_ = 1;      // the most iterations of a loop nest emitted in the current body
   bool ignore_mask_ = false;     // memory_loop's all-lanes-on path

@@ -10,6 +10,7 @@
 #include <llvm/IR/DataLayout.h>
 #include <llvm/IR/Instructions.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Metadata.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
@@ -21,9 +22,11 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 
+#include "codegen/cpu/limits.hpp"
 #include "codegen/cpu/lower.hpp"
 #include "codegen/target.hpp"
 #include "tl/error.hpp"
@@ -70,6 +73,8 @@ class CpuTarget final : public Target {
     m.setTargetTriple(tm.getTargetTriple());
     m.setDataLayout(tm.createDataLayout());
     symbol_ = cpu::kernel_symbol(f.name);
+    kernel_ = f.name;
+    kernel_loc_ = f.loc;
     cpu::Lowerer lowerer(f, m, opts, symbol_, features_);
     lowerer.run();
     llvm::Function* fn = lowerer.function();
@@ -86,6 +91,7 @@ class CpuTarget final : public Target {
 
     optimize(m, tm, opts.opt_level);
     out.report["stack_bytes"] = int64_t(frame_bytes(m));
+    check_frame(m);
     {
       llvm::raw_string_ostream os(out.llvm_ir);
       m.print(os, nullptr);
@@ -117,6 +123,52 @@ class CpuTarget final : public Target {
       if (auto* a = llvm::dyn_cast<llvm::AllocaInst>(&inst))
         if (auto size = a->getAllocationSize(dl)) bytes += size->getFixedValue() + a->getAlign().value();
     return bytes;
+  }
+
+  // Refuses a kernel whose frame is over what a program may take of the stack it runs on
+  // (codegen/cpu/limits.hpp), naming the lines of its largest buffers: run, it would
+  // overflow that stack and take the process down. The frame is the sum of the buffers
+  // that are left after optimization: an upper bound of what the code generator lays out.
+  void check_frame(const llvm::Module& m) const {
+    const uint64_t total = frame_bytes(m);
+    if (total <= uint64_t(cpu::kProgramStackBytes)) return;
+    // The buffers by the line of the op each is for (the lowering's metadata), largest first.
+    struct Line {
+      std::string file;
+      unsigned line;
+      uint64_t bytes = 0;
+      int buffers = 0;
+    };
+    std::vector<Line> lines;
+    const llvm::DataLayout& dl = m.getDataLayout();
+    for (const llvm::Instruction& inst : m.getFunction(symbol_)->getEntryBlock()) {
+      auto* a = llvm::dyn_cast<llvm::AllocaInst>(&inst);
+      auto size = a ? a->getAllocationSize(dl) : std::nullopt;
+      if (!size) continue;
+      std::string file = kernel_loc_.file;
+      unsigned line = kernel_loc_.line;
+      if (const llvm::MDNode* md = a->getMetadata(cpu::kLocMetadata); md && md->getNumOperands() == 2) {
+        if (auto* f = llvm::dyn_cast<llvm::MDString>(md->getOperand(0))) file = f->getString().str();
+        if (auto* l = llvm::mdconst::dyn_extract<llvm::ConstantInt>(md->getOperand(1))) line = unsigned(l->getZExtValue());
+      }
+      auto it = std::find_if(lines.begin(), lines.end(), [&](const Line& x) { return x.line == line && x.file == file; });
+      if (it == lines.end()) it = lines.insert(lines.end(), Line{file, line});
+      it->bytes += size->getFixedValue();
+      it->buffers += 1;
+    }
+    std::stable_sort(lines.begin(), lines.end(), [](const Line& x, const Line& y) { return x.bytes > y.bytes; });
+    std::string listed;
+    for (size_t i = 0; i < lines.size() && i < 4; ++i)
+      listed += fmt::format("{}{} bytes at line {}{}", listed.empty() ? "" : ", ", lines[i].bytes, lines[i].line,
+                            lines[i].buffers > 1 ? fmt::format(" ({} tiles)", lines[i].buffers) : "");
+    if (lines.size() > 4) listed += ", ...";
+    const Line top = lines.empty() ? Line{kernel_loc_.file, kernel_loc_.line} : lines[0];
+    throw compile_error(fmt::format("kernel '{}': a CPU program keeps its tiles and shared buffers on its stack, and "
+                                    "this one needs {} bytes of them ({}), more than the {} ({} MiB) a program may "
+                                    "use on the CPU; use smaller tiles, or split the work over more programs or a "
+                                    "tl::range loop",
+                                    kernel_, total, listed, cpu::kProgramStackBytes, cpu::kProgramStackBytes >> 20),
+                        top.file, top.line);
   }
 
   llvm::TargetMachine& machine(int opt_level) {
@@ -162,6 +214,8 @@ class CpuTarget final : public Target {
   TargetDesc desc_;
   std::string features_;
   std::string symbol_;
+  std::string kernel_;
+  ir::SrcLoc kernel_loc_;
 };
 
 }  // namespace

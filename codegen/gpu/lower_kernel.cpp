@@ -250,8 +250,17 @@ llvm::Value* Lowerer::if_then_value(llvm::Value* cond, const std::function<llvm:
 // ------------------------------------------------------------------ ops and regions
 
 void Lowerer::lower_block(const ir::Block& blk) {
-  for (auto& op : blk.ops)
-    if (op->op != Op::yield) lower_op(*op);
+  for (auto& op : blk.ops) {
+    if (op->op == Op::yield) continue;
+    try {
+      lower_op(*op);
+    } catch (const shared_memory_exceeded& e) {
+      // The scratch a conversion or a reduction reserves (smem_reserve) is over the
+      // budget: name the op that needs it (the innermost op: a loop's body names its own).
+      if (e.line() != 0) throw;
+      throw shared_memory_exceeded(e.what(), op->loc.file, op->loc.line);
+    }
+  }
 }
 
 void Lowerer::lower_op(const ir::Operation& op) {

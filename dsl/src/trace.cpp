@@ -12,23 +12,75 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
+#include <exception>
+#include <mutex>
+#include <unordered_map>
 
 namespace tl::detail {
 
 namespace {
 thread_local Trace* g_trace = nullptr;
+
+// Stale cells. A tile kept past the trace that made it (in a static, a global) holds a
+// value of a function that is gone once that trace is compiled. When the trace ends, such
+// a cell is given a "ghost" instead: a value of the same type that belongs to no function
+// (no defining op, no owning block), and the level kStale. A later trace reading the cell
+// gets the ghost, so that its type checks still see the type the tile had, and the op
+// that would take it as an operand (Trace::emit) reports the use at its line. Assigning
+// the cell a new value makes it an ordinary cell of the new trace again.
+constexpr int kStale = INT_MIN;
+
+struct Ghosts {
+  std::mutex m;
+  std::vector<std::unique_ptr<ir::Value>> values;  // never freed: a stale cell may be read at any time
+  std::unordered_map<const ir::Value*, ir::SrcLoc> made_at;
+};
+Ghosts& ghosts() {
+  static Ghosts* g = new Ghosts;  // cells in statics may be read during static destruction
+  return *g;
+}
+bool is_ghost(const ir::Value* v) { return v && !v->def && !v->owner; }
 }  // namespace
 
 // --------------------------------------------------------------------- Trace
 
-Trace::Trace(std::string kernel_name, ir::SrcLoc loc) : fn_(std::make_unique<ir::Function>()), previous_(g_trace) {
+Trace::Trace(std::string kernel_name, ir::SrcLoc loc)
+    : fn_(std::make_unique<ir::Function>()), previous_(g_trace), kernel_loc_(loc) {
   fn_->name = std::move(kernel_name);
   fn_->loc = loc;
   block_ = &fn_->body;
   g_trace = this;
 }
 
-Trace::~Trace() { g_trace = previous_; }
+Trace::~Trace() {
+  // The cells still alive were kept past this trace: make them stale (see kStale). Their
+  // values are still alive here (the function, finished or not, outlives this object's
+  // destructor body, and end_for's dropped arguments are in retired_values).
+  if (!cells_.empty()) {
+    Ghosts& g = ghosts();
+    std::lock_guard lock(g.m);
+    for (TileBase* c : cells_) {
+      if (!c->v_ || c->level_ == kStale) continue;
+      if (is_ghost(c->v_)) {  // a copy of a stale cell: the same ghost
+        c->level_ = kStale;
+        continue;
+      }
+      auto ghost = std::make_unique<ir::Value>();
+      ghost->type = c->v_->type;
+      g.made_at[ghost.get()] = c->v_->def ? c->v_->def->loc : kernel_loc_;
+      c->v_ = ghost.get();
+      c->level_ = kStale;
+      g.values.push_back(std::move(ghost));
+    }
+  }
+  g_trace = previous_;
+}
+
+void Trace::forget(TileBase* cell) {
+  for (Trace* t = this; t; t = t->previous_)
+    if (t->cells_.erase(cell)) return;
+}
 
 Trace& Trace::current(const Loc& loc) {
   if (!g_trace) throw trace_error("tl operations can only be used inside a kernel being traced", loc);
@@ -37,11 +89,32 @@ Trace& Trace::current(const Loc& loc) {
 Trace* Trace::current_or_null() { return g_trace; }
 
 std::unique_ptr<ir::Function> Trace::finish() {
-  if (!frames_.empty()) throw error("tl: a loop or branch was left open at the end of the kernel");
+  // (tl::range reports a body left by break or return itself, loop_left: this is what
+  // is left, such as a tl::range iterated by hand.)
+  if (!frames_.empty()) {
+    const ir::SrcLoc& at = frames_.back().op->loc;
+    throw trace_error("tl: the loop or branch that begins here was never closed: its body was left early (by break, "
+                      "return or goto), which a traced body cannot do; use a mask or tl::if_",
+                      at.file, at.line);
+  }
   return std::move(fn_);
 }
 
 ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& loc) {
+  for (ir::Value* v : operands)
+    if (is_ghost(v)) {
+      ir::SrcLoc made{};
+      {
+        Ghosts& g = ghosts();
+        std::lock_guard lock(g.m);
+        if (auto it = g.made_at.find(v); it != g.made_at.end()) made = it->second;
+      }
+      throw trace_error(fmt::format("{}: this tile was made by an earlier trace (at {}:{}) and kept past it (in a "
+                                    "static or a global variable); a tile belongs to the trace that made it: make it "
+                                    "again in the kernel's body (a tile in a static is not reset between traces)",
+                                    op_name(op), made.file, made.line),
+                        loc);
+    }
   auto o = std::make_unique<ir::Operation>();
   o->op = op;
   o->operands = std::move(operands);
@@ -90,11 +163,17 @@ ir::Value* Trace::add_argument(ir::Type t, std::string name, bool divisible_by_1
 // --------------------------------------------------------------------- cells
 
 TileBase::TileBase(ir::Value* v) : v_(v) {
-  if (Trace* t = Trace::current_or_null()) level_ = t->depth();
+  if (Trace* t = Trace::current_or_null()) {
+    level_ = t->depth();
+    if (v_) t->track(this);
+  }
 }
 
 TileBase::TileBase(const TileBase& o) : v_(o.v_ ? o.get() : nullptr) {
-  if (Trace* t = Trace::current_or_null()) level_ = t->depth();
+  if (Trace* t = Trace::current_or_null()) {
+    level_ = t->depth();
+    if (v_) t->track(this);
+  }
 }
 
 TileBase& TileBase::operator=(const TileBase& o) {
@@ -104,7 +183,8 @@ TileBase& TileBase::operator=(const TileBase& o) {
 
 TileBase::~TileBase() {
   Trace* t = Trace::current_or_null();
-  if (!t || level_ == 0) return;
+  if (t) t->forget(this);
+  if (!t || level_ == 0 || level_ == kStale) return;
   // A cell can only be in the frames up to its level; forget it there.
   for (auto& f : t->frames())
     f.cells.erase(std::remove_if(f.cells.begin(), f.cells.end(), [&](const CellEntry& e) { return e.cell == this; }),
@@ -113,6 +193,8 @@ TileBase::~TileBase() {
 
 ir::Value* TileBase::get() const {
   if (!v_) throw error("tl: use of a tile that was never given a value");
+  // A stale cell's ghost: the op that takes it reports the use (Trace::emit).
+  if (level_ == kStale) return v_;
   Trace* t = Trace::current_or_null();
   if (!t) return v_;
   auto& frames = t->frames();
@@ -147,9 +229,14 @@ void TileBase::set(ir::Value* v) {
   if (!v_ && t && level_ < t->depth())
     throw error("tl: a tile declared without a value cannot be assigned inside a loop or branch; "
                 "give it an initial value (for example tl::zeros) before the loop");
-  if (v_) get();  // make the enclosing loops carry this cell
+  if (v_ && level_ != kStale) get();  // make the enclosing loops carry this cell (a stale one: just replace it)
   v_ = v;
-  if (t) level_ = t->depth();
+  if (t) {
+    level_ = t->depth();
+    t->track(this);
+  } else if (level_ == kStale) {
+    level_ = 0;
+  }
 }
 
 std::vector<int> TileBase::shape() const { return get()->type.shape; }
@@ -211,6 +298,9 @@ void end_for() {
   for (auto& e : carried)
     for (auto& a : body->args)
       if (a.get() == e.entry) kept_args.push_back(std::move(a));
+  // (The others are kept alive until the trace ends: a copy of a cell may point at one.)
+  for (auto& a : body->args)
+    if (a) t.retired_values.push_back(std::move(a));
   body->args = std::move(kept_args);
   for (size_t i = 0; i < body->args.size(); ++i) body->args[i]->index = int(i);
   loop->operands = std::move(operands);
@@ -222,6 +312,18 @@ void end_for() {
   for (auto& e : carried) e.cell->v_ = loop->add_result(e.entry->type);
   for (auto& e : f.cells) e.cell->level_ = t.depth();
   (void)loop_loc;
+}
+
+// A tl::range destroyed with its loop still open: its body was left by break, return or
+// goto, and the range-for's `++`, which closes the loop, never ran. The body is traced
+// once, into a loop that runs on the device: it cannot end early. Reported at the range's
+// line, unless an error from the body is already on its way out (then that one is).
+void loop_left(const Loc& loc) {
+  if (std::uncaught_exceptions() > 0 || !Trace::current_or_null()) return;
+  throw trace_error("tl::range: the loop body was left by break or return; a tl::range body is traced once into a "
+                    "loop that runs on the device and cannot end early (continue is fine): use a mask or tl::if_ for "
+                    "the part that should not run",
+                    loc);
 }
 
 // --------------------------------------------------------------------- branches

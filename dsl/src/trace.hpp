@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "codegen/ir/ir.hpp"
@@ -74,11 +75,22 @@ class Trace {
   ir::Block* block() { return block_; }
   void set_block(ir::Block* b) { block_ = b; }
 
+  // The tile cells holding a value of this trace (TileBase registers them). Those still
+  // alive when the trace ends were kept past it (in a static, a global): ~Trace makes them
+  // stale, so that a later trace using one reports it instead of reading a dead value.
+  void track(TileBase* cell) { cells_.insert(cell); }
+  void forget(TileBase* cell);  // from this trace and the ones it is nested in
+  // The block arguments end_for drops (those of cells the loop does not carry): kept
+  // until the trace ends, since a copy of a cell may still point at one.
+  std::vector<std::unique_ptr<ir::Value>> retired_values;
+
  private:
   std::unique_ptr<ir::Function> fn_;
   ir::Block* block_;
   std::vector<Frame> frames_;
   Trace* previous_;
+  ir::SrcLoc kernel_loc_;
+  std::unordered_set<TileBase*> cells_;
   int64_t shared_limit_ = 0;
   std::string shared_target_;
   int lanes_ = 0, registers_per_lane_ = 0, num_warps_ = 0;

@@ -1,7 +1,12 @@
 // Misuse found while tracing throws tl::trace_error naming the user's file and line
 // and saying what was expected. Misuse the C++ compiler can see is a compile error,
 // asserted here with requires-expressions.
+#include <chrono>
+#include <functional>
+#include <future>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/reference.hpp"
@@ -127,3 +132,118 @@ static_assert(!can_store<tl::f32, tl::f32>, "storing through a non-pointer must 
 static_assert(!can_multiply<tl::ptr<tl::f32>, tl::f32>, "multiplying a pointer must not compile");
 static_assert(can_store<tl::ptr<tl::f32>, tl::f32>);
 static_assert(can_multiply<tl::f32, tl::bf16>);
+
+// A break out of a tl::range body: the range-for's `++`, which closes the traced loop,
+// never runs. The error names the tl::range's line.
+TEST(TraceErrors, BreakOutOfARangeBody) {
+  const unsigned line = __LINE__ + 4;
+  auto k = tl::kernel("e_break", [](tl::ptr<tl::f32> x) {
+    auto acc = tl::zeros<tl::f32>({16});
+    int traced = 0;
+    for (auto i : tl::range(0, 4)) {
+      acc += tl::load(x + i * 16 + tl::arange(0, 16));
+      if (++traced == 1) break;
+    }
+    tl::store(x + tl::arange(0, 16), acc);
+  });
+  expect_trace_error(k, line, "left by break or return");
+}
+
+TEST(TraceErrors, ReturnFromARangeBody) {
+  const unsigned line = __LINE__ + 2;
+  auto k = tl::kernel("e_return", [](tl::ptr<tl::f32> x) {
+    for (auto i : tl::range(0, 4)) {
+      tl::store(x + i * 16 + tl::arange(0, 16), tl::zeros<tl::f32>({16}));
+      return;
+    }
+  });
+  expect_trace_error(k, line, "left by break or return");
+}
+
+// continue still reaches `++`: the rest of the body is not traced, and the loop is whole.
+TEST(TraceErrors, ContinueInARangeBodyIsFine) {
+  auto k = tl::kernel("e_continue", [](tl::ptr<tl::f32> x) {
+    auto acc = tl::zeros<tl::f32>({16});
+    bool skip_rest = true;
+    for (auto i : tl::range(0, 4)) {
+      acc += (i + 1).to<tl::f32>();
+      if (skip_rest) continue;
+      acc += 100.0f;
+    }
+    tl::store(x + tl::arange(0, 16), acc);
+  });
+  auto X = tltest::test_device().alloc<tl::f32>(16);
+  k[tl::grid(1)](X);
+  for (float v : X.download()) EXPECT_EQ(v, 10.0f);
+}
+
+// A tile kept in a static across traces: its value belonged to the first trace's function.
+// The second trace (another specialization) must say so at the line that uses it.
+TEST(TraceErrors, TileKeptInAStaticAcrossTraces) {
+  const unsigned line = __LINE__ + 5;
+  auto k = tl::kernel("e_static", [](tl::ptr<tl::f32> x, int scale) {
+    static auto kept = tl::arange(0, 16).to<tl::f32>();
+    auto v = tl::load(x + tl::arange(0, 16)) * float(scale);
+    tl::store(x + tl::arange(0, 16),
+              v + kept);
+  });
+  auto X = tltest::test_device().alloc<tl::f32>(16);
+  X.upload(std::vector<float>(16, 1.0f));
+  k[tl::grid(1)](X, 1);  // the trace that made `kept`: fine
+  auto got = X.download();
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(got[i], 1.0f + float(i));
+  try {
+    k[tl::grid(1)](X, 2);
+    ADD_FAILURE() << "no error for a tile kept from an earlier trace";
+  } catch (const tl::trace_error& e) {
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_NE(e.file().find("trace_errors_test.cpp"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("made by an earlier trace"), std::string::npos) << e.what();
+  }
+}
+
+// A static assigned afresh in every trace is an ordinary tile of each.
+TEST(TraceErrors, StaticTileAssignedInEveryTraceIsFine) {
+  auto k = tl::kernel("e_static_ok", [](tl::ptr<tl::f32> x, int scale) {
+    static tl::tile<ty::f32> kept;
+    kept = tl::arange(0, 16).to<tl::f32>() * float(scale);
+    tl::store(x + tl::arange(0, 16), kept);
+  });
+  auto X = tltest::test_device().alloc<tl::f32>(16);
+  for (int scale : {1, 2, 3}) {
+    k[tl::grid(1)](X, scale);
+    auto got = X.download();
+    for (int i = 0; i < 16; ++i) EXPECT_EQ(got[i], float(i * scale));
+  }
+}
+
+// A kernel whose body launches the specialization being traced waited forever for its
+// own trace (the specialization's lock): a launch error at the inner launch's line.
+TEST(TraceErrors, KernelLaunchingItselfFromItsTrace) {
+  auto X = tltest::test_device().alloc<tl::f32>(16);
+  unsigned line = 0;
+  std::function<void()> launch_again;
+  auto k = tl::kernel("e_self", [&](tl::ptr<tl::f32> x) {
+    tl::store(x + tl::arange(0, 16), tl::zeros<tl::f32>({16}));
+    launch_again();
+  });
+  launch_again = [&] { line = __LINE__; k[tl::grid(1)](X); };
+  // Run where a hang cannot stop the test binary (the thread is left behind if it hangs).
+  auto outcome = std::make_shared<std::promise<std::string>>();
+  std::thread([&, outcome] {
+    try {
+      k[tl::grid(1)](X);
+      outcome->set_value("no error");
+    } catch (const tl::launch_error& e) {
+      outcome->set_value(e.line() == line && std::string(e.what()).find("launched from inside its own trace") !=
+                                                 std::string::npos
+                             ? "ok"
+                             : std::string("wrong error: ") + e.what());
+    } catch (const std::exception& e) {
+      outcome->set_value(std::string("untyped error: ") + e.what());
+    }
+  }).detach();
+  auto f = outcome->get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the launch hangs";
+  EXPECT_EQ(f.get(), "ok");
+}

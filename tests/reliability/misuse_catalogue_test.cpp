@@ -11,7 +11,7 @@ namespace {
 
 using F32 = tl::ptr<tl::f32>;
 using I32 = tl::ptr<tl::i32>;
-enum Kind { Trace, Launch, Compile };
+enum Kind { Trace, Launch, Compile, Device };
 
 struct Case {
   const char* name;
@@ -157,6 +157,20 @@ std::vector<Case> catalogue() {
   c.push_back({"mma_version 1", [] { auto k = tl::kernel("l11", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto b = X(); k[tl::grid(1)].with({.mma_version = 1})(b); }, __LINE__, "mma_version must be 0 (tl chooses), 2 (mma.sync) or 3 (wgmma), got 1", Launch});
   c.push_back({"mma_version 3 on a dot wgmma cannot take", [] { auto k = tl::kernel("w1", [](F32 x) { auto r = tl::arange(0, 32); auto o = tl::expand_dims(r, 1) * 32 + tl::expand_dims(r, 0); auto a = tl::load(x + o).to<tl::bf16>(); tl::store(x + o, tl::dot(a, a)); }); auto d = X(); (void)k.compile("sm_90", {.mma_version = 3}, d.data()); }, __LINE__, "mma_version=3 (wgmma) cannot take this dot", Compile});
   c.push_back({"mma_version 3 where there is no wgmma", [] { auto k = tl::kernel("w2", [](F32 x) { auto r = tl::arange(0, 64); auto o = tl::expand_dims(r, 1) * 64 + tl::expand_dims(r, 0); auto a = tl::load(x + o).to<tl::bf16>(); tl::store(x + o, tl::dot(a, a)); }); auto d = X(); (void)k.compile("sm_80", {.mma_version = 3}, d.data()); }, __LINE__, "sm_80 has no wgmma (sm_90a only)", Compile});
+  // --- the CPU's limits: a program's tiles and shared buffers live on its stack (codegen/cpu/limits.hpp) ---
+  c.push_back({"CPU frame over the program's stack", [] { auto k = tl::kernel("c1", [](tl::ptr<tl::f64> x) { auto c = tl::arange(0, 1 << 20); std::vector<tl::tile<tl::ty::f64>> s{tl::load(x + c)}; for (int i = 0; i < 9; ++i) s.push_back(tl::cumsum(s.back(), 0)); auto t = s[1]; for (int i = 2; i <= 9; ++i) t = t + s[i]; tl::store(x + c, t); }); std::vector<double> d(1 << 20); (void)k.compile("cpu", {}, d.data()); }, __LINE__, "(10 tiles)), more than the 66060288 (63 MiB) a program may use on the CPU", Compile});
+  c.push_back({"CPU shared buffer over the program's stack", [] { auto k = tl::kernel("c2", [](F32 x) { auto b = tl::shared<tl::f32>({32, 1024, 1024}); b[0].store(tl::zeros<tl::f32>({1024, 1024})); tl::store(x + tl::arange(0, 1024), tl::sum(b[0].load(), 0)); }); auto d = X(); (void)k.compile("cpu", {}, d.data()); }, __LINE__, "more than the 66060288 a program may use on the CPU (shared buffers live on the program's stack)", Trace});
+  // --- GPU shared memory the lowering needs (layout-conversion scratch) ---
+  c.push_back({"layout conversion over the LDS budget", [] { auto k = tl::kernel("g1", [](F32 x) { auto r = tl::arange(0, 256); auto o = tl::expand_dims(r, 1) * 256 + tl::expand_dims(r, 0); auto v = tl::load(x + o); tl::store(x + o, tl::trans(v, {1, 0}) + v); }); auto d = X(); (void)k.compile("gfx942", {}, d.data()); }, __LINE__, "262144 bytes of shared memory needed (0 for shared buffers, 262144 for layout conversions)", Compile});
+  // --- control flow the tracer cannot follow ---
+  c.push_back({"break out of a tl::range body", [] { auto k = tl::kernel("f1", [](F32 x) { for (auto i : tl::range(0, 4)) { tl::store(x + i, tl::f32(1.0f)); break; } }); go(k); }, __LINE__, "left by break or return", Trace});
+  c.push_back({"return from a tl::range body", [] { auto k = tl::kernel("f2", [](F32 x) { for (auto i : tl::range(0, 4)) { tl::store(x + i, tl::f32(1.0f)); return; } }); go(k); }, __LINE__, "left by break or return", Trace});
+  c.push_back({"tile kept in a static across traces", [] { auto k = tl::kernel("f3", [](F32 x, int s) { static auto kept = tl::zeros<tl::f32>({16}); tl::store(x + tl::arange(0, 16), kept * float(s)); }); auto b = X(); k[tl::grid(1)](b, 1); k[tl::grid(1)](b, 2); }, __LINE__, "this tile was made by an earlier trace", Trace});
+  c.push_back({"kernel launching itself from its own trace", [] { std::function<void()> again; auto b = X(); auto k = tl::kernel("f4", [&](F32 x) { tl::store(x, tl::f32(1.0f)); again(); }); again = [&] { k[tl::grid(1)](b); }; k[tl::grid(1)](b); }, __LINE__, "launched from inside its own trace", Launch});
+  // --- buffers and targets ---
+  c.push_back({"launch with a freed buffer's pointer", [] { auto k = tl::kernel("u1", [](F32 x) { tl::store(x + tl::arange(0, 16), tl::zeros<tl::f32>({16})); }); float* p = nullptr; { auto b = tl::cpu_device().alloc<tl::f32>(16); p = b.data(); } k[tl::grid(1)].on(tl::cpu_device())(p); }, __LINE__, "pointer argument 0 points into a buffer that was freed", Launch});
+  c.push_back({"alloc whose bytes overflow a size_t", [] { (void)tltest::test_device().alloc<tl::f32>(size_t(1) << 62); }, __LINE__, "more bytes than the address space holds", Device});
+  c.push_back({"unknown NVIDIA target", [] { auto k = tl::kernel("u2", [](F32 x) { tl::store(x, tl::f32(1.0f)); }); auto d = X(); (void)k.compile("sm_1000", {}, d.data()); }, __LINE__, "unknown NVIDIA target 'sm_1000'", Compile});
   // --- autotuning ---
   c.push_back({"autotune with no configurations", [] { auto t = tl::autotune("t1", std::vector<TuneCfg>{}, {}, tune_launch); (void)t; }, __LINE__, "the configuration list is empty", Launch});
   c.push_back({"autotune key naming no argument", [] { auto t = tl::autotune("t2", std::vector<TuneCfg>{{64}}, {.args = {"x"}, .key = {"n"}}, tune_launch); (void)t; }, __LINE__, "the key names 'n', which is not one of its arguments (x)", Launch});
@@ -209,6 +223,12 @@ TEST(MisuseCatalogue, EveryCaseIsATypedErrorNamingTheUsersLine) {
       // What only the target's lowering can know (its copy widths) is refused there,
       // still at the user's line.
       EXPECT_EQ(c.kind, Compile) << e.what();
+      EXPECT_EQ(e.line(), c.line) << e.what();
+      EXPECT_NE(e.file().find("misuse_catalogue_test.cpp"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();
+    } catch (const tl::device_error& e) {
+      // What the device refuses (an allocation), at the line that asked.
+      EXPECT_EQ(c.kind, Device) << e.what();
       EXPECT_EQ(e.line(), c.line) << e.what();
       EXPECT_NE(e.file().find("misuse_catalogue_test.cpp"), std::string::npos) << e.what();
       EXPECT_NE(std::string(e.what()).find(c.what), std::string::npos) << "message: " << e.what();

@@ -1,6 +1,7 @@
 // How the CPU device runs a launch: on the launching thread when the kernel's frame fits
 // its stack (small grids then cost no thread hand-off), on the pool's big-stack workers
 // otherwise, and always in the IEEE default floating-point environment.
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 
@@ -142,4 +143,86 @@ TEST(CpuLaunch, ConstantsBetweenRunTimeArgumentsKeepTheirPlaces) {
   uint32_t past;
   std::memcpy(&past, &y[12], 4);
   EXPECT_EQ(past, 0xABABABABu) << "past n: still the poison, not written";
+}
+
+// A program's tiles live on its stack (64 MiB a worker): a chain of nine cumsums of a
+// 2^20-element f64 tile, all kept to the end, needs 72 MiB of them, and ran into the
+// stack's guard page (SIGSEGV: the host process gone). The compiler refuses such a kernel,
+// naming it, the lines of its largest buffers and the limit (codegen/cpu/limits.hpp).
+TEST(CpuLaunch, FrameOverTheStackIsACompileError) {
+  const unsigned line = __LINE__ + 4;
+  auto k = tl::kernel("nine_cumsums", [](tl::ptr<tl::f64> x) {
+    auto c = tl::arange(0, 1 << 20);
+    std::vector<tl::tile<tl::ty::f64>> sums{tl::load(x + c)};
+    for (int i = 0; i < 9; ++i) sums.push_back(tl::cumsum(sums.back(), 0));
+    auto total = sums[1];
+    for (int i = 2; i <= 9; ++i) total = total + sums[i];
+    tl::store(x + c, total);
+  });
+  auto X = tl::cpu_device().alloc<tl::f64>(1 << 20);
+  try {
+    k[tl::grid(1)].on(tl::cpu_device())(X);
+    ADD_FAILURE() << "no error";
+  } catch (const tl::compile_error& e) {
+    const std::string what = e.what();
+    EXPECT_TRUE(e.file().ends_with("cpu_launch_test.cpp")) << what;
+    EXPECT_EQ(e.line(), line) << what;
+    EXPECT_NE(what.find("kernel 'nine_cumsums'"), std::string::npos) << what;
+    EXPECT_NE(what.find(fmt::format("75497472 bytes at line {} (9 tiles)", line)), std::string::npos) << what;
+    EXPECT_NE(what.find("more than the 66060288 (63 MiB) a program may use on the CPU"), std::string::npos) << what;
+  }
+}
+
+// A tl::shared buffer is a stack array on the CPU: one over the program's stack is a
+// trace error at its line (it was a SIGSEGV).
+TEST(CpuLaunch, SharedBufferOverTheStackIsATraceError) {
+  const unsigned line = __LINE__ + 2;
+  auto k = tl::kernel("huge_shared", [](tl::ptr<tl::f32> x) {
+    auto s = tl::shared<tl::f32>({32, 1024, 1024});
+    auto o = tl::expand_dims(tl::arange(0, 1024), 1) * 1024 + tl::expand_dims(tl::arange(0, 1024), 0);
+    s[0].store(tl::load(x + o));
+    tl::store(x + o, s[0].load() * 2.0f);
+  });
+  auto X = tl::cpu_device().alloc<tl::f32>(1 << 20);
+  try {
+    k[tl::grid(1)].on(tl::cpu_device())(X);
+    ADD_FAILURE() << "no error";
+  } catch (const tl::trace_error& e) {
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_NE(std::string(e.what()).find("134217728 bytes of shared memory asked"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the CPU (shared buffers live on the program's stack)"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Within the limit, a big frame still runs: one 2^20-element f64 cumsum (two 8 MiB tiles).
+TEST(CpuLaunch, BigFrameWithinTheLimitRuns) {
+  auto k = tl::kernel("one_cumsum", [](tl::ptr<tl::f64> x) {
+    auto c = tl::arange(0, 1 << 20);
+    tl::store(x + c, tl::cumsum(tl::load(x + c), 0));
+  });
+  auto X = tl::cpu_device().alloc<tl::f64>(1 << 20);
+  X.upload(std::vector<double>(1 << 20, 1.0));
+  k[tl::grid(1)].on(tl::cpu_device())(X);
+  auto got = X.download();
+  EXPECT_EQ(got[0], 1.0);
+  EXPECT_EQ(got[(1 << 20) - 1], double(1 << 20));
+}
+
+// alloc<f32>(2^62): the bytes (2^64) wrapped to 0, and the buffer said size() 2^62. A typed
+// error at the caller's line now, on every device; and so is a size no memory holds.
+TEST(CpuLaunch, AllocationsTooLargeAreTypedErrors) {
+  for (const tl::device& d : {tl::cpu_device(), test_device()}) {
+    SCOPED_TRACE(d.name());
+    const unsigned line = __LINE__ + 2;
+    try {
+      auto b = d.alloc<tl::f32>(size_t(1) << 62);
+      ADD_FAILURE() << "a buffer of " << b.size() << " elements and " << b.bytes() << " bytes";
+    } catch (const tl::device_error& e) {
+      EXPECT_EQ(e.line(), line) << e.what();
+      EXPECT_NE(std::string(e.what()).find("more bytes than the address space holds"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW((void)d.alloc<tl::f32>(size_t(1) << 60), tl::device_error);
+    EXPECT_THROW((void)d.alloc<tl::f64>(SIZE_MAX / 8), tl::device_error);
+  }
 }

@@ -99,6 +99,7 @@ inline std::unique_ptr<tl::ir::Function> transpose_kernel(int M, int N) {
     tl::store(y + rt * M + ct, tl::trans(v));
   });
 }
+inline constexpr unsigned kTransposeStoreLine = __LINE__ - 3;  // the store above
 
 // Two stores of 256 f32 with tl::barrier() between them: the barrier's lowering, which
 // must sit between the stores (s_barrier / bar.sync).

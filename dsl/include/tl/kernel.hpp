@@ -8,9 +8,11 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <source_location>
 #include <span>
 #include <string>
 #include <tuple>
@@ -18,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "tl/error.hpp"
 #include "tl/tile.hpp"
 
 namespace tl {
@@ -47,7 +50,9 @@ class device {
   void copy_to_device(void* dst, const void* src, size_t bytes) const;
   void copy_to_host(void* dst, const void* src, size_t bytes) const;
 
-  template <class E> auto alloc(size_t n) const;
+  // Throws tl::device_error (naming the caller's line) when n elements do not fit in
+  // memory, or their bytes not in a size_t.
+  template <class E> auto alloc(size_t n, std::source_location loc = std::source_location::current()) const;
 
   runtime::Device* impl() const { return impl_.get(); }
   explicit operator bool() const { return bool(impl_); }
@@ -63,9 +68,9 @@ template <class E> class buffer {
   using host_t = typename elem::host;
 
   buffer() = default;
-  buffer(device dev, size_t n)
+  buffer(device dev, size_t n, std::source_location loc = std::source_location::current())
       : dev_(dev), n_(n),
-        mem_(static_cast<host_t*>(dev.alloc_bytes(n * sizeof(host_t))), [dev](host_t* p) { dev.free_bytes(p); }) {}
+        mem_(static_cast<host_t*>(dev.alloc_bytes(checked_bytes(n, loc))), [dev](host_t* p) { dev.free_bytes(p); }) {}
 
   host_t* data() const { return mem_.get(); }
   size_t size() const { return n_; }
@@ -83,12 +88,24 @@ template <class E> class buffer {
   }
 
  private:
+  // n elements' bytes; a count whose bytes do not fit in a size_t is refused (the product
+  // would wrap around to a small buffer that size() overstates).
+  static size_t checked_bytes(size_t n, const std::source_location& loc) {
+    if (n > SIZE_MAX / sizeof(host_t))
+      throw device_error("tl::buffer: " + std::to_string(n) + " elements of " + std::to_string(sizeof(host_t)) +
+                             " bytes are more bytes than the address space holds",
+                         loc.file_name(), loc.line());
+    return n * sizeof(host_t);
+  }
+
   device dev_;
   size_t n_ = 0;
   std::shared_ptr<host_t> mem_;
 };
 
-template <class E> auto device::alloc(size_t n) const { return buffer<elem_t<E>>(*this, n); }
+template <class E> auto device::alloc(size_t n, std::source_location loc) const {
+  return buffer<elem_t<E>>(*this, n, loc);
+}
 
 // The device kernels run on when none is named: TL_DEVICE (cpu, hip, cuda) if set,
 // else an AMD GPU, else an NVIDIA GPU, else the CPU. set_default_device overrides.

@@ -111,6 +111,7 @@ void shared_store(ir::Value* buf, ir::Value* stage, ir::Value* v, const Loc& loc
 // num_stages: the loop's own (when `stages_given`), else 0: the launch option's.
 ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, bool stages_given, const Loc& loc);
 void end_for();
+void loop_left(const Loc& loc);  // a tl::range destroyed with its loop open (trace.cpp)
 void begin_if(ir::Value* cond, const Loc& loc);
 void begin_else();
 void end_if();
@@ -542,6 +543,11 @@ class range {
   range(i32 start, i32 end, i32 step, num_stages stages, Loc loc = Loc::current())
       : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), stages_(stages.n),
         stages_given_(true), loc_(loc) {}
+  // Begun and never closed: the body was left by break or return (`++` never ran), which
+  // a traced body cannot do. Reported here, at the range's line (a trace error).
+  ~range() noexcept(false) {
+    if (iv_ && !done_) detail::loop_left(loc_);
+  }
 
   class iterator {
    public:
