@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine: unpack the bundle, run the operation tests on the GPU, then the
 # side-by-side benchmarks (TL_BENCHES: "rmsnorm fp8_quant" by default, or any of rmsnorm, fp8_quant,
-# pipeline, amd_quality, tune, gemm, fp8_decode, attention, attention_sample).
+# pipeline, amd_quality, tune, gemm, fp8_decode, attention, attention_sample, fuzz_differential).
 # Logs and results go to $OUT (the device tool's folder) or bench/results.
 set -uo pipefail
 OUT=${OUT:-bench/results}
@@ -63,6 +63,12 @@ fi
 if [[ $BENCHES == *" attention_sample "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_attention_sample_bench.py --tl /tmp/tl/bin/tl-bench-attention-sample \
     --out "$OUT" || rc=1
+fi
+# Random tile programs (tests/fuzz/differential) run on the GPU and the CPU against one
+# reference (TL_BENCHES=fuzz_differential; TL_FUZZ_PROGRAMS, default 2000).
+if [[ $BENCHES == *" fuzz_differential "* ]]; then
+  TL_FUZZ_BIN=/tmp/tl/bin/tl-fuzz-differential TL_FUZZ_DEVICE=cuda OUT="$OUT" \
+    bash /tmp/tl/bench/fuzz_differential.sh "${TL_FUZZ_PROGRAMS:-2000}" || rc=1
 fi
 if [[ $BENCHES == *" fp8_quant "* ]]; then
   PYTHONUNBUFFERED=1 python3 /tmp/tl/bench/run_fp8_quant_bench.py --tl /tmp/tl/bin/tl-bench-fp8-quant --out "$OUT" || rc=1

@@ -14,7 +14,10 @@
 // Seeds that once failed are re-run every time: tests/fuzz/regressions/differential_seeds.txt.
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -37,6 +40,20 @@ using tl::DType;
 namespace ir = tl::ir;
 
 namespace {
+
+// The seed and stage in progress, for a crash (an LLVM fatal error aborts the process):
+// the signal handler prints it, so the seed that took the process down is known.
+char g_current[256] = "";
+void set_current(uint64_t seed, const std::string& stage) {
+  std::snprintf(g_current, sizeof g_current, "\nCRASH seed %llu [%s]: re-run with tl-fuzz-differential --only %llu\n",
+                (unsigned long long)seed, stage.c_str(), (unsigned long long)seed);
+}
+void on_crash(int sig) {
+  ssize_t ignored = write(2, g_current, strlen(g_current));
+  (void)ignored;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
 
 struct Options {
   int programs = 300;
@@ -284,6 +301,7 @@ bool run_seed(uint64_t seed, const Options& o, bool cross, Stats& st) {
   Plan plan;
   std::unique_ptr<ir::Function> f;
   std::string stage = "trace";
+  set_current(seed, stage);
   try {
     plan = plan_for(seed, o.avoid);
     f = trace_program(seed, o.avoid, plan, plan.n, plan.s);
@@ -313,6 +331,7 @@ bool run_seed(uint64_t seed, const Options& o, bool cross, Stats& st) {
         return false;
       }
       stage = "run on " + dev_name;
+      set_current(seed, stage);
       tl::device dev = dev_name == "cpu" ? tl::cpu_device() : dev_name == "cuda" ? tl::cuda_device() : tl::hip_device();
       std::vector<HostBuf> got = bufs.host;
       run_on(dev, plan, seed, o.avoid, got);
@@ -328,6 +347,7 @@ bool run_seed(uint64_t seed, const Options& o, bool cross, Stats& st) {
     if (cross) {
       for (const std::string& target : o.targets) {
         stage = "compile for " + target;
+        set_current(seed, stage);
         Plan p2;
         auto g = trace_program(seed, o.avoid, p2, plan.n, plan.s);
         tl::codegen::CompileOptions co;
@@ -408,6 +428,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_crash);
   // A private cache: every program is a new specialization, and CI must not fill ~/.cache.
   if (!std::getenv("TL_CACHE_DIR")) {
     static char dir[] = "/tmp/tl-fuzz-differential-XXXXXX";

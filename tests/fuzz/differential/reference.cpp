@@ -701,19 +701,21 @@ class Interp {
   void loop(const ir::Operation& o) {
     const Val &lb = get(o.operands[0]), &ub = get(o.operands[1]), &st = get(o.operands[2]);
     if (lb.u[0] || ub.u[0] || st.u[0]) ill(o, "loop bounds the reference cannot predict");
-    if (st.i[0] <= 0) ill(o, "a loop step that is not positive");
+    // iv = lb, lb + step, ... while below ub (above it for a negative step); the trip
+    // count is exact (64-bit), so a bound near INT32_MAX does not wrap the iv.
+    const int64_t lo = lb.i[0], hi = ub.i[0], step = st.i[0];
+    if (step == 0) ill(o, "a loop step of zero");
     const ir::Block& body = *o.regions[0];
     std::vector<Val> carried;
     for (size_t q = 3; q < o.operands.size(); ++q) carried.push_back(get(o.operands[q]));
     int trips = 0;
-    for (int64_t iv = lb.i[0]; iv < ub.i[0]; iv = wrap(DType::i32, uint64_t(iv + st.i[0]))) {
+    for (int64_t iv = lo; step > 0 ? iv < hi : iv > hi; iv += step) {
       if (++trips > 4096) ill(o, "more than 4096 iterations");
       Val ivv = Val::of(body.args[0]->type);
       ivv.i[0] = iv;
       env_[body.args[0].get()] = std::move(ivv);
       for (size_t q = 0; q < carried.size(); ++q) env_[body.args[q + 1].get()] = carried[q];
       carried = block(body);
-      if (iv + st.i[0] > INT32_MAX) break;  // the i32 induction variable would wrap: the loop ends
     }
     for (size_t q = 0; q < carried.size(); ++q) env_[o.results[q].get()] = std::move(carried[q]);
   }
