@@ -428,6 +428,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a crash must not lose the failures reported before it
   for (int sig : {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL}) std::signal(sig, on_crash);
   // A private cache: every program is a new specialization, and CI must not fill ~/.cache.
   if (!std::getenv("TL_CACHE_DIR")) {

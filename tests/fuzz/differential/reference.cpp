@@ -359,8 +359,10 @@ class Interp {
       double prop = 0;
       if (ex > 0) {
         if (x - ex <= lo_domain && x + ex >= lo_domain) { r.u[k] = 1; continue; }
-        prop = double(std::max(std::fabs(fn(x + ex) - y), std::fabs(fn(x - ex) - y)));
-        if (o.op == Op::sin || o.op == Op::cos) prop = std::min(prop, ex);
+        // monotone functions move at most to their value at an end of [x - ex, x + ex];
+        // sin and cos are not monotone there but move at most |dx| (and at most 2)
+        if (o.op == Op::sin || o.op == Op::cos) prop = std::min(ex, 2.0);
+        else prop = double(std::max(std::fabs(fn(x + ex) - y), std::fabs(fn(x - ex) - y)));
       }
       double w = round_d(double(y), t);
       bool exact_op = o.op == Op::sqrt && !p_.gpu;  // IEEE sqrt is correctly rounded
