@@ -118,6 +118,8 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
   // the barriers it places (the GPU passes below insert only pure conversions).
   passes::insert_barriers(f);
   dump("barrier insertion", f);
+  // Offsets and masks may not wrap (docs/language.md): their arithmetic is emitted nsw.
+  if (passes::mark_index_arithmetic(f) > 0) dump("index-arithmetic marking", f);
   ir::verify(f);
 }
 

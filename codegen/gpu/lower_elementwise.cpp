@@ -8,6 +8,7 @@
 
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/integer_ops.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "tl/numeric.hpp"
 #include "tl/error.hpp"
 
@@ -155,15 +156,23 @@ Values Lowerer::cast_registers(const Values& v, DType from, DType to) {
   return out;
 }
 
+namespace {
+// Signed index arithmetic (codegen/passes/index_arithmetic.cpp) may not wrap.
+bool nsw(const ir::Operation& op) {
+  return op.i1 == ir::kIndexArithmetic && is_signed(op.result()->type.dtype);
+}
+}  // namespace
+
 llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
   DType in = op.operands.empty() ? op.result()->type.dtype : op.operands[0]->type.dtype;
   DType out = op.result()->type.dtype;
   bool fl = is_float(in), sg = is_signed(in);
   switch (op.op) {
-    // Integers: one semantics on every target (codegen/integer_ops.hpp): wrapping, no nsw.
-    case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
-    case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
-    case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+    // Integers: one semantics on every target (codegen/integer_ops.hpp): wrapping, but for
+    // signed index arithmetic (offsets and masks), which the language lets not wrap: nsw.
+    case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
+    case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
+    case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
     case Op::div: return fl ? b.CreateFDiv(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
     case Op::rem:
       if (narrow_float(in)) {
@@ -181,7 +190,7 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
     case Op::band: return b.CreateAnd(a[0], a[1]);
     case Op::bor: return b.CreateOr(a[0], a[1]);
     case Op::bxor: return b.CreateXor(a[0], a[1]);
-    case Op::shl: case Op::shr: return codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+    case Op::shl: case Op::shr: return codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
     case Op::neg: return fl ? b.CreateFNeg(a[0]) : b.CreateNeg(a[0]);
     case Op::bnot: return b.CreateNot(a[0]);
     case Op::abs:

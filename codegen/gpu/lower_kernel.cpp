@@ -341,24 +341,23 @@ void Lowerer::lower_for(const ir::Operation& op) {
     layouts[i] = plan_.of(body.args[1 + i].get());
     inits[i] = get(init, layouts[i]);
   }
-  // The trips are counted (codegen/integer_ops.hpp), as on the CPU: a negative step runs
-  // downward, and no bound near INT_MAX makes the induction variable wrap into an endless
-  // loop. A step of 0 at run time would never end: it traps, naming the loop's line.
+  // A rotated loop on the induction variable that stops where its increment would wrap
+  // (codegen/integer_ops.hpp): a negative step runs downward, and no bound near INT_MAX
+  // makes the induction variable wrap into an endless loop. (The CPU counts trips; here
+  // the induction variable's own test keeps the registers as they were.) A step of 0 at
+  // run time would never end: it traps, naming the loop's line.
   if (axis_.get(op.operands[2]).range.lo <= 0 && !(llvm::isa<llvm::ConstantInt>(step) && !llvm::cast<llvm::ConstantInt>(step)->isZero())) {
     info_.uses_trap = true;
     if_then(b.CreateICmpEQ(step, b.getInt32(0)), [&] { hooks_.trap(b, op.loc.line); });
   }
-  llvm::Value* trips = codegen::loop_trip_count(b, lb, ub, step);
   llvm::BasicBlock* pre = b.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "loop.exit", fn_);
-  b.CreateCondBr(b.CreateICmpNE(trips, b.getInt32(0)), loop, exit);
+  b.CreateCondBr(codegen::loop_enters(b, lb, ub, step), loop, exit);
 
   b.SetInsertPoint(loop);
   llvm::PHINode* iv = b.CreatePHI(b.getInt32Ty(), 2, "iv");
   iv->addIncoming(lb, pre);
-  llvm::PHINode* left = b.CreatePHI(b.getInt32Ty(), 2, "trips.left");
-  left->addIncoming(trips, pre);
   scalars_[body.args[0].get()] = iv;
   std::vector<std::vector<llvm::PHINode*>> phis(n);
   for (size_t i = 0; i < n; ++i) {
@@ -384,12 +383,12 @@ void Lowerer::lower_for(const ir::Operation& op) {
     yields[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
   }
   scopes_.pop_back();
-  llvm::Value* next = b.CreateAdd(iv, step, "iv.next");  // (after the last trip it may wrap: unused)
-  llvm::Value* left_next = b.CreateSub(left, b.getInt32(1), "trips.left.next");
+  // nsw: the back edge is taken only where it did not wrap (loop_continues tests that
+  // without reading it), so LLVM may widen and fold the induction variable freely.
+  llvm::Value* next = b.CreateAdd(iv, step, "iv.next", false, true);
   llvm::BasicBlock* latch = b.GetInsertBlock();
-  b.CreateCondBr(b.CreateICmpNE(left_next, b.getInt32(0)), loop, exit);
+  b.CreateCondBr(codegen::loop_continues(b, iv, next, ub, step), loop, exit);
   iv->addIncoming(next, latch);
-  left->addIncoming(left_next, latch);
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
   for (size_t k = 0; k < smem_pending_.size(); ++k) smem_pending_[k] |= pending_before[k];

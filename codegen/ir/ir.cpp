@@ -166,6 +166,7 @@ class Printer {
       case Op::program_id: case Op::num_programs: case Op::expand_dims:
         return fmt::format(" axis={}", op.i0);
       case Op::arange: return fmt::format(" {}..{}", op.i0, op.i1);
+      case Op::add: case Op::sub: case Op::mul: case Op::shl: return op.i1 ? " index" : "";
       case Op::cmp: return fmt::format(" {}", pred_name(op.i0));
       case Op::trans: return fmt::format(" perm=[{}]", fmt::join(op.ints, ","));
       case Op::reduce: case Op::scan:

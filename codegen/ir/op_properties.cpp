@@ -18,8 +18,10 @@ OpProperties describe(Op op) {
     case Op::splat: case Op::broadcast: case Op::reshape: return {kPure, 0};
     case Op::expand_dims: return {kPure, kAttrI0};
     case Op::trans: return {kPure, kAttrInts};
-    case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
-    case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
+    // i1: kIndexArithmetic (op_properties.hpp), set by mark_index_arithmetic.
+    case Op::add: case Op::sub: case Op::mul: case Op::shl: return {kPureElementwise, kAttrI1};
+    case Op::div: case Op::rem: case Op::min: case Op::max:
+    case Op::band: case Op::bor: case Op::bxor: case Op::shr: case Op::neg: case Op::bnot:
     case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::abs:
     case Op::sin: case Op::cos: case Op::erf: case Op::floor: case Op::ceil: case Op::fma: case Op::select:
     case Op::cast: case Op::bitcast: case Op::addptr:

@@ -65,6 +65,10 @@ inline bool has_trait(Op op, OpTrait t) { return properties(op).has(t); }
 // the masked load/store/copy through that pointer; AMD lowers them to buffer
 // instructions (the copy only where the target has buffer loads into LDS).
 constexpr int64_t kBufferAccess = 1;
+// `add`, `sub`, `mul` and `shl` with i1 == kIndexArithmetic address or mask memory
+// (codegen/passes/index_arithmetic.cpp): the language lets them not wrap, and the GPU
+// lowerings emit them `nsw`.
+constexpr int64_t kIndexArithmetic = 1;
 // `global_load_to_shared` with i1 == kCompilerCopy: made by the software pipeliner from a
 // load stored into a shared buffer, not asked for by the user (tl::amd's copies), so the
 // instruction is the target's choice: AMD issues it as buffer loads into LDS where its

@@ -20,6 +20,11 @@ void eliminate_common_subexpressions(ir::Function& f);
 // Returns how many it inserted.
 int insert_barriers(ir::Function& f);
 
+// Marks integer add/sub/mul/shl whose results address or mask memory (i1 =
+// kIndexArithmetic), which the language lets not wrap (codegen/passes/index_arithmetic.cpp).
+// Returns how many.
+int mark_index_arithmetic(ir::Function& f);
+
 // Folds add(x, dot(a, b, 0)) into dot(a, b, x) where the add is the dot's only reader
 // (`acc += tl::dot(a, b)`; codegen/passes/combine_dot_accumulate.cpp). Returns how many.
 int combine_dot_accumulate(ir::Function& f);

@@ -423,7 +423,9 @@ TEST(AxisAnalysis, ValueRangesOfInductionVariables) {
   EXPECT_EQ(range(3), (R{0, kI32Max}));
   EXPECT_TRUE(a.fits_nonnegative_i32(v[3]));
   EXPECT_TRUE(a.fits_nonnegative_i32(v[4])) << a.get(v[4]).str();  // grid-stride loop
-  EXPECT_EQ(range(5), (R{kI32Min, kI32Max - 1}));
+  // A step of either sign: iv runs between lb and ub, exclusive of ub, whichever way:
+  // [min(0, n + 1), max(0, n - 1)].
+  EXPECT_EQ(range(5), (R{kI32Min + 1, kI32Max - 1}));
   EXPECT_FALSE(a.fits_nonnegative_i32(v[5]));
 }
 

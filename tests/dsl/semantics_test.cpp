@@ -329,3 +329,44 @@ TEST(NegativeDivision, AxisFactsOfNegativeDividendsAllowNoVectors) {
   for (auto* f : {mask_kernel.get(), rem_kernel.get()})
     for (const char* arch : {"sm_90", "gfx90a", "gfx942", "gfx950"}) EXPECT_NO_THROW(compile_for(arch, *f, 1)) << arch;
 }
+
+namespace {
+
+// Rows at a stride the launch does not know to be a multiple of 16 (sum_argmax in the AMD
+// code-quality suite): r * cols is a multiple of nothing, whatever r's alignment. The
+// analysis once multiplied r's divisibility (that of its first element only) into every
+// element and read rows of x in 16-byte vectors at row starts cols * 4 bytes apart.
+void odd_stride_rows(tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::i32 cols) {
+  auto r = tl::program_id(0) * 4 + tl::arange(0, 4);
+  auto c = tl::arange(0, 16);
+  auto offs = tl::expand_dims(r * cols, 1) + tl::expand_dims(c, 0);
+  tl::store(y + tl::expand_dims(r * 16, 1) + tl::expand_dims(c, 0), tl::load(x + offs) * 2.0f);
+}
+
+}  // namespace
+
+TEST(Alignment, RowsAtAStrideOfUnknownAlignmentAreReadElementWise) {
+  auto k = tl::kernel("odd_stride_rows", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::i32 cols) {
+    odd_stride_rows(x, y, cols);
+  });
+  const int cols = 17, rows = 8;
+  auto hx = random_floats(size_t(rows * cols));
+  auto X = upload<ty::f32>(hx);
+  auto Y = test_device().alloc<tl::f32>(rows * 16);
+  poison(Y);
+  k[tl::grid(rows / 4)](X, Y, cols);
+  auto y = Y.download();
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < 16; ++c) EXPECT_EQ(y[size_t(r * 16 + c)], 2.0f * hx[size_t(r * cols + c)]) << r << "," << c;
+
+  using namespace tl;
+  auto f = trace("odd_stride_rows", [&](detail::Trace& t) {
+    odd_stride_rows(ptr_arg<ty::f32>(t, "x", true), ptr_arg<ty::f32>(t, "y", true), scalar_arg<ty::i32>(t, "cols", false));
+  });
+  passes::AxisAnalysis axis(*f);
+  const ir::Operation* load = nullptr;
+  ir::walk(f->body, [&](ir::Operation& op) {
+    if (op.op == Op::load) load = &op;
+  });
+  EXPECT_EQ(axis.vector_width(load->operands[0], 1), 1) << axis.get(load->operands[0]).str();
+}

@@ -252,8 +252,10 @@ struct AmdCase {
 TEST(AttentionSampleAmd, ForwardWithinTritonsRegistersReadingLdsWide) {
   const AmdCase cases[] = {{"gfx942", 4, false, 306, 316}, {"gfx942", 4, true, 314, 316},
                            {"gfx942", 8, false, 242, 207}, {"gfx942", 8, true, 242, 208},
-                           {"gfx950", 4, false, 220, 348}, {"gfx950", 4, true, 224, 340},
-                           {"gfx950", 8, false, 139, 202}, {"gfx950", 8, true, 137, 200}};
+                           {"gfx950", 4, false, 220, 348}, {"gfx950", 4, true, 226, 340},
+                           {"gfx950", 8, false, 137, 202}, {"gfx950", 8, true, 136, 200}};
+  // (gfx950 causal 4 waves: 224 -> 226 when loops stopped wrapping at INT_MAX and integer
+  // arithmetic stopped being nsw outside offsets and masks, issue 45; 8 waves went down.)
   auto* x = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
   auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
   for (const AmdCase& c : cases) {
