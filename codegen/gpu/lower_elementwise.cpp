@@ -176,9 +176,12 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
     case Op::div: return fl ? b.CreateFDiv(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
     case Op::rem:
       if (narrow_float(in)) {
-        // Exact in f32, and AMDGPU has no bf16 frem; the fence stops InstCombine from
-        // shrinking the f32 frem back to the narrow type.
-        llvm::Value* x = b.CreateArithmeticFence(b.CreateFPExt(a[0], b.getFloatTy()), b.getFloatTy());
+        // Exact in f32, and AMDGPU has no bf16 frem; the canonicalize (free: an fpext's
+        // result is canonical) stops InstCombine from shrinking the f32 frem back to the
+        // narrow type. (An llvm.arithmetic.fence did too, but on a uniform value AMDGPU's
+        // instruction selection then fails, "illegal VGPR to SGPR copy", and aborts:
+        // fuzz.differential seed 1001.)
+        llvm::Value* x = b.CreateUnaryIntrinsic(Intr::canonicalize, b.CreateFPExt(a[0], b.getFloatTy()));
         llvm::Value* r = b.CreateFRem(x, b.CreateFPExt(a[1], b.getFloatTy()));
         return b.CreateFPTrunc(r, a[0]->getType());
       }

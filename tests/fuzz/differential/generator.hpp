@@ -34,10 +34,7 @@ inline constexpr int kAtomElems = 4096;
 // cleared bit) shows whether one is still there. See known_defects() for the reasons.
 enum Avoid : uint32_t {
   kAvoidNone = 0,
-  // f16/bf16 `x % c` for a literal c, x uniform (a scalar, or a small tile every lane
-  // holds), aborts the process on AMD (LLVM ERROR: Unsupported instruction, after an
-  // illegal VGPR to SGPR copy in the frem expansion): seed 1001.
-  kAvoidNarrowFloatRemByConstant = 1u << 0,
+  // (none open: the next defect found takes 1u << 0)
 };
 struct KnownDefect {
   uint32_t bit;
