@@ -144,7 +144,10 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
     int64_t n_out = std::max<int64_t>(1, out_l.numel());
     llvm::Type* ty = reg_type(at);
     unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-    int64_t idx_base = W * n_out * eb;  // byte offset of the index partials
+    // The byte offset of the index partials (i32), after the value partials, rounded up
+    // to 4 bytes: values narrower than 4 bytes (i8, f16) leave the i32s misaligned
+    // otherwise (fuzz.differential seed 200395: CUDA_ERROR_MISALIGNED_ADDRESS).
+    int64_t idx_base = (W * n_out * eb + 3) / 4 * 4;
     smem_reserve(idx_base + (arg ? W * n_out * 4 : 0));
     llvm::Value* wk = nullptr;
     for (size_t k = 0; k < warp_bits.size(); ++k) {

@@ -77,6 +77,9 @@ std::vector<Case> catalogue() {
   c.push_back({"not of a float", [] { auto k = tl::kernel("m26", [](F32 x) { tl::store(x + tl::arange(0, 8), ~tl::zeros<tl::f32>({8})); }); go(k); }, __LINE__, "needs an integer tile", Trace});
   c.push_back({"fma of integers", [] { auto k = tl::kernel("m27", [](I32 x) { auto i = tl::arange(0, 8); tl::store(x + i, tl::fma(i, i, i)); }); go_i(k); }, __LINE__, "tl::fma needs", Trace});
   c.push_back({"comparison of fp8", [] { auto k = tl::kernel("m28", [](F32 x) { auto q = tl::zeros<tl::f32>({8}).to<tl::f8e4m3fn>(); tl::store(x + tl::arange(0, 8), tl::zeros<tl::f32>({8}), q < q); }); go(k); }, __LINE__, "comparisons on FP8", Trace});
+  c.push_back({"integer literal outside the tile's dtype", [] { auto k = tl::kernel("m30", [](I32 x) { auto v = tl::arange(0, 8).to<tl::i8>(); tl::store(x + tl::arange(0, 8), tl::where(v < 200, 1, 0)); }); go_i(k); }, __LINE__, "the literal 200 does not fit i8", Trace});
+  c.push_back({"negative literal with an unsigned tile", [] { auto k = tl::kernel("m31", [](I32 x) { auto v = tl::arange(0, 8).to<tl::u32>(); tl::store(x + tl::arange(0, 8), tl::where(v > -1, 1, 0)); }); go_i(k); }, __LINE__, "the literal -1 does not fit u32", Trace});
+  c.push_back({"NaN where an integer is wanted", [] { auto k = tl::kernel("m32", [](I32 x) { tl::store(x + tl::arange(0, 8), tl::full<tl::i32>({8}, NAN)); }); go_i(k); }, __LINE__, "the number nan is not a value of i32", Trace});
   c.push_back({"neg of i1", [] { auto k = tl::kernel("m29", [](I32 x) { auto b = tl::arange(0, 8) < 4; tl::store(x + tl::arange(0, 8), (-b).to<tl::i32>()); }); go_i(k); }, __LINE__, "on i1", Trace});
   // --- masks and memory ---
   c.push_back({"mask of another rank", [] { auto k = tl::kernel("m30", [](F32 x) { auto c = tl::arange(0, 32); auto p = x + tl::expand_dims(tl::arange(0, 4), 1) * 32 + tl::expand_dims(c, 0); tl::store(p, tl::load(p, c < 10)); }); go(k); }, __LINE__, "does not match pointer shape", Trace});
