@@ -346,7 +346,9 @@ void Lowerer::lower_for(const ir::Operation& op) {
   // makes the induction variable wrap into an endless loop. (The CPU counts trips; here
   // the induction variable's own test keeps the registers as they were.) A step of 0 at
   // run time would never end: it traps, naming the loop's line.
-  if (axis_.get(op.operands[2]).range.lo <= 0 && !(llvm::isa<llvm::ConstantInt>(step) && !llvm::cast<llvm::ConstantInt>(step)->isZero())) {
+  auto* constant_step = llvm::dyn_cast<llvm::ConstantInt>(step);
+  bool step_nonzero = axis_.get(op.operands[2]).range.lo > 0 || (constant_step && !constant_step->isZero());
+  if (!step_nonzero) {
     info_.uses_trap = true;
     if_then(b.CreateICmpEQ(step, b.getInt32(0)), [&] { hooks_.trap(b, op.loc.line); });
   }

@@ -4,10 +4,10 @@
 // floats rounded once, tl::range with negative steps, a zero step and bounds at the ends of
 // the i32 range, integer literals that do not fit their tile, wrapping integer arithmetic,
 // and masks and offsets built from negative / and %. Each is against plain C++ values.
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -23,11 +23,7 @@ namespace ty = tl::ty;
 
 namespace {
 
-uint32_t bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+uint32_t bits(float f) { return std::bit_cast<uint32_t>(f); }
 
 }  // namespace
 
