@@ -66,6 +66,12 @@ class Registry {
   // (madvise: their address range stays ours, their memory does not stay resident).
   static constexpr size_t kReleasePagesFrom = 64 << 10;
 
+  // At exit the quarantine gives its blocks back: they were freed by their owners (and a
+  // leak checker would report them).
+  ~Registry() {
+    for (auto& [q, n] : order_) std::free(q);
+  }
+
   void add(const void* p, size_t bytes) {
     std::unique_lock lock(m_);
     allocs_[reinterpret_cast<uintptr_t>(p)] = bytes;
@@ -461,6 +467,8 @@ bool caller_can_run(const CpuKernel& k) {
 // ------------------------------------------------------------------ the device
 
 class CpuDevice final : public Device {
+  static constexpr size_t kAddressSpaceBytes = size_t(1) << 47;
+
  public:
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string name() const override { return "host CPU (" + llvm::sys::getHostCPUName().str() + ")"; }
@@ -468,8 +476,10 @@ class CpuDevice final : public Device {
   int compute_units() const override { return int(std::max(1u, std::thread::hardware_concurrency())); }
 
   void* alloc(size_t bytes) override {
-    // (A size near SIZE_MAX would round up past it, to a tiny block.)
-    if (bytes > SIZE_MAX - 63)
+    // (A size near SIZE_MAX would round up past it, to a tiny block.) No block of 2^47 bytes
+    // or more fits a process's address space (x86-64 and AArch64 user space): refused here,
+    // rather than asked of an allocator that may abort on it (the sanitizers' do).
+    if (bytes >= kAddressSpaceBytes)
       throw device_error(fmt::format("tl cpu: cannot allocate {} bytes: more than the address space", bytes));
     void* p = std::aligned_alloc(64, Registry::rounded_size(bytes));
     if (!p) throw device_error(fmt::format("tl cpu: out of memory allocating {} bytes", bytes));
