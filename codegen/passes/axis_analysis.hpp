@@ -21,7 +21,8 @@
 // The GPU lowering reads it to decide how wide a load or store may be: a 128-bit
 // access needs 16/elem_bytes contiguous elements whose first address is 16-aligned.
 // The range is for buffer loads/stores (AMD), whose offsets are 32-bit and must not be
-// negative.
+// negative, and for the rules of / and %, which hold over aligned runs only for
+// non-negative dividends.
 #pragma once
 
 #include <cstdint>
