@@ -102,9 +102,15 @@ class Registry {
     }
     return evicted;
   }
-  // Whether addr points into (or just past) a quarantined freed block.
+  // Whether addr points into (or just past) a quarantined freed block, and not into a live
+  // one: a block allocated right after a quarantined one starts where that one ends (under
+  // ThreadSanitizer's allocator, eight threads allocating and freeing made it happen).
   bool freed(uint64_t addr) const {
     std::shared_lock lock(m_);
+    if (auto live = allocs_.upper_bound(addr); live != allocs_.begin()) {
+      auto below = std::prev(live);
+      if (addr <= below->first + below->second) return false;
+    }
     auto above = freed_.upper_bound(addr);
     if (above == freed_.begin()) return false;
     auto below = std::prev(above);
