@@ -38,7 +38,8 @@ const char* op_name(Op op) {
     case Op::convert_layout: return "convert_layout";
     case Op::dot_wait: return "dot_wait"; case Op::fence_async_shared: return "fence_async_shared"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
-    case Op::print: return "print";
+    case Op::print: return "print"; case Op::while_: return "while"; case Op::hint: return "hint";
+    case Op::assume: return "assume";
   }
   return "?";
 }
@@ -176,6 +177,10 @@ class Printer {
       case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::load: case Op::store: return op.i0 ? " buffer" : "";
       case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
+      case Op::hint: {
+        const char* kinds[] = {"multiple_of", "max_contiguous", "max_constancy"};
+        return fmt::format(" {}=[{}]", op.i0 >= 0 && op.i0 < 3 ? kinds[op.i0] : "?", fmt::join(op.ints, ","));
+      }
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
       case Op::shared_load:
         return fmt::format("{}{}", op.i0 ? " relaxed" : "", op.i1 == kReadByDot ? " read_by_dot" : "");

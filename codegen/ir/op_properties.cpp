@@ -60,6 +60,12 @@ OpProperties describe(Op op) {
     case Op::convert_layout: return {kPure, kAttrI0 | kAttrI1};
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};
+    case Op::while_: return {kHasRegions, 0};
+    // i0: HintKind; ints: the fact per dimension. Pure: it is its operand.
+    case Op::hint: return {kPure, kAttrI0 | kAttrInts};
+    // A promise the optimizer builds on: kept (never dropped as unused), ordered like a
+    // side effect so it is never moved above what it is about.
+    case Op::assume: return {kSideEffects, 0};
     case Op::yield: return {kTerminator, 0};
     // i0 = 1: inserted by insert_barriers, for shared memory only (tl::barrier() also
     // promises global memory).

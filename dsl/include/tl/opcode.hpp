@@ -50,12 +50,27 @@ enum class Op : uint8_t {
   dot_wait, fence_async_shared,
   // control flow: regions end in a yield
   for_, if_, yield,
+  // while_ (MLIR's scf.while): operands the initial carried values, results the values
+  // when the loop ends. regions[0] ("before") takes the carried values as block arguments
+  // and ends in a yield of (scalar i1 condition, values...): false ends the loop with those
+  // values as its results, true runs regions[1] ("after", the body) on them, whose yield
+  // gives the next iteration's carried values. Both regions carry the same types.
+  while_,
+  // Compiler hints (Triton's tl.multiple_of / max_contiguous / max_constancy): the result
+  // is the operand, with a fact (i0: HintKind) about its values per dimension (ints) that
+  // axis analysis takes as given; lowerings emit nothing for it.
+  hint,
+  // tl.assume: operand a scalar i1 the program promises true (llvm.assume); axis analysis
+  // reads facts such as `x > 0` and `x % 16 == 0` from it. No result.
+  assume,
   // debugging
   assert_, print,
 };
 
 enum class CmpPred : uint8_t { lt, le, gt, ge, eq, ne };
 enum class ReduceKind : uint8_t { sum, max, min, argmax, argmin };
+// Op::hint's i0.
+enum class HintKind : uint8_t { multiple_of, max_contiguous, max_constancy };
 enum class AtomicKind : uint8_t { add, max, min, xchg, band, bor, bxor };
 
 // Memory semantics of an atomic, as Triton's `sem`: acq_rel by default.
