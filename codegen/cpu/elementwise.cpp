@@ -164,6 +164,7 @@ Value* Lowerer::compute(const ir::Operation& op, const Idx& idx) {
       return b_.CreateAdd(b_.CreateTrunc(idx.dims[0], b_.getInt32Ty(), "", true, true),
                           b_.getInt32(uint32_t(op.i0)), "", false, true);
     case Op::splat: return elem(op.operands[0], Idx{});
+    case Op::hint: return operand(0);  // a fact for the analyses; the value is its operand
     case Op::broadcast: {
       const ir::Value* src = op.operands[0];
       std::vector<Value*> dims = idx.dims;

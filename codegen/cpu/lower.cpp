@@ -291,6 +291,13 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::dot: return lower_dot(op);
     case Op::assert_: return lower_assert(op);
     case Op::print: return lower_print(op);
+    case Op::assume: {
+      // The user's promise, for LLVM too (as Triton's tl.assume): false is undefined behaviour.
+      llvm::Value* c = elem(op.operands[0], Idx{});
+      if (!c->getType()->isIntegerTy(1)) c = b_.CreateICmpNE(c, llvm::Constant::getNullValue(c->getType()));
+      b_.CreateAssumption(c);
+      return;
+    }
     case Op::shared_alloc: {
       // A CPU program is one thread, so its "shared" memory is a stack buffer of the
       // buffer's bytes, held as a pointer (an SSA value loops and branches pass on).

@@ -164,7 +164,7 @@ class LayoutPlanner {
       case Op::splat: case Op::arange: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
       case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
       case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr: case Op::neg: case Op::bnot:
-      case Op::abs: case Op::cmp: case Op::select: case Op::bitcast: case Op::addptr:
+      case Op::abs: case Op::cmp: case Op::select: case Op::bitcast: case Op::addptr: case Op::hint:
         return true;
       case Op::cast:  // FP8 converts are not cheap
         return !is_fp8(op.result()->type.dtype) && !is_fp8(op.operands[0]->type.dtype);
@@ -237,7 +237,7 @@ class LayoutPlanner {
         // addptr too: a gathered row index (an embedding's ids) becomes pointers before
         // its broadcast over the row, and loads in the broadcast's layout.
         case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::min: case Op::max: case Op::neg:
-        case Op::abs: case Op::select: case Op::addptr:
+        case Op::abs: case Op::select: case Op::addptr: case Op::hint:
           meet(wanted_layout(u->result()));
           break;
         // A dot's accumulator is wanted in the dot's accumulator layout (a loop's carried

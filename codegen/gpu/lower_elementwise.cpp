@@ -190,6 +190,7 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
       return b.CreateBinaryIntrinsic(fl ? Intr::minnum : sg ? Intr::smin : Intr::umin, a[0], a[1]);
     case Op::max:
       return b.CreateBinaryIntrinsic(fl ? Intr::maxnum : sg ? Intr::smax : Intr::umax, a[0], a[1]);
+    case Op::hint: return a[0];  // a fact for the analyses; the value is its operand
     case Op::band: return b.CreateAnd(a[0], a[1]);
     case Op::bor: return b.CreateOr(a[0], a[1]);
     case Op::bxor: return b.CreateXor(a[0], a[1]);

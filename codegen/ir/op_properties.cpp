@@ -61,8 +61,9 @@ OpProperties describe(Op op) {
     case Op::for_: return {kHasRegions, kAttrI0};
     case Op::if_: return {kHasRegions, 0};
     case Op::while_: return {kHasRegions, 0};
-    // i0: HintKind; ints: the fact per dimension. Pure: it is its operand.
-    case Op::hint: return {kPure, kAttrI0 | kAttrInts};
+    // i0: HintKind; ints: the fact per dimension. Pure: it is its operand; elementwise
+    // (the identity), so that layouts, CSE and the CPU's fusion pass through it.
+    case Op::hint: return {kPureElementwise, kAttrI0 | kAttrInts};
     // A promise the optimizer builds on: kept (never dropped as unused), ordered like a
     // side effect so it is never moved above what it is about.
     case Op::assume: return {kSideEffects, 0};

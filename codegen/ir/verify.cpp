@@ -93,6 +93,21 @@ class Verifier {
                    op.operands[1]->type == op.result()->type && op.operands[2]->type == op.result()->type,
                op, "fma operands must share the result type");
         break;
+      case Op::hint: {
+        expect(nops == 1 && op.results.size() == 1 && op.operands[0]->type == op.result()->type, op,
+               "hint: one operand, its result of the same type");
+        const Type& t = op.operands[0]->type;
+        expect(t.is_ptr() || (is_int(t.dtype) && !is_float(t.dtype)), op, "hint: an integer or pointer value");
+        expect(op.i0 >= 0 && op.i0 <= int64_t(HintKind::max_constancy), op, "hint: the kind is a HintKind");
+        expect(op.ints.size() == size_t(std::max(1, t.rank())), op, "hint: one value per dimension (one for a scalar)");
+        for (int v : op.ints) expect(v > 0, op, "hint: the values are positive");
+        break;
+      }
+      case Op::assume:
+        expect(nops == 1 && op.results.empty() && op.operands[0]->type.dtype == DType::i1 &&
+                   op.operands[0]->type.is_scalar(),
+               op, "assume: one scalar i1 operand, no result");
+        break;
       case Op::cmp:
         expect(nops == 2 && op.operands[0]->type == op.operands[1]->type, op, "cmp operands differ");
         expect(op.result()->type.dtype == DType::i1 && same_shape(op.result(), op.operands[0]), op,

@@ -151,6 +151,7 @@ std::string AxisInfo::str() const {
 }
 
 AxisAnalysis::AxisAnalysis(const ir::Function& f) : f_(f) {
+  collect_assumptions(f.body);
   for (size_t i = 0; i < f.body.args.size(); ++i) {
     const ir::Value* a = f.body.args[i].get();
     bool div16 = i < f.arg_info.size() && f.arg_info[i].divisible_by_16;
@@ -171,6 +172,14 @@ const AxisInfo& AxisAnalysis::get(const ir::Value* v) const {
 }
 
 AxisInfo& AxisAnalysis::set(const ir::Value* v, AxisInfo info) {
+  // What tl::assume promises about v holds wherever v is used (collect_assumptions).
+  if (auto it = assumed_.find(v); it != assumed_.end()) {
+    const Assumed& a = it->second;
+    const ValueRange all = bounds(v->type.dtype);  // (unknown may be int64's whole range)
+    info.range = {std::max({info.range.lo, a.range.lo, all.lo}), std::min({info.range.hi, a.range.hi, all.hi})};
+    for (auto& d : info.divisibility) d = std::max(d, a.divisibility);
+    if (a.constant) info.constant = a.constant;
+  }
   for (size_t d = 0; d < info.contiguity.size(); ++d) {
     int64_t e = extent(v, int(d));
     info.contiguity[d] = std::clamp<int64_t>(info.contiguity[d], 1, e);
@@ -216,6 +225,23 @@ void AxisAnalysis::op(const ir::Operation& o) {
     case Op::splat:
       r = uniform(res, opnd(0).divisibility[0], opnd(0).constant);
       break;
+    case Op::hint: {
+      // tl::multiple_of / max_contiguous / max_constancy: the user's fact is taken as
+      // given (Triton's AxisInfo does too), on top of what the operand already has. Kept
+      // as the largest power of two dividing it: runs of 6 aligned at multiples of 6
+      // contain aligned runs of 2, not of 4. Raising contiguity keeps divisibility true:
+      // the starts of the longer runs are among the starts of the shorter ones.
+      r = opnd(0);
+      for (int d = 0; d < n && d < int(o.ints.size()); ++d) {
+        int64_t k = pow2_divisor(o.ints[size_t(d)]);
+        switch (HintKind(o.i0)) {
+          case HintKind::multiple_of: r.divisibility[d] = std::max(r.divisibility[d], k); break;
+          case HintKind::max_contiguous: r.contiguity[d] = std::max(r.contiguity[d], k); break;
+          case HintKind::max_constancy: r.constancy[d] = std::max(r.constancy[d], k); break;
+        }
+      }
+      break;
+    }
     case Op::broadcast: {
       const AxisInfo& a = opnd(0);
       for (int d = 0; d < n; ++d) {
@@ -476,6 +502,7 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
     case Op::num_programs: return fit(1, std::numeric_limits<int32_t>::max(), t);
     case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
       return in(0);
+    case Op::hint: return in(0);
     case Op::add: return fit_arith(i128(in(0).lo) + in(1).lo, i128(in(0).hi) + in(1).hi, t);
     case Op::sub: return fit_arith(i128(in(0).lo) - in(1).hi, i128(in(0).hi) - in(1).lo, t);
     case Op::mul: {
@@ -540,6 +567,88 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
         default: return unknown;
       }
     default: return unknown;
+  }
+}
+
+// tl::assume(cond): facts about scalars read from cond (`x > c`, `x >= c`, `x < c`,
+// `x <= c`, `x == c` with c a constant, either side; `x % n == 0` with n a positive
+// constant; `a & b` of such conditions). Like Triton, which applies an assume to the SSA
+// value, a fact holds for every use of x, before the assume in program order too, but
+// only where the assume runs whenever x is defined: in the block that defines x (a
+// kernel argument's is the function's body). An assume inside a branch or a loop body
+// says nothing about a value defined outside it (the branch may not run).
+void AxisAnalysis::collect_assumptions(const ir::Block& b) {
+  for (auto& o : b.ops) {
+    for (auto& r : o->regions) collect_assumptions(*r);
+    if (o->op == Op::assume) assume_fact(o->operands[0], b);
+  }
+}
+
+namespace {
+std::optional<int64_t> int_constant(const ir::Value* v) {
+  if (!v->def || v->def->op != Op::constant || !v->type.is_scalar() || !is_int(v->type.dtype)) return std::nullopt;
+  return wrap_to(v->type.dtype, v->def->i0);
+}
+
+CmpPred mirrored(CmpPred p) {
+  switch (p) {
+    case CmpPred::lt: return CmpPred::gt;
+    case CmpPred::le: return CmpPred::ge;
+    case CmpPred::gt: return CmpPred::lt;
+    case CmpPred::ge: return CmpPred::le;
+    default: return p;
+  }
+}
+}  // namespace
+
+void AxisAnalysis::assume_fact(const ir::Value* cond, const ir::Block& where) {
+  const ir::Operation* d = cond->def;
+  if (!d) return;
+  if (d->op == Op::band) {
+    assume_fact(d->operands[0], where);
+    assume_fact(d->operands[1], where);
+    return;
+  }
+  if (d->op != Op::cmp) return;
+  const ir::Value* x = d->operands[0];
+  auto p = CmpPred(d->i0);
+  std::optional<int64_t> c = int_constant(d->operands[1]);
+  if (!c) {
+    x = d->operands[1];
+    c = int_constant(d->operands[0]);
+    p = mirrored(p);
+  }
+  if (!c || !has_range(x->type.dtype)) return;
+  auto fact_for = [&](const ir::Value* v) -> Assumed* {
+    const ir::Block* defined_in = v->def ? v->def->parent : v->owner;
+    if (defined_in != &where) return nullptr;
+    auto [it, added] = assumed_.try_emplace(v);
+    return &it->second;
+  };
+  // x % n == 0: x is a multiple of n (any sign), so of n's largest power-of-two divisor.
+  if (p == CmpPred::eq && *c == 0 && x->def && x->def->op == Op::rem) {
+    std::optional<int64_t> n = int_constant(x->def->operands[1]);
+    if (n && *n > 0)
+      if (Assumed* a = fact_for(x->def->operands[0])) a->divisibility = std::max(a->divisibility, pow2_divisor(*n));
+    return;
+  }
+  Assumed* a = fact_for(x);
+  if (!a) return;
+  ValueRange& r = a->range;
+  const i128 k = *c;
+  auto at_least = [&](i128 lo) { if (lo > r.lo) r.lo = int64_t(std::min<i128>(lo, std::numeric_limits<int64_t>::max())); };
+  auto at_most = [&](i128 hi) { if (hi < r.hi) r.hi = int64_t(std::max<i128>(hi, std::numeric_limits<int64_t>::min())); };
+  switch (p) {
+    case CmpPred::gt: at_least(k + 1); break;
+    case CmpPred::ge: at_least(k); break;
+    case CmpPred::lt: at_most(k - 1); break;
+    case CmpPred::le: at_most(k); break;
+    case CmpPred::eq:
+      at_least(k), at_most(k);
+      a->constant = *c;
+      a->divisibility = std::max(a->divisibility, pow2_divisor(*c));
+      break;
+    case CmpPred::ne: break;
   }
 }
 

@@ -15,7 +15,10 @@
 // is not contiguous where it wraps. Signs are not assumed: `x / 4` and `x % 4` are
 // constant or contiguous over aligned runs only where the range proves x >= 0.
 // Sources: arange, constants, program ids, kernel arguments (`arg_info[i].divisible_by_16`,
-// like Triton's tt.divisibility=16; their values are otherwise unknown), and the rules of
+// like Triton's tt.divisibility=16; their values are otherwise unknown), the user's
+// hints (tl::multiple_of / max_contiguous / max_constancy: a `hint` op's facts, taken as
+// given) and promises (tl::assume: `x > 0`, `x % 16 == 0`, about a scalar x wherever it
+// is used), and the rules of
 // add/mul/splat/broadcast/addptr/...; loop-carried values and loop results come from a
 // fixed point over the loop body (axis_analysis.cpp says why one is needed).
 // The GPU lowering reads it to decide how wide a load or store may be: a 128-bit
@@ -73,6 +76,15 @@ class AxisAnalysis {
   void op(const ir::Operation& op);
   void loop(const ir::Operation& op);
   ValueRange range_of(const ir::Operation& op) const;
+  // tl::assume's facts, read before the walk (axis_analysis.cpp): by the scalar they are about.
+  struct Assumed {
+    ValueRange range;
+    int64_t divisibility = 1;
+    std::optional<int64_t> constant;
+  };
+  void collect_assumptions(const ir::Block& b);
+  void assume_fact(const ir::Value* cond, const ir::Block& where);
+  std::unordered_map<const ir::Value*, Assumed> assumed_;
   AxisInfo& set(const ir::Value* v, AxisInfo info);
   std::unordered_map<const ir::Value*, AxisInfo> info_;
   const ir::Function& f_;

@@ -322,6 +322,7 @@ class Pipeliner {
     for (ir::Value* o : d->operands) operands.map(o, transposed_expr(o, loop, at, map));
     std::unique_ptr<ir::Operation> c = ir::clone(*d, operands);
     std::swap(c->results[0]->type.shape[0], c->results[0]->type.shape[1]);
+    if (c->op == Op::hint && c->ints.size() == 2) std::swap(c->ints[0], c->ints[1]);  // its facts are per dim
     ir::Value* r = c->result();
     at.insert(std::move(c));
     map.map(v, r);

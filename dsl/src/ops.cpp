@@ -449,6 +449,38 @@ void device_print(const std::string& prefix, Value* v, const Loc& loc) {
 
 void barrier(const Loc& loc) { T(loc).emit(Op::barrier, {}, loc); }
 
+// Compiler hints (Triton's tl.multiple_of / max_contiguous / max_constancy): the value
+// itself, with a fact per dimension that axis analysis takes as given. Triton refuses
+// what its AxisInfo cannot use: values that are not positive, a count other than the
+// rank (one for a scalar), and (here) tiles that are not integers or pointers.
+Value* hint(Value* x, HintKind kind, const std::vector<int64_t>& values, const Loc& loc) {
+  static const char* const names[] = {"tl::multiple_of", "tl::max_contiguous", "tl::max_constancy"};
+  const char* fn = names[int(kind)];
+  const DType d = x->type.dtype;
+  if (!x->type.is_ptr() && (!is_int(d) || is_float(d)))
+    throw trace_error(fmt::format("{}: the hint applies to integer and pointer tiles, got {}", fn, x->type.str()), loc);
+  const size_t want = size_t(std::max(1, x->type.rank()));
+  if (values.size() != want)
+    throw trace_error(fmt::format("{}: {} value{} for a {} (one per dimension{})", fn, values.size(),
+                                  values.size() == 1 ? "" : "s",
+                                  x->type.is_scalar() ? std::string("scalar") : "tile of shape " + shape_str(x->type.shape),
+                                  x->type.is_scalar() ? ": one" : ""),
+                      loc);
+  for (int64_t v : values)
+    if (v <= 0) throw trace_error(fmt::format("{}: the values must be positive, got {}", fn, v), loc);
+  ir::Operation* op = T(loc).emit(Op::hint, {x}, loc);
+  op->i0 = int64_t(kind);
+  for (int64_t v : values) op->ints.push_back(int(std::min<int64_t>(v, int64_t(1) << 30)));
+  return op->add_result(x->type);
+}
+
+// tl.assume: a promise (llvm.assume) that axis analysis also reads (`x > 0`, `x % 16 == 0`).
+void assume(Value* cond, const Loc& loc) {
+  if (cond->type.dtype != DType::i1 || !cond->type.is_scalar())
+    throw trace_error(fmt::format("tl::assume: the condition must be a scalar i1, got {}", cond->type.str()), loc);
+  T(loc).emit(Op::assume, {cond}, loc);
+}
+
 Value* shared_alloc(DType t, const Shape& shape, const Loc& loc) {
   Trace& tr = T(loc);
   if (t == DType::ptr) throw trace_error("tl::shared: a shared buffer cannot hold pointers", loc);

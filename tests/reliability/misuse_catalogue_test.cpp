@@ -66,6 +66,12 @@ std::vector<Case> catalogue() {
   c.push_back({"sum of i1", [] { auto k = tl::kernel("m18", [](I32 x) { tl::store(x, tl::sum(tl::arange(0, 8) < 4, 0).to<tl::i32>()); }); go_i(k); }, __LINE__, "cannot reduce i1", Trace});
   c.push_back({"cumsum axis out of range", [] { auto k = tl::kernel("m19", [](F32 x) { tl::store(x + tl::arange(0, 8), tl::cumsum(tl::zeros<tl::f32>({8}), 2)); }); go(k); }, __LINE__, "out of range", Trace});
   c.push_back({"reduction of fp8", [] { auto k = tl::kernel("m20", [](F32 x) { tl::store(x, tl::sum(tl::zeros<tl::f32>({8}).to<tl::f8e4m3fn>(), 0).to<tl::f32>()); }); go(k); }, __LINE__, "cannot reduce f8e4m3fn", Trace});
+  // --- compiler hints (tl::multiple_of, tl::max_contiguous, tl::max_constancy, tl::assume) ---
+  c.push_back({"multiple_of with n <= 0", [] { auto k = tl::kernel("h1", [](F32 x) { auto i = tl::multiple_of(tl::arange(0, 8), 0); tl::store(x + i, tl::zeros<tl::f32>({8})); }); go(k); }, __LINE__, "tl::multiple_of: the values must be positive, got 0", Trace});
+  c.push_back({"max_contiguous with a negative value", [] { auto k = tl::kernel("h2", [](F32 x) { auto i = tl::max_contiguous(tl::arange(0, 8), -8); tl::store(x + i, tl::zeros<tl::f32>({8})); }); go(k); }, __LINE__, "tl::max_contiguous: the values must be positive, got -8", Trace});
+  c.push_back({"hint with a value per dim missing", [] { auto k = tl::kernel("h3", [](F32 x) { auto i = tl::expand_dims(tl::arange(0, 8), 0) + tl::expand_dims(tl::arange(0, 8), 1); auto j = tl::max_constancy(i, 4); tl::store(x + j, tl::zeros<tl::f32>({8, 8})); }); go(k); }, __LINE__, "tl::max_constancy: 1 value for a tile of shape [8, 8] (one per dimension)", Trace});
+  c.push_back({"multiple_of a float tile", [] { auto k = tl::kernel("h4", [](F32 x) { auto v = tl::multiple_of(tl::zeros<tl::f32>({8}), 16); tl::store(x + tl::arange(0, 8), v); }); go(k); }, __LINE__, "applies to integer and pointer tiles, got tile<8xf32>", Trace});
+  c.push_back({"assume of a non-scalar", [] { auto k = tl::kernel("h5", [](F32 x) { tl::assume(tl::arange(0, 8) >= 0); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "tl::assume: the condition must be a scalar i1, got tile<8xi1>", Trace});
   // --- synchronization ---
   c.push_back({"barrier outside a kernel", [] { tl::barrier(); }, __LINE__, "only be used inside a kernel", Trace});
   // --- dtypes ---

@@ -99,6 +99,9 @@ ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
 void barrier(const Loc& loc);
+// Compiler hints (dsl/src/ops.cpp): x with a fact recorded, and a promised scalar i1.
+ir::Value* hint(ir::Value* x, HintKind kind, const std::vector<int64_t>& values, const Loc& loc);
+void assume(ir::Value* cond, const Loc& loc);
 // Shared memory (dsl/src/ops.cpp): a buffer of `stages` tiles, one stage's index (an int
 // checked against the stage count, or a run-time scalar i32), and its reads and writes.
 ir::Value* shared_alloc(DType t, const Shape& shape, const Loc& loc);
@@ -674,6 +677,49 @@ template <class E> class shared_tile {
 template <class E> shared_tile<elem_t<E>> shared(shape_t shape, Loc loc = Loc::current()) {
   return shared_tile<elem_t<E>>(detail::shared_alloc(elem_t<E>::dtype, shape, loc));
 }
+
+// ---------------------------------------------------------------------------------
+// Compiler hints (Triton's tl.multiple_of, tl.max_contiguous, tl.max_constancy,
+// tl.assume): promises about values the compiler cannot see (sizes and strides loaded
+// from memory or passed at run time). They change no result when true; when false the
+// program is wrong (undefined behaviour, as in Triton). They feed the axis analysis:
+// the width of loads and stores, the AMD buffer loads (non-negative offsets).
+//
+// `tl::multiple_of(x, 16)` / `tl::multiple_of(x, {16, 16})` (one value per dimension,
+// one for a scalar): every element of x, or the first of each contiguous run, is a
+// multiple of n. `tl::max_contiguous(x, n)`: runs of n consecutive values (+1 each
+// along the dimension, aligned to n). `tl::max_constancy(x, n)`: runs of n equal
+// values. Integer and pointer tiles. As in Triton, the fact also stays with x: on a
+// tile object (not a temporary) the call rebinds it to the hinted value, so
+// `tl::multiple_of(a_ptrs, {16, 16});` alone hints the loads through a_ptrs after it.
+// `tl::assume(cond)`: a scalar i1 the program promises true (`stride_am > 0`,
+// `n % 16 == 0`); the compiler reads `x > c`, `x >= c`, `x < c`, `x <= c`, `x == c`,
+// `x % n == 0` and `&` of those for the scalar x, wherever x is used.
+
+namespace detail {
+// One value per dimension, or one for a scalar or 1-D tile: `16` or `{16, 16}`.
+struct hint_values {
+  std::vector<int64_t> v;
+  hint_values(int64_t n) : v{n} {}
+  hint_values(std::initializer_list<int64_t> ns) : v(ns) {}
+};
+}  // namespace detail
+
+#define TL_HINT(NAME)                                                                                    \
+  template <class E> tile<E> NAME(tile<E>& x, detail::hint_values n, Loc loc = Loc::current()) {        \
+    x = tile<E>(detail::hint(x.get(), HintKind::NAME, n.v, loc));                                        \
+    return x;                                                                                            \
+  }                                                                                                      \
+  template <class E>                                                                                     \
+  [[nodiscard]] tile<E> NAME(const tile<E>& x, detail::hint_values n, Loc loc = Loc::current()) {       \
+    return tile<E>(detail::hint(x.get(), HintKind::NAME, n.v, loc));                                     \
+  }
+TL_HINT(multiple_of)
+TL_HINT(max_contiguous)
+TL_HINT(max_constancy)
+#undef TL_HINT
+
+inline void assume(const i1& cond, Loc loc = Loc::current()) { detail::assume(cond.get(), loc); }
 
 // ---------------------------------------------------------------------------------
 // Debugging.
