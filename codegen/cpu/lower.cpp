@@ -286,6 +286,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::barrier: return;  // a CPU program is one thread: nothing to wait for
     case Op::for_: return lower_for(op);
     case Op::if_: return lower_if(op);
+    case Op::while_: return lower_while(op);
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
     case Op::dot: return lower_dot(op);
@@ -455,6 +456,71 @@ void Lowerer::lower_for(const ir::Operation& op) {
     if (phis[i]) rep(op.result(int(i))).scalar = phis[i];
     else rep(op.result(int(i))).buf = bufs[i];
   }
+}
+
+// ------------------------------------------------------------------------- while
+
+// while.cond: the condition region on the carried values (phis, or the carried
+// buffers), then a branch on its condition: to while.body with the values it passes on,
+// or out with them as the results. Tiles it passes on are copied into buffers of their
+// own (`passed`), which the body reads and the results are; the body's yield is copied
+// into the carried buffers for the next round, as a for loop's.
+void Lowerer::lower_while(const ir::Operation& op) {
+  const ir::Block& before = *op.regions[0];
+  const ir::Block& after = *op.regions[1];
+  const size_t n = op.results.size();
+  std::vector<Value*> carried(n, nullptr), passed(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Type& t = op.result(int(i))->type;
+    if (in_ssa(t)) continue;
+    carried[i] = alloc_buffer(t, "while.carried");
+    passed[i] = alloc_buffer(t, "while.passed");
+    copy_into(carried[i], op.operands[i]);
+    rep(before.args[i].get()).buf = carried[i];
+  }
+  BasicBlock* pre = b_.GetInsertBlock();
+  BasicBlock* header = new_block("while.cond");
+  BasicBlock* body = new_block("while.body");
+  BasicBlock* exit = new_block("while.end");
+  b_.CreateBr(header);
+  b_.SetInsertPoint(header);
+  std::vector<PHINode*> phis(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    if (carried[i]) continue;
+    phis[i] = b_.CreatePHI(ssa_type(op.operands[i]->type), 2, "while.carried");
+    phis[i]->addIncoming(elem(op.operands[i], Idx{}), pre);
+    rep(before.args[i].get()).scalar = phis[i];
+  }
+  lower_block(before);
+  const ir::Operation* cond = before.terminator();
+  Value* go_on = elem(cond->operands[0], Idx{});
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* v = cond->operands[1 + i];
+    if (passed[i]) {
+      copy_into(passed[i], v);
+      rep(after.args[i].get()).buf = passed[i];
+      rep(op.result(int(i))).buf = passed[i];
+    } else {
+      Value* s = elem(v, Idx{});
+      rep(after.args[i].get()).scalar = s;
+      rep(op.result(int(i))).scalar = s;  // (the exit's only predecessor is this block)
+    }
+  }
+  b_.CreateCondBr(go_on, body, exit);
+
+  b_.SetInsertPoint(body);
+  lower_block(after);
+  const ir::Operation* y = after.terminator();
+  std::vector<const ir::Value*> yielded(y->operands.begin(), y->operands.end());
+  std::vector<Value*> scalar_next(n, nullptr);
+  for (size_t i = 0; i < n; ++i)
+    if (phis[i]) scalar_next[i] = elem(yielded[i], Idx{});
+  yield_tiles(carried, yielded);
+  BasicBlock* latch = b_.GetInsertBlock();
+  for (size_t i = 0; i < n; ++i)
+    if (phis[i]) phis[i]->addIncoming(scalar_next[i], latch);
+  b_.CreateBr(header);
+  b_.SetInsertPoint(exit);
 }
 
 // ------------------------------------------------------------------------- if

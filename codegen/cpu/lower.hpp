@@ -151,6 +151,7 @@ class Lowerer {
   void lower_op(const ir::Operation& op);
   void lower_for(const ir::Operation& op);
   void lower_if(const ir::Operation& op);
+  void lower_while(const ir::Operation& op);
   // Materializes `op`'s single result with a loop over its shape.
   void materialize(const ir::Operation& op);
   // Copies a for loop's yielded tiles into its carried buffers, staging through

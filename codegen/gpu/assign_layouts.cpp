@@ -264,6 +264,7 @@ class LayoutPlanner {
           break;
         case Op::yield: {
           const ir::Operation* owner = u->parent ? u->parent->parent : nullptr;
+          if (owner && owner->op == Op::while_) break;  // carried in the layout of its initial value (while_loop)
           if (owner && owner->op == Op::for_) meet(wanted_layout(owner->regions[0]->args[size_t(index + 1)].get()));
           if (owner) meet(wanted_layout(owner->result(index)));
           break;
@@ -317,6 +318,7 @@ class LayoutPlanner {
   void op(const ir::Operation& o) {
     switch (o.op) {
       case Op::for_: return loop(o);
+      case Op::while_: return while_loop(o);
       case Op::if_: return branch(o);
       case Op::load: return load(o);
       // A shared load is an anchor like a load: the layout its users want (a transpose
@@ -474,6 +476,20 @@ class LayoutPlanner {
       weak_.erase(body.args[1 + i].get());
       if (carried[i]) set(o.result(int(i)), *carried[i]);
     }
+  }
+
+  // A while loop carries each tile in its initial value's layout: both regions' arguments
+  // and the results take it, and what the regions yield is converted to it
+  // (insert_layout_conversions). (A for loop also tries the layout its body produces; a
+  // while loop's tiles are rarely the hot accumulators that pays off for.)
+  void while_loop(const ir::Operation& o) {
+    for (size_t i = 0; i < o.results.size(); ++i) {
+      if (!distributed(o.operands[i])) continue;
+      const Layout l = plan_.of(o.operands[i]);
+      for (auto& r : o.regions) set(r->args[i].get(), l);
+      set(o.result(int(i)), l);
+    }
+    for (auto& r : o.regions) block(*r);
   }
 
   void branch(const ir::Operation& o) {

@@ -44,10 +44,19 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     }
     case Op::for_:  // operands 0-2 are the bounds; then the carried values' initial values
       return index >= 3 ? op.regions[0]->args[size_t(index - 3 + 1)]->layout : std::nullopt;
+    case Op::while_:
+      return op.regions[0]->args[size_t(index)]->layout;
     case Op::yield: {
       const ir::Operation* owner = op.parent ? op.parent->parent : nullptr;
       if (!owner) return std::nullopt;
       if (owner->op == Op::for_) return owner->regions[0]->args[size_t(index + 1)]->layout;
+      // A while's condition region yields (condition, values...), its body the values;
+      // both go to the carried values' layout, that of the regions' arguments.
+      if (owner->op == Op::while_) {
+        const bool condition_region = op.parent == owner->regions[0].get();
+        if (condition_region && index == 0) return std::nullopt;
+        return owner->regions[0]->args[size_t(condition_region ? index - 1 : index)]->layout;
+      }
       return owner->result(index)->layout;
     }
     // reshape and trans rename their operand's registers (assign_layouts gives their

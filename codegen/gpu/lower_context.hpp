@@ -301,6 +301,7 @@ class Lowerer {
   void lower_op(const ir::Operation& op);
   void lower_for(const ir::Operation& op);
   void lower_if(const ir::Operation& op);
+  void lower_while(const ir::Operation& op);
   void lower_assert(const ir::Operation& op);
 
   const ir::Function& f_;

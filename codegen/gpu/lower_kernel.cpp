@@ -267,6 +267,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
   switch (op.op) {
     case Op::for_: return lower_for(op);
     case Op::if_: return lower_if(op);
+    case Op::while_: return lower_while(op);
     case Op::load: return lower_load(op);
     case Op::store: return lower_store(op);
     case Op::atomic_rmw: case Op::atomic_cas: return lower_atomic(op);
@@ -415,6 +416,83 @@ void Lowerer::lower_for(const ir::Operation& op) {
     if (held_as_scalar(res->type)) scalars_[res] = vals[0];
     else natural_[res] = Regs{layouts[i], vals};
   }
+}
+
+// while.cond runs the condition region on the carried values (phis), then branches to
+// while.body with the values it passes on, or out with them as the results; the body's
+// yield feeds the phis. Every region keeps the carried tiles in the layout of the
+// regions' arguments (assign_layouts: the initial values'), the yields converted to it.
+void Lowerer::lower_while(const ir::Operation& op) {
+  const ir::Block& before = *op.regions[0];
+  const ir::Block& after = *op.regions[1];
+  size_t n = op.results.size();
+  std::vector<Layout> layouts(n);
+  std::vector<Values> inits(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* init = op.operands[i];
+    if (held_as_scalar(init->type)) {
+      inits[i] = {scalar(init)};
+      continue;
+    }
+    layouts[i] = plan_.of(before.args[i].get());
+    inits[i] = get(init, layouts[i]);
+  }
+  auto bind = [&](const ir::Value* v, size_t i, const Values& vals) {
+    if (held_as_scalar(v->type)) scalars_[v] = vals[0];
+    else natural_[v] = Regs{layouts[i], vals};
+  };
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(ctx_, "while.cond", fn_);
+  auto* body = llvm::BasicBlock::Create(ctx_, "while.body", fn_);
+  auto* exit = llvm::BasicBlock::Create(ctx_, "while.exit", fn_);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  std::vector<std::vector<llvm::PHINode*>> phis(n);
+  for (size_t i = 0; i < n; ++i) {
+    Values vals;
+    for (llvm::Value* init : inits[i]) {
+      llvm::PHINode* p = b.CreatePHI(init->getType(), 2);
+      p->addIncoming(init, pre);
+      phis[i].push_back(p);
+      vals.push_back(p);
+    }
+    bind(before.args[i].get(), i, vals);
+  }
+  std::vector<uint8_t> pending_before = smem_pending_;
+  for (auto& p : smem_pending_) p |= kPendingReads;  // the previous iteration's reads, per buffer
+  scopes_.emplace_back();
+  lower_block(before);
+  const ir::Operation* cond = before.terminator();
+  llvm::Value* go_on = scalar(cond->operands[0]);
+  std::vector<Values> passed(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* v = cond->operands[1 + i];
+    passed[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
+  }
+  scopes_.pop_back();
+  std::vector<uint8_t> pending_at_exit = smem_pending_;
+  b.CreateCondBr(go_on, body, exit);
+
+  b.SetInsertPoint(body);
+  for (size_t i = 0; i < n; ++i) bind(after.args[i].get(), i, passed[i]);  // (while.cond dominates the body)
+  scopes_.emplace_back();
+  lower_block(after);
+  const ir::Operation* y = after.terminator();
+  std::vector<Values> yields(n);
+  for (size_t i = 0; i < n; ++i) {
+    const ir::Value* v = y->operands[i];
+    yields[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
+  }
+  scopes_.pop_back();
+  llvm::BasicBlock* latch = b.GetInsertBlock();
+  b.CreateBr(head);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
+  // Leaving from the condition region of any round: whatever any point of the loop left pending.
+  for (size_t k = 0; k < smem_pending_.size(); ++k) smem_pending_[k] |= pending_before[k] | pending_at_exit[k];
+
+  b.SetInsertPoint(exit);
+  for (size_t i = 0; i < n; ++i) bind(op.result(int(i)), i, passed[i]);  // (its one predecessor is while.cond's end)
 }
 
 void Lowerer::lower_if(const ir::Operation& op) {

@@ -144,6 +144,13 @@ void Lowerer::lower_atomic(const ir::Operation& op) {
 
   llvm::Value* zero = llvm::Constant::getNullValue(ty);
   if (ptr->type.is_scalar()) {
+    // A scalar atomic is one thread's, done for the whole program. With release semantics
+    // it publishes what every thread of the program wrote before it (a lock released after
+    // a tile's stores), so the threads meet first; with acquire semantics every thread's
+    // later accesses come after it (when its result is read, the broadcast of it orders
+    // them already).
+    const bool many = threads_ > 1;
+    if (many && (s == sem::release || s == sem::acq_rel)) barrier(/*user=*/true);
     Layout l = scalar_layout(ws_, nw_);
     llvm::Value* cond = owner_predicate(l);
     if (mask) cond = cond ? b.CreateAnd(cond, scalar(mask)) : scalar(mask);
@@ -152,6 +159,7 @@ void Lowerer::lower_atomic(const ir::Operation& op) {
     llvm::Value* c = cas ? scalar(op.operands[1]) : nullptr;
     llvm::Value* old = if_then_value(cond, [&] { return emit(p, x, c); }, zero);
     if (has_uses(op.result())) old = broadcast_from_owners({old}, l, t)[0];
+    else if (many && (s == sem::acquire || s == sem::acq_rel)) barrier(/*user=*/true);
     return set_scalar(op.result(), old);
   }
   const Layout& l = plan_.op_layout(&op);

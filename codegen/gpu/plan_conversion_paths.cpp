@@ -11,7 +11,7 @@ void plan_conversion_paths(ir::Function& f, const PlanTarget& t) {
     if (op.op != Op::convert_layout) return;
     bool in_loop = false;
     if (t.caps->register_pressure_rules)
-    for (const ir::Block* b = op.parent; b && b->parent && !in_loop; b = b->parent->parent) in_loop = b->parent->op == Op::for_;
+    for (const ir::Block* b = op.parent; b && b->parent && !in_loop; b = b->parent->parent) in_loop = b->parent->op == Op::for_ || b->parent->op == Op::while_;
     op.i0 = int64_t(conversion_path(*op.operands[0]->layout, *op.result()->layout, in_loop));
   });
 }

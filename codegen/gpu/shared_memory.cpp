@@ -124,7 +124,8 @@ void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const An
       int64_t point = a.span.at(u).first;
       for (const ir::Operation* p = u->parent ? u->parent->parent : nullptr; p;
            p = p->parent ? p->parent->parent : nullptr)
-        if (p->op == Op::for_ && !contains(p, def)) point = std::max(point, a.span.at(p).second);
+        if ((p->op == Op::for_ || p->op == Op::while_) && !contains(p, def))
+          point = std::max(point, a.span.at(p).second);
       buf.last = std::max(buf.last, point);
     }
   }

@@ -30,6 +30,17 @@ class Verifier {
 
   void block(const Block& b, bool needs_yield) {
     for (size_t k = 0; k < b.args.size(); ++k) {
+    // What a region defines is visible only inside it (a while's body cannot read its
+    // condition region's values, a branch's else cannot read its then): forgotten on exit.
+    struct Scope {
+      std::unordered_set<const Value*>& defined;
+      const Block& b;
+      ~Scope() {
+        for (auto& a : b.args) defined.erase(a.get());
+        for (auto& op : b.ops)
+          for (auto& r : op->results) defined.erase(r.get());
+      }
+    } scope{defined_, b};
       const Value* a = b.args[k].get();
       if ((a->owner != &b || a->index != int(k)) && b.parent) fail(*b.parent, "block argument links are wrong");
       defined_.insert(a);
@@ -65,7 +76,7 @@ class Verifier {
       if (!t.is_shared()) return expect(t.stages == 0, op, "a register value has a stage count");
       expect(!t.shape.empty() && t.stages >= 1 && !t.is_ptr(), op, "a shared buffer needs a tile shape and stages");
       for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
-      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::yield || op.op == Op::shared_alloc ||
+      expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::while_ || op.op == Op::yield || op.op == Op::shared_alloc ||
                  op.op == Op::shared_load || op.op == Op::shared_store ||
                  op.op == Op::global_load_to_shared,
              op, "only shared_load, shared_store and global_load_to_shared read or write a shared buffer");
@@ -262,6 +273,26 @@ class Verifier {
   std::unordered_set<const Value*> defined_;
 };
 
+      case Op::while_: {
+        expect(op.regions.size() == 2, op, "while has a condition region and a body");
+        const Block& before = *op.regions[0];
+        const Block& after = *op.regions[1];
+        expect(op.results.size() == nops && before.args.size() == nops && after.args.size() == nops, op,
+               "while: inits, results and both regions' arguments must be the carried values");
+        const Operation* cond = before.terminator();
+        const Operation* next = after.terminator();
+        expect(cond && cond->operands.size() == nops + 1, op, "while condition yield: the condition and the values");
+        expect(cond->operands[0]->type.dtype == DType::i1 && cond->operands[0]->type.is_scalar(), op,
+               "while condition must be a scalar i1");
+        expect(next && next->operands.size() == nops, op, "while body yield count");
+        for (size_t i = 0; i < nops; ++i) {
+          const Type& t = op.operands[i]->type;
+          expect(op.results[i]->type == t && before.args[i]->type == t && after.args[i]->type == t &&
+                     cond->operands[1 + i]->type == t && next->operands[i]->type == t,
+                 op, "while carried value types differ");
+        }
+        break;
+      }
 }  // namespace
 
 void verify(const Function& f) { Verifier().function(f); }

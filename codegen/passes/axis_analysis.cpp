@@ -199,6 +199,7 @@ void AxisAnalysis::block(const ir::Block& b) {
 
 void AxisAnalysis::op(const ir::Operation& o) {
   if (o.op == Op::for_) return loop(o);
+  if (o.op == Op::while_) return while_loop(o);
   if (o.op == Op::if_) {
     for (auto& r : o.regions) block(*r);
     const ir::Operation* yt = o.regions[0]->terminator();
@@ -503,6 +504,39 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
     case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
       return in(0);
     case Op::hint: return in(0);
+// A while loop: the condition region runs on the inits or on the body's last yield, the
+// body on what the condition region passed on, and the loop ends with the condition
+// region's values. The same fixpoint as a for loop's, around both regions.
+void AxisAnalysis::while_loop(const ir::Operation& o) {
+  const ir::Block& before = *o.regions[0];
+  const ir::Block& after = *o.regions[1];
+  const ir::Operation* cond = before.terminator();
+  const ir::Operation* next = after.terminator();
+  size_t n = o.results.size();
+  for (size_t i = 0; i < n; ++i) set(before.args[i].get(), get(o.operands[i]));
+  for (int round = 0;; ++round) {
+    block(before);
+    for (size_t i = 0; i < n; ++i) set(after.args[i].get(), get(cond->operands[1 + i]));
+    block(after);
+    bool changed = false;
+    for (size_t i = 0; i < n; ++i) {
+      const ir::Value* arg = before.args[i].get();
+      const AxisInfo& old = get(arg);
+      AxisInfo m = meet(old, get(next->operands[i]));
+      if (round >= kWidenAfter) {
+        ValueRange all = bounds(arg->type.dtype);
+        if (m.range.lo < old.range.lo) m.range.lo = all.lo;
+        if (m.range.hi > old.range.hi) m.range.hi = all.hi;
+      }
+      if (m == old) continue;
+      set(arg, std::move(m));
+      changed = true;
+    }
+    if (!changed) break;
+  }
+  for (size_t i = 0; i < n; ++i) set(o.result(int(i)), get(cond->operands[1 + i]));
+}
+
     case Op::add: return fit_arith(i128(in(0).lo) + in(1).lo, i128(in(0).hi) + in(1).hi, t);
     case Op::sub: return fit_arith(i128(in(0).lo) - in(1).hi, i128(in(0).hi) - in(1).lo, t);
     case Op::mul: {

@@ -75,6 +75,7 @@ class AxisAnalysis {
   void block(const ir::Block& b);
   void op(const ir::Operation& op);
   void loop(const ir::Operation& op);
+  void while_loop(const ir::Operation& op);
   ValueRange range_of(const ir::Operation& op) const;
   // tl::assume's facts, read before the walk (axis_analysis.cpp): by the scalar they are about.
   struct Assumed {

@@ -69,7 +69,7 @@ struct Run {
       }
       bool effects = ir::writes_or_has_effects(*op);
       // A loop body runs after its own earlier iterations: its writes precede its reads.
-      int64_t inner = op->op == Op::for_ && effects ? ++next_epoch : epoch;
+      int64_t inner = (op->op == Op::for_ || op->op == Op::while_) && effects ? ++next_epoch : epoch;
       for (auto& r : op->regions) block(*r, inner);
       if (effects) epoch = ++next_epoch;
     }

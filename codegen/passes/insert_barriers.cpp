@@ -16,7 +16,9 @@
 //   inserted; the state after the loop is that join too (zero iterations included).
 //   When what is pending before the loop would cost the body barriers that the back-edge
 //   alone would not, one barrier goes before the loop instead (run once, not per
-//   iteration).
+//   iteration);
+// - a while runs its condition region and body in turn from the join of the state
+//   before it and the body's end, and continues with the condition region's end.
 // Granularity is the whole buffer: which stage an access touches is a run-time value,
 // so a double-buffered loop gets a barrier between its store and its load of the other
 // stage, as Triton's does for one allocation.
@@ -197,6 +199,30 @@ class InsertBarriers {
           walk(body, end, insert);
           s = std::move(entry);  // before the loop (no iteration) joined with the back-edge
           join_into(s, end);
+          break;
+        }
+        case Op::while_: {
+          // The condition region, then the body, again and again; the loop leaves after
+          // the condition region. Its entry state joins the state before the loop with
+          // the body's end (to a fixed point, as loop_entry), and the exit state is the
+          // condition region's end, from that entry.
+          ir::Block& before = *op.regions[0];
+          ir::Block& after = *op.regions[1];
+          int saved = simulated_;
+          State entry = s;
+          for (int round = 0; round < 16; ++round) {
+            State end = entry;
+            walk(before, end, /*insert=*/false);
+            walk(after, end, /*insert=*/false);
+            State next = entry;
+            join_into(next, end);
+            if (next == entry) break;
+            entry = std::move(next);
+          }
+          simulated_ = saved;
+          walk(before, entry, insert);
+          s = entry;
+          walk(after, entry, insert);
           break;
         }
         default:

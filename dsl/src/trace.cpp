@@ -246,6 +246,18 @@ DType TileBase::dtype() const { return get()->type.dtype; }
 
 ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, bool stages_given, const Loc& loc) {
   Trace& t = Trace::current(loc);
+    } else if (f.kind == Frame::While) {
+      // Both regions take every carried value; a cell first read in the body passes
+      // through the condition region unchanged.
+      ir::Operation* loop = f.op;
+      ir::Value* before = loop->regions[0]->add_arg(v_->type);
+      ir::Value* after = loop->regions[1]->add_arg(v_->type);
+      loop->operands.push_back(v_);
+      CellEntry e{self, before, v_};
+      e.after = after;
+      if (f.in_else) e.then_value = before;
+      f.cells.push_back(e);
+      v_ = f.in_else ? after : before;
   for (ir::Value* v : {lb, ub, step})
     if (!v->type.is_scalar() || v->type.dtype != DType::i32)
       throw trace_error(fmt::format("tl::range: bounds and step must be scalar i32, got {}", v->type.str()), loc);
@@ -382,6 +394,92 @@ void end_if() {
     if (std::find(changed.begin(), changed.end(), e.cell) == changed.end()) e.cell->v_ = e.entry;
     e.cell->level_ = t.depth();
   }
+}
+
+// --------------------------------------------------------------------- while loops
+
+void begin_while(const Loc& loc) {
+  Trace& t = Trace::current(loc);
+  ir::Operation* loop = t.emit(Op::while_, {}, loc);
+  ir::Block* before = loop->add_region();
+  loop->add_region();
+  t.frames().push_back({Frame::While, loop, t.block(), {}});
+  t.set_block(before);
+}
+
+void begin_while_body(ir::Value* cond, const Loc& loc) {
+  Trace& t = Trace::current(loc);
+  Frame& f = t.frames().back();
+  if (f.kind != Frame::While || f.in_else) throw trace_error("tl::while_: the condition was given twice", loc);
+  if (!cond->type.is_scalar() || cond->type.dtype != DType::i1)
+    throw trace_error(fmt::format("tl::while_: the condition must be a scalar i1, got {}", cond->type.str()), loc);
+  ir::Block* before = f.op->regions[0].get();
+  // The condition must be a value of the condition region (or from before the loop):
+  // reading the cell it came from has already made any outer tile a block argument.
+  t.emit(Op::yield, {cond}, loc);
+  for (auto& e : f.cells) {
+    e.then_value = e.cell->v_;
+    e.cell->v_ = e.after;
+  }
+  f.in_else = true;
+  (void)before;
+  t.set_block(f.op->regions[1].get());
+}
+
+void end_while() {
+  Trace& t = Trace::current(Loc::current());
+  Frame f = std::move(t.frames().back());
+  t.frames().pop_back();
+  ir::Operation* loop = f.op;
+  ir::Block* before = loop->regions[0].get();
+  ir::Block* after = loop->regions[1].get();
+  ir::Operation* cond_yield = before->ops.back().get();  // begin_while_body's yield
+
+  std::vector<CellEntry> carried;
+  std::vector<ir::Value*> inits, before_yields{cond_yield->operands[0]}, body_yields;
+  for (auto& e : f.cells) {
+    ir::Value* cond_end = e.then_value;
+    ir::Value* body_end = e.cell->v_;
+    if (cond_end == e.entry && body_end == e.after) {  // read, never assigned: the value from before the loop
+      ir::replace_all_uses(*before, e.entry, e.init);
+      ir::replace_all_uses(*after, e.after, e.init);
+      e.cell->v_ = e.init;
+      continue;
+    }
+    for (ir::Value* now : {cond_end, body_end})
+      if (now->type != e.entry->type) {
+        const ir::SrcLoc& at = now->def ? now->def->loc : loop->loc;
+        throw trace_error(fmt::format("tl::while_: a loop-carried tile changes from {} to {} in the loop",
+                                      e.entry->type.str(), now->type.str()),
+                          at.file, at.line);
+      }
+    inits.push_back(e.init);
+    before_yields.push_back(cond_end);
+    body_yields.push_back(body_end);
+    carried.push_back(e);
+  }
+  // Keep the block arguments of carried cells, in the order they were first touched.
+  auto keep = [&](ir::Block* b, bool body) {
+    std::vector<std::unique_ptr<ir::Value>> kept;
+    for (auto& e : carried)
+      for (auto& a : b->args)
+        if (a && a.get() == (body ? e.after : e.entry)) kept.push_back(std::move(a));
+    for (auto& a : b->args)
+      if (a) t.retired_values.push_back(std::move(a));
+    b->args = std::move(kept);
+    for (size_t i = 0; i < b->args.size(); ++i) b->args[i]->index = int(i);
+  };
+  keep(before, false);
+  keep(after, true);
+  loop->operands = std::move(inits);
+  cond_yield->operands = std::move(before_yields);
+
+  t.set_block(after);
+  t.emit(Op::yield, body_yields, Loc::current());
+  after->ops.back()->loc = loop->loc;
+  t.set_block(f.outer);
+  for (auto& e : carried) e.cell->v_ = loop->add_result(e.entry->type);
+  for (auto& e : f.cells) e.cell->level_ = t.depth();
 }
 
 }  // namespace tl::detail

@@ -15,12 +15,15 @@ struct CellEntry {
   TileBase* cell;
   ir::Value* entry;  // loops: the body's block argument; branches: the value before the branch
   ir::Value* init;   // loops: the value before the loop
-  ir::Value* then_value = nullptr;  // branches: the value at the end of the then region
+  ir::Value* then_value = nullptr;  // branches: the value at the end of the then region;
+                                    // while loops: at the end of the condition region
   bool seen_in_then = false;
+  ir::Value* after = nullptr;  // while loops: the body's block argument (`entry` is the condition region's)
 };
 
 struct Frame {
-  enum Kind { Loop, Branch } kind;
+  // in_else: branches, tracing the else region; while loops, tracing the body.
+  enum Kind { Loop, Branch, While } kind;
   ir::Operation* op;
   ir::Block* outer;  // where the loop or branch op sits
   std::vector<CellEntry> cells;

@@ -439,3 +439,25 @@ TEST(IntegerSemantics, AbsAndNegationWrapAtTheMinimumBeforeWidening) {
     EXPECT_EQ(y[size_t(12 + i)], int32_t(a)) << hh[size_t(i)];
   }
 }
+
+// Triton's spellings `tl.range(0, n, num_stages=2)` and `tl.range(n, num_stages=2)`: no
+// step, stages given; the loops run as `range(0, n)`.
+TEST(RangeSpellings, NumStagesWithoutAStep) {
+  auto k = tl::kernel("range_stages_no_step", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::i32 n) {
+    auto offs = tl::arange(0, 16);
+    auto acc = tl::zeros<ty::f32>({16});
+    for (auto i : tl::range(0, n, tl::num_stages(2))) acc += tl::load(x + i * 16 + offs);
+    for (auto i : tl::range(n, tl::num_stages(3))) acc += tl::load(x + i * 16 + offs) * 2.0f;
+    tl::store(y + offs, acc);
+  });
+  const int n = 5;
+  auto hx = random_floats(size_t(n) * 16);
+  auto X = upload<ty::f32>(hx);
+  auto Y = test_device().alloc<ty::f32>(16);
+  poison(Y);
+  k[tl::grid(1)](X, Y, n);
+  std::vector<double> want(16, 0.0);
+  for (int i = 0; i < n; ++i)
+    for (int e = 0; e < 16; ++e) want[e] += 3.0 * hx[size_t(i) * 16 + e];
+  EXPECT_TRUE(near(Y.download(), want, 1e-5, 1e-5));
+}
