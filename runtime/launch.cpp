@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <shared_mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "codegen/cpu/limits.hpp"
@@ -73,13 +74,14 @@ void scalar_bits(DType d, double f, int64_t i, uint64_t& bits) {
   }
 }
 
-ir::Value* declare_argument(int index, DType dtype, bool is_pointer) {
+ir::Value* declare_argument(int index, DType dtype, bool is_pointer, const pointer_desc& pointee) {
   Trace& t = Trace::current(std::source_location::current());
   const ArgValue* a = index < int(t_args.size()) ? &t_args[index] : nullptr;
   bool div16 = false;
   if (a && is_pointer) div16 = a->bits % 16 == 0;
   if (a && !is_pointer && is_int(dtype) && dtype != DType::i1) div16 = int64_t(a->bits) % 16 == 0;
   ir::Type type{is_pointer ? DType::ptr : dtype, dtype, {}};
+  if (is_pointer && pointee.pointee_levels > 0) type.pointee_levels = pointee.pointee_levels, type.element = pointee.element;
   ir::Value* v = t.add_argument(type, fmt::format("arg{}", index), div16);
   // An integer argument equal to 1 becomes the constant 1 (strides of contiguous rows).
   if (a && !is_pointer && is_int(dtype) && dtype != DType::i1 && a->bits == 1)
@@ -206,6 +208,13 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     t_args = args;
     try {
       trace();
+    } catch (const trace_error& e) {
+      t_args = saved;
+      // An operation given a tile that was never given a value (TileBase::get) may refuse
+      // the placeholder's type before it reports the use: said as what it is, at its line.
+      if (t.unassigned_read && e.line() != 0 && std::string_view(e.what()).find("never given a value") == std::string_view::npos)
+        throw trace_error(unassigned_message("tl"), e.file(), e.line());
+      throw;
     } catch (...) {
       t_args = saved;
       throw;

@@ -28,6 +28,7 @@
 #include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/passes.hpp"
 
 namespace tl::gpu {
 namespace {
@@ -40,7 +41,7 @@ bool only_use(ir::Block& body, const ir::Value* v, const ir::Operation* user, in
 
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.
 bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages) {
-  const int n = loop.i0 > 0 ? int(loop.i0) : num_stages;
+  const int n = passes::loop_num_stages(loop, num_stages);
   if (n < 2) return false;
   for (int i = 0; i < 2; ++i) {
     auto m = match_descriptor_operand(dot.operands[size_t(i)], i);

@@ -18,7 +18,8 @@
 // the value when nothing after the loop reads it. A step computed in the body from
 // loop-invariant values only (`BLOCK_K * stride_ak`) is hoisted before the loop.
 //
-// Only loops with num_stages > 1: the pipeliner is what needs it (codegen/pipeline.cpp).
+// Only loops the pipeliner pipelines (loop_num_stages > 1): it is what needs it
+// (codegen/pipeline.cpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -188,7 +189,7 @@ int walk_loops(ir::Block& b, ir::Block& scope, int default_stages) {
     ir::Operation* op = b.ops[i].get();
     for (auto& r : op->regions) n += walk_loops(*r, scope, default_stages);
     if (op->op != Op::for_) continue;
-    const int stages = op->i0 > 0 ? int(op->i0) : default_stages;
+    const int stages = loop_num_stages(*op, default_stages);
     if (stages > 1) n += rewrite_loop(*op, scope);
     while (b.ops[i].get() != op) ++i;  // past what was hoisted before it
   }

@@ -60,6 +60,13 @@ struct PipelineOptions {
   // iteration i+S-1 never overwrite the stage the dot of iteration i-1 may still read.
   std::function<bool(const ir::Operation& dot)> dot_may_run_async;
 };
+// The stages `loop` is pipelined at: its own tl::num_stages where it has one; else the
+// launch's for an innermost loop (no loop inside it) with a tl::dot directly in its body
+// fed by a load of the body (Triton's rule: AssignLatencies), and 1 for any other loop,
+// with the reason in `why_not`. The pipeliner, the carried-induction rewrite and the
+// asynchronous dots all ask it, so that they agree on which loops are pipelined.
+int loop_num_stages(const ir::Operation& loop, int launch_num_stages, std::string* why_not = nullptr);
+
 // Software-pipelines tl::range loops with num_stages > 1 (codegen/passes/pipeline_loops.cpp):
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered
 // shared memory. Adds a `pipelined: ...` line to `remarks` per such loop; returns how

@@ -54,8 +54,15 @@
 // assumed not to alias one another, as Triton's pipeliner assumes. A loop that issues
 // its own asynchronous copies is a pipeline already and is left alone.
 //
-// Every loop with N > 1 gets a line in the compile report (`pipelined: ...`): what was
-// pipelined, or why nothing was.
+// Which loops (loop_num_stages, Triton's AssignLatencies rule): a loop with its own
+// tl::num_stages(N) is pipelined at N, every eligible load of it. The launch's num_stages
+// applies only to innermost loops (no loop inside) with a tl::dot directly in the body,
+// and pipelines only the loads whose values reach the A or B operand of such a dot:
+// a persistent matmul's outer tile loop is not pipelined, its K loop is; a loop of
+// elementwise loads is left as written unless it asks.
+//
+// Every loop with N > 1 (its own or the launch's) gets a line in the compile report
+// (`pipelined: ...`): what was pipelined, or why nothing was.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -127,6 +134,35 @@ bool mask_bounds_iteration(const ir::Value* mask, const ir::Value* iv, const ir:
   if (pred == CmpPred::lt) return through_shape(b) == ub && at_least(a, iv);
   if (pred == CmpPred::gt) return through_shape(a) == ub && at_least(b, iv);
   return false;
+}
+
+// The loads of `loop`'s body (directly in it) whose values reach the A or B operand of
+// a tl::dot directly in the body, through ops of the body (Triton's AssignLatencies walk
+// from each dot back through its operands' producers in the loop's block; the
+// accumulator is not followed). A read of a tl::shared buffer the body writes leads on
+// to what the body stores there: the user's own staging of a dot operand.
+std::set<const ir::Operation*> loads_feeding_dots(const ir::Operation& loop) {
+  const ir::Block& body = *loop.regions[0];
+  std::set<const ir::Operation*> loads, seen;
+  std::vector<const ir::Operation*> work;
+  auto visit = [&](const ir::Value* v) {
+    if (v->def && v->def->parent == &body && seen.insert(v->def).second) work.push_back(v->def);
+  };
+  for (auto& op : body.ops)
+    if (op->op == Op::dot) {
+      visit(op->operands[0]);
+      visit(op->operands[1]);
+    }
+  while (!work.empty()) {
+    const ir::Operation* op = work.back();
+    work.pop_back();
+    if (op->op == Op::load) loads.insert(op);
+    if (op->op == Op::shared_load)
+      for (auto& w : body.ops)
+        if (w->op == Op::shared_store && w->operands[0] == op->operands[0]) visit(w->operands[2]);
+    for (const ir::Value* o : op->operands) visit(o);
+  }
+  return loads;
 }
 
 // One load to pipeline: the body ops its operands are computed from, and, for the
@@ -374,17 +410,24 @@ class Pipeliner {
 
   // Returns the loop as it now is (a new op when rebuilt).
   ir::Operation* pipeline(ir::Operation& loop) {
-    int n = loop.i0 > 0 ? int(loop.i0) : o_.num_stages;
+    const bool own = loop.i0 > 0;  // tl::num_stages on the loop; else the launch's
+    int n = own ? int(loop.i0) : o_.num_stages;
     if (n <= 1) return &loop;
-    loop_stages_ = n;
-    multi_buffered_.clear();
-    axis_.emplace(f_);  // of the function as it is now (earlier loops may have been rebuilt)
-    ir::Block& body = *loop.regions[0];
     std::string head = fmt::format("pipelined: loop at {} num_stages={}:", where(loop.loc), n);
     auto decline = [&](const std::string& why) {
       remarks_.push_back(fmt::format("{} no ({})", head, why));
       return &loop;
     };
+    std::string not_chosen;
+    if (loop_num_stages(loop, o_.num_stages, &not_chosen) <= 1) return decline(not_chosen);
+    // The launch's num_stages pipelines the loads that feed a tl::dot only (Triton's
+    // loadOpsToIndirectionLevel); the loop's own, every load it can.
+    std::set<const ir::Operation*> dot_fed;
+    if (!own) dot_fed = loads_feeding_dots(loop);
+    loop_stages_ = n;
+    multi_buffered_.clear();
+    axis_.emplace(f_);  // of the function as it is now (earlier loops may have been rebuilt)
+    ir::Block& body = *loop.regions[0];
 
     bool own_copies = false;
     std::vector<const ir::Operation*> writes;
@@ -403,6 +446,12 @@ class Pipeliner {
       if (op.op != Op::load) return;
       if (op.parent != &body) {
         declined.push_back(fmt::format("load at {} is inside a branch or an inner loop", where(op.loc)));
+        return;
+      }
+      if (!own && !dot_fed.count(&op)) {
+        declined.push_back(fmt::format("load at {} does not feed a tl::dot (the launch's num_stages pipelines the "
+                                       "loads of tl::dot operands; tl::num_stages on the loop pipelines every load)",
+                                       where(op.loc)));
         return;
       }
       LoadPlan p{&op, {}, nullptr};
@@ -789,6 +838,25 @@ class Pipeliner {
 };
 
 }  // namespace
+
+int loop_num_stages(const ir::Operation& loop, int launch_num_stages, std::string* why_not) {
+  if (loop.i0 > 0) return int(loop.i0);
+  if (launch_num_stages <= 1) return 1;
+  auto no = [&](const char* why) {
+    if (why_not)
+      *why_not = fmt::format("the launch's num_stages pipelines innermost loops whose loads feed a tl::dot, as "
+                             "Triton's does; {}: give it tl::num_stages({}) to pipeline it",
+                             why, launch_num_stages);
+    return 1;
+  };
+  bool inner_loop = false, dot = false;
+  ir::walk(*loop.regions[0], [&](ir::Operation& op) { inner_loop |= op.op == Op::for_ || op.op == Op::while_; });
+  if (inner_loop) return no("this loop contains a loop");
+  for (auto& op : loop.regions[0]->ops) dot |= op->op == Op::dot;
+  if (!dot) return no("this loop has no tl::dot in its body");
+  if (loads_feeding_dots(loop).empty()) return no("no load in this loop's body feeds its tl::dot");
+  return launch_num_stages;
+}
 
 int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks) {
   return Pipeliner(f, o, remarks).run();

@@ -9,6 +9,8 @@
 // each cell had on entry, so that both regions can yield the cells either one changed.
 #include "dsl/src/trace.hpp"
 
+#include "codegen/ir/builder.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -42,6 +44,23 @@ Ghosts& ghosts() {
 }
 bool is_ghost(const ir::Value* v) { return v && !v->def && !v->owner; }
 }  // namespace
+
+// What TileBase::get gives for a tile that was never given a value (see there): a value
+// of no function, never part of the IR (Trace::emit refuses it as an operand).
+ir::Value* unassigned_placeholder() {
+  static ir::Value* v = [] {
+    auto* p = new ir::Value;  // never freed: read from any thread, at any time
+    p->type = ir::Type{DType::i32, DType::i32, {}};
+    return p;
+  }();
+  return v;
+}
+
+std::string unassigned_message(const std::string& op) {
+  return fmt::format("{}: use of a tile that was never given a value (declared without one, as `tl::f32 x;`, and "
+                     "not assigned before this line); assign it first, or declare it with a value",
+                     op);
+}
 
 // --------------------------------------------------------------------- Trace
 
@@ -101,6 +120,8 @@ std::unique_ptr<ir::Function> Trace::finish() {
 }
 
 ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& loc) {
+  for (ir::Value* v : operands)
+    if (v == unassigned_placeholder()) throw trace_error(unassigned_message(op_name(op)), loc);
   for (ir::Value* v : operands)
     if (is_ghost(v)) {
       ir::SrcLoc made{};
@@ -192,7 +213,16 @@ TileBase::~TileBase() {
 }
 
 ir::Value* TileBase::get() const {
-  if (!v_) throw error("tl: use of a tile that was never given a value");
+  if (!v_) {
+    // The use's line is known to the operation that reads this value, not here: give it
+    // a placeholder that Trace::emit reports at its line. An operation that refuses the
+    // placeholder's type first throws at its line too, and the launch (build() in
+    // runtime/launch.cpp) says why, seeing `unassigned_read`.
+    Trace* t = Trace::current_or_null();
+    if (!t) throw error("tl: use of a tile that was never given a value");
+    t->unassigned_read = true;
+    return unassigned_placeholder();
+  }
   // A stale cell's ghost: the op that takes it reports the use (Trace::emit).
   if (level_ == kStale) return v_;
   Trace* t = Trace::current_or_null();
@@ -226,9 +256,31 @@ ir::Value* TileBase::get() const {
 
 void TileBase::set(ir::Value* v) {
   Trace* t = Trace::current_or_null();
-  if (!v_ && t && level_ < t->depth())
-    throw error("tl: a tile declared without a value cannot be assigned inside a loop or branch; "
-                "give it an initial value (for example tl::zeros) before the loop");
+  if (t && v == unassigned_placeholder()) {
+    // `y = x` with x never given a value. y without a value stays so: its uses report
+    // themselves. One with a value would silently keep it: reported where it was given.
+    if (!v_ || level_ == kStale) return;
+    ir::SrcLoc at = v_->def ? v_->def->loc : v_->owner && v_->owner->parent ? v_->owner->parent->loc : t->function().loc;
+    throw trace_error("tl: this tile (given its value here) is later assigned a tile that was never given a value "
+                      "(declared without one, as `tl::f32 x;`); assign that tile first",
+                      at.file, at.line);
+  }
+  if (!v_ && t && level_ < t->depth() && level_ != kStale) {
+    // The loop or branch that would have to carry the cell out is the outermost one
+    // entered since the tile was declared. The assignment's own line is not known here;
+    // the line that made the assigned value is, when it was made inside that loop or
+    // branch (`x = a + b;`); else the loop's or branch's.
+    const Frame& f = t->frames()[size_t(level_)];
+    const char* what = f.kind == Frame::Branch ? "a tl::if_ branch" : f.kind == Frame::Loop ? "a tl::range loop"
+                                                                                            : "a tl::while_ loop";
+    const ir::SrcLoc& opened = f.op->loc;
+    ir::SrcLoc at = v && v->def && ir::is_inside(v->def->parent, f.op) ? v->def->loc : opened;
+    const char* kind = f.kind == Frame::Branch ? "branch" : "loop";
+    throw trace_error(fmt::format("tl: a tile declared without a value cannot be assigned inside {} (the one at "
+                                  "{}:{}); give it an initial value (for example tl::zeros) before the {}",
+                                  what, opened.file, opened.line, kind),
+                      at.file, at.line);
+  }
   if (v_ && level_ != kStale) get();  // make the enclosing loops carry this cell (a stale one: just replace it)
   v_ = v;
   if (t) {
@@ -239,8 +291,14 @@ void TileBase::set(ir::Value* v) {
   }
 }
 
-std::vector<int> TileBase::shape() const { return get()->type.shape; }
-DType TileBase::dtype() const { return get()->type.dtype; }
+std::vector<int> TileBase::shape(const Loc& loc) const {
+  if (!v_) throw trace_error(unassigned_message("shape()"), loc);
+  return get()->type.shape;
+}
+DType TileBase::dtype(const Loc& loc) const {
+  if (!v_) throw trace_error(unassigned_message("dtype()"), loc);
+  return get()->type.dtype;
+}
 
 // --------------------------------------------------------------------- loops
 

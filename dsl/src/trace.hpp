@@ -30,6 +30,10 @@ struct Frame {
   bool in_else = false;
 };
 
+// TileBase::get's value for a tile never given one, and the error naming its use.
+ir::Value* unassigned_placeholder();
+std::string unassigned_message(const std::string& op);
+
 // One trace in progress on this thread. Kernels trace on the launching thread, so
 // concurrent first launches of different kernels each have their own.
 class Trace {
@@ -86,6 +90,9 @@ class Trace {
   // The block arguments end_for drops (those of cells the loop does not carry): kept
   // until the trace ends, since a copy of a cell may still point at one.
   std::vector<std::unique_ptr<ir::Value>> retired_values;
+  // A tile without a value was read (TileBase::get gave unassigned_placeholder()): an
+  // error the operation reading it threw, at its line, is about that tile.
+  bool unassigned_read = false;
 
  private:
   std::unique_ptr<ir::Function> fn_;

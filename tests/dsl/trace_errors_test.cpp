@@ -1,6 +1,8 @@
 // Misuse found while tracing throws tl::trace_error naming the user's file and line
 // and saying what was expected. Misuse the C++ compiler can see is a compile error,
 // asserted here with requires-expressions.
+#include <fmt/format.h>
+
 #include <chrono>
 #include <functional>
 #include <future>
@@ -246,4 +248,79 @@ TEST(TraceErrors, KernelLaunchingItselfFromItsTrace) {
   auto f = outcome->get_future();
   ASSERT_EQ(f.wait_for(std::chrono::seconds(60)), std::future_status::ready) << "the launch hangs";
   EXPECT_EQ(f.get(), "ok");
+}
+
+// A tile declared without a value (`tl::f32 v;`) and read before it is given one: the
+// error names the line of the read, whichever operation reads it: an operator, a function
+// (which may refuse the placeholder's type first), a loop bound, a branch condition.
+TEST(TraceErrors, UseOfATileNeverGivenAValueNamesTheUse) {
+  unsigned line = 0;
+  int form = 0;
+  auto k = tl::kernel("e_unassigned", [&](tl::ptr<tl::f32> x) {
+    auto r = tl::arange(0, 16);
+    tl::f32 v;
+    tl::i32 n;
+    tl::i1 c;
+    auto y = tl::zeros<tl::f32>({16});
+    if (form == 0) { line = __LINE__; y = y + v; }
+    if (form == 1) { line = __LINE__; y = tl::exp(v) + y; }
+    if (form == 2) { line = __LINE__; y = y + tl::reshape(tl::reshape(v, {4, 4}), {16}); }
+    if (form == 3) { line = __LINE__; for (auto i : tl::range(0, n)) y = y + i.to<tl::f32>(); }
+    if (form == 4) { line = __LINE__; tl::if_(c, [&] { y = y + 1.0f; }); }
+    if (form == 5) { line = __LINE__; tl::store(x + r, v); }
+    tl::store(x + r, y);
+  });
+  for (form = 0; form < 6; ++form) {
+    SCOPED_TRACE(form);
+    auto X = tltest::test_device().alloc<tl::f32>(16);
+    try {
+      k[tl::grid(1)](X);
+      ADD_FAILURE() << "no error was raised";
+    } catch (const tl::trace_error& e) {
+      EXPECT_EQ(e.line(), line) << e.what();
+      EXPECT_NE(e.file().find("trace_errors_test.cpp"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("use of a tile that was never given a value"), std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// Assigning a tile declared without a value inside a loop or branch (its value after it
+// would be undefined where the body did not run): the error names the assignment's line
+// and says which it is, a tl::range loop or a tl::if_ branch, at which line.
+TEST(TraceErrors, TileWithoutAValueAssignedInsideALoopOrBranch) {
+  unsigned line = 0, opened = 0;
+  bool branch = false;
+  auto k = tl::kernel("e_unassigned_set", [&](tl::ptr<tl::f32> x, tl::i32 n) {
+    auto r = tl::arange(0, 16);
+    tl::f32 v;
+    if (branch) {
+      // (on one line: GCC may place a call's location on any of its lines)
+      opened = line = __LINE__; tl::if_(n > 0, [&] { v = tl::load(x + r) * 2.0f; });
+    } else {
+      opened = __LINE__ + 1;
+      for (auto i : tl::range(0, n)) {
+        line = __LINE__; v = tl::load(x + r + i);
+      }
+    }
+    tl::store(x + r, v);
+  });
+  for (bool b : {false, true}) {
+    branch = b;
+    SCOPED_TRACE(b ? "branch" : "loop");
+    auto X = tltest::test_device().alloc<tl::f32>(64);
+    try {
+      k[tl::grid(1)](X, 3);
+      ADD_FAILURE() << "no error was raised";
+    } catch (const tl::trace_error& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(e.line(), line) << msg;
+      EXPECT_NE(e.file().find("trace_errors_test.cpp"), std::string::npos) << msg;
+      EXPECT_NE(msg.find(fmt::format("cannot be assigned inside {} (the one at ", b ? "a tl::if_ branch" : "a tl::range loop")),
+                std::string::npos)
+          << msg;
+      EXPECT_NE(msg.find(fmt::format("trace_errors_test.cpp:{})", opened)), std::string::npos) << msg;
+      EXPECT_NE(msg.find(b ? "before the branch" : "before the loop"), std::string::npos) << msg;
+    }
+  }
 }

@@ -48,8 +48,8 @@ class TileBase {
 
   ir::Value* get() const;
   bool valid() const { return v_ != nullptr; }
-  Shape shape() const;
-  DType dtype() const;
+  Shape shape(const Loc& loc = Loc::current()) const;
+  DType dtype(const Loc& loc = Loc::current()) const;
 
  protected:
   void set(ir::Value* v);

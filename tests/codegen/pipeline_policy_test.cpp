@@ -1,0 +1,269 @@
+// Which loops the launch's num_stages pipelines (codegen/passes/pipeline_loops.cpp,
+// loop_num_stages): Triton's rule. An innermost loop whose loads feed a tl::dot is
+// pipelined at the launch's num_stages, those loads only; an outer loop, or a loop without
+// a dot, is not, and the compile report says why; a loop's own tl::num_stages still wins.
+//
+// The case that asked for it: Triton's tutorial 09 persistent matmul (an outer loop over
+// output tiles, the K loop inside), launched with num_stages=3 as the tutorial does. When
+// the launch option pipelined every loop, its outer loop was pipelined too and the gfx942
+// compile of the 128x256x64, 8-warp kernel spilled 523 VGPRs, against 20 with the outer
+// loop given num_stages(1) by hand.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "support/reference.hpp"
+
+using namespace tltest;
+using tl::f32;
+using tl::i32;
+
+namespace {
+
+// _compute_pid of the tutorial: grouped program order over the output tiles.
+struct Pid {
+  i32 m, n;
+};
+Pid compute_pid(const i32& tile_id, const i32& num_pid_in_group, const i32& num_pid_m, int GROUP_SIZE_M) {
+  auto group_id = tile_id / num_pid_in_group;
+  auto first_pid_m = group_id * GROUP_SIZE_M;
+  auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_SIZE_M);
+  auto pid_m = first_pid_m + (tile_id % group_size_m);
+  auto pid_n = (tile_id % num_pid_in_group) / group_size_m;
+  return {pid_m, pid_n};
+}
+
+// matmul_kernel_persistent of Triton's tutorial 09, statement for statement (f16 in and
+// out, f32 accumulation). The tutorial's tl.multiple_of / tl.max_contiguous on offs_am and
+// offs_bn are left out: they only add facts the compiler may use, and this test is about
+// which loops are pipelined. OUTER_STAGES 0: the tile loop as the tutorial writes it
+// (`tl.range(start_pid, num_tiles, NUM_SMS)`), taking the launch's num_stages by its rules;
+// else `tl::num_stages(OUTER_STAGES)` on it by hand.
+auto& persistent_matmul() {
+  static auto k = tl::kernel(
+      "matmul_kernel_persistent",
+      [](tl::ptr<tl::f16> a_ptr, tl::ptr<tl::f16> b_ptr, tl::ptr<tl::f16> c_ptr, i32 M, i32 N, i32 K, i32 stride_am,
+         i32 stride_ak, i32 stride_bk, i32 stride_bn, i32 stride_cm, i32 stride_cn, int BLOCK_SIZE_M,
+         int BLOCK_SIZE_N, int BLOCK_SIZE_K, int GROUP_SIZE_M, int NUM_SMS, int OUTER_STAGES) {
+        auto start_pid = tl::program_id(0);
+        auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
+        auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
+        auto k_tiles = tl::cdiv(K, BLOCK_SIZE_K);
+        auto num_tiles = num_pid_m * num_pid_n;
+        auto tile_id_c = start_pid - NUM_SMS;
+        auto offs_k_for_mask = tl::arange(0, BLOCK_SIZE_K);
+        auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
+        auto tile = [&](const i32& tile_id) {
+          auto [pid_m, pid_n] = compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M);
+          auto start_m = pid_m * BLOCK_SIZE_M;
+          auto start_n = pid_n * BLOCK_SIZE_N;
+          auto offs_am = start_m + tl::arange(0, BLOCK_SIZE_M);
+          auto offs_bn = start_n + tl::arange(0, BLOCK_SIZE_N);
+          offs_am = tl::where(offs_am < M, offs_am, 0);
+          offs_bn = tl::where(offs_bn < N, offs_bn, 0);
+          auto accumulator = tl::zeros<f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
+          for (auto ki : tl::range(k_tiles)) {
+            auto offs_k = ki * BLOCK_SIZE_K + tl::arange(0, BLOCK_SIZE_K);
+            auto a_ptrs = a_ptr + (tl::expand_dims(offs_am, 1) * stride_am + tl::expand_dims(offs_k, 0) * stride_ak);
+            auto b_ptrs = b_ptr + (tl::expand_dims(offs_k, 1) * stride_bk + tl::expand_dims(offs_bn, 0) * stride_bn);
+            auto a = tl::load(a_ptrs, tl::expand_dims(offs_k_for_mask, 0) < K - ki * BLOCK_SIZE_K, 0.0f);
+            auto b = tl::load(b_ptrs, tl::expand_dims(offs_k_for_mask, 1) < K - ki * BLOCK_SIZE_K, 0.0f);
+            accumulator = tl::dot(a, b, accumulator);
+          }
+          tile_id_c += NUM_SMS;
+          auto [cm, cn] = compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M);
+          auto offs_cm = cm * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M);
+          auto offs_cn = cn * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
+          auto c_ptrs = c_ptr + stride_cm * tl::expand_dims(offs_cm, 1) + stride_cn * tl::expand_dims(offs_cn, 0);
+          auto c_mask = tl::expand_dims(offs_cm < M, 1) & tl::expand_dims(offs_cn < N, 0);
+          tl::store(c_ptrs, accumulator.to<tl::f16>(), c_mask);
+        };
+        if (OUTER_STAGES > 0)
+          for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS, tl::num_stages(OUTER_STAGES))) tile(tile_id);
+        else
+          for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS)) tile(tile_id);
+      });
+  return k;
+}
+
+std::vector<std::string> remarks_of(const std::string& meta) {
+  return nlohmann::json::parse(meta).at("remarks").get<std::vector<std::string>>();
+}
+std::vector<std::string> pipelined(const std::vector<std::string>& remarks) {
+  std::vector<std::string> out;
+  for (auto& r : remarks)
+    if (r.rfind("pipelined:", 0) == 0) out.push_back(r);
+  return out;
+}
+std::string joined(const std::vector<std::string>& v) { return fmt::format("{}", fmt::join(v, "\n")); }
+
+// The compile arguments of an [M, K] x [K, N] problem (pointers only shape the
+// specialization: 16-byte aligned, as device buffers).
+template <class... Extra> std::string compile_persistent(const std::string& target, const tl::launch_options& o,
+                                                         int M, int N, int K, Extra... extra) {
+  auto* p = reinterpret_cast<tl::half*>(uintptr_t(1) << 20);
+  return persistent_matmul().compile(target, o, p, p, p, M, N, K, K, 1, N, 1, N, 1, extra...);
+}
+
+// The K loop (inner, feeding the dot) is pipelined at the launch's 3 stages; the tile
+// loop around it is not, and says why.
+TEST(PipelinePolicy, PersistentMatmulPipelinesItsKLoopOnly) {
+  auto r = pipelined(remarks_of(compile_persistent("cpu", {.num_warps = 4, .num_stages = 3}, 256, 256, 256, 32, 32,
+                                                   16, 8, 4, /*OUTER_STAGES=*/0)));
+  ASSERT_EQ(r.size(), 2u) << joined(r);
+  // inner loops first
+  EXPECT_NE(r[0].find("num_stages=3: yes (2 loads into registers"), std::string::npos) << joined(r);
+  EXPECT_NE(r[1].find("num_stages=3: no (the launch's num_stages pipelines innermost loops whose loads feed a "
+                      "tl::dot, as Triton's does; this loop contains a loop: give it tl::num_stages(3) to pipeline it)"),
+            std::string::npos)
+      << joined(r);
+  // Given by hand, the outer loop's own num_stages wins: pipelined (its loads are inside
+  // the K loop, which the remark names) and the K loop keeps the launch's.
+  auto own = pipelined(remarks_of(compile_persistent("cpu", {.num_warps = 4, .num_stages = 3}, 256, 256, 256, 32, 32,
+                                                     16, 8, 4, /*OUTER_STAGES=*/2)));
+  ASSERT_EQ(own.size(), 2u) << joined(own);
+  EXPECT_NE(own[0].find("num_stages=3: yes"), std::string::npos) << joined(own);
+  EXPECT_NE(own[1].find("num_stages=2:"), std::string::npos) << joined(own);
+  EXPECT_EQ(own[1].find("this loop contains a loop"), std::string::npos) << joined(own);
+}
+
+// Run on the test device against a double reference, ragged M, N and K, more tiles than
+// programs: the launch's num_stages=3 gives the result num_stages=1 gives, bit for bit.
+TEST(PipelinePolicy, PersistentMatmulIsExactAtEveryStageCount) {
+  const int M = 100, N = 72, K = 88, BM = 32, BN = 32, BK = 16, GROUP = 2, SMS = 3;
+  auto a = random_floats(size_t(M) * K), b = random_floats(size_t(K) * N);
+  std::vector<tl::half> ah, bh;
+  for (float v : a) ah.push_back(tl::to_f16(v));
+  for (float v : b) bh.push_back(tl::to_f16(v));
+  auto A = upload<tl::ty::f16>(ah), B = upload<tl::ty::f16>(bh);
+  auto C = test_device().alloc<tl::ty::f16>(size_t(M) * N);
+  std::vector<tl::half> first;
+  for (int stages : {1, 3}) {
+    poison(C);
+    persistent_matmul()[tl::grid(SMS)].with({.num_warps = 4, .num_stages = stages})(A, B, C, M, N, K, K, 1, N, 1, N, 1,
+                                                                                   BM, BN, BK, GROUP, SMS, 0);
+    auto c = C.download();
+    if (stages == 1) {
+      first = c;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          double want = 0;
+          for (int k = 0; k < K; ++k) want += to_double(ah[size_t(i) * K + k]) * to_double(bh[size_t(k) * N + j]);
+          double got = to_double(c[size_t(i) * N + j]);
+          ASSERT_NEAR(got, want, 2e-2 + 2e-3 * std::fabs(want)) << i << ", " << j;
+        }
+    } else {
+      for (size_t i = 0; i < c.size(); ++i) ASSERT_EQ(to_double(c[i]), to_double(first[i])) << "num_stages " << stages;
+    }
+  }
+}
+
+// The tutorial's configuration on gfx942: 128x256x64 tiles, 8 warps, launch num_stages=3.
+// It spills no more than the same kernel with its outer loop at num_stages(1) by hand.
+TEST(PipelinePolicy, PersistentMatmulOnGfx942SpillsNoMoreThanWithItsOuterLoopAtOneStage) {
+  const tl::launch_options o{.num_warps = 8, .num_stages = 3};
+  auto as_written = nlohmann::json::parse(compile_persistent("gfx942", o, 4096, 4096, 4096, 128, 256, 64, 8, 304, 0));
+  auto by_hand = nlohmann::json::parse(compile_persistent("gfx942", o, 4096, 4096, 4096, 128, 256, 64, 8, 304, 1));
+  const auto& w = as_written["report"];
+  const auto& h = by_hand["report"];
+  std::cout << "gfx942 persistent matmul 128x256x64 w8 s3: as written " << w["vgpr"] << " VGPRs, "
+            << w["spill_vgpr"] << " spilled; outer loop num_stages(1) " << h["vgpr"] << " VGPRs, " << h["spill_vgpr"]
+            << " spilled\n";
+  EXPECT_LE(w["spill_vgpr"].get<int>(), h["spill_vgpr"].get<int>());
+  EXPECT_LE(w["vgpr"].get<int>(), h["vgpr"].get<int>());
+  auto r = pipelined(as_written["remarks"].get<std::vector<std::string>>());
+  ASSERT_EQ(r.size(), 2u) << joined(r);
+  EXPECT_NE(r[0].find("num_stages=3: yes"), std::string::npos) << joined(r);
+  EXPECT_NE(r[1].find("num_stages=3: no"), std::string::npos) << joined(r);
+}
+
+// A loop of elementwise loads (no tl::dot) is left as written by the launch's num_stages;
+// with its own tl::num_stages it is pipelined.
+auto& sum_rows() {
+  static auto k = tl::kernel("policy_sum_rows", [](tl::ptr<f32> x, tl::ptr<f32> y, i32 n, int OWN) {
+    auto c = tl::arange(0, 64);
+    auto acc = tl::zeros<f32>({64});
+    if (OWN)
+      for (auto i : tl::range(0, n, 1, tl::num_stages(OWN))) acc = acc + tl::load(x + i * 64 + c);
+    else
+      for (auto i : tl::range(0, n)) acc = acc + tl::load(x + i * 64 + c);
+    tl::store(y + c, acc);
+  });
+  return k;
+}
+
+TEST(PipelinePolicy, LoopWithoutADotTakesOnlyItsOwnNumStages) {
+  auto X = test_device().alloc<tl::ty::f32>(64 * 9), Y = test_device().alloc<tl::ty::f32>(64);
+  auto launch = pipelined(remarks_of(sum_rows().compile("cpu", {.num_stages = 3}, X, Y, 9, 0)));
+  ASSERT_EQ(launch.size(), 1u) << joined(launch);
+  EXPECT_NE(launch[0].find("num_stages=3: no (the launch's num_stages pipelines innermost loops whose loads feed a "
+                           "tl::dot, as Triton's does; this loop has no tl::dot in its body: give it "
+                           "tl::num_stages(3) to pipeline it)"),
+            std::string::npos)
+      << launch[0];
+  auto own = pipelined(remarks_of(sum_rows().compile("cpu", {.num_stages = 3}, X, Y, 9, 2)));
+  ASSERT_EQ(own.size(), 1u) << joined(own);
+  EXPECT_NE(own[0].find("num_stages=2: yes (1 load into registers"), std::string::npos) << own[0];
+}
+
+// In a loop the launch pipelines, only the loads that feed the dot are issued ahead; a
+// load of a per-iteration scale that only multiplies the accumulator is not, and the
+// remark says so. With the loop's own num_stages both are.
+auto& scaled_dot() {
+  static auto k = tl::kernel("policy_scaled_dot", [](tl::ptr<f32> a, tl::ptr<f32> b, tl::ptr<f32> s,
+                                                      tl::ptr<f32> y, i32 n, int OWN) {
+    auto r = tl::arange(0, 16);
+    auto off = tl::expand_dims(r, 1) * 16 + tl::expand_dims(r, 0);
+    auto acc = tl::zeros<f32>({16, 16});
+    auto body = [&](const i32& i) {
+      acc = tl::dot(tl::load(a + i * 256 + off), tl::load(b + i * 256 + off), acc) * tl::load(s + i);
+    };
+    if (OWN)
+      for (auto i : tl::range(0, n, 1, tl::num_stages(OWN))) body(i);
+    else
+      for (auto i : tl::range(0, n)) body(i);
+    tl::store(y + off, acc);
+  });
+  return k;
+}
+
+TEST(PipelinePolicy, LaunchStagesPipelineOnlyTheLoadsThatFeedADot) {
+  const int n = 5;
+  auto av = random_floats(256 * n), bv = random_floats(256 * n), sv = random_floats(n, 0.5f, 1.5f);
+  auto A = upload<tl::ty::f32>(av), B = upload<tl::ty::f32>(bv), S = upload<tl::ty::f32>(sv);
+  auto Y = test_device().alloc<tl::ty::f32>(256);
+  auto launch = pipelined(remarks_of(scaled_dot().compile("cpu", {.num_stages = 2}, A, B, S, Y, n, 0)));
+  ASSERT_EQ(launch.size(), 1u) << joined(launch);
+  EXPECT_NE(launch[0].find("num_stages=2: yes (2 loads into registers, 0 into shared memory); not pipelined: load at "
+                           "pipeline_policy_test.cpp:"),
+            std::string::npos)
+      << launch[0];
+  EXPECT_NE(launch[0].find("does not feed a tl::dot"), std::string::npos) << launch[0];
+  auto own = pipelined(remarks_of(scaled_dot().compile("cpu", {.num_stages = 2}, A, B, S, Y, n, 2)));
+  ASSERT_EQ(own.size(), 1u) << joined(own);
+  EXPECT_NE(own[0].find("num_stages=2: yes (3 loads into registers"), std::string::npos) << own[0];
+  // And every form computes the same, against a double reference.
+  std::vector<double> want(256, 0.0);
+  for (int i = 0; i < n; ++i) {
+    std::vector<double> next(256, 0.0);
+    for (int p = 0; p < 16; ++p)
+      for (int q = 0; q < 16; ++q) {
+        double d = want[size_t(p * 16 + q)];
+        for (int k = 0; k < 16; ++k) d += double(av[size_t(i * 256 + p * 16 + k)]) * bv[size_t(i * 256 + k * 16 + q)];
+        next[size_t(p * 16 + q)] = d * sv[size_t(i)];
+      }
+    want = next;
+  }
+  for (auto [stages, own_stages] : {std::pair{1, 0}, {2, 0}, {1, 2}}) {
+    poison(Y);
+    scaled_dot()[tl::grid(1)].with({.num_stages = stages})(A, B, S, Y, n, own_stages);
+    EXPECT_TRUE(near(Y.download(), want, 1e-4, 1e-4)) << "launch " << stages << " own " << own_stages;
+  }
+}
+
+}  // namespace
