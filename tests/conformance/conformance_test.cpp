@@ -1,0 +1,61 @@
+// The conformance suite's own checks on its table of expected gaps (gaps.cpp): ids unique,
+// the operations a compile-time probe can see still missing from tl (else a gap closed and
+// its case should be transcribed), and docs/conformance.md rendered from the table.
+// The cases themselves are the other files of this directory: tutorial_NN_*.cpp (Triton's
+// tutorials 01-11) and core_*.cpp (the operations of Triton's test_core.py), linked into
+// this one executable (tests/CMakeLists.txt).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <string>
+
+#include "conformance/gaps.hpp"
+
+namespace {
+
+TEST(Gaps, IdsAreUnique) {
+  std::set<std::string> seen;
+  for (const auto& g : conformance::gaps()) EXPECT_TRUE(seen.insert(g.id).second) << g.id;
+}
+
+// A probe that finds its operation means tl has grown it: the case the gap skips can now
+// be transcribed, and the gap removed.
+TEST(Gaps, ProbedOperationsAreStillMissing) {
+  int probed = 0;
+  for (const auto& g : conformance::gaps()) {
+    if (!g.landed) continue;
+    ++probed;
+    EXPECT_FALSE(g.landed()) << "tl declares what gap '" << g.id << "' lists as missing: transcribe " << g.where
+                             << " and remove the gap from tests/conformance/gaps.cpp";
+  }
+  EXPECT_GT(probed, 10);
+}
+
+// docs/conformance.md holds the table between two markers, as render_markdown() writes
+// it. TL_CONFORMANCE_WRITE_DOCS=1 rewrites that part of the file.
+TEST(Gaps, DocsAreRenderedFromTheTable) {
+  const std::string path = std::string(TL_SOURCE_DIR) + "/docs/conformance.md";
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string doc = ss.str();
+  const std::string begin = "<!-- gaps: generated from tests/conformance/gaps.cpp -->\n", end = "<!-- end of gaps -->";
+  size_t b = doc.find(begin), e = doc.find(end);
+  ASSERT_TRUE(b != std::string::npos && e != std::string::npos && b < e) << path << " lacks the markers";
+  b += begin.size();
+  std::string want = conformance::render_markdown();
+  if (const char* w = std::getenv("TL_CONFORMANCE_WRITE_DOCS"); w && std::string(w) == "1") {
+    doc.replace(b, e - b, want);
+    std::ofstream(path) << doc;
+    return;
+  }
+  EXPECT_EQ(doc.substr(b, e - b), want)
+      << path << " is out of date: run `TL_CONFORMANCE_WRITE_DOCS=1 ./tests/conformance_test "
+      << "--gtest_filter=Gaps.DocsAreRenderedFromTheTable` in the build directory";
+}
+
+}  // namespace

@@ -1,0 +1,209 @@
+// Triton's language tests (test_core.py), reductions, scans and shapes, transcribed:
+// test_reduce1d / test_reduce (sum, max, min, argmax, argmin over each axis of a 2-D tile,
+// and of a 1-D one), test_scan2d (cumsum over each axis), test_reshape, test_trans /
+// test_permute, test_expand_dims, test_broadcast, test_arange, test_full; against plain
+// C++ references.
+#include <algorithm>
+#include <numeric>
+
+#include "conformance/common.hpp"
+
+namespace {
+using namespace conformance;
+namespace ty = tl::ty;
+
+// test_reduce: z = tl.<op>(x, axis) of a BLOCK_M x BLOCK_N tile, for axis 0 and 1; and
+// test_reduce1d on the tile reshaped to one dim. tl's reductions take one axis (the gap
+// "reduce axis=None / keep_dims"): the whole-tile sum is a sum over each axis in turn.
+template <class T> void test_reduce(double lo, double hi) {
+  constexpr int BLOCK_M = 16, BLOCK_N = 32;
+  static auto k = tl::kernel(std::string("test_reduce_") + std::string(tl::name(T::dtype)),
+                             [](tl::ptr<T> X, tl::ptr<T> Zv, tl::ptr<tl::i32> Zi, int BLOCK_M, int BLOCK_N) {
+    auto range_m = tl::arange(0, BLOCK_M);
+    auto range_n = tl::arange(0, BLOCK_N);
+    auto x = tl::load(X + tl::expand_dims(range_m, 1) * BLOCK_N + tl::expand_dims(range_n, 0));
+    // axis 0: BLOCK_N results; axis 1: BLOCK_M results
+    tl::store(Zv + range_n, tl::sum(x, 0));
+    tl::store(Zv + BLOCK_N + range_n, tl::max(x, 0));
+    tl::store(Zv + 2 * BLOCK_N + range_n, tl::min(x, 0));
+    tl::store(Zi + range_n, tl::argmax(x, 0));
+    tl::store(Zi + BLOCK_N + range_n, tl::argmin(x, 0));
+    auto o = 3 * BLOCK_N;
+    tl::store(Zv + o + range_m, tl::sum(x, 1));
+    tl::store(Zv + o + BLOCK_M + range_m, tl::max(x, 1));
+    tl::store(Zv + o + 2 * BLOCK_M + range_m, tl::min(x, 1));
+    tl::store(Zi + 2 * BLOCK_N + range_m, tl::argmax(x, 1));
+    tl::store(Zi + 2 * BLOCK_N + BLOCK_M + range_m, tl::argmin(x, 1));
+    // test_reduce1d: the flattened tile, reduced to a scalar
+    auto flat = tl::reshape(x, {BLOCK_M * BLOCK_N});
+    auto o1 = o + 3 * BLOCK_M;
+    tl::store(Zv + o1, tl::sum(flat, 0));
+    tl::store(Zv + o1 + 1, tl::max(flat, 0));
+    tl::store(Zv + o1 + 2, tl::min(flat, 0));
+    tl::store(Zi + 2 * BLOCK_N + 2 * BLOCK_M, tl::argmax(flat, 0));
+    tl::store(Zi + 2 * BLOCK_N + 2 * BLOCK_M + 1, tl::argmin(flat, 0));
+    // axis=None: sum(sum(x, 1), 0)
+    tl::store(Zv + o1 + 3, tl::sum(tl::sum(x, 1), 0));
+  });
+  const std::string dt(tl::name(T::dtype));
+  auto hx = random_values<T>(BLOCK_M * BLOCK_N, lo, hi);
+  auto X = upload<T>(hx);
+  auto Zv = output<T>(3 * BLOCK_N + 3 * BLOCK_M + 4);
+  auto Zi = output<ty::i32>(2 * BLOCK_N + 2 * BLOCK_M + 2);
+  k[tl::grid(1)](X, Zv, Zi, BLOCK_M, BLOCK_N);
+  auto zv = doubles(Zv.download());
+  auto zi = Zi.download();
+  auto at = [&](int m, int n) { return to_double(hx[size_t(m * BLOCK_N + n)]); };
+  const double eps = epsilon_of(T::dtype);
+  // reduces `count` values v(0..count-1): sum, max, min, first argmax, first argmin
+  auto check = [&](int count, auto v, double sum_got, double max_got, double min_got, int amax, int amin,
+                   const std::string& what) {
+    double sum = 0, mag = 0, mx = v(0), mn = v(0);
+    int imx = 0, imn = 0;
+    for (int i = 0; i < count; ++i) {
+      sum += v(i), mag += std::fabs(v(i));
+      if (v(i) > mx) mx = v(i), imx = i;
+      if (v(i) < mn) mn = v(i), imn = i;
+    }
+    EXPECT_NEAR(sum_got, sum, mag * eps * count + 0) << what << " sum";
+    EXPECT_EQ(max_got, mx) << what << " max";
+    EXPECT_EQ(min_got, mn) << what << " min";
+    EXPECT_EQ(amax, imx) << what << " argmax";
+    EXPECT_EQ(amin, imn) << what << " argmin";
+  };
+  for (int n = 0; n < BLOCK_N; ++n)
+    check(BLOCK_M, [&](int m) { return at(m, n); }, zv[size_t(n)], zv[size_t(BLOCK_N + n)], zv[size_t(2 * BLOCK_N + n)],
+          zi[size_t(n)], zi[size_t(BLOCK_N + n)], dt + " axis 0 column " + std::to_string(n));
+  const int o = 3 * BLOCK_N;
+  for (int m = 0; m < BLOCK_M; ++m)
+    check(BLOCK_N, [&](int n) { return at(m, n); }, zv[size_t(o + m)], zv[size_t(o + BLOCK_M + m)],
+          zv[size_t(o + 2 * BLOCK_M + m)], zi[size_t(2 * BLOCK_N + m)], zi[size_t(2 * BLOCK_N + BLOCK_M + m)],
+          dt + " axis 1 row " + std::to_string(m));
+  const int o1 = o + 3 * BLOCK_M;
+  check(BLOCK_M * BLOCK_N, [&](int i) { return to_double(hx[size_t(i)]); }, zv[size_t(o1)], zv[size_t(o1 + 1)],
+        zv[size_t(o1 + 2)], zi[size_t(2 * BLOCK_N + 2 * BLOCK_M)], zi[size_t(2 * BLOCK_N + 2 * BLOCK_M + 1)],
+        dt + " 1-D");
+  double total = 0, mag = 0;
+  for (auto v : hx) total += to_double(v), mag += std::fabs(to_double(v));
+  EXPECT_NEAR(zv[size_t(o1 + 3)], total, mag * eps * BLOCK_M * BLOCK_N) << dt << " axis=None";
+}
+
+TEST(Core, Reduce) {
+  conformance::note_partial("reduce axis=None / keep_dims");
+  test_reduce<ty::i32>(-1000, 1000);
+  test_reduce<ty::f32>(-10, 10);
+  test_reduce<ty::f16>(-10, 10);
+}
+
+// test_scan2d with cumsum over each axis.
+template <class T> void test_cumsum(double lo, double hi) {
+  constexpr int BLOCK_M = 8, BLOCK_N = 32;
+  static auto k = tl::kernel(std::string("test_scan2d_") + std::string(tl::name(T::dtype)),
+                             [](tl::ptr<T> X, tl::ptr<T> Z0, tl::ptr<T> Z1, int BLOCK_M, int BLOCK_N) {
+    auto range_m = tl::arange(0, BLOCK_M);
+    auto range_n = tl::arange(0, BLOCK_N);
+    auto offs = tl::expand_dims(range_m, 1) * BLOCK_N + tl::expand_dims(range_n, 0);
+    auto x = tl::load(X + offs);
+    tl::store(Z0 + offs, tl::cumsum(x, 0));
+    tl::store(Z1 + offs, tl::cumsum(x, 1));
+  });
+  auto hx = random_values<T>(BLOCK_M * BLOCK_N, lo, hi);
+  auto X = upload<T>(hx);
+  auto Z0 = output<T>(BLOCK_M * BLOCK_N), Z1 = output<T>(BLOCK_M * BLOCK_N);
+  k[tl::grid(1)](X, Z0, Z1, BLOCK_M, BLOCK_N);
+  std::vector<double> w0(BLOCK_M * BLOCK_N), w1(BLOCK_M * BLOCK_N);
+  for (int n = 0; n < BLOCK_N; ++n)
+    for (int m = 0; m < BLOCK_M; ++m)
+      w0[size_t(m * BLOCK_N + n)] = (m ? w0[size_t((m - 1) * BLOCK_N + n)] : 0) + to_double(hx[size_t(m * BLOCK_N + n)]);
+  for (int m = 0; m < BLOCK_M; ++m)
+    for (int n = 0; n < BLOCK_N; ++n)
+      w1[size_t(m * BLOCK_N + n)] = (n ? w1[size_t(m * BLOCK_N + n - 1)] : 0) + to_double(hx[size_t(m * BLOCK_N + n)]);
+  double tol = epsilon_of(T::dtype) * hi * BLOCK_N * BLOCK_N;
+  EXPECT_TRUE(close(Z0.download(), w0, 0, tol, std::string(tl::name(T::dtype)) + " cumsum axis 0"));
+  EXPECT_TRUE(close(Z1.download(), w1, 0, tol, std::string(tl::name(T::dtype)) + " cumsum axis 1"));
+}
+
+TEST(Core, Scan2dCumsum) {
+  test_cumsum<ty::i32>(-1000, 1000);
+  test_cumsum<ty::f32>(-10, 10);
+}
+
+// test_reshape, test_trans / test_permute (2-D and 3-D), test_expand_dims, test_broadcast,
+// test_arange with a non-zero start, test_full, in one kernel over an [M, N] and a
+// [2, 4, 8] tile.
+TEST(Core, Shapes) {
+  conformance::note_partial("tl.broadcast(x, y)");
+  constexpr int M = 4, N = 16, A = 2, B = 4, C = 8;
+  static auto k = tl::kernel("test_shapes", [](tl::ptr<tl::f32> X, tl::ptr<tl::f32> Y, tl::ptr<tl::f32> Z3,
+                                               tl::ptr<tl::f32> reshaped, tl::ptr<tl::f32> transposed,
+                                               tl::ptr<tl::f32> permuted, tl::ptr<tl::f32> y_broadcasted,
+                                               tl::ptr<tl::i32> aranged, tl::ptr<tl::f32> full, int M, int N) {
+    auto offset1 = tl::arange(0, M);
+    auto offset2 = tl::arange(0, N);
+    auto x = tl::load(X + N * tl::expand_dims(offset1, 1) + tl::expand_dims(offset2, 0));
+    // test_reshape: x.reshape(N, M), stored row-major
+    auto r = tl::reshape(x, {N, M});
+    tl::store(reshaped + M * tl::expand_dims(tl::arange(0, N), 1) + tl::expand_dims(tl::arange(0, M), 0), r);
+    // test_trans: tl.trans(x) ([N, M])
+    tl::store(transposed + M * tl::expand_dims(tl::arange(0, N), 1) + tl::expand_dims(tl::arange(0, M), 0),
+              tl::trans(x));
+    // test_permute: a [2, 4, 8] tile permuted (2, 0, 1) to [8, 2, 4]
+    auto i0 = tl::expand_dims(tl::expand_dims(tl::arange(0, 2), 1), 2);
+    auto i1 = tl::expand_dims(tl::expand_dims(tl::arange(0, 4), 0), 2);
+    auto i2 = tl::expand_dims(tl::expand_dims(tl::arange(0, 8), 0), 1);
+    auto z3 = tl::load(Z3 + i0 * 32 + i1 * 8 + i2);
+    auto p = tl::trans(z3, {2, 0, 1});
+    auto j0 = tl::expand_dims(tl::expand_dims(tl::arange(0, 8), 1), 2);
+    auto j1 = tl::expand_dims(tl::expand_dims(tl::arange(0, 2), 0), 2);
+    auto j2 = tl::expand_dims(tl::expand_dims(tl::arange(0, 4), 0), 1);
+    tl::store(permuted + j0 * 8 + j1 * 4 + j2, p);
+    // test_broadcast: _, y_broadcasted = tl.broadcast(x, y)
+    auto y = tl::load(Y + offset2);
+    auto yb = tl::broadcast_to(tl::expand_dims(y, 0), x.shape());
+    tl::store(y_broadcasted + N * tl::expand_dims(offset1, 1) + tl::expand_dims(offset2, 0), yb);
+    // test_arange: tl.arange(START, END) with START = 16
+    tl::store(aranged + tl::arange(0, 16), tl::arange(16, 32));
+    // test_full: tl.full((SIZE,), 7, tl.float32), and zeros plus a scalar
+    tl::store(full + tl::arange(0, 8), tl::full<tl::f32>({8}, 7) + tl::zeros<tl::f32>({8}));
+  });
+  auto hx = random_values<ty::f32>(M * N, -5, 5), hy = random_values<ty::f32>(N, -5, 5);
+  auto hz = random_values<ty::f32>(A * B * C, -5, 5);
+  auto X = upload<ty::f32>(hx), Y = upload<ty::f32>(hy), Z3 = upload<ty::f32>(hz);
+  auto reshaped = output<ty::f32>(M * N), transposed = output<ty::f32>(M * N), permuted = output<ty::f32>(A * B * C);
+  auto yb = output<ty::f32>(M * N), full = output<ty::f32>(8);
+  auto aranged = output<ty::i32>(16);
+  k[tl::grid(1)](X, Y, Z3, reshaped, transposed, permuted, yb, aranged, full, M, N);
+  std::vector<double> w_reshape = doubles(hx), w_trans(M * N), w_perm(A * B * C), w_yb(M * N), w_full(8, 7.0);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) w_trans[size_t(n * M + m)] = hx[size_t(m * N + n)], w_yb[size_t(m * N + n)] = hy[size_t(n)];
+  for (int a = 0; a < A; ++a)
+    for (int b = 0; b < B; ++b)
+      for (int c = 0; c < C; ++c) w_perm[size_t(c * A * B + a * B + b)] = hz[size_t(a * B * C + b * C + c)];
+  std::vector<int32_t> w_arange(16);
+  std::iota(w_arange.begin(), w_arange.end(), 16);
+  EXPECT_TRUE(close(reshaped.download(), w_reshape, 0, 0, "reshape"));
+  EXPECT_TRUE(close(transposed.download(), w_trans, 0, 0, "trans"));
+  EXPECT_TRUE(close(permuted.download(), w_perm, 0, 0, "permute"));
+  EXPECT_TRUE(close(yb.download(), w_yb, 0, 0, "broadcast"));
+  EXPECT_TRUE(same(aranged.download(), w_arange, "arange"));
+  EXPECT_TRUE(close(full.download(), w_full, 0, 0, "full"));
+}
+
+TEST(Core, ReduceCustomCombine) { CONFORMANCE_GAP("tl.reduce"); }
+TEST(Core, ReduceXorSum) { CONFORMANCE_GAP("tl.xor_sum"); }
+TEST(Core, ReduceSmallIntegersSumInInt32) { CONFORMANCE_GAP("tl.sum dtype"); }
+TEST(Core, Scan2dAssociativeScan) { CONFORMANCE_GAP("tl.associative_scan"); }
+TEST(Core, Scan2dCumprod) { CONFORMANCE_GAP("tl.cumprod"); }
+TEST(Core, Scan2dReverse) { CONFORMANCE_GAP("scan reverse"); }
+TEST(Core, Sort) { CONFORMANCE_GAP("tl.sort"); }
+TEST(Core, Flip) { CONFORMANCE_GAP("tl.flip"); }
+TEST(Core, Gather) { CONFORMANCE_GAP("tl.gather"); }
+TEST(Core, Histogram) { CONFORMANCE_GAP("tl.histogram"); }
+TEST(Core, Cat) { CONFORMANCE_GAP("tl.cat"); }
+TEST(Core, JoinSplitInterleave) { CONFORMANCE_GAP("split/join"); }
+TEST(Core, Ravel) { CONFORMANCE_GAP("tl.ravel"); }
+TEST(Core, ZerosLike) { CONFORMANCE_GAP("tl.zeros_like"); }
+TEST(Core, Swizzle2d) { CONFORMANCE_GAP("tl.swizzle2d"); }
+TEST(Core, Trans4d) { CONFORMANCE_GAP("tiles of more than 3 dims"); }
+
+}  // namespace

@@ -1,0 +1,269 @@
+// THE list of expected gaps (gaps.hpp says how the tests consume it). Ordered: the
+// tutorials 01-11, then test_core's operations. docs/conformance.md is rendered from it.
+#include "conformance/gaps.hpp"
+
+#include <gtest/gtest-spi.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+#include "tl/tl.hpp"
+
+namespace conformance {
+namespace probe {
+// Each probe asks whether a call as a Triton user writes it would find a tl operation:
+// the names are unqualified and the arguments tl tiles, so argument-dependent lookup
+// looks in namespace tl when the template is used, and an operation tl does not declare
+// makes the requires-expression false instead of an error. (A probe cannot see a launch
+// option or a keyword argument: those gaps have none.)
+using T = tl::f32;
+using I = tl::i32;
+using P = tl::ptr<tl::f32>;
+template <class X> concept has_rand = requires(X s, X o) { rand(s, o); };
+template <class X> concept has_randn = requires(X s, X o) { randn(s, o); };
+template <class X> concept has_asin = requires(X x) { asin(x); };
+template <class X> concept has_tanh = requires(X x) { tanh(x); };
+template <class X> concept has_pow = requires(X x) { pow(x, x); };
+template <class X> concept has_dot_scaled = requires(X a, I s) { dot_scaled(a, s, "e4m3", a, s, "e4m3"); };
+template <class X> concept has_descriptor = requires(X p, I n) { make_tensor_descriptor(p, n, n, n); };
+template <class X> concept has_block_ptr = requires(X p, I n) { make_block_ptr(p, n, n, n, n, n); };
+template <class X> concept has_split = requires(X x) { split(x); };
+template <class X> concept has_join = requires(X x) { join(x, x); };
+template <class X> concept has_interleave = requires(X x) { interleave(x, x); };
+template <class X> concept has_cat = requires(X x) { cat(x, x); };
+template <class X> concept has_sort = requires(X x) { sort(x); };
+template <class X> concept has_flip = requires(X x) { flip(x); };
+template <class X> concept has_gather = requires(X x, I i) { gather(x, i, 0); };
+template <class X> concept has_histogram = requires(X x) { histogram(x, 8); };
+template <class X> concept has_reduce = requires(X x, X (*f)(X, X)) { reduce(x, 0, f); };
+template <class X> concept has_scan = requires(X x, X (*f)(X, X)) { associative_scan(x, 0, f); };
+template <class X> concept has_cumprod = requires(X x) { cumprod(x, 0); };
+template <class X> concept has_xor_sum = requires(X x) { xor_sum(x, 0); };
+template <class X> concept has_clamp = requires(X x) { clamp(x, x, x); };
+template <class X> concept has_umulhi = requires(X x) { umulhi(x, x); };
+template <class X> concept has_div_rn = requires(X x) { div_rn(x, x); };
+template <class X> concept has_sigmoid = requires(X x) { sigmoid(x); };
+template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
+template <class X> concept has_ravel = requires(X x) { ravel(x); };
+template <class X> concept has_swizzle2d = requires(X i) { swizzle2d(i, i, i, i, i); };
+template <class X> concept has_inline_asm = requires(X x) { inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", x); };
+template <class X> concept has_multiple_of = requires(X x) { multiple_of(x, 16); };
+template <class X> concept has_max_contiguous = requires(X x) { max_contiguous(x, 16); };
+template <class X> concept has_assume = requires(X c) { assume(c); };
+template <class X> concept has_while = requires(X c, void (*body)()) { while_(c, body); };
+}  // namespace probe
+
+namespace {
+#define PROBE(concept_, X) [] { return bool(probe::concept_<X>); }
+constexpr auto missing = gap_kind::missing;
+constexpr auto partial = gap_kind::partial;
+constexpr auto known_failure = gap_kind::known_failure;
+}  // namespace
+
+const std::vector<gap>& gaps() {
+  static const std::vector<gap> table = {
+      // ---- tutorials ----
+      {"tl.rand", "04 low-memory dropout (`_seeded_dropout`)", missing,
+       "no random numbers: `tl.rand`, `tl.randint`, `tl.randn`, `tl.randint4x`, the Philox generator",
+       "the baseline `_dropout` (keep mask read from memory) is transcribed and run", PROBE(has_rand, probe::I)},
+      {"tl.extra.libdevice", "07 extern functions (`asin_kernel`); test_core `test_math_op`", missing,
+       "no libdevice / `tl.math` beyond exp exp2 log log2 sqrt rsqrt abs sin cos erf floor ceil fma: "
+       "asin acos atan atan2 tan sinh cosh tanh pow log1p expm1 cbrt hypot ... (`tl.extra.libdevice`, "
+       "`tl.extra.cuda/hip.libdevice`, `extern_libs`)",
+       "", PROBE(has_asin, probe::T)},
+      {"tensor descriptors", "06 fused attention, 09 persistent matmul (`matmul_kernel_tma*`, "
+       "`matmul_kernel_descriptor_persistent`), 10 block-scaled matmul", partial,
+       "no tensor descriptors (TMA): `tl.make_tensor_descriptor`, host `TensorDescriptor`, `desc.load/store`, "
+       "`tl._experimental_descriptor_load/store`",
+       "06 and 09 load and store through pointer tiles at the descriptor's offsets (the tutorials' non-TMA form)",
+       PROBE(has_descriptor, probe::P)},
+      {"warp_specialize", "06 fused attention, 09 persistent matmul", partial,
+       "no warp specialization: `tl.range(..., warp_specialize=True)`",
+       "transcribed with warp_specialize=False (the tutorials' default off Blackwell); same results", nullptr},
+      {"tl.range flatten", "09 persistent matmul (`matmul_kernel_persistent`)", partial,
+       "no `tl.range(..., flatten=True)` (the outer tile loop and the K loop flattened into one pipelined loop)",
+       "transcribed without flatten; same results", nullptr},
+      {"split/join", "06 fused attention (Blackwell warp-specialized rescale), 09 (`EPILOGUE_SUBTILE`); "
+       "test_core `test_join`, `test_split`, `test_interleave`", missing,
+       "no `tl.split`, `tl.join`, `tl.interleave` (nor `.split()` of a trailing dim of 2)",
+       "06 and 09 take their other branch (`acc * alpha[:, None]`, a whole-tile store)", PROBE(has_split, probe::T)},
+      {"tl.dot_scaled", "10 block-scaled matmul", partial,
+       "no `tl.dot_scaled` (MX formats: per-32-element e8m0 scales, `\"e4m3\"`, `\"e5m2\"`, `\"e2m1\"`), no e8m0 "
+       "or fp4 (e2m1) element types, and the tutorial's 5-D scale layouts come through tensor descriptors",
+       "the mxfp8 product with a 32-wide K block: `acc += tl.dot(a, b) * (sa[:, None] * sb[None, :])` per K block, "
+       "e8m0 scales decoded by `(s.to(i32) << 23).bitcast(f32)`; the fp4 (e2m1) and nvfp4 variants are not run",
+       PROBE(has_dot_scaled, probe::T)},
+      {"PDL", "11 programmatic dependent launch", partial,
+       "no programmatic dependent launch: `tl.extra.cuda.gdc_wait()`, `gdc_launch_dependents()`, the launch's "
+       "`launch_pdl=True`",
+       "`add_kernel` with USE_GDC=False is transcribed and run; USE_GDC=True skips", nullptr},
+      // ---- spellings the tutorials need (the tutorial runs, spelled otherwise) ----
+      {"tile declared in a loop body", "06 fused attention (`m_ij` assigned in both branches of `if STAGE == 2` "
+       "inside the loop)", known_failure,
+       "a tile declared without a value INSIDE a `tl::range` body and assigned later in the same body is refused as "
+       "if it were a carried tile (\"cannot be assigned inside a tl::range loop ... give it an initial value before "
+       "the loop\"), though it lives and dies in one iteration",
+       "Tutorial06.FusedAttentionForward declares `m_ij` with a value; "
+       "Tutorial06.FusedAttentionTileFirstAssignedInTheLoopBody runs Triton's spelling",
+       nullptr},
+      {"implicit cast on store", "05 layer norm (`tl.store(Y + cols, y)`, y f32 into f16)", partial,
+       "`tl.store` does not cast the value to the pointee type as Triton's does (a `static_assert`)",
+       "`.to<tl::f16>()` written before each such store", nullptr},
+      {"tl.where of an integer condition", "04 low-memory dropout (`tl.where(x_keep, ...)`, x_keep int32)", partial,
+       "`tl::where` takes an i1 condition only; Triton's takes any integer (non-zero is true)",
+       "written `tl::where(x_keep != 0, ...)`", nullptr},
+      {"tl.where of mixed literals", "06 fused attention (`tl.where(mask, 0, -1.0e6)`)", partial,
+       "`tl::where(mask, 0, -1.0e6)` (an int and a float literal) does not compile: C++ deduces one literal type",
+       "written `tl::where(mask, 0.0, -1.0e6)`", nullptr},
+      // ---- language (test_core.py) ----
+      {"tl.make_block_ptr", "test_core `test_block_ptr`-style loads (old tutorials 06/08)", missing,
+       "no block pointers: `tl.make_block_ptr`, `tl.advance`, `boundary_check`, `padding_option`", "",
+       PROBE(has_block_ptr, probe::P)},
+      {"tl.cat", "test_core `test_cat`", missing, "no `tl.cat`", "", PROBE(has_cat, probe::T)},
+      {"tl.sort", "test_core `test_sort`, `test_topk`", missing, "no `tl.sort` (nor `tl.topk`)", "",
+       PROBE(has_sort, probe::T)},
+      {"tl.flip", "test_core `test_flip`", missing, "no `tl.flip`", "", PROBE(has_flip, probe::T)},
+      {"tl.gather", "test_core `test_gather`", missing, "no `tl.gather` (indexing a tile by a tile of indices)", "",
+       PROBE(has_gather, probe::T)},
+      {"tl.histogram", "test_core `test_histogram`", missing, "no `tl.histogram`", "", PROBE(has_histogram, probe::I)},
+      {"tl.reduce", "test_core `test_generic_reduction`, `test_reduce` (custom combine functions)", missing,
+       "no `tl.reduce` with a user combine function (only sum, max, min, argmax, argmin), nor multi-operand "
+       "(tuple) reductions",
+       "", PROBE(has_reduce, probe::T)},
+      {"reduce axis=None / keep_dims", "test_core `test_reduce1d`, `test_reduce`", partial,
+       "reductions take one axis: no `axis=None` (the whole tile) and no `keep_dims=True`",
+       "the whole-tile reduction is written as a reduction over each axis in turn; keep_dims as `tl::expand_dims`",
+       nullptr},
+      {"tl.xor_sum", "test_core `test_reduce1d`", missing, "no `tl.xor_sum`", "", PROBE(has_xor_sum, probe::I)},
+      {"tl.associative_scan", "test_core `test_scan2d` (cummax, linear recurrence, custom combine)", missing,
+       "no `tl.associative_scan` with a user combine function (only `tl.cumsum`)", "", PROBE(has_scan, probe::T)},
+      {"tl.cumprod", "test_core `test_scan2d`", missing, "no `tl.cumprod`", "", PROBE(has_cumprod, probe::T)},
+      {"scan reverse", "test_core `test_scan2d` (`reverse=True`)", missing, "no `reverse=True` for `tl.cumsum`", "",
+       nullptr},
+      {"tl.clamp", "test_core `test_clamp`, `test_clamp_symmetric`", missing, "no `tl.clamp` (with `propagate_nan`)",
+       "", PROBE(has_clamp, probe::T)},
+      {"propagate_nan", "test_core `test_maximum_minimum`", missing,
+       "`tl.maximum` / `tl.minimum` take no `propagate_nan=tl.PropagateNan.ALL`", "", nullptr},
+      {"tl.umulhi", "test_core `test_umulhi`", missing, "no `tl.umulhi`", "", PROBE(has_umulhi, probe::I)},
+      {"precise math", "test_core `test_precise_math`, `test_math_divide_op`", missing,
+       "no `tl.math.div_rn`, `tl.math.sqrt_rn`, `tl.fdiv(..., ieee_rounding=True)`", "", PROBE(has_div_rn, probe::T)},
+      {"tl.sigmoid / tl.softmax", "test_core `test_math_op`-adjacent standard library", missing,
+       "no `tl.sigmoid`, `tl.softmax` (triton/language/standard.py); written out in the kernel", "",
+       PROBE(has_sigmoid, probe::T)},
+      {"tl.zeros_like", "test_core `test_zeros_like`-style code", missing,
+       "no `tl.zeros_like`, `tl.full_like`; written `tl::zeros<E>(x.shape())`", "", PROBE(has_zeros_like, probe::T)},
+      {"tl.ravel", "test_core `test_ravel`", missing, "no `tl.ravel`; written `tl::reshape(x, {n})`", "",
+       PROBE(has_ravel, probe::T)},
+      {"tl.swizzle2d", "test_core `test_swizzle2d`", missing, "no `tl.swizzle2d`", "", PROBE(has_swizzle2d, probe::I)},
+      {"tl.inline_asm_elementwise", "test_core `test_inline_asm*`", missing, "no inline assembly", "",
+       PROBE(has_inline_asm, probe::T)},
+      {"load/store modifiers", "test_core `test_load_cache_modifier`, `test_store_eviction_policy`, "
+       "`test_vectorization`", missing,
+       "`tl.load` / `tl.store` take no `cache_modifier`, `eviction_policy`, `volatile`", "", nullptr},
+      {"dot options", "test_core `test_dot` (`input_precision`, `out_dtype`, `max_num_imprecise_acc`)", missing,
+       "`tl.dot` takes no `input_precision` (\"ieee\", \"tf32x3\"), `out_dtype` (f16 accumulation) or "
+       "`max_num_imprecise_acc`; f32 operands are tf32 on NVIDIA",
+       "", nullptr},
+      {"3-D tl.dot", "test_core `test_dot3d`", missing, "`tl.dot` of 3-D (batched) operands", "", nullptr},
+      {"small dot shapes", "test_core `test_dot` (M or N below 16, K below 16)", missing,
+       "`tl.dot` needs M, N >= 16 and K >= 16 (32 for 8-bit operands)", "", nullptr},
+      {"cast rounding", "test_core `test_cast` (`fp_downcast_rounding=\"rtz\"`)", missing,
+       "`.to()` rounds to nearest even only: no `fp_downcast_rounding=\"rtz\"`", "", nullptr},
+      {"float8e4b15 / float8e4nv names", "test_core `test_cast`, `test_fp8*`", missing,
+       "no `float8e4b15`, `float8e4b8` (tl has the OCP and FNUZ formats: f8e4m3fn f8e5m2 f8e4m3fnuz f8e5m2fnuz)", "",
+       nullptr},
+      {"int `/`", "test_core `test_bin_op` (`x / y` of integers)", partial,
+       "Triton's `/` of two integers is a float division and `//` C's; tl's `/` of integers is C's (Triton's `//`)",
+       "written `x.to<f32>() / y.to<f32>()` for Triton's `/`, `x / y` for `//`", nullptr},
+      {"tl.sum dtype", "test_core `test_reduce1d`, `test_reduce` (int8 / int16 inputs)", missing,
+       "`tl.sum` of 8- and 16-bit integers sums in (u)int32 in Triton and returns that type; tl's returns the "
+       "input type; no `dtype=` argument",
+       "", nullptr},
+      {"tiles of more than 3 dims", "test_core `test_trans_4d`, `test_reshape` (4-D, 5-D); 10 (5-D scale layouts)",
+       missing, "tiles have at most 3 dimensions", "", nullptr},
+      {"tl.broadcast(x, y)", "test_core `test_broadcast`", partial,
+       "no two-operand `tl.broadcast(x, y)` returning both broadcast", "written `tl::broadcast_to(y, x.shape())`",
+       nullptr},
+      {"values defined in a branch", "test_core `test_if_else`, `test_if` (`if c: val = a else: val = b`)",
+       known_failure,
+       "a tile declared without a value and assigned in both branches of a `tl::if_` is a trace error (\"a tile "
+       "declared without a value cannot be assigned inside a tl::if_\"); Triton defines it after the branch",
+       "Core.IfElse gives it a value first (`tl::i32 val = 0;`); Core.IfElseValueFirstAssignedInTheBranches runs "
+       "Triton's spelling",
+       nullptr},
+      {"64-bit loop bounds", "test_core `test_for_iv` (`range(2**35, 2**35 + 20)`)", missing,
+       "`tl::range` bounds and step are i32", "", nullptr},
+      {"globaltimer / smid", "test_core `test_globaltimer`, `test_smid`", missing,
+       "no `tl.extra.cuda.globaltimer()`, `smid()`", "", nullptr},
+  };
+  return table;
+}
+
+const gap* find_gap(std::string_view id) {
+  for (const gap& g : gaps())
+    if (id == g.id) return &g;
+  return nullptr;
+}
+
+std::string skip_message(const gap& g) {
+  return std::string("expected gap '") + g.id + "' (tests/conformance/gaps.cpp): " + g.missing;
+}
+
+void note_partial(std::string_view id) {
+  const gap* g = find_gap(id);
+  if (!g || g->kind != gap_kind::partial) {
+    ADD_FAILURE() << "'" << id << "' is not a partial gap in tests/conformance/gaps.cpp";
+    return;
+  }
+  ::testing::Test::RecordProperty("partial_gap", std::string(id));
+}
+
+void expect_known_failure(std::string_view id, const std::function<void()>& body) {
+  const gap* g = find_gap(id);
+  if (!g || g->kind != gap_kind::known_failure) {
+    ADD_FAILURE() << "'" << id << "' is not a known failure in tests/conformance/gaps.cpp";
+    return;
+  }
+  ::testing::TestPartResultArray results;
+  std::string first;
+  {
+    ::testing::ScopedFakeTestPartResultReporter intercept(
+        ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &results);
+    try {
+      body();
+    } catch (const std::exception& e) {
+      first = std::string("exception: ") + e.what();
+    }
+  }
+  for (int i = 0; first.empty() && i < results.size(); ++i)
+    if (results.GetTestPartResult(i).failed()) first = results.GetTestPartResult(i).message();
+  if (first.empty()) {
+    ADD_FAILURE() << "the known failure '" << id << "' passes now: remove it from tests/conformance/gaps.cpp "
+                  << "(and docs/conformance.md)";
+    return;
+  }
+  if (first.size() > 600) first = first.substr(0, 600) + "...";
+  GTEST_SKIP() << skip_message(*g) << "\n  still failing: " << first;
+}
+
+namespace {
+std::string cell(const char* s) {
+  std::string r;
+  for (const char* p = s; *p; ++p) r += *p == '|' ? std::string("\\|") : std::string(1, *p);
+  return r;
+}
+}  // namespace
+
+std::string render_markdown() {
+  std::string md =
+      "| gap | where | kind | what tl lacks | what the suite does instead |\n"
+      "| --- | --- | --- | --- | --- |\n";
+  for (const gap& g : gaps()) {
+    const char* kind = g.kind == gap_kind::missing ? "missing" : g.kind == gap_kind::partial ? "partial" : "known failure";
+    md += "| `" + cell(g.id) + "` | " + cell(g.where) + " | " + kind + " | " + cell(g.missing) + " | " +
+          (*g.instead ? cell(g.instead) : std::string("skipped")) + " |\n";
+  }
+  return md;
+}
+
+}  // namespace conformance

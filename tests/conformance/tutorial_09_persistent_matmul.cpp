@@ -1,0 +1,109 @@
+// Triton tutorial 09 (python/tutorials/09-persistent-matmul.py): `matmul_kernel_persistent`,
+// NUM_SMS programs striding over the output tiles (`tl.range(start_pid, num_tiles,
+// NUM_SMS, flatten=True)`), `_compute_pid`'s grouped order computed twice (once for the
+// loads, once for the epilogue through `tile_id_c`, the tutorial's work-around), offsets
+// clamped with `tl.where(offs_am < M, offs_am, 0)` and hinted with
+// `tl.max_contiguous(tl.multiple_of(...))`, K-tail masks, f16 operands and output.
+// The TMA and descriptor kernels of the tutorial (`matmul_kernel_tma`,
+// `matmul_kernel_tma_persistent`, `matmul_kernel_descriptor_persistent`) are the gap
+// "tensor descriptors"; `flatten=True` is the gap "tl.range flatten".
+#include <algorithm>
+#include <utility>
+
+#include "conformance/common.hpp"
+
+namespace {
+using namespace conformance;
+
+// @triton.jit def _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+std::pair<tl::i32, tl::i32> _compute_pid(const tl::i32& tile_id, const tl::i32& num_pid_in_group,
+                                         const tl::i32& num_pid_m, int GROUP_SIZE_M, int /*NUM_SMS*/) {
+  auto group_id = tile_id / num_pid_in_group;
+  auto first_pid_m = group_id * GROUP_SIZE_M;
+  auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_SIZE_M);
+  auto pid_m = first_pid_m + (tile_id % group_size_m);
+  auto pid_n = (tile_id % num_pid_in_group) / group_size_m;
+  return {pid_m, pid_n};
+}
+
+auto matmul_kernel_persistent = tl::kernel(
+    "matmul_kernel_persistent",
+    [](tl::ptr<tl::f16> a_ptr, tl::ptr<tl::f16> b_ptr, tl::ptr<tl::f16> c_ptr,  //
+       tl::i32 M, tl::i32 N, tl::i32 K,  //
+       tl::i32 stride_am, tl::i32 stride_ak,  //
+       tl::i32 stride_bk, tl::i32 stride_bn,  //
+       tl::i32 stride_cm, tl::i32 stride_cn,  //
+       int BLOCK_SIZE_M, int BLOCK_SIZE_N, int BLOCK_SIZE_K, int GROUP_SIZE_M, int NUM_SMS) {
+      auto start_pid = tl::program_id(0);
+      auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
+      auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
+      auto k_tiles = tl::cdiv(K, BLOCK_SIZE_K);
+      auto num_tiles = num_pid_m * num_pid_n;
+
+      // NOTE: There is currently a bug in blackwell pipelining that means it can't handle a value being
+      // used in both the prologue and epilogue, so we duplicate the counters as a work-around.
+      auto tile_id_c = start_pid - NUM_SMS;
+
+      auto offs_k_for_mask = tl::arange(0, BLOCK_SIZE_K);
+      auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
+
+      for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS)) {  // flatten=True
+        auto [pid_m, pid_n] = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
+        auto start_m = pid_m * BLOCK_SIZE_M;
+        auto start_n = pid_n * BLOCK_SIZE_N;
+        auto offs_am = start_m + tl::arange(0, BLOCK_SIZE_M);
+        auto offs_bn = start_n + tl::arange(0, BLOCK_SIZE_N);
+        offs_am = tl::where(offs_am < M, offs_am, 0);
+        offs_bn = tl::where(offs_bn < N, offs_bn, 0);
+        offs_am = tl::max_contiguous(tl::multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M);
+        offs_bn = tl::max_contiguous(tl::multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N);
+
+        auto accumulator = tl::zeros<tl::f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
+        for (auto ki : tl::range(k_tiles)) {
+          auto offs_k = ki * BLOCK_SIZE_K + tl::arange(0, BLOCK_SIZE_K);
+          auto a_ptrs = a_ptr + (tl::expand_dims(offs_am, 1) * stride_am + tl::expand_dims(offs_k, 0) * stride_ak);
+          auto b_ptrs = b_ptr + (tl::expand_dims(offs_k, 1) * stride_bk + tl::expand_dims(offs_bn, 0) * stride_bn);
+
+          auto a = tl::load(a_ptrs, tl::expand_dims(offs_k_for_mask, 0) < K - ki * BLOCK_SIZE_K, 0.0);
+          auto b = tl::load(b_ptrs, tl::expand_dims(offs_k_for_mask, 1) < K - ki * BLOCK_SIZE_K, 0.0);
+          accumulator = tl::dot(a, b, accumulator);
+        }
+
+        tile_id_c += NUM_SMS;
+        auto [pid_m_c, pid_n_c] = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
+        auto offs_cm = pid_m_c * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M);
+        auto offs_cn = pid_n_c * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
+        auto c_ptrs = c_ptr + stride_cm * tl::expand_dims(offs_cm, 1) + stride_cn * tl::expand_dims(offs_cn, 0);
+        auto c_mask = (tl::expand_dims(offs_cm, 1) < M) & (tl::expand_dims(offs_cn, 0) < N);
+        auto c = accumulator.to<tl::f16>();  // c_ptr.dtype.element_ty is not float8e4nv here
+        tl::store(c_ptrs, c, c_mask);
+      }
+    });
+
+TEST(Tutorial09, PersistentMatmul) {
+  conformance::note_partial("tl.range flatten");
+  conformance::note_partial("tensor descriptors");
+  // 3 x 4 = 12 tiles, ragged in M, N and K, over NUM_SMS = 5 programs (2 or 3 tiles each).
+  const int M = 90, N = 120, K = 72, BM = 32, BN = 32, BK = 32, GROUP = 2, NUM_SMS = 5;
+  auto ha = random_values<tl::f16>(size_t(M) * K, -1, 1), hb = random_values<tl::f16>(size_t(K) * N, -1, 1);
+  auto a = upload<tl::f16>(ha), b = upload<tl::f16>(hb);
+  auto c = output<tl::f16>(size_t(M) * N);
+  int grid = std::min(NUM_SMS, int(tl::cdiv(M, BM) * tl::cdiv(N, BN)));
+  matmul_kernel_persistent[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
+      a, b, c, M, N, K, K, 1, N, 1, N, 1, BM, BN, BK, GROUP, NUM_SMS);
+  std::vector<double> want(size_t(M) * N);
+  double atol = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = 0, mag = 0;
+      for (int k = 0; k < K; ++k) {
+        double x = to_double(ha[size_t(i) * K + k]) * to_double(hb[size_t(k) * N + j]);
+        acc += x, mag += std::fabs(x);
+      }
+      want[size_t(i) * N + j] = acc;
+      atol = std::max(atol, mag * K * 0x1p-23 + 0x1p-24);
+    }
+  EXPECT_TRUE(close(c.download(), want, 0x1p-11, atol, "c"));
+}
+
+}  // namespace
