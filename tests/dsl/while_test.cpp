@@ -212,6 +212,51 @@ TEST(WhileLoop, SpinLockTakenByEveryProgram) {
   EXPECT_TRUE(near(Sums.download(), want, 0, 0));
 }
 
+// A shared buffer written by the body and read by the next condition and body, transposed
+// (every element crosses threads on a GPU): the barriers around the loop's back edge.
+TEST(WhileLoop, SharedBufferReadAndWrittenAcrossRounds) {
+  constexpr int B = 32;
+  auto k = tl::kernel("while_shared", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::ptr<tl::f32> totals, tl::i32 n) {
+    auto r = tl::arange(0, B);
+    auto offs = tl::expand_dims(r, 1) * B + tl::expand_dims(r, 0);
+    auto buf = tl::shared<ty::f32>({1, B, B});
+    buf[0].store(tl::load(x + offs));
+    tl::i32 i = 0;
+    tl::f32 total = 0.0f;
+    tl::while_(
+        [&] {
+          total += tl::sum(tl::sum(buf[0].load(), 1), 0);
+          return i < n;
+        },
+        [&] {
+          auto t = tl::trans(buf[0].load());
+          buf[0].store(t * 0.5f + tl::expand_dims(r, 0).to<ty::f32>());
+          i += 1;
+        });
+    tl::store(y + offs, buf[0].load());
+    tl::store(totals, total);
+  });
+  const int n = 5;
+  auto hx = random_ints(size_t(B) * B, -64, 64);  // small integers: every sum below is exact in f32
+  std::vector<float> hxf(hx.begin(), hx.end());
+  auto X = upload<ty::f32>(hxf);
+  auto Y = test_device().alloc<ty::f32>(size_t(B) * B);
+  auto T = test_device().alloc<ty::f32>(1);
+  poison(Y), poison(T);
+  k[tl::grid(1)](X, Y, T, n);
+  std::vector<double> v(hxf.begin(), hxf.end()), t(v.size());
+  double total = 0;
+  for (int round = 0;; ++round) {
+    for (double e : v) total += e;
+    if (round >= n) break;
+    for (int a = 0; a < B; ++a)
+      for (int b = 0; b < B; ++b) t[size_t(a) * B + b] = v[size_t(b) * B + a] * 0.5 + b;
+    v = t;
+  }
+  EXPECT_TRUE(near(Y.download(), v, 0, 0));
+  EXPECT_TRUE(near(T.download(), {total}, 1e-6, 0));
+}
+
 // A constant-true condition with nothing to end it is the user's endless loop; a
 // constant-false one runs no body.
 TEST(WhileLoop, BoolConditionFalseRunsNothing) {
