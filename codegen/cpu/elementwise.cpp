@@ -130,6 +130,9 @@ Value* Lowerer::compare(CmpPred p, DType t, Value* a, Value* b) {
 Value* Lowerer::cast(Value* v, DType from, DType to) {
   if (from == to) return v;
   Type* dst = reg_type(to);
+  // int-to-pointer and pointer-to-int (i64/u64 only, checked while tracing)
+  if (to == DType::ptr) return b_.CreateIntToPtr(v, dst);
+  if (from == DType::ptr) return b_.CreatePtrToInt(v, dst);
   if (to == DType::i1) {
     if (is_float(from)) return b_.CreateFCmpUNE(widen(v, from), llvm::ConstantFP::get(compute_type(from), 0.0));
     return b_.CreateICmpNE(v, llvm::Constant::getNullValue(v->getType()));

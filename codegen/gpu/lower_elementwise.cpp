@@ -102,6 +102,10 @@ llvm::Value* erf_f32(llvm::IRBuilderBase& b, llvm::Value* x, const std::function
 llvm::Value* Lowerer::cast(llvm::Value* x, DType from, DType to) {
   if (from == to) return x;
   llvm::Type* ty = reg_type(to);
+  // int-to-pointer and pointer-to-int (i64/u64 only, checked while tracing): the pointer
+  // is a global one, like every pointer of the language (reg_type)
+  if (to == DType::ptr) return b.CreateIntToPtr(x, ty);
+  if (from == DType::ptr) return b.CreatePtrToInt(x, ty);
   if (is_fp8(from)) {
     llvm::Value* f = hooks_.fp8_to_f32(b, from, x);
     return cast_fp8_value(f ? f : fp8_to_f32_soft(b, from, x), to);

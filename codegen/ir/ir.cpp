@@ -47,7 +47,8 @@ const char* op_name(Op op) {
 namespace ir {
 
 std::string Type::str() const {
-  std::string e = dtype == DType::ptr ? fmt::format("ptr<{}>", name(pointee)) : std::string(name(dtype));
+  std::string e = std::string(name(dtype));
+  if (dtype == DType::ptr) e = fmt::format("ptr<{}>", pointee == DType::ptr ? pointee_type().str() : name(pointee));
   if (shape.empty() && !is_shared()) return e;
   std::string s = "tile<";
   for (int d : shape) s += fmt::format("{}x", d);

@@ -25,12 +25,39 @@ enum class MemorySpace : uint8_t { registers, shared };
 // an empty shape is a scalar. A shared-memory buffer is `stages` tiles of `shape`
 // (a multi-buffered ring: the stage count is any positive number and sits outside the
 // power-of-two tile shape, so a 3-stage pipeline needs no 4th buffer).
+//
+// Pointers may point to pointers (a `ptr<ptr<f16>>` parameter, Triton's arrays of
+// pointers): `pointee` is then ptr, what a load through it gives, and the loaded
+// pointers' own pointee is told by `pointee_levels` (how many pointers deep the pointee
+// is: 1 for ptr<ptr<f16>>, 2 for ptr<ptr<ptr<f16>>>) and `element` (f16 for both).
+// Every pass that reads `pointee` as "what a load gives" stays right; pointee_type()
+// is the whole type of a loaded element.
 struct Type {
   DType dtype = DType::i32;
   DType pointee = DType::i32;  // meaningful only when dtype == ptr
   std::vector<int> shape;
   MemorySpace space = MemorySpace::registers;
   int stages = 0;  // shared buffers only: how many tiles of `shape`
+  int pointee_levels = 0;      // pointers to pointers only (pointee == ptr): see above
+  DType element = DType::i32;  // pointers to pointers only: the innermost pointee
+
+  // A scalar pointer to values of type `to` (which may itself be a pointer).
+  static Type pointer_to(const Type& to) {
+    Type t{DType::ptr, to.dtype, {}};
+    if (to.is_ptr()) {
+      t.pointee_levels = to.pointee_levels + 1;
+      t.element = to.pointee_levels > 0 ? to.element : to.pointee;
+    }
+    return t;
+  }
+  // The scalar type of what a load through this pointer gives.
+  Type pointee_type() const {
+    if (pointee_levels == 0) return Type{pointee, pointee, {}};
+    Type t{DType::ptr, pointee_levels > 1 ? DType::ptr : element, {}};
+    t.pointee_levels = pointee_levels - 1;
+    t.element = t.pointee_levels > 0 ? element : DType::i32;
+    return t;
+  }
 
   static Type shared_buffer(DType elem, std::vector<int> tile_shape, int stages) {
     return Type{elem, elem, std::move(tile_shape), MemorySpace::shared, stages};
@@ -51,10 +78,14 @@ struct Type {
   Type scalar() const { return with_shape({}); }
   // dtype of the elements as loaded from memory (the pointee for pointers)
   bool operator==(const Type& o) const {
-    return dtype == o.dtype && shape == o.shape && (dtype != DType::ptr || pointee == o.pointee) &&
-           space == o.space && stages == o.stages;
+    return dtype == o.dtype && shape == o.shape && (dtype != DType::ptr || same_pointee(o)) && space == o.space &&
+           stages == o.stages;
   }
   bool operator!=(const Type& o) const { return !(*this == o); }
+  // Pointers: whether both point to the same type (levels and innermost element included).
+  bool same_pointee(const Type& o) const {
+    return pointee == o.pointee && pointee_levels == o.pointee_levels && (pointee_levels == 0 || element == o.element);
+  }
   std::string str() const;
 };
 

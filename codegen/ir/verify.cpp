@@ -134,6 +134,12 @@ class Verifier {
         if (op.op == Op::bitcast)
           expect(bit_width(op.operands[0]->type.dtype) == bit_width(op.result()->type.dtype), op,
                  "bitcast between different widths");
+        // int-to-pointer and pointer-to-int: addresses are 64-bit integers on every target
+        if (op.operands[0]->type.is_ptr() || op.result()->type.is_ptr())
+          expect(op.op == Op::cast && (op.operands[0]->type.is_ptr() || bit_width(op.operands[0]->type.dtype) == 64) &&
+                     (op.result()->type.is_ptr() || bit_width(op.result()->type.dtype) == 64) &&
+                     !is_float(op.operands[0]->type.dtype) && !is_float(op.result()->type.dtype),
+                 op, "a pointer casts only to and from a 64-bit integer");
         break;
       case Op::addptr:
         expect(nops == 2 && op.operands[0]->type.is_ptr() && is_int(op.operands[1]->type.dtype), op,
@@ -158,14 +164,15 @@ class Verifier {
         break;
       case Op::load:
         expect(nops >= 1 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "load takes a pointer");
-        expect(op.result()->type.dtype == op.operands[0]->type.pointee, op, "load result is the pointee");
+        expect(op.result()->type.scalar() == op.operands[0]->type.pointee_type(), op, "load result is the pointee");
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "load mask/other shape");
         expect(op.i0 == 0 || (op.i0 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer load's pointer is addptr(splat(scalar base), i32 offsets)");
         break;
       case Op::store:
         expect(nops >= 2 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "store takes a pointer");
-        expect(op.operands[1]->type.dtype == op.operands[0]->type.pointee, op, "store value is the pointee");
+        expect(nops >= 2 && op.operands[1]->type.scalar() == op.operands[0]->type.pointee_type(), op,
+               "store value is the pointee");
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "store value/mask shape");
         expect(op.i0 == 0 || (op.i0 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer store's pointer is addptr(splat(scalar base), i32 offsets)");

@@ -404,6 +404,16 @@ void AxisAnalysis::op(const ir::Operation& o) {
       const AxisInfo& a = opnd(0);
       DType from = o.operands[0]->type.dtype, to = res->type.dtype;
       for (int d = 0; d < n; ++d) r.constancy[d] = a.constancy[d];
+      if (from == DType::ptr || to == DType::ptr) {
+        // int-to-pointer, pointer-to-int (64-bit: the same number) and pointer to pointer:
+        // the address keeps its divisibility (both count bytes), but a pointer's
+        // contiguity counts elements where an integer's counts ones.
+        const int from_step = from == DType::ptr ? byte_width(o.operands[0]->type.pointee) : 1;
+        const int to_step = to == DType::ptr ? byte_width(res->type.pointee) : 1;
+        r.divisibility = a.divisibility;
+        if (from_step == to_step) r.contiguity = a.contiguity;
+        break;
+      }
       if (!is_int(to) || !is_int(from) || from == DType::i1 || to == DType::i1) break;
       // Extension and truncation keep the low bits, so a multiple of 2^k stays one
       // (a multiple of 2^width truncates to 0, a multiple of anything). Values, and so
@@ -419,6 +429,11 @@ void AxisAnalysis::op(const ir::Operation& o) {
       }
       break;
     }
+    case Op::load:
+      // A pointer loaded from memory is element-aligned, like a pointer argument.
+      if (res->type.is_ptr())
+        for (int d = 0; d < n; ++d) r.divisibility[d] = byte_width(res->type.pointee);
+      break;
     case Op::band: case Op::bor: case Op::bxor: case Op::min: case Op::max: case Op::neg: case Op::bnot:
     case Op::abs: case Op::bitcast: {
       for (int d = 0; d < n; ++d) {

@@ -16,6 +16,10 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 void check_base_and_offsets(ir::Value* base, ir::Value* offsets, const char* fn, const Loc& loc) {
   if (!base->type.is_ptr() || !base->type.is_scalar())
     throw trace_error(fmt::format("{}: the base must be a scalar pointer, got {}", fn, base->type.str()), loc);
+  // (the buffer intrinsics move numbers; a pointer's address space would be lost)
+  if (base->type.pointee == DType::ptr)
+    throw trace_error(fmt::format("{}: {} points to pointers, which buffer accesses do not move; use tl::load and "
+                                  "tl::store", fn, base->type.str()), loc);
   if (offsets->type.is_ptr() || offsets->type.dtype != DType::i32)
     throw trace_error(fmt::format("{}: the offsets must be an i32 tile (32-bit element offsets), got {}", fn,
                                   offsets->type.str()), loc);

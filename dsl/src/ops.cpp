@@ -102,10 +102,35 @@ Value* full(const Shape& shape, DType t, double f, int64_t i, const Loc& loc) {
 
 Value* cast(Value* a, DType to, bool bitcast, const Loc& loc) {
   if (a->type.dtype == to) return a;
-  if (a->type.is_ptr() || to == DType::ptr) throw trace_error("pointers cannot be cast; use pointer arithmetic", loc);
+  if (a->type.is_ptr() || to == DType::ptr)
+    throw trace_error(fmt::format("a {} is not converted to {} implicitly; convert with .to<>() (pointers to and from "
+                                  "i64 or u64 only)", a->type.str(), name(to)), loc);
   if (bitcast && bit_width(a->type.dtype) != bit_width(to))
     throw trace_error(fmt::format("bitcast from {} to {} changes the width", name(a->type.dtype), name(to)), loc);
   return T(loc).emit1(bitcast ? Op::bitcast : Op::cast, {a}, a->type.with_dtype(to), loc);
+}
+
+Value* pointer_cast(Value* a, DType to, const pointer_desc& p, const Loc& loc) {
+  const Type& from = a->type;
+  Type result{to, to, from.shape};
+  if (to == DType::ptr) {
+    Type pointee{p.pointee, p.pointee, {}};
+    if (p.pointee_levels > 0) pointee = Type::pointer_to(Type{p.element, p.element, {}});
+    for (int l = 1; l < p.pointee_levels; ++l) pointee = Type::pointer_to(pointee);
+    result = Type::pointer_to(pointee).with_shape(from.shape);
+  }
+  if (result == from) return a;
+  // An address is 64 bits on every target: a narrower integer would drop its high half
+  // (or make one up), a float has no address meaning. Triton refuses these as well.
+  auto wide_int = [](DType d) { return d == DType::i64 || d == DType::u64; };
+  if (!from.is_ptr() && !wide_int(from.dtype))
+    throw trace_error(fmt::format("conversion of {} to {}: a pointer is made only from a 64-bit address (i64 or u64){}",
+                                  name(from.dtype), result.scalar().str(),
+                                  is_int(from.dtype) ? "; widen with .to<tl::i64>() first" : ""), loc);
+  if (!result.is_ptr() && !wide_int(to))
+    throw trace_error(fmt::format("conversion of {} to {}: a pointer gives its address only as i64 or u64",
+                                  from.scalar().str(), name(to)), loc);
+  return T(loc).emit1(Op::cast, {a}, result, loc);
 }
 
 static void check_binary_dtypes(Op op, DType d, const Loc& loc) {
@@ -283,25 +308,35 @@ static Value* check_mask(Value* mask, const Shape& ps, const char* fn, const Loc
   return fit_to_pointer(mask, ps, "mask", fn, loc);
 }
 
+// Whether `v` holds elements of type `elem` (pointers: to the same pointee), so that it
+// may be stored through a pointer to `elem` or stand for a masked-off loaded element.
+static bool holds(const Value* v, const Type& elem) {
+  return v->type.dtype == elem.dtype && (!elem.is_ptr() || v->type.same_pointee(elem));
+}
+
 Value* load(Value* p, Value* mask, Value* other, const Loc& loc) {
   check_pointer(p, "tl::load", loc);
   const Shape& ps = p->type.shape;
+  const Type elem = p->type.pointee_type();  // a pointer tile where p points to pointers
   std::vector<Value*> ops{p};
   if (mask) ops.push_back(check_mask(mask, ps, "tl::load", loc));
   if (other) {
     if (!mask) throw trace_error("tl::load: 'other' needs a mask", loc);
-    ops.push_back(fit_to_pointer(cast(other, p->type.pointee, false, loc), ps, "other", "tl::load", loc));
+    if (elem.is_ptr() && !holds(other, elem))
+      throw trace_error(fmt::format("tl::load: 'other' is a {}, the loaded elements are {}", other->type.scalar().str(),
+                                    elem.str()), loc);
+    ops.push_back(fit_to_pointer(cast(other, elem.dtype, false, loc), ps, "other", "tl::load", loc));
   }
-  return T(loc).emit1(Op::load, ops, Type{p->type.pointee, p->type.pointee, ps}, loc);
+  return T(loc).emit1(Op::load, ops, elem.with_shape(ps), loc);
 }
 
 void store(Value* p, Value* v, Value* mask, const Loc& loc) {
   check_pointer(p, "tl::store", loc);
   const Shape& ps = p->type.shape;
-  if (v->type.is_ptr()) throw trace_error("tl::store: storing pointers is not supported", loc);
-  if (v->type.dtype != p->type.pointee)
-    throw trace_error(fmt::format("tl::store: value of type {} stored through a pointer to {}", name(v->type.dtype),
-                                  name(p->type.pointee)), loc);
+  const Type elem = p->type.pointee_type();
+  if (!holds(v, elem))
+    throw trace_error(fmt::format("tl::store: value of type {} stored through a pointer to {}", v->type.scalar().str(),
+                                  elem.str()), loc);
   std::vector<Value*> ops{p, fit_to_pointer(v, ps, "value", "tl::store", loc)};
   if (mask) ops.push_back(check_mask(mask, ps, "tl::store", loc));
   T(loc).emit(Op::store, ops, loc);
@@ -323,6 +358,7 @@ static void check_atomic_dtype(AtomicKind k, DType d, const Loc& loc) {
 Value* atomic_rmw(AtomicKind k, Value* p, Value* v, Value* mask, sem s, scope sc, const Loc& loc) {
   check_pointer(p, "tl::atomic", loc);
   DType d = p->type.pointee;
+  if (d == DType::ptr) throw trace_error("tl::atomic: atomics on pointers to pointers are not supported", loc);
   check_atomic_dtype(k, d, loc);
   const Shape& ps = p->type.shape;
   std::vector<Value*> ops{p, fit_to_pointer(cast(v, d, false, loc), ps, "value", "tl::atomic", loc)};

@@ -72,7 +72,11 @@ template <class E> class buffer {
       : dev_(dev), n_(n),
         mem_(static_cast<host_t*>(dev.alloc_bytes(checked_bytes(n, loc))), [dev](host_t* p) { dev.free_bytes(p); }) {}
 
+  // The device address of the first element (on a GPU a device pointer, not for the
+  // host to read): what an array of pointers holds, `ptrs.upload({a.data(), b.data()})`
+  // for a buffer of tl::ptr<E>, or address() into a buffer of tl::u64.
   host_t* data() const { return mem_.get(); }
+  uint64_t address() const { return reinterpret_cast<uint64_t>(mem_.get()); }
   size_t size() const { return n_; }
   size_t bytes() const { return n_ * sizeof(host_t); }
   const device& dev() const { return dev_; }
@@ -203,8 +207,9 @@ class KernelBase {
   std::unique_ptr<Impl> impl_;
 };
 
-// Declares kernel argument i while tracing; returns its value.
-ir::Value* declare_argument(int index, DType dtype, bool is_pointer);
+// Declares kernel argument i while tracing; returns its value. Pointers: dtype is the
+// pointee, and `pointee` describes it where it is itself a pointer (ptr<ptr<f16>>).
+ir::Value* declare_argument(int index, DType dtype, bool is_pointer, const pointer_desc& pointee = {});
 
 // The slot bits of a scalar argument (narrow floats rounded to nearest even).
 void scalar_bits(DType d, double f, int64_t i, uint64_t& bits);
@@ -219,6 +224,11 @@ template <class P, class A> ArgValue to_arg(const A& a) {
     v.is_pointer = true;
     v.dtype = Pointee::dtype;
     if constexpr (std::is_same_v<std::decay_t<A>, buffer<Pointee>>) {
+      v.bits = reinterpret_cast<uint64_t>(a.data());
+    } else if constexpr (is_ptr_elem<Pointee> && (std::is_same_v<std::decay_t<A>, buffer<ty::u64>> ||
+                                                  std::is_same_v<std::decay_t<A>, buffer<ty::i64>>)) {
+      // An array of pointers filled with addresses (buffer::address()), as a Triton user
+      // passes an int64 tensor of data_ptr()s.
       v.bits = reinterpret_cast<uint64_t>(a.data());
     } else if constexpr (std::is_same_v<std::decay_t<A>, std::nullptr_t>) {
       v.bits = 0;
@@ -329,7 +339,8 @@ template <class F> class kernel_t : public detail::KernelBase {
   template <size_t I, class P, class A> static P make_param(const A& a) {
     if constexpr (detail::is_tile<P>::value) {
       using E = typename P::elem;
-      if constexpr (is_ptr_elem<E>) return P(detail::declare_argument(int(I), E::pointee::dtype, true));
+      if constexpr (is_ptr_elem<E>)
+        return P(detail::declare_argument(int(I), E::pointee::dtype, true, detail::describe_pointer<E>()));
       else return P(detail::declare_argument(int(I), E::dtype, false));
     } else {
       return P(a);

@@ -81,6 +81,18 @@ ir::Value* compare(CmpPred p, ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* fma(ir::Value* a, ir::Value* b, ir::Value* c, const Loc& loc);
 ir::Value* where(ir::Value* c, ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* cast(ir::Value* a, DType to, bool bitcast, const Loc& loc);
+// What the tracer needs of a pointer element type ty::ptr<P>: P's dtype, and where P is
+// itself a pointer how many pointers deep it is and the innermost element (ir::Type's
+// pointee, pointee_levels, element).
+struct pointer_desc {
+  DType pointee = DType::i32;
+  int pointee_levels = 0;
+  DType element = DType::i32;
+};
+// The explicit conversions that involve pointers (`.to<>()`): int-to-pointer from i64/u64,
+// pointer-to-int to i64/u64, pointer to pointer of another pointee (the address kept).
+// `to` is the result dtype; `p` its pointee where that is ptr.
+ir::Value* pointer_cast(ir::Value* a, DType to, const pointer_desc& p, const Loc& loc);
 ir::Value* program_id(int axis, const Loc& loc);
 ir::Value* num_programs(int axis, const Loc& loc);
 ir::Value* arange(int start, int end, const Loc& loc);
@@ -138,6 +150,27 @@ template <class E> constexpr bool is_ptr_elem = E::dtype == DType::ptr;
 template <class T> concept Arith = std::is_arithmetic_v<T>;
 
 namespace detail {
+// How many pointers deep an element type is, and the element at the end of the chain.
+template <class E> struct pointer_chain {
+  static constexpr int levels = 0;
+  static constexpr DType innermost = E::dtype;
+};
+template <class P> struct pointer_chain<ty::ptr<P>> {
+  static constexpr int levels = pointer_chain<P>::levels + 1;
+  static constexpr DType innermost = pointer_chain<P>::innermost;
+};
+// The tracer's description of element type E (a pointer's pointee; nothing for others).
+template <class E> constexpr pointer_desc describe_pointer() {
+  if constexpr (is_ptr_elem<E>) {
+    using P = typename E::pointee;
+    return {P::dtype, pointer_chain<P>::levels, pointer_chain<P>::innermost};
+  } else {
+    return {};
+  }
+}
+}  // namespace detail
+
+namespace detail {
 // The element type of `tile<E> (op) literal`: Triton's weak typing for Python numbers.
 // An integer literal takes the tile's type (i1 becomes i32); a floating literal takes
 // the tile's float type, or f32 next to an integer tile.
@@ -182,12 +215,22 @@ template <class E> class tile : public detail::TileBase {
   tile(S s, detail::Loc loc = detail::Loc::current()) : TileBase(detail::literal_constant(E::dtype, s, loc)) {}
 
   // Conversions: round to nearest even for narrowing floats, saturating for FP8.
+  // Pointers (Triton's int_to_ptr / ptr_to_int): `.to<tl::ptr<T>>()` of an i64 or u64
+  // tile takes its values as addresses, `.to<tl::i64>()` of a pointer tile gives them.
   template <class T> tile<elem_t<T>> to(detail::Loc loc = detail::Loc::current()) const {
-    return tile<elem_t<T>>(detail::cast(get(), elem_t<T>::dtype, false, loc));
+    using R = elem_t<T>;
+    if constexpr (is_ptr_elem<E> || is_ptr_elem<R>)
+      return tile<R>(detail::pointer_cast(get(), R::dtype, detail::describe_pointer<R>(), loc));
+    else
+      return tile<R>(detail::cast(get(), R::dtype, false, loc));
   }
   template <class T> tile<elem_t<T>> bitcast(detail::Loc loc = detail::Loc::current()) const {
-    static_assert(bit_width(elem_t<T>::dtype) == bit_width(E::dtype), "bitcast needs equal widths");
-    return tile<elem_t<T>>(detail::cast(get(), elem_t<T>::dtype, true, loc));
+    using R = elem_t<T>;
+    static_assert(bit_width(R::dtype) == bit_width(E::dtype), "bitcast needs equal widths");
+    if constexpr (is_ptr_elem<E> || is_ptr_elem<R>)  // an address's bits are the address
+      return tile<R>(detail::pointer_cast(get(), R::dtype, detail::describe_pointer<R>(), loc));
+    else
+      return tile<R>(detail::cast(get(), R::dtype, true, loc));
   }
 
   // --- arithmetic between tiles: Triton's promotion, shapes broadcast ---
@@ -524,10 +567,19 @@ TL_ATOMIC(atomic_xor, bxor)
 #undef TL_ATOMIC
 
 // Compare-and-swap on scalars or tiles: stores `v` where the old value equals `cmp`.
-template <class E>
-tile<E> atomic_cas(const tile<ty::ptr<E>>& p, const tile<E>& cmp, const tile<E>& v, sem s = sem::acq_rel,
-                   scope sc = scope::gpu, Loc loc = Loc::current()) {
-  return tile<E>(detail::atomic_cas(p.get(), cmp.get(), v.get(), s, sc, loc));
+// `cmp` and `v` are tiles of the pointee type or C++ numbers, which take it
+// (`tl::atomic_cas(lock, 0, 1)`, Triton's spin lock).
+namespace detail {
+template <class E, class V> ir::Value* cas_operand(const V& v, const Loc& loc) {
+  if constexpr (std::is_arithmetic_v<V>) return literal_constant(E::dtype, v, loc);
+  else return v.get();
+}
+}  // namespace detail
+template <class E, class C, class V>
+  requires((std::is_arithmetic_v<C> || std::is_same_v<C, tile<E>>) && (std::is_arithmetic_v<V> || std::is_same_v<V, tile<E>>))
+tile<E> atomic_cas(const tile<ty::ptr<E>>& p, const C& cmp, const V& v, sem s = sem::acq_rel, scope sc = scope::gpu,
+                   Loc loc = Loc::current()) {
+  return tile<E>(detail::atomic_cas(p.get(), detail::cas_operand<E>(cmp, loc), detail::cas_operand<E>(v, loc), s, sc, loc));
 }
 
 // ---------------------------------------------------------------------------------

@@ -1,0 +1,107 @@
+// Pointers as values on the GPU targets, checked without a GPU on the code each target's
+// lowering makes (tests/dsl/pointer_values_test.cpp runs the same kernels): a pointer
+// loaded from an array of pointers, or made from an i64 address, is a global pointer
+// (LLVM address space 1 on AMDGPU and NVPTX), so every access through it is a global
+// access: `global_load`/`global_store` on AMD, never the flat ones that must also
+// handle LDS and scratch addresses (slower, and they count against both the vector and
+// the LDS counters), `ld.global`/`st.global` on NVIDIA, never generic `ld`/`st`.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "codegen/amdgpu/code_object.hpp"
+#include "support/compile.hpp"
+#include "tl/tl.hpp"
+
+namespace {
+
+using tltest::count;
+using tltest::isa_of_compiled;
+
+// Program g: array g's pointer and length from device arrays, a masked block of it
+// scaled and stored through the pointer loaded from `ys`.
+auto& ragged_rows() {
+  static auto k = tl::kernel("codegen_ragged_rows", [](tl::ptr<tl::ptr<tl::f32>> xs, tl::ptr<tl::ptr<tl::f32>> ys,
+                                                       tl::ptr<tl::i32> sizes) {
+    auto g = tl::program_id(0);
+    auto n = tl::load(sizes + g);
+    tl::ptr<tl::f32> x = tl::load(xs + g);
+    tl::ptr<tl::f32> y = tl::load(ys + g);
+    auto offs = tl::arange(0, 256);
+    tl::store(y + offs, tl::load(x + offs, offs < n, 0.0f) * 2.0f, offs < n);
+  });
+  return k;
+}
+
+// Addresses as i64, Triton's `tl.load(ptrs + g).to(tl.pointer_type(tl.float32))`, and a
+// tile of pointers stored into an array of pointers.
+auto& int_addresses() {
+  static auto k = tl::kernel("codegen_int_addresses", [](tl::ptr<tl::i64> addrs, tl::ptr<tl::ptr<tl::f32>> out_ptrs,
+                                                         tl::ptr<tl::f32> out) {
+    auto g = tl::program_id(0);
+    auto x = tl::load(addrs + g).to<tl::ptr<tl::f32>>();
+    auto offs = tl::arange(0, 256);
+    tl::store(out + offs, tl::load(x + offs) + 1.0f);
+    tl::store(out_ptrs + offs, x + offs);
+  });
+  return k;
+}
+
+// What a launch would pass: 16-byte aligned device addresses (never read here).
+template <class T> T* fake_device_pointer() { return reinterpret_cast<T*>(uintptr_t(1) << 20); }
+
+std::string amd_isa(const std::string& arch, int kernel) {
+  tl::launch_options o{.num_warps = 4};
+  std::string meta = kernel == 0 ? ragged_rows().compile(arch, o, fake_device_pointer<float*>(),
+                                                         fake_device_pointer<float*>(), fake_device_pointer<int32_t>())
+                                 : int_addresses().compile(arch, o, fake_device_pointer<int64_t>(),
+                                                           fake_device_pointer<float*>(), fake_device_pointer<float>());
+  return isa_of_compiled(meta);
+}
+
+// Memory instructions of the disassembly whose mnemonic starts with `prefix`.
+int memory_ops(const std::string& dis, const std::string& prefix) {
+  std::regex op("\\b" + prefix + "_(load|store)\\w*");
+  return int(std::distance(std::sregex_iterator(dis.begin(), dis.end(), op), std::sregex_iterator()));
+}
+
+TEST(PointerValuesCodegen, AmdAccessesThroughLoadedPointersAreGlobal) {
+  for (const char* arch : {"gfx942", "gfx950", "gfx90a"}) {
+    for (int kernel : {0, 1}) {
+      std::string dis = amd_isa(arch, kernel);
+      SCOPED_TRACE(std::string(arch) + (kernel == 0 ? " ragged_rows" : " int_addresses"));
+      EXPECT_EQ(memory_ops(dis, "flat"), 0) << dis;
+      EXPECT_GT(memory_ops(dis, "global"), 0) << dis;
+      // the loaded block itself: f32 elements through the loaded pointer
+      EXPECT_GT(count(dis, "global_load_dword"), 0) << dis;
+      EXPECT_GT(count(dis, "global_store_dword"), 0) << dis;
+    }
+  }
+}
+
+TEST(PointerValuesCodegen, AmdStoresOfPointersAre64BitGlobalStores) {
+  std::string dis = amd_isa("gfx942", 1);
+  // 256 pointers over 256 lanes of 4 waves: one 64-bit store each (or wider, vectorized)
+  EXPECT_GT(count(dis, "global_store_dwordx2") + count(dis, "global_store_dwordx4"), 0) << dis;
+}
+
+TEST(PointerValuesCodegen, NvptxAccessesThroughLoadedPointersAreGlobal) {
+  tl::launch_options o{.num_warps = 4};
+  for (int kernel : {0, 1}) {
+    std::string meta = kernel == 0 ? ragged_rows().compile("sm_90", o, fake_device_pointer<float*>(),
+                                                           fake_device_pointer<float*>(), fake_device_pointer<int32_t>())
+                                   : int_addresses().compile("sm_90", o, fake_device_pointer<int64_t>(),
+                                                             fake_device_pointer<float*>(), fake_device_pointer<float>());
+    std::string ptx = isa_of_compiled(meta);
+    SCOPED_TRACE(kernel == 0 ? "ragged_rows" : "int_addresses");
+    // generic accesses: `ld.` or `st.` followed by a type or a vector, not a state space
+    std::regex generic(R"(\b(ld|st)(\.volatile)?\.(v[248]\.)?[usbf]\d+\b)");
+    EXPECT_FALSE(std::regex_search(ptx, generic)) << ptx;
+    EXPECT_GT(count(ptx, "ld.global"), 0) << ptx;
+    EXPECT_GT(count(ptx, "st.global"), 0) << ptx;
+    EXPECT_EQ(count(ptx, "cvta"), 0) << ptx;  // no conversion to a generic address either
+  }
+}
+
+}  // namespace
