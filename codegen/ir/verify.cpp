@@ -3,6 +3,7 @@
 // message names the op and the user's line that produced it.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "codegen/ir/ir.hpp"
@@ -29,7 +30,6 @@ class Verifier {
   }
 
   void block(const Block& b, bool needs_yield) {
-    for (size_t k = 0; k < b.args.size(); ++k) {
     // What a region defines is visible only inside it (a while's body cannot read its
     // condition region's values, a branch's else cannot read its then): forgotten on exit.
     struct Scope {
@@ -41,6 +41,7 @@ class Verifier {
           for (auto& r : op->results) defined.erase(r.get());
       }
     } scope{defined_, b};
+    for (size_t k = 0; k < b.args.size(); ++k) {
       const Value* a = b.args[k].get();
       if ((a->owner != &b || a->index != int(k)) && b.parent) fail(*b.parent, "block argument links are wrong");
       defined_.insert(a);
@@ -272,14 +273,6 @@ class Verifier {
         }
         break;
       }
-      default:
-        break;
-    }
-  }
-
-  std::unordered_set<const Value*> defined_;
-};
-
       case Op::while_: {
         expect(op.regions.size() == 2, op, "while has a condition region and a body");
         const Block& before = *op.regions[0];
@@ -300,6 +293,14 @@ class Verifier {
         }
         break;
       }
+      default:
+        break;
+    }
+  }
+
+  std::unordered_set<const Value*> defined_;
+};
+
 }  // namespace
 
 void verify(const Function& f) { Verifier().function(f); }

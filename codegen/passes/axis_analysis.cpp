@@ -504,21 +504,6 @@ void AxisAnalysis::loop(const ir::Operation& o) {
   for (size_t i = 0; i < n; ++i) set(o.result(int(i)), meet(get(o.operands[3 + i]), get(yield->operands[i])));
 }
 
-// The range of `o`'s (first) result from its operands' ranges.
-ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
-  const ir::Value* res = o.result();
-  DType t = res->type.dtype;
-  ValueRange unknown = bounds(t);
-  if (!has_range(t)) return unknown;
-  auto in = [&](int i) { return get(o.operands[i]).range; };
-  switch (o.op) {
-    case Op::constant: return fit(wrap_to(t, o.i0), wrap_to(t, o.i0), t);
-    case Op::arange: return fit(o.i0, i128(o.i1) - 1, t);
-    case Op::program_id: return fit(0, std::numeric_limits<int32_t>::max(), t);
-    case Op::num_programs: return fit(1, std::numeric_limits<int32_t>::max(), t);
-    case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
-      return in(0);
-    case Op::hint: return in(0);
 // A while loop: the condition region runs on the inits or on the body's last yield, the
 // body on what the condition region passed on, and the loop ends with the condition
 // region's values. The same fixpoint as a for loop's, around both regions.
@@ -552,6 +537,21 @@ void AxisAnalysis::while_loop(const ir::Operation& o) {
   for (size_t i = 0; i < n; ++i) set(o.result(int(i)), get(cond->operands[1 + i]));
 }
 
+// The range of `o`'s (first) result from its operands' ranges.
+ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
+  const ir::Value* res = o.result();
+  DType t = res->type.dtype;
+  ValueRange unknown = bounds(t);
+  if (!has_range(t)) return unknown;
+  auto in = [&](int i) { return get(o.operands[i]).range; };
+  switch (o.op) {
+    case Op::constant: return fit(wrap_to(t, o.i0), wrap_to(t, o.i0), t);
+    case Op::arange: return fit(o.i0, i128(o.i1) - 1, t);
+    case Op::program_id: return fit(0, std::numeric_limits<int32_t>::max(), t);
+    case Op::num_programs: return fit(1, std::numeric_limits<int32_t>::max(), t);
+    case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
+      return in(0);
+    case Op::hint: return in(0);
     case Op::add: return fit_arith(i128(in(0).lo) + in(1).lo, i128(in(0).hi) + in(1).hi, t);
     case Op::sub: return fit_arith(i128(in(0).lo) - in(1).hi, i128(in(0).hi) - in(1).lo, t);
     case Op::mul: {

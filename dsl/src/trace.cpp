@@ -183,6 +183,10 @@ ir::Value* Trace::add_argument(ir::Type t, std::string name, bool divisible_by_1
 
 // --------------------------------------------------------------------- cells
 
+TileBase::TileBase() {
+  if (Trace* t = Trace::current_or_null()) level_ = t->depth();
+}
+
 TileBase::TileBase(ir::Value* v) : v_(v) {
   if (Trace* t = Trace::current_or_null()) {
     level_ = t->depth();
@@ -246,6 +250,18 @@ ir::Value* TileBase::get() const {
       loop->operands.push_back(v_);
       f.cells.push_back({self, arg, v_});
       v_ = arg;
+    } else if (f.kind == Frame::While) {
+      // Both regions take every carried value; a cell first read in the body passes
+      // through the condition region unchanged.
+      ir::Operation* loop = f.op;
+      ir::Value* before = loop->regions[0]->add_arg(v_->type);
+      ir::Value* after = loop->regions[1]->add_arg(v_->type);
+      loop->operands.push_back(v_);
+      CellEntry e{self, before, v_};
+      e.after = after;
+      if (f.in_else) e.then_value = before;
+      f.cells.push_back(e);
+      v_ = f.in_else ? after : before;
     } else {
       f.cells.push_back({self, v_, v_, nullptr, !f.in_else});
     }
@@ -266,11 +282,26 @@ void TileBase::set(ir::Value* v) {
                       at.file, at.line);
   }
   if (!v_ && t && level_ < t->depth() && level_ != kStale) {
-    // The loop or branch that would have to carry the cell out is the outermost one
-    // entered since the tile was declared. The assignment's own line is not known here;
-    // the line that made the assigned value is, when it was made inside that loop or
-    // branch (`x = a + b;`); else the loop's or branch's.
-    const Frame& f = t->frames()[size_t(level_)];
+    // Inside tl::if_ branches only, the branch defines the tile (Triton's `if c: val = a
+    // else: val = b`): each branch entered since its declaration records it without a
+    // value; assigned in both branches it has the branch's value after it (end_if), in
+    // one only it has none.
+    size_t outermost_loop = size_t(level_);
+    while (outermost_loop < t->frames().size() && t->frames()[outermost_loop].kind == Frame::Branch) ++outermost_loop;
+    if (outermost_loop == t->frames().size()) {
+      for (size_t d = size_t(level_); d < t->frames().size(); ++d) {
+        Frame& f = t->frames()[d];
+        f.cells.push_back({this, nullptr, nullptr, nullptr, !f.in_else});
+      }
+      v_ = v;
+      level_ = t->depth();
+      t->track(this);
+      return;
+    }
+    // A loop would have to carry the cell out: the outermost loop entered since the tile
+    // was declared. The assignment's own line is not known here; the line that made the
+    // assigned value is, when it was made inside that loop (`x = a + b;`); else the loop's.
+    const Frame& f = t->frames()[outermost_loop];
     const char* what = f.kind == Frame::Branch ? "a tl::if_ branch" : f.kind == Frame::Loop ? "a tl::range loop"
                                                                                             : "a tl::while_ loop";
     const ir::SrcLoc& opened = f.op->loc;
@@ -304,18 +335,6 @@ DType TileBase::dtype(const Loc& loc) const {
 
 ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, bool stages_given, const Loc& loc) {
   Trace& t = Trace::current(loc);
-    } else if (f.kind == Frame::While) {
-      // Both regions take every carried value; a cell first read in the body passes
-      // through the condition region unchanged.
-      ir::Operation* loop = f.op;
-      ir::Value* before = loop->regions[0]->add_arg(v_->type);
-      ir::Value* after = loop->regions[1]->add_arg(v_->type);
-      loop->operands.push_back(v_);
-      CellEntry e{self, before, v_};
-      e.after = after;
-      if (f.in_else) e.then_value = before;
-      f.cells.push_back(e);
-      v_ = f.in_else ? after : before;
   for (ir::Value* v : {lb, ub, step})
     if (!v->type.is_scalar() || v->type.dtype != DType::i32)
       throw trace_error(fmt::format("tl::range: bounds and step must be scalar i32, got {}", v->type.str()), loc);
@@ -394,64 +413,6 @@ void loop_left(const Loc& loc) {
                     "loop that runs on the device and cannot end early (continue is fine): use a mask or tl::if_ for "
                     "the part that should not run",
                     loc);
-}
-
-// --------------------------------------------------------------------- branches
-
-void begin_if(ir::Value* cond, const Loc& loc) {
-  Trace& t = Trace::current(loc);
-  if (!cond->type.is_scalar() || cond->type.dtype != DType::i1)
-    throw trace_error(fmt::format("tl::if_: the condition must be a scalar i1, got {}", cond->type.str()), loc);
-  ir::Operation* op = t.emit(Op::if_, {cond}, loc);
-  ir::Block* then_block = op->add_region();
-  op->add_region();
-  t.frames().push_back({Frame::Branch, op, t.block(), {}});
-  t.set_block(then_block);
-}
-
-void begin_else() {
-  Trace& t = Trace::current(Loc::current());
-  Frame& f = t.frames().back();
-  if (f.kind != Frame::Branch || f.in_else) throw error("tl::if_: else_ without a matching if_");
-  for (auto& e : f.cells) {
-    e.then_value = e.cell->v_;
-    e.cell->v_ = e.entry;
-  }
-  f.in_else = true;
-  t.set_block(f.op->regions[1].get());
-}
-
-void end_if() {
-  Trace& t = Trace::current(Loc::current());
-  Frame f = std::move(t.frames().back());
-  t.frames().pop_back();
-  ir::Operation* op = f.op;
-  std::vector<ir::Value*> then_yields, else_yields;
-  std::vector<TileBase*> changed;
-  for (auto& e : f.cells) {
-    ir::Value* then_v = e.seen_in_then ? e.then_value : e.entry;
-    ir::Value* else_v = e.cell->v_;
-    if (then_v == e.entry && else_v == e.entry) continue;
-    if (then_v->type != else_v->type) {
-      throw trace_error(fmt::format("tl::if_: a tile is {} after one branch and {} after the other",
-                              then_v->type.str(), else_v->type.str()),
-                  op->loc.file, op->loc.line);
-    }
-    then_yields.push_back(then_v);
-    else_yields.push_back(else_v);
-    changed.push_back(e.cell);
-  }
-  for (int r = 0; r < 2; ++r) {
-    t.set_block(op->regions[r].get());
-    t.emit(Op::yield, r == 0 ? then_yields : else_yields, Loc::current());
-    op->regions[r]->ops.back()->loc = op->loc;
-  }
-  t.set_block(f.outer);
-  for (size_t i = 0; i < changed.size(); ++i) changed[i]->v_ = op->add_result(then_yields[i]->type);
-  for (auto& e : f.cells) {
-    if (std::find(changed.begin(), changed.end(), e.cell) == changed.end()) e.cell->v_ = e.entry;
-    e.cell->level_ = t.depth();
-  }
 }
 
 // --------------------------------------------------------------------- while loops
@@ -538,6 +499,65 @@ void end_while() {
   t.set_block(f.outer);
   for (auto& e : carried) e.cell->v_ = loop->add_result(e.entry->type);
   for (auto& e : f.cells) e.cell->level_ = t.depth();
+}
+
+// --------------------------------------------------------------------- branches
+
+void begin_if(ir::Value* cond, const Loc& loc) {
+  Trace& t = Trace::current(loc);
+  if (!cond->type.is_scalar() || cond->type.dtype != DType::i1)
+    throw trace_error(fmt::format("tl::if_: the condition must be a scalar i1, got {}", cond->type.str()), loc);
+  ir::Operation* op = t.emit(Op::if_, {cond}, loc);
+  ir::Block* then_block = op->add_region();
+  op->add_region();
+  t.frames().push_back({Frame::Branch, op, t.block(), {}});
+  t.set_block(then_block);
+}
+
+void begin_else() {
+  Trace& t = Trace::current(Loc::current());
+  Frame& f = t.frames().back();
+  if (f.kind != Frame::Branch || f.in_else) throw error("tl::if_: else_ without a matching if_");
+  for (auto& e : f.cells) {
+    e.then_value = e.cell->v_;
+    e.cell->v_ = e.entry;
+  }
+  f.in_else = true;
+  t.set_block(f.op->regions[1].get());
+}
+
+void end_if() {
+  Trace& t = Trace::current(Loc::current());
+  Frame f = std::move(t.frames().back());
+  t.frames().pop_back();
+  ir::Operation* op = f.op;
+  std::vector<ir::Value*> then_yields, else_yields;
+  std::vector<TileBase*> changed;
+  for (auto& e : f.cells) {
+    ir::Value* then_v = e.seen_in_then ? e.then_value : e.entry;
+    ir::Value* else_v = e.cell->v_;
+    if (then_v == e.entry && else_v == e.entry) continue;
+    if (!then_v || !else_v) continue;  // declared without a value, assigned in one branch: none after
+    if (then_v->type != else_v->type) {
+      throw trace_error(fmt::format("tl::if_: a tile is {} after one branch and {} after the other",
+                              then_v->type.str(), else_v->type.str()),
+                  op->loc.file, op->loc.line);
+    }
+    then_yields.push_back(then_v);
+    else_yields.push_back(else_v);
+    changed.push_back(e.cell);
+  }
+  for (int r = 0; r < 2; ++r) {
+    t.set_block(op->regions[r].get());
+    t.emit(Op::yield, r == 0 ? then_yields : else_yields, Loc::current());
+    op->regions[r]->ops.back()->loc = op->loc;
+  }
+  t.set_block(f.outer);
+  for (size_t i = 0; i < changed.size(); ++i) changed[i]->v_ = op->add_result(then_yields[i]->type);
+  for (auto& e : f.cells) {
+    if (std::find(changed.begin(), changed.end(), e.cell) == changed.end()) e.cell->v_ = e.entry;
+    e.cell->level_ = t.depth();
+  }
 }
 
 }  // namespace tl::detail

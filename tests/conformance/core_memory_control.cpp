@@ -196,16 +196,12 @@ TEST(Core, MaskedLoadStore) {
   EXPECT_TRUE(close(out4.download(), {double(hin[in_size - 1] + 0.5f)}, 0, 0, "scalar"));  // one f32 rounding
 }
 
-// test_if_else: `if tl.load(Cond): val = tl.load(TrueVal) else: val = tl.load(FalseVal)`.
-// As Triton writes it, val has no value before the branch: tl refuses that (the known
-// failure "values defined in a branch"); with `tl::i32 val = 0;` first it runs.
-void test_if_else(bool val_declared_with_a_value) {
+// test_if_else: `if tl.load(Cond): val = tl.load(TrueVal) else: val = tl.load(FalseVal)`:
+// val has no value before the branch, as Triton writes it; the branch defines it.
+TEST(Core, IfElse) {
   static auto kernel = tl::kernel("test_if_else", [](tl::ptr<tl::i1> Cond, tl::ptr<tl::i32> TrueVal,
-                                                     tl::ptr<tl::i32> FalseVal, tl::ptr<tl::i32> Out,
-                                                     bool val_declared_with_a_value) {
-    tl::i32 declared;     // Triton's spelling: no value before the branches
-    tl::i32 valued = 0;   // the work-around: a value first
-    tl::i32& val = val_declared_with_a_value ? valued : declared;
+                                                     tl::ptr<tl::i32> FalseVal, tl::ptr<tl::i32> Out) {
+    tl::i32 val;
     tl::if_(tl::load(Cond), [&] { val = tl::load(TrueVal); }).else_([&] { val = tl::load(FalseVal); });
     tl::store(Out, val);
   });
@@ -213,15 +209,25 @@ void test_if_else(bool val_declared_with_a_value) {
     auto Cond = upload_bools({cond});
     auto T = upload<ty::i32>({1}), F = upload<ty::i32>({2});
     auto Out = output<ty::i32>(1);
-    kernel[tl::grid(1)](Cond, T, F, Out, val_declared_with_a_value);
+    kernel[tl::grid(1)](Cond, T, F, Out);
     EXPECT_EQ(Out.download()[0], cond ? 1 : 2);
   }
 }
 
-TEST(Core, IfElse) { test_if_else(true); }
-
-TEST(Core, IfElseValueFirstAssignedInTheBranches) {
-  conformance::expect_known_failure("values defined in a branch", [] { test_if_else(false); });
+// test_if: a branch on the program id, `if pid % 2 == 0: ... elif 1 == pid % 2: ...`, each
+// program storing through its own branch.
+TEST(Core, IfOnProgramId) {
+  static auto kernel = tl::kernel("test_if", [](tl::ptr<tl::i32> XTrue, tl::ptr<tl::i32> XFalse, tl::ptr<tl::i32> Ret) {
+    auto pid = tl::program_id(0);
+    tl::if_(pid % 2 == 0, [&] { tl::store(Ret + pid, tl::load(XTrue)); }).else_([&] {
+      tl::if_(1 == pid % 2, [&] { tl::store(Ret + pid, tl::load(XFalse)); });
+    });
+  });
+  auto T = upload<ty::i32>({7}), F = upload<ty::i32>({-3});
+  auto Ret = output<ty::i32>(9);
+  kernel[tl::grid(9)](T, F, Ret);
+  auto r = Ret.download();
+  for (int p = 0; p < 9; ++p) EXPECT_EQ(r[size_t(p)], p % 2 == 0 ? 7 : -3) << "program " << p;
 }
 
 // test_for_iv: `for i in range(lo, hi, iv): acc += i` with negative steps and ragged ends,

@@ -98,14 +98,6 @@ const std::vector<gap>& gaps() {
        "`launch_pdl=True`",
        "`add_kernel` with USE_GDC=False is transcribed and run; USE_GDC=True skips", nullptr},
       // ---- spellings the tutorials need (the tutorial runs, spelled otherwise) ----
-      {"tile declared in a loop body", "06 fused attention (`m_ij` assigned in both branches of `if STAGE == 2` "
-       "inside the loop)", known_failure,
-       "a tile declared without a value INSIDE a `tl::range` body and assigned later in the same body is refused as "
-       "if it were a carried tile (\"cannot be assigned inside a tl::range loop ... give it an initial value before "
-       "the loop\"), though it lives and dies in one iteration",
-       "Tutorial06.FusedAttentionForward declares `m_ij` with a value; "
-       "Tutorial06.FusedAttentionTileFirstAssignedInTheLoopBody runs Triton's spelling",
-       nullptr},
       {"implicit cast on store", "05 layer norm (`tl.store(Y + cols, y)`, y f32 into f16)", partial,
        "`tl.store` does not cast the value to the pointee type as Triton's does (a `static_assert`)",
        "`.to<tl::f16>()` written before each such store", nullptr},
@@ -183,13 +175,6 @@ const std::vector<gap>& gaps() {
        missing, "tiles have at most 3 dimensions", "", nullptr},
       {"tl.broadcast(x, y)", "test_core `test_broadcast`", partial,
        "no two-operand `tl.broadcast(x, y)` returning both broadcast", "written `tl::broadcast_to(y, x.shape())`",
-       nullptr},
-      {"values defined in a branch", "test_core `test_if_else`, `test_if` (`if c: val = a else: val = b`)",
-       known_failure,
-       "a tile declared without a value and assigned in both branches of a `tl::if_` is a trace error (\"a tile "
-       "declared without a value cannot be assigned inside a tl::if_\"); Triton defines it after the branch",
-       "Core.IfElse gives it a value first (`tl::i32 val = 0;`); Core.IfElseValueFirstAssignedInTheBranches runs "
-       "Triton's spelling",
        nullptr},
       {"64-bit loop bounds", "test_core `test_for_iv` (`range(2**35, 2**35 + 20)`)", missing,
        "`tl::range` bounds and step are i32", "", nullptr},

@@ -461,3 +461,36 @@ TEST(RangeSpellings, NumStagesWithoutAStep) {
     for (int e = 0; e < 16; ++e) want[e] += 3.0 * hx[size_t(i) * 16 + e];
   EXPECT_TRUE(near(Y.download(), want, 1e-5, 1e-5));
 }
+
+// A tile declared without a value is defined by what assigns it where it lives: inside a
+// loop body (a tile of one iteration), or by both branches of a tl::if_ (Triton's
+// `if c: val = a else: val = b`), nested branches included.
+TEST(TileDefinitions, DeclaredInALoopBodyOrDefinedByBothBranches) {
+  auto k = tl::kernel("defined_by_branches", [](tl::ptr<tl::i32> x, tl::ptr<tl::i32> y) {
+    auto pid = tl::program_id(0);
+    auto v = tl::load(x + pid);
+    tl::i32 out;
+    tl::if_(v > 0, [&] {
+      tl::if_(v > 10, [&] { out = v * 2; }).else_([&] { out = v + 100; });
+    }).else_([&] { out = -v; });
+    tl::i32 total = 0;
+    for (auto i : tl::range(0, 4)) {
+      tl::i32 step;  // lives and dies in one iteration
+      tl::if_(i % 2 == 0, [&] { step = i; }).else_([&] { step = v; });
+      total += step;
+    }
+    tl::store(y + pid * 2, out);
+    tl::store(y + pid * 2 + 1, total);
+  });
+  std::vector<int32_t> hx = {-5, 0, 3, 10, 11, 40};
+  auto X = upload<ty::i32>(hx);
+  auto Y = test_device().alloc<ty::i32>(hx.size() * 2);
+  poison(Y);
+  k[tl::grid(int(hx.size()))](X, Y);
+  std::vector<int32_t> want;
+  for (int32_t v : hx) {
+    want.push_back(v > 0 ? (v > 10 ? v * 2 : v + 100) : -v);
+    want.push_back(0 + v + 2 + v);
+  }
+  EXPECT_EQ(Y.download(), want);
+}

@@ -40,7 +40,9 @@ struct Frame;
 // the tracer turn a read of an outer tile inside a loop into the loop's block argument.
 class TileBase {
  public:
-  TileBase() = default;
+  // A tile declared without a value belongs to the loop or branch body it is declared in:
+  // assigning it there is not carrying it (only one declared outside would be).
+  TileBase();
   explicit TileBase(ir::Value* v);
   TileBase(const TileBase& o);
   TileBase& operator=(const TileBase& o);
@@ -127,6 +129,11 @@ void shared_store(ir::Value* buf, ir::Value* stage, ir::Value* v, const Loc& loc
 ir::Value* begin_for(ir::Value* lb, ir::Value* ub, ir::Value* step, int num_stages, bool stages_given, const Loc& loc);
 void end_for();
 void loop_left(const Loc& loc);  // a tl::range destroyed with its loop open (trace.cpp)
+// A tl::while_: begin_while opens the loop and its condition region, begin_while_body
+// takes the condition (a scalar i1 of that region) and opens the body, end_while closes it.
+void begin_while(const Loc& loc);
+void begin_while_body(ir::Value* cond, const Loc& loc);
+void end_while();
 void begin_if(ir::Value* cond, const Loc& loc);
 void begin_else();
 void end_if();
@@ -139,11 +146,6 @@ template <class E> class tile;
 
 template <class T> struct elem_of { using type = T; };
 template <class E> struct elem_of<tile<E>> { using type = E; };
-// A tl::while_: begin_while opens the loop and its condition region, begin_while_body
-// takes the condition (a scalar i1 of that region) and opens the body, end_while closes it.
-void begin_while(const Loc& loc);
-void begin_while_body(ir::Value* cond, const Loc& loc);
-void end_while();
 template <class T> using elem_t = typename elem_of<T>::type;
 
 template <class E> constexpr bool is_ptr_elem = E::dtype == DType::ptr;
@@ -600,6 +602,10 @@ class range {
   range(i32 start, i32 end, Loc loc = Loc::current()) : range(std::move(start), std::move(end), i32(1), loc) {}
   range(i32 start, i32 end, i32 step, Loc loc = Loc::current())
       : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), loc_(loc) {}
+  // Triton's `tl.range(0, n, num_stages=2)` and `tl.range(n, num_stages=2)`: step 1.
+  range(i32 end, num_stages stages, Loc loc = Loc::current()) : range(i32(0), std::move(end), i32(1), stages, loc) {}
+  range(i32 start, i32 end, num_stages stages, Loc loc = Loc::current())
+      : range(std::move(start), std::move(end), i32(1), stages, loc) {}
   range(i32 start, i32 end, i32 step, num_stages stages, Loc loc = Loc::current())
       : start_(std::move(start)), end_(std::move(end)), step_(std::move(step)), stages_(stages.n),
         stages_given_(true), loc_(loc) {}
@@ -650,12 +656,31 @@ inline std::vector<int> static_range(int start, int end, int step = 1) {
   return r;
 }
 
+// A run-time loop, Triton's `while cond: body`:
+//   tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [&] { });
+// `cond` returns a scalar tl::i1 (or a C++ bool) and runs before every iteration, the
+// last one included, so it may have effects (an atomic) and may assign tiles; `body`
+// runs while it is true. Tiles assigned in either lambda are carried from one iteration
+// to the next exactly as in a tl::range loop, and hold the values they had when the
+// condition was false afterwards. Both lambdas are traced once.
+template <class Cond, class Body> void while_(Cond&& cond, Body&& body, Loc loc = Loc::current()) {
+  detail::begin_while(loc);
+  {
+    auto c = cond();
+    using C = decltype(c);
+    static_assert(std::is_same_v<C, tile<ty::i1>> || std::is_same_v<C, bool>,
+                  "tl::while_: the condition must return a tl::i1 (a comparison) or a bool");
+    if constexpr (std::is_same_v<C, bool>)
+      detail::begin_while_body(detail::constant(DType::i1, c ? 1 : 0, c ? 1 : 0, loc), loc);
+    else
+      detail::begin_while_body(c.get(), loc);
+  }
+  body();
+  detail::end_while();
+}
+
 // A run-time branch on a scalar i1: `tl::if_(c, [&] { ... }).else_([&] { ... });`
 // Tiles assigned in either branch hold the branch's value afterwards.
-  // Triton's `tl.range(0, n, num_stages=2)` and `tl.range(n, num_stages=2)`: step 1.
-  range(i32 end, num_stages stages, Loc loc = Loc::current()) : range(i32(0), std::move(end), i32(1), stages, loc) {}
-  range(i32 start, i32 end, num_stages stages, Loc loc = Loc::current())
-      : range(std::move(start), std::move(end), i32(1), stages, loc) {}
 class if_ {
  public:
   template <class F> if_(const i1& cond, F&& then_fn, Loc loc = Loc::current()) {
@@ -706,29 +731,6 @@ struct stage_index {
 
 template <class E> class shared_stage {
  public:
-// A run-time loop, Triton's `while cond: body`:
-//   tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [&] { });
-// `cond` returns a scalar tl::i1 (or a C++ bool) and runs before every iteration, the
-// last one included, so it may have effects (an atomic) and may assign tiles; `body`
-// runs while it is true. Tiles assigned in either lambda are carried from one iteration
-// to the next exactly as in a tl::range loop, and hold the values they had when the
-// condition was false afterwards. Both lambdas are traced once.
-template <class Cond, class Body> void while_(Cond&& cond, Body&& body, Loc loc = Loc::current()) {
-  detail::begin_while(loc);
-  {
-    auto c = cond();
-    using C = decltype(c);
-    static_assert(std::is_same_v<C, tile<ty::i1>> || std::is_same_v<C, bool>,
-                  "tl::while_: the condition must return a tl::i1 (a comparison) or a bool");
-    if constexpr (std::is_same_v<C, bool>)
-      detail::begin_while_body(detail::constant(DType::i1, c ? 1 : 0, c ? 1 : 0, loc), loc);
-    else
-      detail::begin_while_body(c.get(), loc);
-  }
-  body();
-  detail::end_while();
-}
-
   shared_stage(ir::Value* buf, ir::Value* stage) : buf_(buf), stage_(stage) {}
   tile<E> load(Loc loc = Loc::current()) const { return tile<E>(detail::shared_load(buf_, stage_, loc)); }
   template <class V> void store(const tile<V>& v, Loc loc = Loc::current()) const {
