@@ -214,6 +214,32 @@ TEST(PointerValues, IntegerToPointerAndBack) {
   }
 }
 
+// A pointer converted to a pointer of another pointee keeps its address: bf16 elements
+// read through a tl::ptr<tl::u16> are their bits, and the pointer-to-int of both agree.
+TEST(PointerValues, PointerToPointerOfAnotherPointeeKeepsTheAddress) {
+  auto k = tl::kernel("reinterpret", [](tl::ptr<tl::bf16> x, tl::ptr<tl::u16> bits, tl::ptr<tl::i64> same) {
+    auto p = x + tl::arange(0, 64);
+    auto q = p.to<tl::ptr<tl::u16>>();
+    tl::store(bits + tl::arange(0, 64), tl::load(q));
+    tl::store(same + tl::arange(0, 64), (q.to<tl::i64>() - p.to<tl::i64>()) + 7);
+  });
+  auto f = random_floats(64);
+  std::vector<tl::bfloat16> h(64);
+  for (size_t i = 0; i < 64; ++i) h[i] = tl::to_bf16(f[i]);
+  auto X = upload<ty::bf16>(h);
+  auto B = test_device().alloc<tl::u16>(64);
+  auto S = test_device().alloc<tl::i64>(64);
+  poison(B);
+  poison(S);
+  k[tl::grid(1)](X, B, S);
+  auto b = B.download();
+  auto s = S.download();
+  for (size_t i = 0; i < 64; ++i) {
+    EXPECT_EQ(b[i], h[i].bits) << i;
+    EXPECT_EQ(s[i], 7) << i;
+  }
+}
+
 // A launch takes an array of pointers as a buffer of tl::ptr<T> (filled with data()) or
 // as a buffer of u64/i64 filled with address(), as a Triton user passes a tensor of
 // data_ptr()s: the same kernel gives the same result from both.
@@ -268,27 +294,16 @@ TEST(PointerValues, ThreeLevelsOfPointers) {
   EXPECT_TRUE(near(out.download(), want, 0, 0));
 }
 
-// Triton's spin lock with int literals (`atomic_cas(lock, 0, 1)`) and a mixed (tile,
-// literal) spelling: each program takes the lock, adds to a plain (non-atomic) counter
-// and releases it; the total is exact and the lock is free at the end.
+// Triton's spin lock with int literals (`while atomic_cas(lock, 0, 1) == 1: pass`) and a
+// mixed (literal, tile) spelling: each program takes the lock, adds to a plain
+// (non-atomic) counter and releases it; the total is exact and the lock is free at the end.
 TEST(PointerValues, AtomicCasTakesIntegerLiterals) {
   auto k = tl::kernel("cas_literals", [](tl::ptr<tl::i32> lock, tl::ptr<tl::i32> counter, tl::ptr<tl::i32> seen) {
     auto pid = tl::program_id(0);
     auto old = tl::atomic_cas(seen + pid, 0, pid + 1);  // literal compare value, tile value
-    auto taken = tl::zeros<tl::i32>({});
-    // Bounded retries for the lock (the grid's programs may all contend on the CPU's
-    // threads): enough that the last one in always gets it.
-    for (auto attempt : tl::range(0, 1 << 20)) {
-      (void)attempt;
-      tl::if_(taken == 0, [&] {
-        auto got = tl::atomic_cas(lock, 0, 1) == 0;
-        tl::if_(got, [&] {
-          tl::store(counter, tl::load(counter) + old + 1);
-          tl::atomic_xchg(lock, 0);
-          taken = tl::i32(1);
-        });
-      });
-    }
+    tl::while_([&] { return tl::atomic_cas(lock, 0, 1) == 1; }, [&] {});
+    tl::store(counter, tl::load(counter) + old + 1);
+    tl::atomic_xchg(lock, 0);
   });
   const int G = 24;
   auto lock = upload<ty::i32>({0});
@@ -308,9 +323,10 @@ TEST(PointerValues, AtomicCasTakesIntegerLiterals) {
 // groups, program p taking tiles p, p + NUM_SM, ...
 //
 // The tutorial walks a group's tiles with `while (tile_idx >= last_problem_end and
-// tile_idx < last_problem_end + num_tiles)`. Here that loop is a tl::range bounded by the
-// most tiles a program can take from one group (cdiv(num_tiles, NUM_SM)) with the
-// tutorial's condition as a tl::if_ around the body: the same tiles in the same order.
+// tile_idx < last_problem_end + num_tiles)`: tl::while_ here. The typed variant walks
+// them with a tl::range bounded by the most tiles a program can take from one group
+// (cdiv(num_tiles, NUM_SM)) and the same condition as a tl::if_ around the body: the same
+// tiles in the same order, a check that both loops carry tile_idx alike.
 namespace tutorial08 {
 
 constexpr int BLOCK_M = 32, BLOCK_N = 32, BLOCK_K = 16;
@@ -329,47 +345,45 @@ auto& grouped_matmul() {
           auto num_m_tiles = tl::cdiv(gm, BLOCK_M);
           auto num_n_tiles = tl::cdiv(gn, BLOCK_N);
           auto num_tiles = num_m_tiles * num_n_tiles;
-          for (auto t : tl::range(tl::cdiv(num_tiles, NUM_SM))) {
-            (void)t;
-            tl::if_((tile_idx >= last_problem_end) & (tile_idx < last_problem_end + num_tiles), [&] {
-              auto k = gk;
-              auto lda = tl::load(g_lds + g * 3);
-              auto ldb = tl::load(g_lds + g * 3 + 1);
-              auto ldc = tl::load(g_lds + g * 3 + 2);
-              auto a_ptr = tl::load(group_a_ptrs + g).to<tl::ptr<tl::f16>>();
-              auto b_ptr = tl::load(group_b_ptrs + g).to<tl::ptr<tl::f16>>();
-              auto c_ptr = tl::load(group_c_ptrs + g).to<tl::ptr<tl::f16>>();
-              auto tile_idx_in_gemm = tile_idx - last_problem_end;
-              auto tile_m_idx = tile_idx_in_gemm / num_n_tiles;
-              auto tile_n_idx = tile_idx_in_gemm % num_n_tiles;
+          // iterate through the tiles in the current gemm problem
+          tl::while_([&] { return (tile_idx >= last_problem_end) & (tile_idx < last_problem_end + num_tiles); }, [&] {
+            auto k = gk;
+            auto lda = tl::load(g_lds + g * 3);
+            auto ldb = tl::load(g_lds + g * 3 + 1);
+            auto ldc = tl::load(g_lds + g * 3 + 2);
+            auto a_ptr = tl::load(group_a_ptrs + g).to<tl::ptr<tl::f16>>();
+            auto b_ptr = tl::load(group_b_ptrs + g).to<tl::ptr<tl::f16>>();
+            auto c_ptr = tl::load(group_c_ptrs + g).to<tl::ptr<tl::f16>>();
+            auto tile_idx_in_gemm = tile_idx - last_problem_end;
+            auto tile_m_idx = tile_idx_in_gemm / num_n_tiles;
+            auto tile_n_idx = tile_idx_in_gemm % num_n_tiles;
 
-              auto offs_am = tile_m_idx * BLOCK_M + tl::arange(0, BLOCK_M);
-              auto offs_bn = tile_n_idx * BLOCK_N + tl::arange(0, BLOCK_N);
-              auto offs_k = tl::arange(0, BLOCK_K);
-              auto a_ptrs = a_ptr + (tl::expand_dims(offs_am, 1) * lda + tl::expand_dims(offs_k, 0));
-              auto b_ptrs = b_ptr + (tl::expand_dims(offs_k, 1) * ldb + tl::expand_dims(offs_bn, 0));
-              auto accumulator = tl::zeros<tl::f32>({BLOCK_M, BLOCK_N});
-              for (auto kk : tl::range(0, tl::cdiv(k, BLOCK_K))) {
-                (void)kk;
-                // assume full tile for now
-                auto a = tl::load(a_ptrs);
-                auto b = tl::load(b_ptrs);
-                accumulator += tl::dot(a, b);
-                a_ptrs += BLOCK_K;
-                b_ptrs += BLOCK_K * ldb;
-              }
-              auto c = accumulator.to<tl::f16>();
+            auto offs_am = tile_m_idx * BLOCK_M + tl::arange(0, BLOCK_M);
+            auto offs_bn = tile_n_idx * BLOCK_N + tl::arange(0, BLOCK_N);
+            auto offs_k = tl::arange(0, BLOCK_K);
+            auto a_ptrs = a_ptr + (tl::expand_dims(offs_am, 1) * lda + tl::expand_dims(offs_k, 0));
+            auto b_ptrs = b_ptr + (tl::expand_dims(offs_k, 1) * ldb + tl::expand_dims(offs_bn, 0));
+            auto accumulator = tl::zeros<tl::f32>({BLOCK_M, BLOCK_N});
+            for (auto kk : tl::range(0, tl::cdiv(k, BLOCK_K))) {
+              (void)kk;
+              // assume full tile for now
+              auto a = tl::load(a_ptrs);
+              auto b = tl::load(b_ptrs);
+              accumulator += tl::dot(a, b);
+              a_ptrs += BLOCK_K;
+              b_ptrs += BLOCK_K * ldb;
+            }
+            auto c = accumulator.to<tl::f16>();
 
-              auto offs_cm = tile_m_idx * BLOCK_M + tl::arange(0, BLOCK_M);
-              auto offs_cn = tile_n_idx * BLOCK_N + tl::arange(0, BLOCK_N);
-              auto c_ptrs = c_ptr + (ldc * tl::expand_dims(offs_cm, 1) + tl::expand_dims(offs_cn, 0));
-              // assumes full tile for now
-              tl::store(c_ptrs, c);
+            auto offs_cm = tile_m_idx * BLOCK_M + tl::arange(0, BLOCK_M);
+            auto offs_cn = tile_n_idx * BLOCK_N + tl::arange(0, BLOCK_N);
+            auto c_ptrs = c_ptr + (ldc * tl::expand_dims(offs_cm, 1) + tl::expand_dims(offs_cn, 0));
+            // assumes full tile for now
+            tl::store(c_ptrs, c);
 
-              // go to the next tile by advancing NUM_SM
-              tile_idx += NUM_SM;
-            });
-          }
+            // go to the next tile by advancing NUM_SM
+            tile_idx += NUM_SM;
+          });
           // get ready to go to the next gemm problem
           last_problem_end = last_problem_end + num_tiles;
         }
