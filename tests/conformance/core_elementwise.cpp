@@ -209,6 +209,7 @@ TEST(Core, BinOpPromotion) {
 // Python numbers next to tiles are weakly typed: `x + 1` keeps an i8 tile i8, `x * 0.5` of
 // an int tile is f32, `x + 2` of an f16 tile stays f16; Triton's `x / y` of ints is float.
 TEST(Core, LiteralTypingAndTrueDivision) {
+  conformance::note_partial("int `/`");
   static auto k = tl::kernel("test_literals", [](tl::ptr<tl::i8> Zi, tl::ptr<tl::f32> Zf, tl::ptr<tl::f16> Zh,
                                                  tl::ptr<tl::f32> Zd, tl::ptr<tl::i8> X, tl::ptr<tl::f16> H, int SIZE) {
     auto off = tl::arange(0, SIZE);
@@ -384,7 +385,7 @@ template <class S> void test_cast_from(double lo, double hi) {
     std::vector<double> w(SIZE);
     for (int i = 0; i < SIZE; ++i) {
       double v = to_double(hx[size_t(i)]);
-      if constexpr (tl::is_int(D::dtype)) w[size_t(i)] = double(host_t<D>(std::trunc(v)));  // toward zero
+      if constexpr (tl::is_int(D::dtype)) w[size_t(i)] = double(host_t<D>(int64_t(std::trunc(v))));  // toward zero, ints wrap
       else w[size_t(i)] = to_double(from_double<D>(v));                                     // nearest even
     }
     return w;
@@ -402,12 +403,61 @@ template <class S> void test_cast_from(double lo, double hi) {
 
 TEST(Core, Cast) {
   test_cast_from<ty::i8>(-100, 100);
+  test_cast_from<ty::u8>(0, 255);  // i8 of values past 127 wraps, as Triton's truncation
+  test_cast_from<ty::f8e4m3fn>(-100, 100);
+  test_cast_from<ty::f8e5m2>(-100, 100);
   test_cast_from<ty::i32>(-120, 120);
   test_cast_from<ty::i64>(-120, 120);
   test_cast_from<ty::f16>(-120, 120);
   test_cast_from<ty::bf16>(-120, 120);
   test_cast_from<ty::f32>(-120, 120);
   test_cast_from<ty::f64>(-120, 120);
+}
+
+// test_convert_float16_to_float32 and test_cast's special values: +-0, subnormals, +-inf,
+// NaN, the largest finite values and values past them (to inf: f16 and bf16 have one),
+// f32 -> f16 / bf16 -> f32 and f16 -> f32, each result's bits against the host's
+// conversion (any NaN for a NaN).
+TEST(Core, CastSpecialValues) {
+  static auto k = tl::kernel("test_cast_special", [](tl::ptr<tl::f32> X, tl::ptr<tl::f16> Zh, tl::ptr<tl::bf16> Zb,
+                                                     tl::ptr<tl::f32> Zhf, tl::ptr<tl::f32> Zbf, int SIZE) {
+    auto off = tl::arange(0, SIZE);
+    auto x = tl::load(X + off);
+    auto h = x.to<tl::f16>();
+    auto b = x.to<tl::bf16>();
+    tl::store(Zh + off, h);
+    tl::store(Zb + off, b);
+    tl::store(Zhf + off, h.to<tl::f32>());
+    tl::store(Zbf + off, b.to<tl::f32>());
+  });
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> hx = {0.0f, -0.0f, 1e-40f, -1e-40f, 6e-8f, 3e-5f, 65504.0f, 65519.0f, 65520.0f, -7e4f,
+                           3.3895e38f, std::numeric_limits<float>::max(), inf, -inf, nan, 1.0f + 0x1p-11f};
+  hx.resize(16, 0.5f);
+  const int n = int(hx.size());
+  auto X = upload<ty::f32>(hx);
+  auto Zh = output<ty::f16>(n);
+  auto Zb = output<ty::bf16>(n);
+  auto Zhf = output<ty::f32>(n), Zbf = output<ty::f32>(n);
+  k[tl::grid(1)](X, Zh, Zb, Zhf, Zbf, n);
+  auto zh = Zh.download();
+  auto zb = Zb.download();
+  auto zhf = Zhf.download(), zbf = Zbf.download();
+  for (int i = 0; i < n; ++i) {
+    float x = hx[size_t(i)];
+    tl::half wh = tl::to_f16(x);
+    tl::bfloat16 wb = tl::to_bf16(x);
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(tl::to_float(zh[size_t(i)])) && std::isnan(tl::to_float(zb[size_t(i)])) &&
+                  std::isnan(zhf[size_t(i)]) && std::isnan(zbf[size_t(i)]))
+          << "NaN stays NaN";
+      continue;
+    }
+    EXPECT_EQ(zh[size_t(i)].bits, wh.bits) << x << " to f16";
+    EXPECT_EQ(zb[size_t(i)].bits, wb.bits) << x << " to bf16";
+    EXPECT_EQ(std::bit_cast<uint32_t>(zhf[size_t(i)]), std::bit_cast<uint32_t>(tl::to_float(wh))) << x << " f16 to f32";
+    EXPECT_EQ(std::bit_cast<uint32_t>(zbf[size_t(i)]), std::bit_cast<uint32_t>(tl::to_float(wb))) << x << " bf16 to f32";
+  }
 }
 
 // test_cast with bitcast=True: the bits kept.

@@ -65,6 +65,33 @@ TEST(Core, AtomicRmw) {
   }
 }
 
+// test_atomic_rmw's scopes (`scope="cta"`, "gpu", "sys") and its 16-bit float adds: every
+// program adds into one f32, one f16 and one bf16 (values exact in any order).
+TEST(Core, AtomicRmwScopesAndHalfFloats) {
+  static auto k = tl::kernel("test_atomic_rmw_scope", [](tl::ptr<tl::f32> X, tl::ptr<tl::f32> Z, tl::ptr<tl::f16> Zh,
+                                                         tl::ptr<tl::bf16> Zb, tl::scope scope) {
+    auto pid = tl::program_id(0);
+    auto x = tl::load(X + pid);
+    tl::atomic_add(Z, x, tl::sem::acq_rel, scope);
+    tl::atomic_add(Zh, x.to<tl::f16>(), tl::sem::relaxed, scope);
+    tl::atomic_add(Zb, x.to<tl::bf16>(), tl::sem::relaxed, scope);
+  });
+  const int n = 32;
+  for (tl::scope scope : {tl::scope::cta, tl::scope::gpu, tl::scope::sys}) {
+    std::vector<float> hx(n);
+    for (auto& v : hx) v = float(std::uniform_int_distribution<int>(-16, 16)(rng())) / 4;
+    auto X = upload<ty::f32>(hx);
+    auto Z = upload<ty::f32>({0.0f});
+    auto Zh = upload<ty::f16>({tl::to_f16(0)});
+    auto Zb = upload<ty::bf16>({tl::to_bf16(0)});
+    k[tl::grid(n)](X, Z, Zh, Zb, scope);
+    double sum = std::accumulate(hx.begin(), hx.end(), 0.0);
+    EXPECT_EQ(Z.download()[0], sum) << "scope " << int(scope);
+    EXPECT_EQ(tl::to_float(Zh.download()[0]), sum) << "f16, scope " << int(scope);
+    EXPECT_EQ(tl::to_float(Zb.download()[0]), sum) << "bf16, scope " << int(scope);
+  }
+}
+
 // Atomics return the old value: a counter incremented by every program hands each a
 // distinct ticket (a permutation of 0..n-1); tile atomics with a mask
 // (test_tensor_atomic_rmw, test_atomic_rmw_predicate): masked-off lanes do nothing and

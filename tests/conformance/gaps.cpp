@@ -184,9 +184,21 @@ const std::vector<gap>& gaps() {
   return table;
 }
 
+namespace {
+std::vector<std::string>& named() {
+  static std::vector<std::string> v;
+  return v;
+}
+}  // namespace
+
+const std::vector<std::string>& named_gaps() { return named(); }
+
 const gap* find_gap(std::string_view id) {
   for (const gap& g : gaps())
-    if (id == g.id) return &g;
+    if (id == g.id) {
+      named().emplace_back(id);
+      return &g;
+    }
   return nullptr;
 }
 
