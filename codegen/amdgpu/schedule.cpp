@@ -128,14 +128,14 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
   if (kfn && kfn->getFnAttribute("amdgpu-agpr-alloc").getValueAsString() == "0") agpr_copy = llvm::CloneModule(m);
   Candidate dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel);
   Candidate best = dflt;
-  std::string tried = fmt::format("default {}", dflt.report.vgpr + dflt.report.agpr);
+  std::string tried = fmt::format("default {}", dflt.report.vgpr);
   for (const char* alt : kAlternatives) {
     std::unique_ptr<llvm::Module> mod = std::move(copy);
     if (alt != kAlternatives[std::size(kAlternatives) - 1]) copy = llvm::CloneModule(*mod);
     with_strategy(*mod, alt);
     Candidate c = evaluate({emit_object(*mod, tm), alt}, workgroup_size, kernel);
     bool overlap = overlaps_as_much(c.overlap, dflt.overlap);
-    tried += fmt::format(", {} {}{}", alt, c.report.vgpr + c.report.agpr, overlap ? "" : " (less memory overlap)");
+    tried += fmt::format(", {} {}{}", alt, c.report.vgpr, overlap ? "" : " (less memory overlap)");
     bool allowed =
         overlap && spills(c.report) <= spills(dflt.report) && c.report.occupancy >= dflt.report.occupancy;
     bool saves = rank(c.report) < rank(best.report);
@@ -149,10 +149,12 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     agpr_copy->getFunction(kernel)->removeFnAttr("amdgpu-agpr-alloc");
     with_strategy(*agpr_copy, best.scheduled.strategy);
     Candidate c = evaluate({emit_object(*agpr_copy, tm), best.scheduled.strategy + "+agprs"}, workgroup_size, kernel);
-    tried += fmt::format(", {}+agprs {} ({} spilled)", best.scheduled.strategy, c.report.vgpr + c.report.agpr,
+    tried += fmt::format(", {}+agprs {} ({} spilled)", best.scheduled.strategy, c.report.vgpr,
                          spills(c.report));
     if (rank(c.report) < rank(best.report)) best = std::move(c);
   }
+  // The figures are the code object's .vgpr_count, the report's "vgpr": on gfx90a and
+  // later the unified count, AGPRs included (.agpr_count says how many of them).
   best.scheduled.remark = fmt::format("schedule: {} (VGPRs: {})", best.scheduled.strategy, tried);
   return std::move(best.scheduled);
 }

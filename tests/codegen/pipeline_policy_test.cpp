@@ -172,10 +172,24 @@ TEST(PipelinePolicy, PersistentMatmulOnGfx942SpillsNoMoreThanWithItsOuterLoopAtO
   const auto& w = as_written["report"];
   const auto& h = by_hand["report"];
   std::cout << "gfx942 persistent matmul 128x256x64 w8 s3: as written " << w["vgpr"] << " VGPRs, "
-            << w["spill_vgpr"] << " spilled; outer loop num_stages(1) " << h["vgpr"] << " VGPRs, " << h["spill_vgpr"]
+            << w["spill_vgpr"] << " spilled, " << w["agpr"] << " AGPRs; outer loop num_stages(1) " << h["vgpr"] << " VGPRs, " << h["spill_vgpr"]
             << " spilled\n";
   EXPECT_LE(w["spill_vgpr"].get<int>(), h["spill_vgpr"].get<int>());
   EXPECT_LE(w["vgpr"].get<int>(), h["vgpr"].get<int>());
+  // The schedule remark's figure for the schedule it chose is the report's VGPRs (the
+  // code object's unified count, AGPRs included: it once added the AGPRs again).
+  for (const auto* meta : {&as_written, &by_hand}) {
+    std::string sched;
+    for (const auto& line : (*meta)["remarks"]) {
+      std::string s = line.get<std::string>();
+      if (s.rfind("schedule: ", 0) == 0) sched = s;
+    }
+    ASSERT_FALSE(sched.empty());
+    const std::string strategy = sched.substr(10, sched.find(" (") - 10);
+    const int vgpr = (*meta)["report"]["vgpr"].get<int>();
+    EXPECT_NE(sched.find(fmt::format("{} {}", strategy, vgpr)), std::string::npos)
+        << sched << " (report: " << vgpr << " VGPRs, " << (*meta)["report"]["agpr"] << " of them AGPRs)";
+  }
   auto r = pipelined(as_written["remarks"].get<std::vector<std::string>>());
   ASSERT_EQ(r.size(), 2u) << joined(r);
   EXPECT_NE(r[0].find("num_stages=3: yes"), std::string::npos) << joined(r);
