@@ -7,6 +7,7 @@
 // test_for_iv (negative steps), test_while, test_nested_while, test_static_range,
 // program_id / num_programs over three axes.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "conformance/common.hpp"
@@ -90,6 +91,37 @@ TEST(Core, AtomicRmwScopesAndHalfFloats) {
     EXPECT_EQ(tl::to_float(Zh.download()[0]), sum) << "f16, scope " << int(scope);
     EXPECT_EQ(tl::to_float(Zb.download()[0]), sum) << "bf16, scope " << int(scope);
   }
+}
+
+// test_atomic_rmw over its integer dtypes: max and min of unsigned values past the signed
+// range compare unsigned, 64-bit adds wrap, and/or/xor on every width.
+template <class T> void test_atomic_int(double lo, double hi) {
+  static auto k = tl::kernel(std::string("test_atomic_rmw_") + std::string(tl::name(T::dtype)),
+                             [](tl::ptr<T> X, tl::ptr<T> Z) {
+    auto pid = tl::program_id(0);
+    auto x = tl::load(X + pid);
+    tl::atomic_add(Z + 0, x);
+    tl::atomic_max(Z + 1, x);
+    tl::atomic_min(Z + 2, x);
+    tl::atomic_and(Z + 3, x);
+    tl::atomic_or(Z + 4, x);
+    tl::atomic_xor(Z + 5, x);
+  });
+  using H = host_t<T>;
+  const int n = 48;
+  auto hx = random_values<T>(n, lo, hi);
+  H add = 0, mx = std::numeric_limits<H>::lowest(), mn = std::numeric_limits<H>::max(), a = H(~H(0)), o = 0, x = 0;
+  for (H v : hx) add = H(uint64_t(add) + uint64_t(v)), mx = std::max(mx, v), mn = std::min(mn, v), a &= v, o |= v, x ^= v;
+  auto X = upload<T>(hx);
+  auto Z = upload<T>({H(0), std::numeric_limits<H>::lowest(), std::numeric_limits<H>::max(), H(~H(0)), H(0), H(0)});
+  k[tl::grid(n)](X, Z);
+  EXPECT_TRUE(same(Z.download(), {add, mx, mn, a, o, x}, std::string(tl::name(T::dtype)) + " add max min and or xor"));
+}
+
+TEST(Core, AtomicRmwIntegerDtypes) {
+  test_atomic_int<ty::u32>(0, 4.2e9);
+  test_atomic_int<ty::u64>(0, 9e18);
+  test_atomic_int<ty::i64>(-4e18, 4e18);
 }
 
 // Atomics return the old value: a counter incremented by every program hands each a

@@ -90,8 +90,10 @@ const std::vector<gap>& gaps() {
       {"tl.dot_scaled", "10 block-scaled matmul", partial,
        "no `tl.dot_scaled` (MX formats: per-32-element e8m0 scales, `\"e4m3\"`, `\"e5m2\"`, `\"e2m1\"`), no e8m0 "
        "or fp4 (e2m1) element types, and the tutorial's 5-D scale layouts come through tensor descriptors",
-       "the mxfp8 product with a 32-wide K block: `acc += tl.dot(a, b) * (sa[:, None] * sb[None, :])` per K block, "
-       "e8m0 scales decoded by `(s.to(i32) << 23).bitcast(f32)`; the fp4 (e2m1) and nvfp4 variants are not run",
+       "the mxfp8 (\"e4m3\" x \"e4m3\") case runs with scales in a plain [rows, K / 32] layout, the scaled dot "
+       "written as Triton lowers `tl.dot_scaled` where the hardware has no scaled MMA: each operand times its scales "
+       "(`(s.to(i32) << 23).bitcast(f32)`), rounded to bf16 (exact), then `tl.dot`; the fp4 (e2m1) and mixed "
+       "variants are skipped",
        PROBE(has_dot_scaled, probe::T)},
       {"PDL", "11 programmatic dependent launch", partial,
        "no programmatic dependent launch: `tl.extra.cuda.gdc_wait()`, `gdc_launch_dependents()`, the launch's "
