@@ -135,7 +135,7 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
   // What kernel_meta writes, then what DiskCache::store and load add.
   c.only(m,
          {"kernel", "source", "target", "target_full", "signature", "constants_hex", "options", "report", "remarks",
-          "format", "kernel_symbol", "block_threads", "shared_bytes", "compile_ms", "code_bytes", "compiler", "linker",
+          "remark_ops", "format", "kernel_symbol", "block_threads", "shared_bytes", "compile_ms", "code_bytes", "compiler", "linker",
           "created", "last_used", "hits"},
          "the metadata");
   codegen::CodeObject code;
@@ -176,6 +176,18 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
       code.report[it.key()] = c.integer(it.value(), "report." + it.key(), 0, hi);
     }
   code.remarks = c.strings("remarks");
+  // (runtime/launch.cpp: for each remark, the op index of each location it names, or -1)
+  if (auto it = m.find("remark_ops"); it != m.end()) {
+    const nlohmann::json* ops = &*it;
+    bool ok = ops->is_array() && ops->size() == code.remarks.size();
+    for (size_t i = 0; ok && i < ops->size(); ++i) {
+      ok = (*ops)[i].is_array();
+      for (size_t j = 0; ok && j < (*ops)[i].size(); ++j)
+        ok = (*ops)[i][j].is_number_integer() && (*ops)[i][j].get<int64_t>() >= -1 &&
+             (*ops)[i][j].get<int64_t>() <= kIntMax;
+    }
+    if (!ok) c.fail("'remark_ops' is not, for each remark, a list of op indices");
+  }
   code.format = c.text("format", false);
   if (c.ok() && code.format != "elf" && code.format != "hsaco" && code.format != "ptx")
     c.fail(fmt::format("'format' is '{}', not elf, hsaco or ptx", code.format));

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <mutex>
+#include <regex>
 #include <shared_mutex>
 #include <string_view>
 #include <unordered_map>
@@ -152,6 +153,64 @@ void check_options(const launch_options& o, const std::string& kernel, const std
                      o.mma_version));
 }
 
+// Remarks name source lines (`pipelined: loop at f.cpp:721`), but the cache key leaves
+// locations out, so that one entry serves every trace of the same program wherever its
+// lines now are. The entry keeps, beside each remark, the ops its locations are those of
+// (`remark_ops`: for each `file:line` in it, in order, the index of the first op of the
+// traced function, pre-order, at that location; -1 for none), and a hit renders them
+// again with the lines of the trace that hit.
+const std::regex& remark_location() {
+  static const std::regex re(R"(([A-Za-z0-9_+\-]+(\.[A-Za-z0-9_+\-]+)+):(\d+))");
+  return re;
+}
+
+std::vector<ir::SrcLoc> op_locations(ir::Function& f) {
+  std::vector<ir::SrcLoc> locs;
+  ir::walk(f.body, [&](ir::Operation& op) { locs.push_back(op.loc); });
+  return locs;
+}
+
+nlohmann::json remark_ops(const std::vector<std::string>& remarks, const std::vector<ir::SrcLoc>& locs) {
+  std::unordered_map<std::string, int> first;
+  for (size_t i = 0; i < locs.size(); ++i) first.emplace(ir::short_location(locs[i]), int(i));
+  nlohmann::json all = nlohmann::json::array();
+  for (const std::string& r : remarks) {
+    nlohmann::json ops = nlohmann::json::array();
+    for (auto it = std::sregex_iterator(r.begin(), r.end(), remark_location()); it != std::sregex_iterator(); ++it) {
+      auto f = first.find(it->str());
+      ops.push_back(f == first.end() ? -1 : f->second);
+    }
+    all.push_back(std::move(ops));
+  }
+  return all;
+}
+
+// The remarks of a cache entry with the locations of this trace (`locs`) where the entry
+// says which op each names; a remark without that record is left as it was.
+std::vector<std::string> remarks_for_trace(const std::vector<std::string>& remarks, const nlohmann::json& ops,
+                                           const std::vector<ir::SrcLoc>& locs) {
+  if (!ops.is_array() || ops.size() != remarks.size()) return remarks;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < remarks.size(); ++i) {
+    const std::string& r = remarks[i];
+    const nlohmann::json& o = ops[i];
+    std::string s;
+    size_t from = 0, k = 0;
+    for (auto it = std::sregex_iterator(r.begin(), r.end(), remark_location()); it != std::sregex_iterator();
+         ++it, ++k) {
+      s += r.substr(from, size_t(it->position()) - from);
+      from = size_t(it->position() + it->length());
+      const nlohmann::json* idx = k < o.size() ? &o[k] : nullptr;
+      if (idx && idx->is_number_integer() && idx->get<int64_t>() >= 0 && idx->get<int64_t>() < int64_t(locs.size()))
+        s += ir::short_location(locs[size_t(idx->get<int64_t>())]);
+      else
+        s += it->str();
+    }
+    out.push_back(s + r.substr(from));
+  }
+  return out;
+}
+
 // Trace, then find the code object in the disk cache or compile it (and store it).
 // Returns the cache key and the metadata with the code object.
 struct Built {
@@ -254,10 +313,14 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     if (e && code) {
       ++g_disk_hits;
       env::debug("cache hit {} for kernel '{}' ({})", key.substr(0, 12), name, target.str());
-      return {std::move(*code), e->meta, key, true};
+      nlohmann::json meta = e->meta;
+      code->remarks = remarks_for_trace(code->remarks, meta.value("remark_ops", nlohmann::json()), op_locations(*f));
+      meta["remarks"] = code->remarks;
+      return {std::move(*code), std::move(meta), key, true};
     }
   }
   ir::Function& fn = *f;
+  const std::vector<ir::SrcLoc> traced_locations = op_locations(fn);  // (compile() rewrites fn)
   codegen::CodeObject code = codegen::compile(fn, target, opts);
   ++g_compiles;
   env::debug("compiled kernel '{}' for {} in {:.1f} ms", name, target.str(), code.compile_ms);
@@ -269,6 +332,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   origin.options = opts;
   origin.compiler = TL_VERSION;
   nlohmann::json meta = runtime::kernel_meta(origin, code);
+  meta["remark_ops"] = remark_ops(code.remarks, traced_locations);
   return {std::move(code), std::move(meta), key, false};
 }
 

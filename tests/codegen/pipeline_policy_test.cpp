@@ -280,4 +280,49 @@ TEST(PipelinePolicy, LaunchStagesPipelineOnlyTheLoadsThatFeedADot) {
   }
 }
 
+// Two kernels of one program (the same name, body and arguments) written at different
+// lines share a cache entry: the cache key leaves locations out. The second compile is a
+// hit, and its remarks name its own lines, not those of the trace that made the entry.
+TEST(PipelinePolicy, RemarksOnACacheHitNameThisTracesLines) {
+  const unsigned first = __LINE__ + 5;
+  auto k1 = tl::kernel("policy_same_program", [](tl::ptr<f32> a, tl::ptr<f32> s, tl::ptr<f32> y, i32 n) {
+    auto r = tl::arange(0, 16);
+    auto off = tl::expand_dims(r, 1) * 16 + tl::expand_dims(r, 0);
+    auto acc = tl::zeros<f32>({16, 16});
+    for (auto i : tl::range(0, n)) {
+      acc = tl::dot(tl::load(a + i * 256 + off), tl::load(a + i * 256 + off), acc) * tl::load(s + i);
+    }
+    tl::store(y + off, acc);
+  });
+
+  // (the same program, a few lines further down)
+
+  const unsigned second = __LINE__ + 5;
+  auto k2 = tl::kernel("policy_same_program", [](tl::ptr<f32> a, tl::ptr<f32> s, tl::ptr<f32> y, i32 n) {
+    auto r = tl::arange(0, 16);
+    auto off = tl::expand_dims(r, 1) * 16 + tl::expand_dims(r, 0);
+    auto acc = tl::zeros<f32>({16, 16});
+    for (auto i : tl::range(0, n)) {
+      acc = tl::dot(tl::load(a + i * 256 + off), tl::load(a + i * 256 + off), acc) * tl::load(s + i);
+    }
+    tl::store(y + off, acc);
+  });
+  auto A = test_device().alloc<tl::ty::f32>(256 * 4), S = test_device().alloc<tl::ty::f32>(4),
+       Y = test_device().alloc<tl::ty::f32>(256);
+  auto expect_lines = [](const std::string& meta, unsigned loop) {
+    auto r = pipelined(remarks_of(meta));
+    ASSERT_EQ(r.size(), 1u) << joined(r);
+    EXPECT_NE(r[0].find(fmt::format("pipelined: loop at pipeline_policy_test.cpp:{} num_stages=2: yes (1 load into "
+                                    "registers, 0 into shared memory); not pipelined: load at "
+                                    "pipeline_policy_test.cpp:{} does not feed a tl::dot",
+                                    loop, loop + 1)),
+              std::string::npos)
+        << r[0];
+  };
+  expect_lines(k1.compile("cpu", {.num_stages = 2}, A, S, Y, 4), first);
+  const uint64_t hits = tl::stats().disk_hits;
+  expect_lines(k2.compile("cpu", {.num_stages = 2}, A, S, Y, 4), second);
+  EXPECT_EQ(tl::stats().disk_hits, hits + 1) << "the second compile was not a cache hit";
+}
+
 }  // namespace
