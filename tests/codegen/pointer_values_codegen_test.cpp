@@ -11,6 +11,7 @@
 #include <string>
 
 #include "codegen/amdgpu/code_object.hpp"
+#include "codegen/ir/ir.hpp"
 #include "support/compile.hpp"
 #include "tl/tl.hpp"
 
@@ -64,6 +65,39 @@ std::string amd_isa(const std::string& arch, int kernel) {
 int memory_ops(const std::string& dis, const std::string& prefix) {
   std::regex op("\\b" + prefix + "_(load|store)\\w*");
   return int(std::distance(std::sregex_iterator(dis.begin(), dis.end(), op), std::sregex_iterator()));
+}
+
+// The IR's pointer types: what a load of a pointer to pointers gives, and types that
+// differ only below the first pointee differ (the cache key is the printed IR: a kernel
+// over arrays of f16 pointers must not find the code of one over arrays of f32 pointers).
+TEST(PointerValuesIr, PointersToPointersCompareAndPrintWhole) {
+  using tl::DType;
+  using tl::ir::Type;
+  const Type f16{DType::f16, DType::f16, {}}, f32{DType::f32, DType::f32, {}};
+  const Type p16 = Type::pointer_to(f16), pp16 = Type::pointer_to(p16), ppp16 = Type::pointer_to(pp16);
+  const Type pp32 = Type::pointer_to(Type::pointer_to(f32));
+  EXPECT_EQ(p16.str(), "ptr<f16>");
+  EXPECT_EQ(pp16.str(), "ptr<ptr<f16>>");
+  EXPECT_EQ(ppp16.with_shape({4, 8}).str(), "tile<4x8xptr<ptr<ptr<f16>>>>");
+  EXPECT_EQ(pp16.pointee_type(), p16);
+  EXPECT_EQ(ppp16.pointee_type(), pp16);
+  EXPECT_EQ(p16.pointee_type(), f16);
+  EXPECT_NE(pp16, pp32);
+  EXPECT_NE(pp16, ppp16);
+  EXPECT_NE(pp16, p16);
+  EXPECT_EQ(pp16.pointee, DType::ptr);  // what every pass reads as "what a load gives"
+  EXPECT_FALSE(pp16.same_pointee(pp32));
+  EXPECT_TRUE(pp16.with_shape({8}).same_pointee(pp16));
+}
+
+TEST(PointerValuesCodegen, KernelsOverArraysOfDifferentPointeesAreDifferentCode) {
+  auto body = [](auto pp, auto out) { tl::store(out, tl::load(tl::load(pp))); };
+  auto k16 = tl::kernel("pointee_in_key", [&](tl::ptr<tl::ptr<tl::f16>> pp, tl::ptr<tl::f16> out) { body(pp, out); });
+  auto k32 = tl::kernel("pointee_in_key", [&](tl::ptr<tl::ptr<tl::f32>> pp, tl::ptr<tl::f32> out) { body(pp, out); });
+  auto key = [](const std::string& meta) { return nlohmann::json::parse(meta).at("key").get<std::string>(); };
+  std::string a = k16.compile("cpu", {}, fake_device_pointer<tl::half*>(), fake_device_pointer<tl::half>());
+  std::string b = k32.compile("cpu", {}, fake_device_pointer<float*>(), fake_device_pointer<float>());
+  EXPECT_NE(key(a), key(b));
 }
 
 TEST(PointerValuesCodegen, AmdAccessesThroughLoadedPointersAreGlobal) {
