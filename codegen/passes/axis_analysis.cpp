@@ -572,7 +572,11 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
     }
     case Op::rem: {  // |x % d| < d, with the dividend's sign, and |x % d| <= |x|
       ValueRange a = in(0), b = in(1);
-      if (b.lo <= 0) return unknown;
+      if (b.lo <= 0) {  // any divisor (x % 0 is 0): the dividend's sign and |x % d| <= |x|
+        if (a.lo >= 0) return fit(0, a.hi, t);  // Triton's `(pid_m * BLOCK + arange) % M`
+        if (a.hi <= 0) return fit(a.lo, 0, t);
+        return unknown;
+      }
       int64_t m = b.hi - 1;
       return fit(a.lo >= 0 ? 0 : std::max(a.lo, -m), a.hi <= 0 ? 0 : std::min(a.hi, m), t);
     }

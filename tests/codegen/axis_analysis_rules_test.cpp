@@ -80,6 +80,7 @@ class Evaluator {
   }
 
   void eval(const ir::Operation& o) {
+    if (o.op == Op::assume) return;  // (the programs assume only what holds)
     const ir::Value* r = o.result();
     DType t = r->type.dtype;
     Tile out{r->type.shape, {}, false};
@@ -162,6 +163,7 @@ class Evaluator {
         }
         return 0;
       case Op::select: return elem(0, k) ? elem(1, k) : elem(2, k);
+      case Op::hint: return elem(0, k);  // the value itself
       case Op::cast: {
         // Integer casts keep the low bits (sign- or zero-extended by the source's sign);
         // a cast to i1 is `!= 0`.
@@ -340,6 +342,126 @@ void check_program(uint32_t seed, const std::vector<int>& shape) {
     ASSERT_EQ(broken, "") << "seed " << seed << ": %" << op_name(op->op) << " " << v->type.str() << ": "
                           << axis.get(v).str() << "\nvalues: " << fmt::format("{}", fmt::join(tile.v, " "))
                           << "\n" << p.f.str();
+  }
+}
+
+// Hints and assumes (tl::multiple_of / max_contiguous / max_constancy, tl::assume) are
+// promises the analysis takes as given: with promises that hold, every fact it then
+// claims, about the hinted values and about everything computed from them, must hold.
+// Each program: random values, then a hint on one of them with the largest value of its
+// kind that is true of the values the program computes (by brute force, against the
+// runs the analysis claims), then more random operations over all of them; and scalar
+// arguments with assumes that hold (`a >= lo`, `a <= hi`, `a % n == 0`, `a == v`).
+int64_t largest_true_hint(HintKind kind, const Tile& x, const AxisInfo& info, int d) {
+  const auto& s = x.shape;
+  const int rank = int(s.size());
+  auto value = [&](std::vector<int> idx) {
+    int64_t f = 0;
+    for (int e = 0; e < rank; ++e) f = f * s[e] + idx[e];
+    return x.v[size_t(f)];
+  };
+  auto holds = [&](int64_t k) {
+    for (int64_t f = 0; f < int64_t(x.v.size()); ++f) {
+      std::vector<int> idx(rank);
+      int64_t g = f;
+      for (int e = rank - 1; e >= 0; --e) idx[e] = int(g % s[e]), g /= s[e];
+      const int i = rank ? idx[d] : 0;
+      std::vector<int> next = idx;
+      if (rank) ++next[d];
+      switch (kind) {
+        case HintKind::multiple_of:
+          if (i % info.contiguity[d] == 0 && value(idx) % k != 0) return false;
+          break;
+        case HintKind::max_contiguous:
+          if (i % k < k - 1 && value(next) != value(idx) + 1) return false;
+          break;
+        case HintKind::max_constancy:
+          if (i % k < k - 1 && value(next) != value(idx)) return false;
+          break;
+      }
+    }
+    return true;
+  };
+  const int64_t extent = rank ? s[d] : 1;
+  int64_t k = 1;
+  while (k < (kind == HintKind::multiple_of ? (int64_t(1) << 20) : extent) && holds(k * 2)) k *= 2;
+  return k;
+}
+
+void check_hinted_program(uint32_t seed, const std::vector<int>& shape) {
+  std::mt19937 rng(seed);
+  Program p;
+  p.f.name = "hints";
+  ir::Builder b(p.f.body);
+  for (int i = 0; i < 3; ++i) p.values.push_back(leaf(b, rng, shape, p));
+  // A scalar argument with true assumes, used as a splat.
+  {
+    const ir::Type i32{DType::i32, DType::i32, {}};
+    const int64_t v = std::initializer_list<int64_t>{0, 16, 48, 96, 4096, 5, -32}.begin()[rng() % 7];
+    ir::Value* a = p.f.body.add_arg(i32);
+    p.f.arg_info.push_back({"assumed", false});
+    p.args[a] = v;
+    auto assume = [&](CmpPred pred, ir::Value* x, int64_t c) {
+      ir::Value* cmp = b.create1(Op::cmp, {x, b.constant(DType::i32, c, kHere)}, i32.with_dtype(DType::i1), kHere);
+      cmp->def->i0 = int64_t(pred);
+      b.create(Op::assume, {cmp}, {}, kHere);
+    };
+    assume(CmpPred::ge, a, v - int64_t(rng() % 3));
+    if (rng() % 2) assume(CmpPred::le, a, v + int64_t(rng() % 3));
+    if (rng() % 4 == 0) assume(CmpPred::eq, a, v);
+    if (v % 16 == 0) {
+      ir::Value* r = b.create1(Op::rem, {a, b.constant(DType::i32, 16, kHere)}, i32, kHere);
+      assume(CmpPred::eq, r, 0);
+    }
+    p.values.push_back(b.create1(Op::splat, {a}, i32.with_shape(shape), kHere));
+  }
+  for (int i = 0; i < 4; ++i) {
+    ir::Value* v = random_op(b, rng, p);
+    if (!v->type.is_ptr()) p.values.push_back(v);
+  }
+  // The hint: its value from what the program computes so far.
+  {
+    ir::Value* x = p.values[rng() % p.values.size()];
+    AxisAnalysis before(p.f);
+    Evaluator ev(p.args);
+    ev.run(p.f.body);
+    if (!ev[x].wrapped && (is_int(x->type.dtype) && x->type.dtype != DType::i1)) {
+      const auto kind = HintKind(rng() % 3);
+      ir::Value* h = b.create1(Op::hint, {x}, x->type, kHere);
+      h->def->i0 = int64_t(kind);
+      for (int d = 0; d < std::max(1, x->type.rank()); ++d)
+        h->def->ints.push_back(int(largest_true_hint(kind, ev[x], before.get(x), d)));
+      for (int i = 0; i < 3; ++i) p.values.push_back(h);  // (more likely picked below)
+    }
+  }
+  for (int i = 0; i < 6; ++i) {
+    ir::Value* v = random_op(b, rng, p);
+    if (!v->type.is_ptr()) p.values.push_back(v);
+  }
+  AxisAnalysis axis(p.f);
+  Evaluator ev(p.args);
+  ev.run(p.f.body);
+  for (auto& op : p.f.body.ops) {
+    if (op->results.empty()) continue;
+    const ir::Value* v = op->result();
+    const Tile& tile = ev[v];
+    if (tile.wrapped) continue;
+    std::string broken = broken_fact(axis.get(v), tile, v->type);
+    ASSERT_EQ(broken, "") << "seed " << seed << ": %" << op_name(op->op) << " " << v->type.str() << ": "
+                          << axis.get(v).str() << "\nvalues: " << fmt::format("{}", fmt::join(tile.v, " "))
+                          << "\n" << p.f.str();
+  }
+  // (the assumed argument's own facts: its range and divisibility)
+  for (auto& [a, value] : p.args)
+    ASSERT_EQ(broken_fact(axis.get(a), Tile{{}, {value}, false}, a->type), "") << "seed " << seed << "\n" << p.f.str();
+}
+
+TEST(AxisAnalysisRules, HintsAndAssumesThatHoldKeepEveryClaimedFactTrue) {
+  for (uint32_t seed = 1; seed <= 1500; ++seed) {
+    check_hinted_program(seed, {8});
+    if (HasFatalFailure()) return;
+    check_hinted_program(seed, {4, 8});
+    if (HasFatalFailure()) return;
   }
 }
 
