@@ -49,17 +49,90 @@ auto& int_addresses() {
   return k;
 }
 
+// A masked load of a tile of pointers with a pointer tile as `other`, a [lanes, cols]
+// tile of pointers made from it (a layout of its own), pointers three levels deep.
+auto& gather_rows() {
+  static auto k = tl::kernel("codegen_gather_rows", [](tl::ptr<tl::ptr<tl::f32>> rows, tl::ptr<tl::f32> fallback,
+                                                       tl::i32 count, tl::ptr<tl::ptr<tl::ptr<tl::f32>>> deep,
+                                                       tl::ptr<tl::f32> out) {
+    constexpr int L = 64, C = 32;
+    auto lane = tl::arange(0, L);
+    auto p = tl::load(rows + lane, lane < count, tl::broadcast_to(fallback, {L}));
+    auto grid = tl::expand_dims(p, 1) + tl::expand_dims(tl::arange(0, C), 0);
+    auto q = tl::load(tl::load(deep + lane % 4));
+    auto o = tl::expand_dims(lane, 1) * C + tl::expand_dims(tl::arange(0, C), 0);
+    tl::store(out + o, tl::load(grid) + tl::expand_dims(tl::load(q + lane), 1));
+  });
+  return k;
+}
+
+// Triton's tutorial 08 as tests/dsl/pointer_values_test.cpp runs it (int64 addresses
+// converted, sizes and leading dimensions loaded, a tl::while_ over a group's tiles).
+auto& grouped_gemm() {
+  static auto k = tl::kernel("codegen_grouped_gemm", [](tl::ptr<tl::i64> a_ptrs, tl::ptr<tl::i64> b_ptrs,
+                                                        tl::ptr<tl::i64> c_ptrs, tl::ptr<tl::i32> sizes,
+                                                        tl::ptr<tl::i32> lds, int groups, int NUM_SM) {
+    constexpr int BM = 64, BN = 64, BK = 32;
+    auto tile_idx = tl::program_id(0);
+    tl::i32 last_problem_end = 0;
+    for (auto g : tl::range(groups)) {
+      auto gn = tl::load(sizes + g * 3 + 1), gk = tl::load(sizes + g * 3 + 2);
+      auto num_n_tiles = tl::cdiv(gn, BN);
+      auto num_tiles = tl::cdiv(tl::load(sizes + g * 3), BM) * num_n_tiles;
+      tl::while_([&] { return (tile_idx >= last_problem_end) & (tile_idx < last_problem_end + num_tiles); }, [&] {
+        auto lda = tl::load(lds + g * 3), ldb = tl::load(lds + g * 3 + 1), ldc = tl::load(lds + g * 3 + 2);
+        auto a = tl::load(a_ptrs + g).to<tl::ptr<tl::f16>>(), b = tl::load(b_ptrs + g).to<tl::ptr<tl::f16>>();
+        auto c = tl::load(c_ptrs + g).to<tl::ptr<tl::f16>>();
+        auto tm = (tile_idx - last_problem_end) / num_n_tiles, tn = (tile_idx - last_problem_end) % num_n_tiles;
+        auto rm = tm * BM + tl::arange(0, BM), rn = tn * BN + tl::arange(0, BN), rk = tl::arange(0, BK);
+        auto pa = a + tl::expand_dims(rm, 1) * lda + tl::expand_dims(rk, 0);
+        auto pb = b + tl::expand_dims(rk, 1) * ldb + tl::expand_dims(rn, 0);
+        auto acc = tl::zeros<tl::f32>({BM, BN});
+        for (auto kk : tl::range(0, tl::cdiv(gk, BK))) {
+          (void)kk;
+          acc += tl::dot(tl::load(pa), tl::load(pb));
+          pa += BK;
+          pb += BK * ldb;
+        }
+        tl::store(c + ldc * tl::expand_dims(rm, 1) + tl::expand_dims(rn, 0), acc.to<tl::f16>());
+        tile_idx += NUM_SM;
+      });
+      last_problem_end = last_problem_end + num_tiles;
+    }
+  });
+  return k;
+}
+
 // What a launch would pass: 16-byte aligned device addresses (never read here).
 template <class T> T* fake_device_pointer() { return reinterpret_cast<T*>(uintptr_t(1) << 20); }
 
-std::string amd_isa(const std::string& arch, int kernel) {
-  tl::launch_options o{.num_warps = 4};
-  std::string meta = kernel == 0 ? ragged_rows().compile(arch, o, fake_device_pointer<float*>(),
-                                                         fake_device_pointer<float*>(), fake_device_pointer<int32_t>())
-                                 : int_addresses().compile(arch, o, fake_device_pointer<int64_t>(),
-                                                           fake_device_pointer<float*>(), fake_device_pointer<float>());
+const char* const kKernels[] = {"ragged_rows", "int_addresses", "gather_rows", "grouped_gemm"};
+
+// The ISA (AMD disassembly, PTX) of kernel `kernel` (an index of kKernels) for `arch`.
+std::string isa(const std::string& arch, int kernel) {
+  tl::launch_options o{.num_warps = 4, .num_stages = 2};
+  std::string meta;
+  switch (kernel) {
+    case 0:
+      meta = ragged_rows().compile(arch, o, fake_device_pointer<float*>(), fake_device_pointer<float*>(),
+                                   fake_device_pointer<int32_t>());
+      break;
+    case 1:
+      meta = int_addresses().compile(arch, o, fake_device_pointer<int64_t>(), fake_device_pointer<float*>(),
+                                     fake_device_pointer<float>());
+      break;
+    case 2:
+      meta = gather_rows().compile(arch, o, fake_device_pointer<float*>(), fake_device_pointer<float>(), 5,
+                                   fake_device_pointer<float**>(), fake_device_pointer<float>());
+      break;
+    default:
+      meta = grouped_gemm().compile(arch, o, fake_device_pointer<int64_t>(), fake_device_pointer<int64_t>(),
+                                    fake_device_pointer<int64_t>(), fake_device_pointer<int32_t>(),
+                                    fake_device_pointer<int32_t>(), 4, 7);
+  }
   return isa_of_compiled(meta);
 }
+std::string amd_isa(const std::string& arch, int kernel) { return isa(arch, kernel); }
 
 // Memory instructions of the disassembly whose mnemonic starts with `prefix`.
 int memory_ops(const std::string& dis, const std::string& prefix) {
@@ -102,14 +175,13 @@ TEST(PointerValuesCodegen, KernelsOverArraysOfDifferentPointeesAreDifferentCode)
 
 TEST(PointerValuesCodegen, AmdAccessesThroughLoadedPointersAreGlobal) {
   for (const char* arch : {"gfx942", "gfx950", "gfx90a"}) {
-    for (int kernel : {0, 1}) {
+    for (int kernel : {0, 1, 2, 3}) {
       std::string dis = amd_isa(arch, kernel);
-      SCOPED_TRACE(std::string(arch) + (kernel == 0 ? " ragged_rows" : " int_addresses"));
+      SCOPED_TRACE(std::string(arch) + " " + kKernels[kernel]);
       EXPECT_EQ(memory_ops(dis, "flat"), 0) << dis;
-      EXPECT_GT(memory_ops(dis, "global"), 0) << dis;
-      // the loaded block itself: f32 elements through the loaded pointer
-      EXPECT_GT(count(dis, "global_load_dword"), 0) << dis;
-      EXPECT_GT(count(dis, "global_store_dword"), 0) << dis;
+      // the elements read and written through loaded (or converted) pointers
+      EXPECT_GT(count(dis, "global_load"), 0) << dis;
+      EXPECT_GT(count(dis, "global_store"), 0) << dis;
     }
   }
 }
@@ -121,14 +193,9 @@ TEST(PointerValuesCodegen, AmdStoresOfPointersAre64BitGlobalStores) {
 }
 
 TEST(PointerValuesCodegen, NvptxAccessesThroughLoadedPointersAreGlobal) {
-  tl::launch_options o{.num_warps = 4};
-  for (int kernel : {0, 1}) {
-    std::string meta = kernel == 0 ? ragged_rows().compile("sm_90", o, fake_device_pointer<float*>(),
-                                                           fake_device_pointer<float*>(), fake_device_pointer<int32_t>())
-                                   : int_addresses().compile("sm_90", o, fake_device_pointer<int64_t>(),
-                                                             fake_device_pointer<float*>(), fake_device_pointer<float>());
-    std::string ptx = isa_of_compiled(meta);
-    SCOPED_TRACE(kernel == 0 ? "ragged_rows" : "int_addresses");
+  for (int kernel : {0, 1, 2, 3}) {
+    std::string ptx = isa("sm_90", kernel);
+    SCOPED_TRACE(kKernels[kernel]);
     // generic accesses: `ld.` or `st.` followed by a type or a vector, not a state space
     std::regex generic(R"(\b(ld|st)(\.volatile)?\.(v[248]\.)?[usbf]\d+\b)");
     EXPECT_FALSE(std::regex_search(ptx, generic)) << ptx;
