@@ -240,6 +240,32 @@ TEST(PointerValues, PointerToPointerOfAnotherPointeeKeepsTheAddress) {
   }
 }
 
+// tl::where between two pointer tiles (Triton's `tl.where(c, a_ptr, b_ptr)`) picks the
+// pointers lane by lane; comparisons of pointers compare addresses.
+TEST(PointerValues, WhereAndComparisonsOnPointers) {
+  auto k = tl::kernel("where_pointers", [](tl::ptr<tl::f32> a, tl::ptr<tl::f32> b, tl::ptr<tl::f32> out,
+                                           tl::ptr<tl::i32> order) {
+    auto i = tl::arange(0, 64);
+    auto p = tl::where(i % 3 == 0, a + i, b + (63 - i));
+    tl::store(out + i, tl::load(p));
+    tl::store(order + i, tl::where((a + i < b + i) & (a + i != b + i) & (p == p), 1, 0));
+  });
+  auto ha = random_floats(64), hb = random_floats(64);
+  auto A = upload<ty::f32>(ha), B = upload<ty::f32>(hb);
+  auto O = test_device().alloc<tl::f32>(64);
+  auto R = test_device().alloc<tl::i32>(64);
+  poison(O);
+  poison(R);
+  k[tl::grid(1)](A, B, O, R);
+  std::vector<double> want(64), want_order(64);
+  for (int i = 0; i < 64; ++i) {
+    want[size_t(i)] = i % 3 == 0 ? ha[size_t(i)] : hb[size_t(63 - i)];
+    want_order[size_t(i)] = A.address() < B.address() ? 1 : 0;
+  }
+  EXPECT_TRUE(near(O.download(), want, 0, 0));
+  EXPECT_TRUE(near(R.download(), want_order, 0, 0));
+}
+
 // A launch takes an array of pointers as a buffer of tl::ptr<T> (filled with data()) or
 // as a buffer of u64/i64 filled with address(), as a Triton user passes a tensor of
 // data_ptr()s: the same kernel gives the same result from both.

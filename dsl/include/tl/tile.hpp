@@ -429,6 +429,12 @@ auto where(const tile<ty::i1>& c, S a, S b, Loc loc = Loc::current()) {
   return tile<R>(detail::where(c.get(), detail::literal_constant(R::dtype, a, loc),
                                detail::literal_constant(R::dtype, b, loc), loc));
 }
+// Between pointers of one pointee (Triton's `tl.where(c, a_ptr, b_ptr)`): pointers do
+// not promote, so both must have the same type.
+template <class P> requires(is_ptr_elem<P>)
+tile<P> where(const tile<ty::i1>& c, const tile<P>& a, const tile<P>& b, Loc loc = Loc::current()) {
+  return tile<P>(detail::where(c.get(), a.get(), b.get(), loc));
+}
 
 // ---------------------------------------------------------------------------------
 // Math.
