@@ -12,7 +12,7 @@ OUT=$(cd "$OUT" && pwd)
 export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%Y-%m-%dT%H:%MZ; } | tee "$OUT/machine.txt"
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-for t in ${TL_GPU_TESTS:-while_test hints_test pointer_values_test conformance_test semantics_test trace_errors_test \
+for t in ${TL_GPU_TESTS:-while_test random_test hints_test pointer_values_test conformance_test semantics_test trace_errors_test \
          misuse_catalogue_test pipeline_test matmul_tutorial_test attention_test dot_test ops_test}; do
   echo "== $t" >> "$OUT/gpu_tests.log"
   timeout 300 /tmp/tl/bin/$t --gtest_brief=1 >> "$OUT/gpu_tests.log" 2>&1

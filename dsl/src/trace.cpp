@@ -58,7 +58,8 @@ ir::Value* unassigned_placeholder() {
 
 std::string unassigned_message(const std::string& op) {
   return fmt::format("{}: use of a tile that was never given a value (declared without one, as `tl::f32 x;`, and "
-                     "not assigned before this line); assign it first, or declare it with a value",
+                     "not assigned before this line, or assigned in one branch of a tl::if_ only); assign it first, or "
+                     "declare it with a value",
                      op);
 }
 

@@ -8,3 +8,4 @@
 #include "tl/numeric.hpp"
 #include "tl/tile.hpp"
 #include "tl/amd.hpp"
+#include "tl/random.hpp"
