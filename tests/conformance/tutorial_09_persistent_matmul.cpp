@@ -26,9 +26,10 @@ std::pair<tl::i32, tl::i32> _compute_pid(const tl::i32& tile_id, const tl::i32& 
   return {pid_m, pid_n};
 }
 
-auto matmul_kernel_persistent = tl::kernel(
+template <class T> auto& matmul_kernel_persistent() {
+  static auto k = tl::kernel(
     "matmul_kernel_persistent",
-    [](tl::ptr<tl::f16> a_ptr, tl::ptr<tl::f16> b_ptr, tl::ptr<tl::f16> c_ptr,  //
+    [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr,  //
        tl::i32 M, tl::i32 N, tl::i32 K,  //
        tl::i32 stride_am, tl::i32 stride_ak,  //
        tl::i32 stride_bk, tl::i32 stride_bn,  //
@@ -75,35 +76,52 @@ auto matmul_kernel_persistent = tl::kernel(
         auto offs_cn = pid_n_c * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
         auto c_ptrs = c_ptr + stride_cm * tl::expand_dims(offs_cm, 1) + stride_cn * tl::expand_dims(offs_cn, 0);
         auto c_mask = (tl::expand_dims(offs_cm, 1) < M) & (tl::expand_dims(offs_cn, 0) < N);
-        auto c = accumulator.to<tl::f16>();  // c_ptr.dtype.element_ty is not float8e4nv here
-        tl::store(c_ptrs, c, c_mask);
+        // if (c_ptr.dtype.element_ty == tl.float8e4nv): c = accumulator.to(tl.float8e4nv) else: .to(tl.float16)
+        if constexpr (std::is_same_v<T, tl::f8e4m3fn>) tl::store(c_ptrs, accumulator.template to<tl::f8e4m3fn>(), c_mask);
+        else tl::store(c_ptrs, accumulator.template to<tl::f16>(), c_mask);
       }
     });
+  return k;
+}
 
-TEST(Tutorial09, PersistentMatmul) {
-  conformance::note_partial("tl.range flatten");
-  conformance::note_partial("tensor descriptors");
-  // 3 x 4 = 12 tiles, ragged in M, N and K, over NUM_SMS = 5 programs (2 or 3 tiles each).
-  const int M = 90, N = 120, K = 72, BM = 32, BN = 32, BK = 32, GROUP = 2, NUM_SMS = 5;
-  auto ha = random_values<tl::f16>(size_t(M) * K, -1, 1), hb = random_values<tl::f16>(size_t(K) * N, -1, 1);
-  auto a = upload<tl::f16>(ha), b = upload<tl::f16>(hb);
-  auto c = output<tl::f16>(size_t(M) * N);
+// def matmul_persistent(a, b): NUM_SMS programs (fewer when there are fewer tiles). The
+// tutorial's FP8 run passes `b.T` (stride_bk = 1) and stores C in e4m3.
+template <class T> void matmul_persistent(int M, int N, int K, bool b_transposed, int NUM_SMS) {
+  const int BM = 32, BN = 32, BK = 32, GROUP = 2;
+  auto ha = random_values<T>(size_t(M) * K, -1, 1), hb = random_values<T>(size_t(K) * N, -1, 1);
+  auto a = upload<T>(ha), b = upload<T>(hb);
+  auto c = output<T>(size_t(M) * N);
+  int stride_bk = b_transposed ? 1 : N, stride_bn = b_transposed ? K : 1;
   int grid = std::min(NUM_SMS, int(tl::cdiv(M, BM) * tl::cdiv(N, BN)));
-  matmul_kernel_persistent[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
-      a, b, c, M, N, K, K, 1, N, 1, N, 1, BM, BN, BK, GROUP, NUM_SMS);
+  matmul_kernel_persistent<T>()[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
+      a, b, c, M, N, K, K, 1, stride_bk, stride_bn, N, 1, BM, BN, BK, GROUP, NUM_SMS);
   std::vector<double> want(size_t(M) * N);
   double atol = 0;
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
       double acc = 0, mag = 0;
       for (int k = 0; k < K; ++k) {
-        double x = to_double(ha[size_t(i) * K + k]) * to_double(hb[size_t(k) * N + j]);
+        double x = to_double(ha[size_t(i) * K + k]) *
+                   to_double(hb[b_transposed ? size_t(j) * K + k : size_t(k) * N + j]);
         acc += x, mag += std::fabs(x);
       }
       want[size_t(i) * N + j] = acc;
-      atol = std::max(atol, mag * K * 0x1p-23 + 0x1p-24);
+      // f32 summation (FP8 on NVIDIA's tensor cores: about 13 fraction bits)
+      atol = std::max(atol, mag * (tl::is_fp8(tl::elem_t<T>::dtype) && tltest::on_gpu() ? 0x1p-11 : K * 0x1p-23) + 0x1p-24);
     }
-  EXPECT_TRUE(close(c.download(), want, 0x1p-11, atol, "c"));
+  // C rounded to T: half an ulp relative, and near zero a step of T's subnormals (2^-9 for e4m3)
+  if (tl::is_fp8(tl::elem_t<T>::dtype)) atol += 0x1p-9;
+  EXPECT_TRUE(close(c.download(), want, 2 * epsilon_of(tl::elem_t<T>::dtype), atol, "c"))
+      << M << "x" << N << "x" << K << " " << tl::name(tl::elem_t<T>::dtype);
+}
+
+TEST(Tutorial09, PersistentMatmul) {
+  conformance::note_partial("tl.range flatten");
+  conformance::note_partial("tensor descriptors");
+  // 3 x 4 = 12 tiles, ragged in M, N and K, over NUM_SMS = 5 programs (2 or 3 tiles each).
+  matmul_persistent<tl::f16>(90, 120, 72, false, 5);
+  // FP8 (e4m3 in, e4m3 out), B transposed in memory; more programs than tiles.
+  matmul_persistent<tl::f8e4m3fn>(64, 64, 96, true, 8);
 }
 
 }  // namespace

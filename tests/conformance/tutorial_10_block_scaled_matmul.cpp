@@ -46,7 +46,7 @@ auto block_scaled_matmul_kernel = tl::kernel(
       auto rn = tl::expand_dims(offs_bn + tl::arange(0, BLOCK_N), 1);
 
       auto accumulator = tl::zeros<tl::f32>({BLOCK_M, BLOCK_N});
-      for (auto k : tl::range(0, tl::cdiv(K, BLOCK_K), 1, tl::num_stages(NUM_STAGES))) {
+      for (auto k : tl::range(0, tl::cdiv(K, BLOCK_K), tl::num_stages(NUM_STAGES))) {
         (void)k;
         // a = a_desc.load([offs_am, offs_k_a]); b = b_desc.load([offs_bn, offs_k_b])
         auto a = tl::load(a_desc + rm * K + tl::expand_dims(offs_k_a + tl::arange(0, BLOCK_K), 0));
