@@ -95,6 +95,38 @@ TEST(PointerValues, LoadsAndStoresThroughArraysOfPointersOfRaggedSizes) {
   EXPECT_TRUE(near(sums.download(), want_sums, 1e-5, 1e-5));
 }
 
+// A software-pipelined loop over an array of pointers (tl::num_stages): the pointers (and
+// sizes) of later iterations are loaded ahead (the remark says so); the loads through
+// them are not, since they depend on a load of their own iteration. The same sums for
+// every stage count.
+TEST(PointerValues, PipelinedLoopOverAnArrayOfPointers) {
+  auto k = tl::kernel("pipelined_pointers", [](tl::ptr<tl::ptr<tl::f32>> xs, tl::ptr<tl::i32> sizes, tl::i32 count,
+                                               tl::ptr<tl::f32> out, int STAGES) {
+    auto offs = tl::arange(0, 64);
+    auto acc = tl::zeros<tl::f32>({64});
+    for (auto g : tl::range(0, count, 1, tl::num_stages(STAGES))) {
+      tl::ptr<tl::f32> x = tl::load(xs + g);
+      acc += tl::load(x + offs, offs < tl::load(sizes + g), 0.0f) * (g + 1).to<tl::f32>();
+    }
+    tl::store(out + offs, acc);
+  });
+  std::vector<int> lengths{64, 3, 17, 0, 64, 40, 1, 33, 60};
+  auto in = ragged(std::vector<int>(lengths.size(), 64));
+  auto xs = pointer_array(in.dev);
+  auto sizes = upload<ty::i32>(std::vector<int32_t>(lengths.begin(), lengths.end()));
+  std::vector<double> want(64);
+  for (size_t g = 0; g < lengths.size(); ++g)
+    for (int i = 0; i < lengths[g]; ++i) want[size_t(i)] += double(in.host[g][size_t(i)]) * double(g + 1);
+  for (int stages : {1, 2, 3}) {
+    auto out = test_device().alloc<tl::f32>(64);
+    poison(out);
+    k[tl::grid(1)](xs, sizes, int(lengths.size()), out, stages);
+    EXPECT_TRUE(near(out.download(), want, 1e-5, 1e-5)) << "num_stages " << stages;
+  }
+  std::string meta = k.compile(test_device(), {}, xs, sizes, int(lengths.size()), test_device().alloc<tl::f32>(64), 3);
+  EXPECT_NE(meta.find("num_stages=3: yes (2 loads into registers"), std::string::npos) << meta;
+}
+
 // A tile of pointers loaded at once with a mask and `other` (the lanes past the array's
 // end take the fallback pointer), then a gather through every lane's pointer, and a 2-D
 // tile of pointers [lanes, columns] made by pointer arithmetic on the loaded tile.
