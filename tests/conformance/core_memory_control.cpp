@@ -391,6 +391,8 @@ TEST(Core, ProgramIdNumPrograms) {
 }
 
 TEST(Core, IfReturn) { CONFORMANCE_GAP("return in a branch"); }
+TEST(Core, TlRangeLoopUnrollFactor) { CONFORMANCE_GAP("tl.range options"); }
+TEST(Core, MapElementwise) { CONFORMANCE_GAP("tl.map_elementwise"); }
 TEST(Core, BlockPointers) { CONFORMANCE_GAP("tl.make_block_ptr"); }
 TEST(Core, LoadCacheModifierEvictionPolicy) { CONFORMANCE_GAP("load/store modifiers"); }
 TEST(Core, GlobaltimerSmid) { CONFORMANCE_GAP("globaltimer / smid"); }

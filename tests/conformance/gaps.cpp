@@ -94,6 +94,9 @@ const std::vector<gap>& gaps() {
        "`launch_pdl=True`",
        "`add_kernel` with USE_GDC=False is transcribed and run; USE_GDC=True skips", nullptr},
       // ---- spellings the tutorials need (the tutorial runs, spelled otherwise) ----
+      {"x[:, None]", "every tutorial (`offs_am[:, None]`, `rk[None, :]`)", partial,
+       "no subscript syntax on tiles: `x[:, None]` / `x[None, :]` (C++ has no such slices)",
+       "written `tl::expand_dims(x, 1)` / `tl::expand_dims(x, 0)`", nullptr},
       {"implicit cast on store", "05 layer norm (`tl.store(Y + cols, y)`, y f32 into f16)", partial,
        "`tl.store` does not cast the value to the pointee type as Triton's does (a `static_assert`)",
        "`.to<tl::f16>()` written before each such store", nullptr},
@@ -122,6 +125,11 @@ const std::vector<gap>& gaps() {
        "reductions take one axis: no `axis=None` (the whole tile) and no `keep_dims=True`",
        "the whole-tile reduction is written as a reduction over each axis in turn; keep_dims as `tl::expand_dims`",
        nullptr},
+      {"argmax/argmin options", "test_core `test_reduce1d` (`tie_break_left=False`), `tl.max(x, axis, "
+       "return_indices=True)`", missing,
+       "`tl::argmax` / `tl::argmin` always take the first extreme (no `tie_break_left=False`); `tl::max` / `tl::min` "
+       "return no indices",
+       "", nullptr},
       {"tl.xor_sum", "test_core `test_reduce1d`", missing, "no `tl.xor_sum`", "", PROBE(has_xor_sum, probe::I)},
       {"tl.associative_scan", "test_core `test_scan2d` (cummax, linear recurrence, custom combine)", missing,
        "no `tl.associative_scan` with a user combine function (only `tl.cumsum`)", "", PROBE(has_scan, probe::T)},
@@ -171,6 +179,12 @@ const std::vector<gap>& gaps() {
       {"tl.broadcast(x, y)", "test_core `test_broadcast`", partial,
        "no two-operand `tl.broadcast(x, y)` returning both broadcast", "written `tl::broadcast_to(y, x.shape())`",
        nullptr},
+      {"tl.range options", "test_core `test_tl_range*` (`loop_unroll_factor`, `disallow_acc_multi_buffer`)", missing,
+       "`tl::range` takes `num_stages` only: no `loop_unroll_factor`, `disallow_acc_multi_buffer` (nor `flatten`, "
+       "`warp_specialize`: their own gaps)",
+       "", nullptr},
+      {"tl.map_elementwise", "test_core `test_map_elementwise`", missing,
+       "no `tl.map_elementwise` (a scalar function mapped over tiles, with multiple results)", "", nullptr},
       {"return in a branch", "test_core `test_if_return`, `test_nested_if_else_return` (`if c: ...; return`)",
        missing,
        "no early return from a kernel under a run-time condition: a C++ `return` in a `tl::if_` lambda leaves the "
