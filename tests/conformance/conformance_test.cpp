@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include <gtest/gtest-spi.h>
+
 #include "conformance/gaps.hpp"
 
 namespace {
@@ -33,6 +35,19 @@ TEST(Gaps, ProbedOperationsAreStillMissing) {
                              << " and remove the gap from tests/conformance/gaps.cpp";
   }
   EXPECT_GT(probed, 10);
+}
+
+// The mechanisms that keep the table honest fail where they should: a test naming an id
+// the table lacks (or lists as another kind), and a known failure whose case passes.
+const conformance::gap kSyntheticKnownFailure = {"synthetic", "this test", conformance::gap_kind::known_failure,
+                                                 "nothing", "", nullptr};
+
+TEST(Gaps, MisnamedGapsAndPassingKnownFailuresFail) {
+  EXPECT_EQ(conformance::find_gap("no such gap"), nullptr);
+  EXPECT_NONFATAL_FAILURE(conformance::note_partial("no such gap"), "is not a partial gap");
+  EXPECT_NONFATAL_FAILURE(conformance::note_partial("tl.sort"), "is not a partial gap");  // a missing one
+  EXPECT_NONFATAL_FAILURE(conformance::expect_known_failure("tl.sort", [] {}), "is not a known failure");
+  EXPECT_NONFATAL_FAILURE(conformance::run_as_known_failure(kSyntheticKnownFailure, [] {}), "passes now");
 }
 
 // docs/conformance.md holds the table between two markers, as render_markdown() writes
