@@ -362,7 +362,21 @@ void AxisAnalysis::op(const ir::Operation& o) {
       bool pow2 = b.constant && *b.constant > 0 && (*b.constant & (*b.constant - 1)) == 0;
       for (int d = 0; d < n; ++d) {
         r.constancy[d] = gcd(a.constancy[d], b.constancy[d]);
-        if (!pow2) continue;
+        if (!pow2) {
+          // x % N, N the same along d and a multiple of 2^k (a run-time size, Triton's
+          // tutorial `(pid_n * BLOCK_N + arange(0, BLOCK_N)) % N`), x >= 0: x % N is
+          // x % |N|, and no multiple of |N| falls inside a run of x that starts at a
+          // multiple of r = min(contiguity, run-start divisibility, 2^k) and is r long, so
+          // those runs stay contiguous. This takes N != 0 (x % 0 is 0, constant): like
+          // wrapping (see above), dividing an offset or a mask by zero is left undefined
+          // (docs/language.md), which is what lets a run-time N count.
+          if (get(o.operands[0]).range.lo < 0 || b.constancy[d] < extent(res, d)) continue;
+          int64_t run = std::min({a.contiguity[d], divisibility_at(a, d, a.contiguity[d]), b.divisibility[d]});
+          if (run <= 1) continue;
+          r.contiguity[d] = run;
+          r.divisibility[d] = gcd(divisibility_at(a, d, run), b.divisibility[d]);
+          continue;
+        }
         int64_t c = *b.constant;
         // x % c for x >= 0 whose runs start at multiples of c restarts at 0 every c
         // elements: contiguous over aligned runs of gcd(contiguity, c). A negative x

@@ -13,7 +13,9 @@
 // Integer arithmetic wraps on every target; like Triton's, the analysis assumes that the
 // index arithmetic of offsets and masks does not (docs/language.md): `arange + INT_MAX`
 // is not contiguous where it wraps. Signs are not assumed: `x / 4` and `x % 4` are
-// constant or contiguous over aligned runs only where the range proves x >= 0.
+// constant or contiguous over aligned runs only where the range proves x >= 0. Like
+// wrapping, a division by zero is assumed not to happen: `x % N` of a run-time N (a
+// multiple of 16) is contiguous over aligned runs of x >= 0, which x % 0 (= 0) is not.
 // Sources: arange, constants, program ids, kernel arguments (`arg_info[i].divisible_by_16`,
 // like Triton's tt.divisibility=16; their values are otherwise unknown), the user's
 // hints (tl::multiple_of / max_contiguous / max_constancy: a `hint` op's facts, taken as

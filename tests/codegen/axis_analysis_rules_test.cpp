@@ -293,7 +293,17 @@ ir::Value* random_op(ir::Builder& b, std::mt19937& rng, Program& p) {
   static const Op binary[] = {Op::add, Op::add, Op::sub, Op::mul, Op::band, Op::bor, Op::bxor, Op::min, Op::max};
   switch (rng() % 9) {
     case 0: case 1: return b.create1(binary[rng() % 9], {x, same()}, t, kHere);
-    case 2: return b.create1(rng() % 2 ? Op::div : Op::rem, {x, pow2({1, 2, 4, 8, 3, 16})}, t, kHere);
+    case 2: {
+      if (rng() % 3 == 0 && t.dtype == DType::i32) {
+        // by a run-time divisor (a kernel argument; never 0: docs/language.md)
+        const int64_t v = std::initializer_list<int64_t>{16, 48, -32, 3, 64, 8}.begin()[rng() % 6];
+        ir::Value* a = p.f.body.add_arg(ir::Type{DType::i32, DType::i32, {}});
+        p.f.arg_info.push_back({fmt::format("n{}", p.f.arg_info.size()), v % 16 == 0});
+        p.args[a] = v;
+        return b.create1(Op::rem, {x, b.create1(Op::splat, {a}, t, kHere)}, t, kHere);
+      }
+      return b.create1(rng() % 2 ? Op::div : Op::rem, {x, pow2({1, 2, 4, 8, 3, 16})}, t, kHere);
+    }
     case 3: return b.create1(rng() % 2 ? Op::shl : Op::shr, {x, pow2({0, 1, 2, 3, 4})}, t, kHere);
     case 4: return b.create1(rng() % 2 ? Op::neg : Op::abs, {x}, t, kHere);
     case 5: return b.create1(Op::mul, {x, pow2({1, 2, 4, 16, 3, -1})}, t, kHere);
