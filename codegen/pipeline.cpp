@@ -72,7 +72,7 @@ namespace {
 
 // The target-independent passes, in place on `f`.
 void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
-                     std::vector<std::string>& remarks) {
+                     std::vector<std::string>& remarks, int* most_shared_stages = nullptr) {
   dump("tracing", f);
   ir::verify(f);
 
@@ -87,6 +87,7 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
   // Loads issued num_stages-1 iterations ahead; the address arithmetic it clones for them
   // and what the original loads leave unused go to a second CSE and DCE.
   passes::PipelineOptions pipelining{opts.num_stages, 0};
+  pipelining.max_stages = opts.max_stages;
   if (target.kind != TargetDesc::cpu) {
     const auto caps = capabilities_for(target);
     pipelining.shared_bytes_limit = caps.shared_bytes_per_program;
@@ -108,7 +109,7 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
         return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
       };
   }
-  if (passes::pipeline_loops(f, pipelining, remarks) > 0) {
+  if (passes::pipeline_loops(f, pipelining, remarks, most_shared_stages) > 0) {
     dump("software pipelining", f);
     passes::eliminate_common_subexpressions(f);
     passes::eliminate_dead_code(f);
@@ -174,10 +175,11 @@ bool async_dot_stages_added(const std::vector<std::string>& remarks) {
 }
 
 // Every pass, then the target's lowering and emission, on `f` (in place). `remarks`: the
-// passes' remarks, kept when a later step throws.
+// passes' remarks, kept when a later step throws; `most_shared_stages`: the pipeliner's.
 CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
-                           std::chrono::steady_clock::time_point start, std::vector<std::string>& remarks) {
-  run_tile_passes(f, target, opts, remarks);
+                           std::chrono::steady_clock::time_point start, std::vector<std::string>& remarks,
+                           int* most_shared_stages = nullptr) {
+  run_tile_passes(f, target, opts, remarks, most_shared_stages);
   std::unique_ptr<ir::Function> planned;
   std::vector<int> paths;
   if (target.kind != TargetDesc::cpu) planned = run_gpu_passes(f, target, opts, remarks, paths);
@@ -210,20 +212,40 @@ CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const Comp
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   auto start = std::chrono::steady_clock::now();
   std::vector<std::string> remarks;
-  if (target.kind != TargetDesc::nvptx) return compile_planned(f, target, opts, start, remarks);
-  // The stage an asynchronous dot's loop gets beyond num_stages is the pipeliner's guess
-  // that shared memory has room for it; the lowering knows (the conversions' scratch
-  // included). Where it has not, the program is planned again from the traced function
-  // without that stage (its dot then waits for each group): what num_stages alone gives.
+  if (target.kind == TargetDesc::cpu) return compile_planned(f, target, opts, start, remarks);
+  // The pipeliner checks its stages against the target's shared memory with its own
+  // estimate of the layout conversions' scratch; the lowering knows it. Where the program
+  // does not fit, it is planned again from the traced function with less: first without
+  // the stage an asynchronous dot's loop gets beyond num_stages (its dot then waits for
+  // each group: what num_stages alone gives), then with a stage fewer for every loop that
+  // stages through shared memory, down to none, each time with a remark (issue 39's
+  // direction: fewer stages planned rather than a failed compile). What still does not
+  // fit is not the pipeliner's: its error names the op that needs the memory.
   std::unique_ptr<ir::Function> traced = ir::clone_function(f);
-  try {
-    return compile_planned(f, target, opts, start, remarks);
-  } catch (const gpu::shared_memory_exceeded&) {
-    if (!opts.async_dot_stages || !async_dot_stages_added(remarks)) throw;
-    CompileOptions fewer = opts;
-    fewer.async_dot_stages = false;
-    std::vector<std::string> again;
-    return compile_planned(*traced, target, fewer, start, again);
+  CompileOptions o = opts;
+  ir::Function* attempt = &f;
+  std::unique_ptr<ir::Function> again;
+  std::vector<std::string> notes;
+  for (;;) {
+    remarks.clear();
+    int staged = 0;
+    try {
+      CodeObject out = compile_planned(*attempt, target, o, start, remarks, &staged);
+      out.remarks.insert(out.remarks.end(), notes.begin(), notes.end());
+      return out;
+    } catch (const gpu::shared_memory_exceeded& e) {
+      if (o.async_dot_stages && async_dot_stages_added(remarks)) {
+        o.async_dot_stages = false;
+      } else if (staged > 1) {
+        notes.push_back(fmt::format("pipelined: {} stages did not fit ({}): planned again with at most {}", staged,
+                                    e.what(), staged - 1));
+        o.max_stages = staged - 1;
+      } else {
+        throw;
+      }
+      again = ir::clone_function(*traced);
+      attempt = again.get();
+    }
   }
 }
 

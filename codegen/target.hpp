@@ -43,6 +43,10 @@ struct CompileOptions {
   // with an asynchronous dot a stage more. compile() plans again without it when the
   // program then exceeds the target's shared memory.
   bool async_dot_stages = true;
+  // Internal too: the most stages the pipeliner may give a loop. compile() lowers it when
+  // the stages it planned do not fit the target's shared memory once the lowering adds
+  // the layout conversions' scratch (codegen/pipeline.cpp).
+  int max_stages = 8;
   int opt_level = 3;
   std::string key() const;
 };

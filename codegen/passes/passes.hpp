@@ -59,6 +59,9 @@ struct PipelineOptions {
   // one stage more than num_stages, where shared memory allows, so that the copies of
   // iteration i+S-1 never overwrite the stage the dot of iteration i-1 may still read.
   std::function<bool(const ir::Operation& dot)> dot_may_run_async;
+  // The most stages a loop gets (fewer than its num_stages where the program did not fit
+  // the target's shared memory with more: codegen/pipeline.cpp's compile()).
+  int max_stages = 8;
 };
 // The stages `loop` is pipelined at: its own tl::num_stages where it has one; else the
 // launch's for an innermost loop (no loop inside it) with a tl::dot directly in its body
@@ -71,6 +74,9 @@ int loop_num_stages(const ir::Operation& loop, int launch_num_stages, std::strin
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered
 // shared memory. Adds a `pipelined: ...` line to `remarks` per such loop; returns how
 // many loops it pipelined.
-int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks);
+// `most_shared_stages`: where not null, the most stages of a loop that pipelined a load
+// into shared memory (0: none), what a program over the target's shared memory can give up.
+int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks,
+                   int* most_shared_stages = nullptr);
 
 }  // namespace tl::passes

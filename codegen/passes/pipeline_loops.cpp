@@ -411,15 +411,18 @@ class Pipeliner {
   // Returns the loop as it now is (a new op when rebuilt).
   ir::Operation* pipeline(ir::Operation& loop) {
     const bool own = loop.i0 > 0;  // tl::num_stages on the loop; else the launch's
-    int n = own ? int(loop.i0) : o_.num_stages;
-    if (n <= 1) return &loop;
-    std::string head = fmt::format("pipelined: loop at {} num_stages={}:", where(loop.loc), n);
+    const int asked = own ? int(loop.i0) : o_.num_stages;
+    if (asked <= 1) return &loop;
+    std::string head = fmt::format("pipelined: loop at {} num_stages={}:", where(loop.loc), asked);
     auto decline = [&](const std::string& why) {
       remarks_.push_back(fmt::format("{} no ({})", head, why));
       return &loop;
     };
     std::string not_chosen;
     if (loop_num_stages(loop, o_.num_stages, &not_chosen) <= 1) return decline(not_chosen);
+    const int n = std::min(asked, o_.max_stages);
+    if (n <= 1)
+      return decline("its stages did not fit the target's shared memory with the layout conversions' scratch");
     // The launch's num_stages pipelines the loads that feed a tl::dot only (Triton's
     // loadOpsToIndirectionLevel); the loop's own, every load it can.
     std::set<const ir::Operation*> dot_fed;
@@ -515,7 +518,11 @@ class Pipeliner {
     if (staged > 0) line += fmt::format(", {} of them staged there for tl::dot by the compiler", staged);
     if (buffers_ > n) line += fmt::format(", {} buffers a tile for the asynchronous dot", buffers_);
     else if (async_dot) line += ", no room for a buffer more: its dot stays synchronous";
+    if (n < asked)
+      line += fmt::format(", at {} stages: {} did not fit the target's shared memory with the layout conversions' "
+                          "scratch", n, asked);
     line += ")";
+    if (to_shared > 0) most_shared_stages_ = std::max(most_shared_stages_, n);
     for (auto& d : declined) line += fmt::format("; not pipelined: {}", d);
     remarks_.push_back(line);
     return now;
@@ -835,6 +842,9 @@ class Pipeliner {
   // next one is checked against the target's shared memory).
   std::set<const ir::Operation*> multi_buffered_;
   int pipelined_ = 0;
+
+ public:
+  int most_shared_stages_ = 0;  // pipeline_loops' most_shared_stages
 };
 
 }  // namespace
@@ -858,8 +868,12 @@ int loop_num_stages(const ir::Operation& loop, int launch_num_stages, std::strin
   return launch_num_stages;
 }
 
-int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks) {
-  return Pipeliner(f, o, remarks).run();
+int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks,
+                   int* most_shared_stages) {
+  Pipeliner p(f, o, remarks);
+  const int n = p.run();
+  if (most_shared_stages) *most_shared_stages = p.most_shared_stages_;
+  return n;
 }
 
 }  // namespace tl::passes

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -323,6 +324,74 @@ TEST(PipelinePolicy, RemarksOnACacheHitNameThisTracesLines) {
   const uint64_t hits = tl::stats().disk_hits;
   expect_lines(k2.compile("cpu", {.num_stages = 2}, A, S, Y, 4), second);
   EXPECT_EQ(tl::stats().disk_hits, hits + 1) << "the second compile was not a cache hit";
+}
+
+}  // namespace
+
+namespace {
+
+// A matmul with both operands K-contiguous (B given transposed, as B^T [N, K]), both of
+// which the pipeliner stages through shared memory on a GPU, and a row maximum of the
+// result: a reduction across warps, whose scratch the lowering places after the buffers.
+auto& abt_matmul_rowmax() {
+  static auto k = tl::kernel("policy_abt_matmul", [](tl::ptr<tl::bf16> a, tl::ptr<tl::bf16> bt, tl::ptr<tl::bf16> c,
+                                                      tl::ptr<f32> rowmax, i32 K, int BM, int BN, int BK, int STAGES) {
+    auto rm = tl::program_id(0) * BM + tl::arange(0, BM);
+    auto rn = tl::program_id(1) * BN + tl::arange(0, BN);
+    auto rk = tl::arange(0, BK);
+    auto acc = tl::zeros<f32>({BM, BN});
+    for (auto k : tl::range(0, K, BK, tl::num_stages(STAGES))) {
+      auto x = tl::load(a + tl::expand_dims(rm, 1) * K + tl::expand_dims(k + rk, 0));
+      auto y = tl::load(bt + tl::expand_dims(rn, 1) * K + tl::expand_dims(k + rk, 0));
+      acc = tl::dot(x, tl::trans(y), acc);
+    }
+    auto n = tl::num_programs(1) * BN;
+    tl::store(c + tl::expand_dims(rm, 1) * n + tl::expand_dims(rn, 0), acc.to<tl::bf16>());
+    tl::store(rowmax + rm, tl::max(acc, 1));
+  });
+  return k;
+}
+
+// 128x128x64 bf16 at 2 stages: A and B staged fill gfx942's 64 KiB exactly, and the row
+// maximum's scratch comes on top. The pipeliner does not see that scratch; the lowering
+// does. Instead of a compile error the program is planned again with fewer stages, and
+// the report says so.
+TEST(PipelineStages, StagesThatDoNotFitWithTheScratchArePlannedFewer) {
+  auto* p = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
+  auto meta = nlohmann::json::parse(abt_matmul_rowmax().compile("gfx942", {.num_warps = 4}, p, p, p, f, 4096, 128,
+                                                                128, 64, 2));
+  auto remarks = meta["remarks"].get<std::vector<std::string>>();
+  EXPECT_LE(meta["report"]["lds_bytes"].get<int>(), 65536);
+  EXPECT_TRUE(std::any_of(remarks.begin(), remarks.end(), [](const std::string& r) {
+    return r.find("pipelined: 2 stages did not fit (") != std::string::npos &&
+           r.find("planned again with at most 1") != std::string::npos;
+  })) << joined(remarks);
+  EXPECT_TRUE(std::any_of(remarks.begin(), remarks.end(), [](const std::string& r) {
+    return r.find("num_stages=2: no (its stages did not fit the target's shared memory") != std::string::npos;
+  })) << joined(remarks);
+}
+
+// A compile error found while lowering names the user's line: a [128, 256] f32 transpose
+// exchanges 128 KiB through shared memory, over gfx942's 64 KiB (gfx950 has 160).
+TEST(PipelineStages, SharedMemoryOverflowFoundWhileLoweringNamesTheLine) {
+  static unsigned line = 0;
+  auto k = tl::kernel("policy_big_transpose", [](tl::ptr<f32> x, tl::ptr<f32> y) {
+    auto r = tl::arange(0, 128), c = tl::arange(0, 256);
+    auto v = tl::load(x + tl::expand_dims(r, 1) * 256 + tl::expand_dims(c, 0));
+    line = __LINE__ + 1;
+    tl::store(y + tl::expand_dims(c, 1) * 128 + tl::expand_dims(r, 0), tl::trans(v));
+  });
+  auto* p = reinterpret_cast<float*>(uintptr_t(1) << 20);
+  EXPECT_NO_THROW(k.compile("gfx950", {.num_warps = 8}, p, p));
+  try {
+    k.compile("gfx942", {.num_warps = 8}, p, p);
+    ADD_FAILURE() << "128 KiB of shared memory compiled for gfx942";
+  } catch (const tl::compile_error& e) {
+    EXPECT_NE(e.file().find("pipeline_policy_test.cpp"), std::string::npos) << e.what();
+    EXPECT_EQ(e.line(), line) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bytes of shared memory needed"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
