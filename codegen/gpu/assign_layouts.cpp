@@ -262,9 +262,22 @@ class LayoutPlanner {
             meet(wanted_layout(u->result(index - 3)));
           }
           break;
+        // A while's carried tile is wanted as its users in either region and after the
+        // loop want it (a dot's accumulator carried by a while stays in the dot's layout).
+        case Op::while_:
+          for (auto& r : u->regions) meet(wanted_layout(r->args[size_t(index)].get()));
+          meet(wanted_layout(u->result(index)));
+          break;
         case Op::yield: {
           const ir::Operation* owner = u->parent ? u->parent->parent : nullptr;
-          if (owner && owner->op == Op::while_) break;  // carried in the layout of its initial value (while_loop)
+          if (owner && owner->op == Op::while_) {
+            const bool condition_region = u->parent == owner->regions[0].get();
+            if (condition_region && index == 0) break;  // the condition
+            const size_t i = size_t(condition_region ? index - 1 : index);
+            for (auto& r : owner->regions) meet(wanted_layout(r->args[i].get()));
+            meet(wanted_layout(owner->result(int(i))));
+            break;
+          }
           if (owner && owner->op == Op::for_) meet(wanted_layout(owner->regions[0]->args[size_t(index + 1)].get()));
           if (owner) meet(wanted_layout(owner->result(index)));
           break;
@@ -478,14 +491,15 @@ class LayoutPlanner {
     }
   }
 
-  // A while loop carries each tile in its initial value's layout: both regions' arguments
-  // and the results take it, and what the regions yield is converted to it
-  // (insert_layout_conversions). (A for loop also tries the layout its body produces; a
-  // while loop's tiles are rarely the hot accumulators that pays off for.)
+  // A while loop carries each tile in the layout its users in the loop and after it want
+  // (wanted_layout, where they agree: a dot's accumulator in the dot's layout), else in its
+  // initial value's: both regions' arguments and the results take it, and the initial
+  // value and what the regions yield are converted to it (insert_layout_conversions).
   void while_loop(const ir::Operation& o) {
     for (size_t i = 0; i < o.results.size(); ++i) {
       if (!distributed(o.operands[i])) continue;
-      const Layout l = plan_.of(o.operands[i]);
+      const std::optional<Layout> want = wanted_layout(o.regions[0]->args[i].get());
+      const Layout l = want ? *want : plan_.of(o.operands[i]);
       for (auto& r : o.regions) set(r->args[i].get(), l);
       set(o.result(int(i)), l);
     }

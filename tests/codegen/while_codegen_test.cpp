@@ -52,6 +52,34 @@ std::unique_ptr<ir::Function> carried_tile_kernel() {
   });
 }
 
+// A K loop, as a tl::range loop or as a while loop: the same dot on the same tiles.
+std::unique_ptr<ir::Function> k_loop_kernel(bool as_while) {
+  return trace(as_while ? "k_loop_while" : "k_loop_range", [&](detail::Trace& t) {
+    auto a = ptr_arg<ty::f16>(t, "a", true);
+    auto b = ptr_arg<ty::f16>(t, "b", true);
+    auto c = ptr_arg<ty::f32>(t, "c", true);
+    auto K = scalar_arg<ty::i32>(t, "K", true);
+    auto rm = tl::arange(0, 64), rk = tl::arange(0, 32);
+    auto acc = tl::zeros<ty::f32>({64, 64});
+    auto step = [&](const tl::i32& k) {
+      auto at = tl::load(a + tl::expand_dims(rm, 1) * K + (k + tl::expand_dims(rk, 0)));
+      auto bt = tl::load(b + (k + tl::expand_dims(rk, 1)) * 64 + tl::expand_dims(rm, 0));
+      acc = tl::dot(at, bt, acc);
+    };
+    if (as_while) {
+      tl::i32 k = 0;
+      tl::while_([&] { return k < K; },
+                 [&] {
+                   step(k);
+                   k += 32;
+                 });
+    } else {
+      for (auto k : tl::range(0, K, 32, tl::num_stages(1))) step(k);
+    }
+    tl::store(c + tl::expand_dims(rm, 1) * 64 + tl::expand_dims(rm, 0), acc);
+  });
+}
+
 std::string ptx(const codegen::CodeObject& co) { return std::string(co.binary.begin(), co.binary.end()); }
 
 }  // namespace
@@ -113,4 +141,20 @@ TEST(WhileCodegen, NvptxCarriedTile) {
   std::string p = ptx(co);
   EXPECT_NE(tltest::ptx_loop(p).find("ld.global"), std::string::npos) << p;
   EXPECT_EQ(count(p, "st.shared"), 0) << p;
+}
+
+// The accumulator a while loop carries stays in the dot's layout, as a for loop's does: no
+// more layout conversions than the same loop written with tl::range, and no more registers.
+TEST(WhileCodegen, DotAccumulatorCarriedByAWhileStaysInTheDotsLayout) {
+  for (const char* arch : {"gfx942", "gfx950", "sm_90"}) {
+    auto fw = k_loop_kernel(true), fr = k_loop_kernel(false);
+    auto cw = tltest::compile_for(arch, *fw), cr = tltest::compile_for(arch, *fr);
+    EXPECT_EQ(count(cw.tile_ir, "convert_layout"), count(cr.tile_ir, "convert_layout")) << arch << "\n" << cw.tile_ir;
+    if (std::string(arch).rfind("gfx", 0) == 0) {
+      // (measured on gfx942: 60 against 54, the while's test at the top and its carried
+      // counter against tl::range's rotated loop; with the conversions back it was 68)
+      EXPECT_LE(cw.report.at("vgpr"), cr.report.at("vgpr") + 8) << arch;
+      EXPECT_EQ(cw.report.at("spill_vgpr"), 0) << arch;
+    }
+  }
 }
