@@ -186,6 +186,26 @@ TEST(PointerValuesCodegen, AmdAccessesThroughLoadedPointersAreGlobal) {
   }
 }
 
+// An i64 argument converted to a pointer keeps the launch's facts about the address: a
+// multiple of 16 reads 16 bytes a lane, an address 4 bytes off reads 4 (the int-to-pointer
+// rule of axis analysis keeps divisibility, which both count in bytes). Checked on the
+// PTX, whose vector loads need their natural alignment (AMD's backend merges dword-aligned
+// loads into dwordx4 by itself, which the hardware allows).
+TEST(PointerValuesCodegen, ConvertedAddressesAreAsAlignedAsTheLaunchSays) {
+  auto k = tl::kernel("codegen_address_argument", [](tl::i64 addr, tl::ptr<tl::f32> out) {
+    auto x = addr.to<tl::ptr<tl::f32>>();
+    auto i = tl::arange(0, 1024);
+    tl::store(out + i, tl::load(x + i) * 2.0f);
+  });
+  for (int64_t offset : {0, 4}) {
+    std::string dis = isa_of_compiled(k.compile("sm_90", {.num_warps = 4}, int64_t(1 << 20) + offset,
+                                                fake_device_pointer<float>()));
+    int wide = count(dis, "ld.global.v4");
+    if (offset == 0) EXPECT_GT(wide, 0) << dis;
+    else EXPECT_EQ(wide, 0) << dis;
+  }
+}
+
 TEST(PointerValuesCodegen, AmdStoresOfPointersAre64BitGlobalStores) {
   std::string dis = amd_isa("gfx942", 1);
   // 256 pointers over 256 lanes of 4 waves: one 64-bit store each (or wider, vectorized)

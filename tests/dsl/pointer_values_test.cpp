@@ -298,6 +298,28 @@ TEST(PointerValues, WhereAndComparisonsOnPointers) {
   EXPECT_TRUE(near(R.download(), want_order, 0, 0));
 }
 
+// An address passed as a scalar i64 argument and converted in the kernel: the launch's
+// specialization on whether it is a multiple of 16 carries over to the pointer, so the
+// aligned launch may read wide and the one 4 bytes off must not assume it (a different
+// specialization, each right).
+TEST(PointerValues, AddressArgumentsConvertedToPointersKeepTheirAlignmentFacts) {
+  auto k = tl::kernel("address_argument", [](tl::i64 addr, tl::ptr<tl::f32> out) {
+    auto x = addr.to<tl::ptr<tl::f32>>();
+    auto i = tl::arange(0, 256);
+    tl::store(out + i, tl::load(x + i) * 2.0f);
+  });
+  auto h = random_floats(260);
+  auto X = upload<ty::f32>(h);
+  for (int skip : {0, 1, 3, 4}) {
+    auto out = test_device().alloc<tl::f32>(256);
+    poison(out);
+    k[tl::grid(1)](int64_t(address_of(X, size_t(skip))), out);
+    std::vector<double> want(256);
+    for (size_t i = 0; i < 256; ++i) want[i] = 2.0 * h[i + size_t(skip)];
+    EXPECT_TRUE(near(out.download(), want, 0, 0)) << "address + " << skip << " elements";
+  }
+}
+
 // A launch takes an array of pointers as a buffer of tl::ptr<T> (filled with data()) or
 // as a buffer of u64/i64 filled with address(), as a Triton user passes a tensor of
 // data_ptr()s: the same kernel gives the same result from both.
