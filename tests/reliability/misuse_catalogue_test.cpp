@@ -74,6 +74,11 @@ std::vector<Case> catalogue() {
   c.push_back({"assume of a non-scalar", [] { auto k = tl::kernel("h5", [](F32 x) { tl::assume(tl::arange(0, 8) >= 0); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "tl::assume: the condition must be a scalar i1, got tile<8xi1>", Trace});
   // --- synchronization ---
   c.push_back({"barrier outside a kernel", [] { tl::barrier(); }, __LINE__, "only be used inside a kernel", Trace});
+  // --- tiles declared without a value (`tl::f32 v;`) ---
+  c.push_back({"tile never given a value, read", [] { auto k = tl::kernel("u1", [](F32 x) { tl::f32 v; tl::store(x + tl::arange(0, 8), v + 1.0f); }); go(k); }, __LINE__, "use of a tile that was never given a value", Trace});
+  c.push_back({"tile never given a value, as a loop bound", [] { auto k = tl::kernel("u2", [](F32 x) { tl::i32 n; for (auto i : tl::range(0, n)) tl::store(x + i, tl::f32(1.0f)); }); go(k); }, __LINE__, "use of a tile that was never given a value", Trace});
+  c.push_back({"tile without a value assigned in a loop", [] { auto k = tl::kernel("u3", [](F32 x) { tl::f32 v; for (auto i : tl::range(0, 4)) v = tl::load(x + i * 8 + tl::arange(0, 8)); tl::store(x + tl::arange(0, 8), v); }); go(k); }, __LINE__, "cannot be assigned inside a tl::range loop", Trace});
+  c.push_back({"tile without a value assigned in one branch only, read after it", [] { auto k = tl::kernel("u4", [](F32 x) { tl::f32 v; tl::if_(tl::program_id(0) == 0, [&] { v = tl::load(x + tl::arange(0, 8)); }); tl::store(x + tl::arange(0, 8), v); }); go(k); }, __LINE__, "or assigned in one branch of a tl::if_ only", Trace});
   // --- dtypes ---
   c.push_back({"bitwise and on floats", [] { auto k = tl::kernel("m21", [](F32 x) { auto v = tl::zeros<tl::f32>({8}); tl::store(x + tl::arange(0, 8), v & v); }); go(k); }, __LINE__, "needs integer operands", Trace});
   c.push_back({"shift of floats", [] { auto k = tl::kernel("m22", [](F32 x) { auto v = tl::zeros<tl::f32>({8}); tl::store(x + tl::arange(0, 8), v << v); }); go(k); }, __LINE__, "needs integer operands", Trace});
