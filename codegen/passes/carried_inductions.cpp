@@ -62,7 +62,13 @@ std::optional<Induction> induction_of(ir::Operation& loop, int i, std::set<ir::O
   if (!u || u->parent != &body || u->results.size() != 1) return std::nullopt;
   Induction ind{i, u, nullptr, false};
   const DType t = arg->type.dtype;
-  if (u->op == Op::addptr && u->operands[0] == arg) {
+  // Through hints: `tl::multiple_of(a_ptrs, {16, 16}); ...; a_ptrs += BLOCK_K` (Triton's
+  // tutorial 08, the in-place form) advances hint(c), which is c.
+  auto unhinted = [&](ir::Value* v) {
+    while (v->def && v->def->op == Op::hint && v->def->parent == &body) v = v->def->operands[0];
+    return v;
+  };
+  if (u->op == Op::addptr && unhinted(u->operands[0]) == arg) {
     ind.step = u->operands[1];
   } else if (u->op == Op::add && is_int(t) && t != DType::i1) {
     if (u->operands[0] == arg) ind.step = u->operands[1];
@@ -174,7 +180,8 @@ int rewrite_loop(ir::Operation& loop, ir::Block& scope) {
     ir::Value* arg = body.args[size_t(it->index) + 1].get();
     ir::Value* next = it->update->result();
     auto arg_uses = ir::uses_of(body, arg), next_uses = ir::uses_of(body, next);
-    if (!ir::uses_of(scope, loop.result(it->index)).empty() || arg_uses.size() != 1 || next_uses.size() != 1) continue;
+    // (no use left: the update read the carried value through a hint, which now reads `now`)
+    if (!ir::uses_of(scope, loop.result(it->index)).empty() || arg_uses.size() > 1 || next_uses.size() != 1) continue;
     body.terminator()->operands[size_t(it->index)] = arg;
     auto u = std::find_if(body.ops.begin(), body.ops.end(), [&](auto& o) { return o.get() == it->update; });
     body.ops.erase(u);

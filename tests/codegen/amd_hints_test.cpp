@@ -86,7 +86,9 @@ std::unique_ptr<ir::Function> tutorial03(const Config& c, bool assumes) {
 // language separately; the sizes' arithmetic, which is what the hints are about, is the
 // tutorial's. With `hints`, the loaded sizes, leading dimensions and offsets are
 // `tl::multiple_of(.., 16)`, as a Triton user who knows them to be would write.
-std::unique_ptr<ir::Function> tutorial08(bool hints, int num_sm) {
+// `pointer_hints`: also the tutorial's own `tl::multiple_of(a_ptrs, [16, 16])` on the
+// carried pointers at the top of the K loop, in Triton's in-place form.
+std::unique_ptr<ir::Function> tutorial08(bool hints, int num_sm, bool pointer_hints = false) {
   return tltest::trace("grouped_matmul_kernel", [&](Trace& t) {
     auto A = ptr_arg<ty::f16>(t, "A", true), B = ptr_arg<ty::f16>(t, "B", true), C = ptr_arg<ty::f16>(t, "C", true);
     auto group_offs = ptr_arg<ty::i32>(t, "group_offs", true);  // [group_size, 3]: a, b, c element offsets
@@ -124,6 +126,11 @@ std::unique_ptr<ir::Function> tutorial08(bool hints, int num_sm) {
           auto accumulator = tl::zeros<ty::f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
           for (auto kk : tl::range(0, tl::cdiv(k, BLOCK_SIZE_K))) {
             (void)kk;
+            if (pointer_hints) {
+              // hint to Triton compiler to do proper loop pipelining
+              tl::multiple_of(a_ptrs, {16, 16});
+              tl::multiple_of(b_ptrs, {16, 16});
+            }
             auto a = tl::load(a_ptrs);
             auto b = tl::load(b_ptrs);
             accumulator = accumulator + tl::dot(a, b);
@@ -208,6 +215,29 @@ TEST(AmdHints, GroupedGemmSizesHintedMultiplesOf16DoNotSpill) {
   auto without = compile("gfx942", *plain, 4, 1);
   EXPECT_GT(report(without, "vgpr") + report(without, "spill_sgpr") + report(without, "spill_vgpr"),
             report(co, "vgpr"));
+}
+
+// The tutorial's in-place `tl::multiple_of(a_ptrs, {16, 16})` on pointers the K loop
+// carries and advances: the pipeliner still reads them from the induction variable
+// (carried_inductions.cpp looks through the hint), so the loop is pipelined and carries
+// no pointer tile.
+TEST(AmdHints, InPlacePointerHintsKeepTheKLoopPipelined) {
+  auto f = tutorial08(true, 304, /*pointer_hints=*/true);
+  auto co = compile("gfx942", *f, 4, 2);
+  bool pipelined = false;
+  for (auto& r : co.remarks) pipelined |= r.find("pipelined:") == 0 && r.find(": yes") != std::string::npos;
+  EXPECT_TRUE(pipelined) << fmt::format("{}", fmt::join(co.remarks, "\n"));
+  // (the loop's two, and the prologue's copies for the first iteration's loads)
+  EXPECT_EQ(count(co.tile_ir, "hint multiple_of=[16,16]"), 4) << co.tile_ir;
+  EXPECT_EQ(report(co, "spill_vgpr") + report(co, "spill_sgpr"), 0);
+  // no loop carries a pointer tile: `for ... ^(..., %x: tile<128x32xptr<f16>> ...`
+  std::regex loop_args(R"(= for [^\n]*\^\(([^)]*)\))");
+  int loops = 0;
+  for (auto it = std::sregex_iterator(co.tile_ir.begin(), co.tile_ir.end(), loop_args); it != std::sregex_iterator(); ++it) {
+    ++loops;
+    EXPECT_EQ((*it)[1].str().find("ptr"), std::string::npos) << (*it)[0].str();
+  }
+  EXPECT_GE(loops, 2) << co.tile_ir;
 }
 
 // Triton's tutorial 03 with its tl.assume lines, at the configuration Triton 3.6 picks on
