@@ -113,15 +113,15 @@ Value* cast(Value* a, DType to, bool bitcast, const Loc& loc) {
 Value* pointer_cast(Value* a, DType to, const pointer_desc& p, const Loc& loc) {
   const Type& from = a->type;
   Type result{to, to, from.shape};
-  if (to == DType::ptr) {
-    Type pointee{p.pointee, p.pointee, {}};
-    if (p.pointee_levels > 0) pointee = Type::pointer_to(Type{p.element, p.element, {}});
-    for (int l = 1; l < p.pointee_levels; ++l) pointee = Type::pointer_to(pointee);
-    result = Type::pointer_to(pointee).with_shape(from.shape);
+  if (to == DType::ptr) {  // the pointee as the C++ element type describes it
+    result.pointee = p.pointee;
+    if (p.pointee_levels > 0) result.pointee_levels = p.pointee_levels, result.element = p.element;
   }
   if (result == from) return a;
-  // An address is 64 bits on every target: a narrower integer would drop its high half
-  // (or make one up), a float has no address meaning. Triton refuses these as well.
+  // An address is 64 bits on every target. Triton converts a pointer only to a 64-bit
+  // integer but takes any integer for a pointer (extended or truncated); tl asks for i64
+  // or u64 both ways: a narrower integer there is an index taken for an address, and a
+  // float has no address meaning.
   auto wide_int = [](DType d) { return d == DType::i64 || d == DType::u64; };
   if (!from.is_ptr() && !wide_int(from.dtype))
     throw trace_error(fmt::format("conversion of {} to {}: a pointer is made only from a 64-bit address (i64 or u64){}",

@@ -347,6 +347,24 @@ TEST(PointerValues, ArraysOfAddressesAsU64BuffersAreAcceptedForPointerArrays) {
   }
 }
 
+// An address converted to an array of pointers (`.to<tl::ptr<tl::ptr<tl::f32>>>()`):
+// its loads are pointers to f32.
+TEST(PointerValues, IntegerToAnArrayOfPointers) {
+  auto k = tl::kernel("int_to_pointer_array", [](tl::i64 addr, tl::ptr<tl::f32> out) {
+    auto pp = addr.to<tl::ptr<tl::ptr<tl::f32>>>();
+    auto i = tl::arange(0, 4);
+    tl::store(out + i, tl::load(tl::load(pp + i) + 2));
+  });
+  auto in = ragged({3, 4, 5, 6});
+  auto P = pointer_array(in.dev);
+  auto out = test_device().alloc<tl::f32>(4);
+  poison(out);
+  k[tl::grid(1)](int64_t(P.address()), out);
+  std::vector<double> want(4);
+  for (size_t g = 0; g < 4; ++g) want[g] = in.host[g][2];
+  EXPECT_TRUE(near(out.download(), want, 0, 0));
+}
+
 // Pointers to pointers to pointers: each level's load gives the next level's pointer.
 TEST(PointerValues, ThreeLevelsOfPointers) {
   auto k = tl::kernel("three_levels", [](tl::ptr<tl::ptr<tl::ptr<tl::i32>>> ppp, tl::ptr<tl::i32> out) {
