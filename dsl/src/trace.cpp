@@ -18,6 +18,7 @@
 #include <exception>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace tl::detail {
 
@@ -37,6 +38,9 @@ struct Ghosts {
   std::mutex m;
   std::vector<std::unique_ptr<ir::Value>> values;  // never freed: a stale cell may be read at any time
   std::unordered_map<const ir::Value*, ir::SrcLoc> made_at;
+  // Stand-ins for tiles made inside a loop or branch body and read after it ended
+  // (TileBase::get): reported by Trace::emit as such, at the reading op's line.
+  std::unordered_set<const ir::Value*> escaped;
 };
 Ghosts& ghosts() {
   static Ghosts* g = new Ghosts;  // cells in statics may be read during static destruction
@@ -126,11 +130,19 @@ ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& l
   for (ir::Value* v : operands)
     if (is_ghost(v)) {
       ir::SrcLoc made{};
+      bool escaped = false;
       {
         Ghosts& g = ghosts();
         std::lock_guard lock(g.m);
         if (auto it = g.made_at.find(v); it != g.made_at.end()) made = it->second;
+        escaped = g.escaped.count(v) > 0;
       }
+      if (escaped)
+        throw trace_error(fmt::format("{}: a tile made inside a tl::range, tl::while_ or tl::if_ body (at {}:{}) is "
+                                      "used after the body ended; declare it before the loop or branch and assign to "
+                                      "it inside",
+                                      op_name(op), made.file, made.line),
+                          loc);
       throw trace_error(fmt::format("{}: this tile was made by an earlier trace (at {}:{}) and kept past it (in a "
                                     "static or a global variable); a tile belongs to the trace that made it: make it "
                                     "again in the kernel's body (a tile in a static is not reset between traces)",
@@ -235,12 +247,19 @@ ir::Value* TileBase::get() const {
   auto& frames = t->frames();
   int depth = int(frames.size());
   if (level_ > depth) {
-    std::string what =
-        "tl: a tile made inside a tl::range or tl::if_ body was used after the body ended; "
-        "declare it before the loop or branch and assign to it inside";
-    // The use's own line is not known here; the line that made the tile is.
-    if (v_->def) throw trace_error(what + " (the tile was made on this line)", v_->def->loc.file, v_->def->loc.line);
-    throw error(what);
+    // Made inside a body that has ended (kept in a std::optional, a container, a
+    // reference). The use's line is known to the operation that reads it: a stand-in of
+    // the same type (its checks pass) that Trace::emit reports at that line, naming the
+    // line that made the tile. Kept for good, like a stale cell's ghost.
+    Ghosts& g = ghosts();
+    std::lock_guard lock(g.m);
+    auto stand_in = std::make_unique<ir::Value>();
+    stand_in->type = v_->type;
+    g.made_at[stand_in.get()] = v_->def ? v_->def->loc : v_->owner && v_->owner->parent ? v_->owner->parent->loc
+                                                                                         : t->function().loc;
+    g.escaped.insert(stand_in.get());
+    g.values.push_back(std::move(stand_in));
+    return g.values.back().get();
   }
   for (int d = level_; d < depth; ++d) {
     Frame& f = frames[d];

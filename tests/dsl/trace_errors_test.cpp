@@ -63,9 +63,9 @@ TEST(TraceErrors, MaskOfTheWrongShape) {
 }
 
 TEST(TraceErrors, TileMadeInsideALoopUsedAfterIt) {
-  // A tile escapes its loop body through a C++ container: the error names the line
-  // that made it (the use's own line is not known to the tracer).
-  const unsigned line = __LINE__ + 4;
+  // A tile escapes its loop body through a C++ container: the error names the line that
+  // uses it after the loop, and the line that made it.
+  const unsigned made = __LINE__ + 4, line = made + 2;
   auto k = tl::kernel("e_escape", [](tl::ptr<tl::f32> x) {
     std::vector<tl::tile<ty::f32>> kept;
     for (auto i : tl::range(0, 4)) {
@@ -74,6 +74,7 @@ TEST(TraceErrors, TileMadeInsideALoopUsedAfterIt) {
     tl::store(x + tl::arange(0, 16), kept[0]);
   });
   expect_trace_error(k, line, "used after the body ended");
+  expect_trace_error(k, line, fmt::format("body (at {}:{})", __FILE__, made));
 }
 
 TEST(TraceErrors, LoopCarriedTileChangesShape) {
