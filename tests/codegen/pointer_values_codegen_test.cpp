@@ -103,10 +103,24 @@ auto& grouped_gemm() {
   return k;
 }
 
+// Conversions of pointer tiles both ways, tl::where between pointer tiles, comparisons
+// of pointers (every lane's own pointer, through the tile path of each lowering).
+auto& casts_and_selects() {
+  static auto k = tl::kernel("codegen_casts_and_selects", [](tl::ptr<tl::i64> addrs, tl::ptr<tl::f32> x,
+                                                             tl::ptr<tl::f32> out, tl::ptr<tl::i64> back) {
+    auto i = tl::arange(0, 256);
+    auto p = tl::load(addrs + i).to<tl::ptr<tl::f32>>();
+    auto q = tl::where(i % 2 == 0, p, x + i);
+    tl::store(out + i, tl::load(q, q != x + i, 1.0f));
+    tl::store(back + i, (q + 1).to<tl::i64>());
+  });
+  return k;
+}
+
 // What a launch would pass: 16-byte aligned device addresses (never read here).
 template <class T> T* fake_device_pointer() { return reinterpret_cast<T*>(uintptr_t(1) << 20); }
 
-const char* const kKernels[] = {"ragged_rows", "int_addresses", "gather_rows", "grouped_gemm"};
+const char* const kKernels[] = {"ragged_rows", "int_addresses", "gather_rows", "grouped_gemm", "casts_and_selects"};
 
 // The ISA (AMD disassembly, PTX) of kernel `kernel` (an index of kKernels) for `arch`.
 std::string isa(const std::string& arch, int kernel) {
@@ -124,6 +138,10 @@ std::string isa(const std::string& arch, int kernel) {
     case 2:
       meta = gather_rows().compile(arch, o, fake_device_pointer<float*>(), fake_device_pointer<float>(), 5,
                                    fake_device_pointer<float**>(), fake_device_pointer<float>());
+      break;
+    case 4:
+      meta = casts_and_selects().compile(arch, o, fake_device_pointer<int64_t>(), fake_device_pointer<float>(),
+                                         fake_device_pointer<float>(), fake_device_pointer<int64_t>());
       break;
     default:
       meta = grouped_gemm().compile(arch, o, fake_device_pointer<int64_t>(), fake_device_pointer<int64_t>(),
@@ -175,7 +193,7 @@ TEST(PointerValuesCodegen, KernelsOverArraysOfDifferentPointeesAreDifferentCode)
 
 TEST(PointerValuesCodegen, AmdAccessesThroughLoadedPointersAreGlobal) {
   for (const char* arch : {"gfx942", "gfx950", "gfx90a"}) {
-    for (int kernel : {0, 1, 2, 3}) {
+    for (int kernel : {0, 1, 2, 3, 4}) {
       std::string dis = amd_isa(arch, kernel);
       SCOPED_TRACE(std::string(arch) + " " + kKernels[kernel]);
       EXPECT_EQ(memory_ops(dis, "flat"), 0) << dis;
@@ -213,7 +231,7 @@ TEST(PointerValuesCodegen, AmdStoresOfPointersAre64BitGlobalStores) {
 }
 
 TEST(PointerValuesCodegen, NvptxAccessesThroughLoadedPointersAreGlobal) {
-  for (int kernel : {0, 1, 2, 3}) {
+  for (int kernel : {0, 1, 2, 3, 4}) {
     std::string ptx = isa("sm_90", kernel);
     SCOPED_TRACE(kKernels[kernel]);
     // generic accesses: `ld.` or `st.` followed by a type or a vector, not a state space
