@@ -9,3 +9,4 @@
 #include "tl/tile.hpp"
 #include "tl/amd.hpp"
 #include "tl/random.hpp"
+#include "tl/math.hpp"

@@ -1,0 +1,560 @@
+// tl's math library (tl/math.hpp): each function traced as a composition of tile
+// operations, so the CPU, AMD and NVIDIA run the same arithmetic and share one error bound
+// (docs/language.md's table; tests/dsl/math_test.cpp measures it).
+//
+// What the compositions rely on, and why it holds on every target:
+// - fma, +, -, *, / and sqrt are IEEE-rounded: tl lowers them to LLVM's plain
+//   instructions (no fast-math flags), which the CPU, AMDGPU (its full-precision division
+//   sequence) and NVPTX (div.rn, sqrt.rn) all round correctly. Nothing here uses
+//   tl::exp/log/sin/cos, whose GPU lowerings are the approximate instructions.
+// - min/max are IEEE minNum/maxNum: a NaN operand gives the other one, which is how NaN
+//   is kept out of the integer parts (exponents, table indices); every function then
+//   puts NaN back with a select.
+// - NVPTX contracts a*b+c into an fma; every step whose exactness matters is written as an
+//   explicit fma already, and the rest only gets more accurate.
+// The algorithms are the textbook ones (Cody-Waite and Payne-Hanek reduction, the
+// atanh-series logarithm, fdlibm's asin/acos and log1p decompositions); the polynomial
+// coefficients are near-minimax fits made for tl (relative error, Lawson-weighted least
+// squares on Chebyshev nodes, rounded to f32), listed with the ranges they were fitted on.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+
+#include "dsl/src/trace.hpp"
+#include "tl/math.hpp"
+
+namespace tl::detail {
+
+using ir::Value;
+
+namespace {
+
+using V = Value*;
+
+// The tile operations the compositions are written in, each recorded at the user's line.
+struct M {
+  const Loc& loc;
+
+  V f(double v) const { return constant(DType::f32, v, 0, loc); }
+  V d(double v) const { return constant(DType::f64, v, 0, loc); }
+  V i(int32_t v) const { return constant(DType::i32, double(v), v, loc); }
+  V u32(uint32_t v) const { return constant(DType::u32, double(v), int64_t(v), loc); }
+  V u64(uint64_t v) const { return constant(DType::u64, double(v), int64_t(v), loc); }
+  V i64(int64_t v) const { return constant(DType::i64, double(v), v, loc); }
+  V nan() const { return f(std::numeric_limits<double>::quiet_NaN()); }
+  V inf() const { return f(std::numeric_limits<double>::infinity()); }
+  V truth(bool b) const { return constant(DType::i1, b ? 1 : 0, b ? 1 : 0, loc); }
+
+  V add(V a, V b) const { return binary(Op::add, a, b, loc); }
+  V sub(V a, V b) const { return binary(Op::sub, a, b, loc); }
+  V mul(V a, V b) const { return binary(Op::mul, a, b, loc); }
+  V div(V a, V b) const { return binary(Op::div, a, b, loc); }
+  V min(V a, V b) const { return binary(Op::min, a, b, loc); }
+  V max(V a, V b) const { return binary(Op::max, a, b, loc); }
+  V band(V a, V b) const { return binary(Op::band, a, b, loc); }
+  V bor(V a, V b) const { return binary(Op::bor, a, b, loc); }
+  V bxor(V a, V b) const { return binary(Op::bxor, a, b, loc); }
+  V shl(V a, V b) const { return binary(Op::shl, a, b, loc); }
+  V shr(V a, V b) const { return binary(Op::shr, a, b, loc); }
+  V fma(V a, V b, V c) const { return detail::fma(a, b, c, loc); }
+  V neg(V a) const { return unary(Op::neg, a, loc); }
+  V abs(V a) const { return unary(Op::abs, a, loc); }
+  V floor(V a) const { return unary(Op::floor, a, loc); }
+  V sqrt(V a) const { return unary(Op::sqrt, a, loc); }
+  V sel(V c, V a, V b) const { return where(c, a, b, loc); }
+  V cmp(CmpPred p, V a, V b) const { return compare(p, a, b, loc); }
+  V lt(V a, V b) const { return cmp(CmpPred::lt, a, b); }
+  V le(V a, V b) const { return cmp(CmpPred::le, a, b); }
+  V gt(V a, V b) const { return cmp(CmpPred::gt, a, b); }
+  V ge(V a, V b) const { return cmp(CmpPred::ge, a, b); }
+  V eq(V a, V b) const { return cmp(CmpPred::eq, a, b); }
+  V ne(V a, V b) const { return cmp(CmpPred::ne, a, b); }
+  V to(V a, DType t) const { return cast(a, t, false, loc); }
+  V bits(V x) const { return cast(x, DType::i32, true, loc); }
+  V from_bits(V i) const { return cast(i, DType::f32, true, loc); }
+
+  V isnan(V x) const { return ne(x, x); }
+  // |mag| with the sign bit of sgn (signed zeros and NaNs included).
+  V copysign(V mag, V sgn) const {
+    return from_bits(bor(band(bits(mag), i(0x7fffffff)), band(bits(sgn), i(INT32_MIN))));
+  }
+  // c[0] + z*(c[1] + z*(c[2] + ...)), one fma per coefficient.
+  V poly(V z, std::initializer_list<double> c, bool f64 = false) const {
+    const double* p = c.end();
+    V r = f64 ? d(*--p) : f(*--p);
+    while (p != c.begin()) r = fma(r, z, f64 ? d(*--p) : f(*--p));
+    return r;
+  }
+  // 2^k for an i32 tile k in [-126, 127]: the exponent field.
+  V pow2(V k) const { return from_bits(shl(add(k, i(127)), i(23))); }
+  // y * 2^k for k in [-252, 254], rounded once: two exact steps of at most 2^127, the
+  // second of which rounds (into the subnormals or to infinity where the result goes).
+  V scale(V y, V k) const {
+    V k1 = shr(k, i(1));
+    return mul(mul(y, pow2(k1)), pow2(sub(k, k1)));
+  }
+};
+
+constexpr double kLn2 = 0.69314718055994530942;
+constexpr double kLog2e = 1.44269504088896340736;
+// ln 2 in two parts: the first with 16 significant bits, so k * kLn2Hi is exact for any
+// exponent k of f32 (|k| < 2^8) and x - k*kLn2Hi is exact where it is small.
+constexpr double kLn2Hi = 0x1.62e4p-1;
+constexpr double kLn2Lo = kLn2 - kLn2Hi;
+// pi/2 and pi as f32 plus the f32 rounding of what that leaves.
+constexpr double kPio2 = 1.57079632679489661923;
+constexpr double kPi = 3.14159265358979323846;
+const double kPio2Hi = double(float(kPio2)), kPio2Lo = double(float(kPio2 - kPio2Hi));
+const double kPiHi = double(float(kPi)), kPiLo = double(float(kPi - kPiHi));
+
+// e^x = 2^k * (1 + p): k = round(x / ln 2), p = e^r - 1 for r = x - k ln 2, |r| <= ln2/2.
+// x is clamped to [-104, 90] first (past those e^x is 0 or inf in f32, and even e^x / 2
+// is), so k is in [-150, 130] and NaN becomes a number (callers put NaN back).
+struct ExpParts {
+  V k;  // i32
+  V p;  // f32
+};
+ExpParts exp_parts(const M& m, V x) {
+  V xc = m.min(m.max(x, m.f(-104.0)), m.f(90.0));
+  V kf = m.floor(m.fma(xc, m.f(kLog2e), m.f(0.5)));
+  V r = m.fma(kf, m.f(-kLn2Hi), xc);
+  r = m.fma(kf, m.f(-kLn2Lo), r);
+  // e^r - 1 = r + r^2 (1/2 + r/6 + ...): Taylor to r^8, whose remainder is below 2e-10
+  // relative for |r| <= 0.35.
+  V q = m.poly(r, {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320});
+  V p = m.fma(m.mul(r, r), q, r);
+  return {m.to(kf, DType::i32), p};
+}
+
+V exp_f32(const M& m, V x) {
+  ExpParts e = exp_parts(m, x);
+  return m.sel(m.isnan(x), x, m.scale(m.add(m.f(1.0), e.p), e.k));
+}
+
+V expm1_f32(const M& m, V x) {
+  ExpParts e = exp_parts(m, x);
+  // 2^k (1 + p) - 1 = 2^k p + (2^k - 1), one rounding: 2^k - 1 is exact for k in
+  // [-24, 24], and past that the -1 (or the 2^k p) is below the result's half ulp. k is
+  // taken no lower than -40 (the result is -1 there) and from x > 60 on e^x - 1 is e^x.
+  V t = m.pow2(m.max(e.k, m.i(-40)));
+  V small = m.fma(t, e.p, m.sub(t, m.f(1.0)));
+  V big = m.scale(m.add(m.f(1.0), e.p), e.k);
+  V r = m.sel(m.gt(x, m.f(60.0)), big, small);
+  r = m.sel(m.eq(x, m.f(0.0)), x, r);  // -0 stays -0
+  return m.sel(m.isnan(x), x, r);
+}
+
+// e^|x| / 2 as 2^(k-1) (1 + p): no rounding of x - ln 2, and finite up to |x| = 89.4
+// where e^|x| alone overflows at 88.7.
+V half_exp_abs(const M& m, V a) {
+  ExpParts e = exp_parts(m, a);
+  return m.scale(m.add(m.f(1.0), e.p), m.sub(e.k, m.i(1)));
+}
+
+V sinh_f32(const M& m, V x) {
+  V a = m.abs(x);
+  // |x| < 1: x + x^3/3! + ... + x^13/13! (Taylor; the remainder is below 1e-12).
+  V z = m.mul(x, x);
+  V s_small = m.fma(m.mul(x, z), m.poly(z, {1.0 / 6, 1.0 / 120, 1.0 / 5040, 1.0 / 362880, 1.0 / 39916800,
+                                          1.0 / 6227020800.0}), x);
+  // |x| >= 1: e^|x|/2 - e^-|x|/2 with e^-|x|/2 = 1/(4 h), at most 0.14 of the result.
+  V h = half_exp_abs(m, a);
+  V s_big = m.copysign(m.sub(h, m.div(m.f(0.25), h)), x);
+  V r = m.sel(m.lt(a, m.f(1.0)), s_small, s_big);
+  return m.sel(m.isnan(x), x, r);
+}
+
+V cosh_f32(const M& m, V x) {
+  V h = half_exp_abs(m, m.abs(x));
+  return m.sel(m.isnan(x), x, m.add(h, m.div(m.f(0.25), h)));
+}
+
+V tanh_f32(const M& m, V x) {
+  // From E = e^(-2|x|) = 2^k (1 + p), one exponential for both forms:
+  // |x| < 0.55: tanh|x| = -t / (t + 2), t = E - 1 (from the parts, as expm1), in (-0.67, 0]
+  //   where the quotient is far from 1 and needs t's relative accuracy;
+  // beyond: 1 - 2E / (1 + E), where the result is near 1 and the small term carries the
+  //   error (the other form lost two ulp there: -t and t + 2 both round near 1).
+  V a = m.abs(x);
+  ExpParts e = exp_parts(m, m.mul(a, m.f(-2.0)));
+  V pk = m.pow2(m.max(e.k, m.i(-40)));
+  V t = m.fma(pk, e.p, m.sub(pk, m.f(1.0)));
+  V small = m.div(m.neg(t), m.add(t, m.f(2.0)));
+  V E = m.scale(m.add(m.f(1.0), e.p), e.k);
+  V big = m.sub(m.f(1.0), m.div(m.add(E, E), m.add(m.f(1.0), E)));
+  V r = m.copysign(m.sel(m.lt(a, m.f(0.55)), small, big), x);
+  r = m.sel(m.eq(x, m.f(0.0)), x, r);  // -0 stays -0
+  return m.sel(m.isnan(x), x, r);
+}
+
+V sigmoid_f32(const M& m, V x) {
+  // 1 / (1 + e^-x) for x >= 0, and e^x / (1 + e^x) below: e = e^-|x| <= 1 either way, so
+  // the sum does not overflow and the tail keeps its precision down to the subnormals.
+  V e = exp_f32(m, m.neg(m.abs(x)));
+  V num = m.sel(m.ge(x, m.f(0.0)), m.f(1.0), e);
+  V r = m.div(num, m.add(m.f(1.0), e));
+  return m.sel(m.isnan(x), x, r);
+}
+
+V log1p_f32(const M& m, V x) {
+  // u = 1 + x = 2^k m with m in [sqrt(2)/2, sqrt(2)) (adding 1 - sqrt(2)/2 to the bits
+  // moves the exponent's boundary there), f = m - 1 exact. c is what the rounding of
+  // 1 + x lost, relative to u: log1p(x) = k ln2 + log(1 + f) + c.
+  V u = m.add(m.f(1.0), x);
+  constexpr int32_t kOne = 0x3f800000, kSqrtHalf = 0x3f3504f3;
+  V iu = m.add(m.bits(u), m.i(kOne - kSqrtHalf));
+  V k = m.sub(m.shr(iu, m.i(23)), m.i(127));
+  V mant = m.from_bits(m.add(m.band(iu, m.i(0x7fffff)), m.i(kSqrtHalf)));
+  V f = m.sub(mant, m.f(1.0));
+  V c = m.sel(m.ge(k, m.i(2)), m.sub(m.f(1.0), m.sub(u, x)), m.sub(x, m.sub(u, m.f(1.0))));
+  c = m.div(c, u);
+  // log(1 + f) = 2 atanh(s), s = f / (2 + f), |s| <= 0.172, written as
+  // f - hfsq + s (hfsq + R) with R = 2s^2/3 + 2s^4/5 + ... (the series to s^10; its
+  // remainder is below 1e-10 relative): f, exact, carries the leading bits.
+  V hfsq = m.mul(m.f(0.5), m.mul(f, f));
+  V s = m.div(f, m.add(m.f(2.0), f));
+  V z = m.mul(s, s);
+  V R = m.mul(z, m.poly(z, {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11}));
+  V dk = m.to(k, DType::f32);
+  V r = m.fma(s, m.add(hfsq, R), m.fma(dk, m.f(kLn2Lo), c));
+  r = m.add(m.add(m.sub(r, hfsq), f), m.mul(dk, m.f(kLn2Hi)));
+  r = m.sel(m.eq(x, m.inf()), x, r);
+  r = m.sel(m.eq(x, m.f(-1.0)), m.neg(m.inf()), r);
+  r = m.sel(m.lt(x, m.f(-1.0)), m.nan(), r);
+  r = m.sel(m.eq(x, m.f(0.0)), x, r);
+  return m.sel(m.isnan(x), x, r);
+}
+
+// atan(t) for t in [0, 1]: t + t^3 R(t^2), R fitted on [0, 1] (relative error 7e-9).
+V atan_01(const M& m, V t) {
+  V z = m.mul(t, t);
+  V R = m.poly(z, {-3.333333433e-01, 1.999994963e-01, -1.428402215e-01, 1.108844355e-01, -8.932726085e-02,
+                   7.034430653e-02, -4.900208116e-02, 2.634517103e-02, -9.165626951e-03, 1.493276446e-03});
+  return m.fma(m.mul(t, z), R, t);
+}
+
+V atan_f32(const M& m, V x) {
+  V a = m.abs(x);
+  V big = m.gt(a, m.f(1.0));
+  V r = atan_01(m, m.sel(big, m.div(m.f(1.0), a), a));
+  // atan a = pi/2 - atan(1/a) for a > 1 (1/inf = 0 gives pi/2)
+  r = m.sel(big, m.add(m.sub(m.f(kPio2Lo), r), m.f(kPio2Hi)), r);
+  return m.copysign(r, x);  // NaN stays NaN
+}
+
+V atan2_f32(const M& m, V y, V x) {
+  V ax = m.abs(x), ay = m.abs(y);
+  V swap = m.gt(ay, ax);
+  V num = m.sel(swap, ax, ay), den = m.sel(swap, ay, ax);
+  // num/den in [0, 1]; 0/0 (both zero) is 0 and inf/inf (both infinite) 1.
+  V t = m.div(num, den);
+  t = m.sel(m.eq(den, m.f(0.0)), m.f(0.0), t);
+  t = m.sel(m.eq(num, m.inf()), m.f(1.0), t);
+  V r = atan_01(m, t);
+  r = m.sel(swap, m.add(m.sub(m.f(kPio2Lo), r), m.f(kPio2Hi)), r);
+  // x negative, -0 included (atan2(+-0, -0) = +-pi): pi - r
+  V xneg = m.lt(m.bits(x), m.i(0));
+  r = m.sel(xneg, m.add(m.sub(m.f(kPiLo), r), m.f(kPiHi)), r);
+  r = m.copysign(r, y);
+  return m.sel(m.bor(m.isnan(x), m.isnan(y)), m.add(x, y), r);
+}
+
+// asin(t) - t / t^3 on t^2 in [0, 0.25], fitted (relative error 2e-8).
+V asin_poly(const M& m, V z) {
+  return m.poly(z, {1.666666567e-01, 7.500096411e-02, 4.459879547e-02, 3.110754676e-02, 1.711741090e-02,
+                    3.374222293e-02});
+}
+
+// For |x| > 1/2: asin|x| = pi/2 - 2 asin(s), s = sqrt((1 - |x|)/2) (exact argument), with
+// asin(s) = s + w and w including the rounding error of the square root.
+struct AsinTail {
+  V s, w;
+};
+AsinTail asin_tail(const M& m, V a) {
+  V z = m.mul(m.sub(m.f(1.0), a), m.f(0.5));
+  V s = m.sqrt(z);
+  V corr = m.sel(m.gt(s, m.f(0.0)), m.div(m.fma(m.neg(s), s, z), m.add(s, s)), m.f(0.0));
+  V w = m.fma(m.mul(s, z), asin_poly(m, z), corr);
+  return {s, w};
+}
+
+V asin_f32(const M& m, V x) {
+  V a = m.abs(x);
+  V z = m.mul(a, a);
+  V small = m.fma(m.mul(a, z), asin_poly(m, z), a);
+  AsinTail t = asin_tail(m, a);
+  V big = m.sub(m.sub(m.f(kPio2Hi), m.add(t.s, t.s)), m.sub(m.add(t.w, t.w), m.f(kPio2Lo)));
+  V r = m.sel(m.le(a, m.f(0.5)), small, big);
+  r = m.sel(m.gt(a, m.f(1.0)), m.nan(), r);  // (sqrt of a negative is NaN too)
+  return m.copysign(r, x);
+}
+
+V acos_f32(const M& m, V x) {
+  V a = m.abs(x);
+  V z = m.mul(x, x);
+  // |x| <= 1/2: pi/2 - asin x
+  V small = m.add(m.sub(m.f(kPio2Hi), x), m.sub(m.f(kPio2Lo), m.mul(m.mul(x, z), asin_poly(m, z))));
+  AsinTail t = asin_tail(m, a);
+  V pos = m.mul(m.add(t.s, t.w), m.f(2.0));  // x > 1/2: 2 asin(s)
+  V negr = m.sub(m.sub(m.f(kPiHi), m.add(t.s, t.s)), m.sub(m.add(t.w, t.w), m.f(kPiLo)));  // x < -1/2: pi - 2 asin(s)
+  V r = m.sel(m.le(a, m.f(0.5)), small, m.sel(m.gt(x, m.f(0.0)), pos, negr));
+  r = m.sel(m.gt(a, m.f(1.0)), m.nan(), r);
+  return m.sel(m.isnan(x), x, r);
+}
+
+V tan_f32(const M& m, V x) {
+  V a = m.abs(x);
+  // Payne-Hanek reduction of a >= pi/4 in integers: a = mant * 2^E (24-bit mant) and
+  // a * 2/pi mod 4 = mant * W / 2^94, W the 96 bits of 2/pi from bit E - 1 on (the bits
+  // before contribute multiples of 4, those after less than 2^-70). The 2/pi words behind
+  // a zero word (the integer part), so bit E - 1 is bit be - 120 of the table, be the
+  // biased exponent: words 0..7 cover every finite f32 from pi/4 up.
+  static constexpr uint32_t kTwoOverPi[8] = {0x00000000, 0xA2F9836E, 0x4E441529, 0xFC2757D1,
+                                             0xF534DDC0, 0xDB629599, 0x3C439041, 0xFE5163AB};
+  V ia = m.bits(a);
+  V pos = m.sub(m.shr(ia, m.i(23)), m.i(120));  // in [6, 135] for a >= pi/4
+  V idx = m.shr(pos, m.i(5));
+  V sh = m.to(m.band(pos, m.i(31)), DType::u32);
+  auto word = [&](int j) {  // kTwoOverPi[idx + j] for idx in [0, 4]
+    V w = m.u32(kTwoOverPi[j + 4]);
+    for (int c = 3; c >= 0; --c) w = m.sel(m.eq(idx, m.i(c)), m.u32(kTwoOverPi[j + c]), w);
+    return w;
+  };
+  V w0 = word(0), w1 = word(1), w2 = word(2), w3 = word(3);
+  // (hi << sh) | (lo >> (32 - sh)), with the right shift split so sh = 0 shifts by 31 + 1
+  auto funnel = [&](V hi, V lo) {
+    return m.bor(m.shl(hi, sh), m.shr(m.shr(lo, m.u32(1)), m.sub(m.u32(31), sh)));
+  };
+  V f0 = m.to(funnel(w0, w1), DType::u64), f1 = m.to(funnel(w1, w2), DType::u64), f2 = m.to(funnel(w2, w3), DType::u64);
+  V mant = m.to(m.to(m.bor(m.band(ia, m.i(0x7fffff)), m.i(0x800000)), DType::u32), DType::u64);
+  V p2 = m.mul(mant, f2);
+  V p1 = m.add(m.mul(mant, f1), m.shr(p2, m.u64(32)));
+  V p0 = m.add(m.mul(mant, f0), m.shr(p1, m.u64(32)));
+  V q = m.band(m.shr(p0, m.u64(30)), m.u64(3));
+  V frac = m.bor(m.shl(m.band(p0, m.u64(0x3fffffff)), m.u64(32)), m.band(p1, m.u64(0xffffffff)));
+  // to the nearest quadrant: frac in [-1/2, 1/2) of pi/2, as a signed 62-bit fraction
+  V up = m.shr(frac, m.u64(61));
+  q = m.add(q, up);
+  V sfrac = m.sub(m.to(frac, DType::i64), m.to(m.shl(up, m.u64(62)), DType::i64));
+  V r_big = m.to(m.mul(m.to(sfrac, DType::f64), m.d(kPio2 * 0x1p-62)), DType::f32);
+  V big = m.ge(a, m.f(0.785398185253143310546875));  // f32(pi/4), rounded up
+  V r = m.sel(big, r_big, a);
+  V odd = m.sel(big, m.ne(m.band(q, m.u64(1)), m.u64(0)), m.truth(false));
+  // tan r = r + r^3 P(r^2) on |r| <= pi/4, P fitted (relative error 1.5e-9); in an odd
+  // quadrant tan a = -1 / tan r.
+  V z = m.mul(r, r);
+  V P = m.poly(z, {3.333333433e-01, 1.333334297e-01, 5.396508425e-02, 2.191000432e-02, 8.612403646e-03,
+                   4.417749587e-03, 8.983040971e-06, 1.785068074e-03});
+  V t = m.fma(m.mul(r, z), P, r);
+  t = m.sel(odd, m.div(m.f(-1.0), t), t);
+  t = m.from_bits(m.bxor(m.bits(t), m.band(m.bits(x), m.i(INT32_MIN))));  // tan(-a) = -tan(a)
+  return m.sel(m.lt(a, m.inf()), t, m.nan());  // inf and NaN give NaN
+}
+
+V cbrt_f32(const M& m, V x) {
+  V a = m.abs(x);
+  // Subnormals scaled by 2^24 (the root by 2^8) first.
+  V sub = m.lt(a, m.f(0x1p-126));
+  V as = m.sel(sub, m.mul(a, m.f(0x1p24)), a);
+  // A third of the exponent (and mantissa) bits plus a bias: within 4% of the root;
+  // two Newton steps in f32 bring that to 1e-6, one in f64 to 1e-12, below half an ulp
+  // of f32 except next to a tie.
+  V y = m.from_bits(m.add(m.div(m.bits(as), m.i(3)), m.i(709958130)));
+  for (int step = 0; step < 2; ++step)
+    y = m.mul(m.add(m.add(y, y), m.div(as, m.mul(y, y))), m.f(1.0 / 3));
+  V yd = m.to(y, DType::f64), ad = m.to(as, DType::f64);
+  V y2 = m.mul(yd, yd);
+  yd = m.sub(yd, m.div(m.sub(m.mul(y2, yd), ad), m.mul(y2, m.d(3.0))));
+  V r = m.to(yd, DType::f32);
+  r = m.sel(sub, m.mul(r, m.f(0x1p-8)), r);
+  r = m.copysign(r, x);
+  // 0, inf and NaN are their own roots
+  return m.sel(m.bor(m.eq(a, m.f(0.0)), m.bor(m.eq(a, m.inf()), m.isnan(x))), x, r);
+}
+
+V erfc_f32(const M& m, V x) {
+  V a = m.abs(x);
+  // |x| < 1/2: 1 - erf x with erf x = x + x E(x^2), E fitted on [0, 1/4] (absolute error
+  // 1.3e-11), written so the rounding of 2/sqrt(pi) is not in it.
+  V z = m.mul(x, x);
+  V E = m.poly(z, {1.283791661e-01, -3.761263788e-01, 1.128377393e-01, -2.686315030e-02, 5.200444721e-03,
+                   -7.694996311e-04});
+  V small = m.fma(m.neg(x), E, m.sub(m.f(1.0), x));
+  // |x| >= 1/2: erfc|x| = e^(-x^2) H(t), H = erfcx fitted as a polynomial in t = 1/(1 + |x|)
+  // on [0.5, 10.1] (relative error 1.2e-8; erfc is 0 in f32 past 10.06). x^2 = hi + lo
+  // exactly (an fma), e^-hi from exp_parts and e^-lo as 1 - lo, and t from the exact
+  // sum 1 + |x| (two-sum) and a corrected division: t's rounding would cost an ulp.
+  V ac = m.min(a, m.f(11.0));
+  V hi = m.mul(ac, ac);
+  V lo = m.fma(ac, ac, m.neg(hi));
+  V d = m.add(m.f(1.0), ac);
+  V bv = m.sub(d, m.f(1.0));
+  V dl = m.add(m.sub(m.f(1.0), m.sub(d, bv)), m.sub(ac, bv));  // 1 + ac - d exactly
+  V t0 = m.div(m.f(1.0), d);
+  V rho = m.sub(m.fma(m.neg(t0), d, m.f(1.0)), m.mul(t0, dl));
+  V t = m.fma(t0, rho, t0);
+  V H = m.poly(t, {2.438266165e-06, 5.640783906e-01, 5.663185120e-01, 2.599366307e-01, -1.483285576e-01,
+                   -1.144232392e+00, 2.662341893e-01, 3.977797508e+00, -6.946818829e+00, 4.999759197e+00,
+                   -1.400391340e+00});
+  ExpParts e = exp_parts(m, m.neg(hi));
+  V Hl = m.fma(m.neg(H), lo, H);  // H e^-lo
+  V mant = m.fma(e.p, Hl, Hl);      // (1 + p) H e^-lo in one rounding
+  V tail = m.scale(mant, e.k);
+  V big = m.sel(m.lt(x, m.f(0.0)), m.sub(m.f(2.0), tail), tail);
+  V r = m.sel(m.lt(a, m.f(0.5)), small, big);
+  return m.sel(m.isnan(x), x, r);
+}
+
+// x ** y for f32 x and an f64 y (an f32 or i32 exponent converted exactly): log2|x| and
+// the exponential in f64, where y log2|x| keeps the 2^-40 absolute accuracy a correctly
+// rounded f32 result needs (f32 arithmetic would lose log2(|y log2 x|) bits), then C's
+// special cases.
+V pow_core(const M& m, V x, V y) {
+  V ax = m.abs(x);
+  V sub = m.lt(ax, m.f(0x1p-126));
+  V an = m.sel(sub, m.mul(ax, m.f(0x1p24)), ax);
+  constexpr int32_t kOne = 0x3f800000, kSqrtHalf = 0x3f3504f3;
+  V iu = m.add(m.bits(an), m.i(kOne - kSqrtHalf));
+  V k = m.sub(m.shr(iu, m.i(23)), m.sel(sub, m.i(127 + 24), m.i(127)));
+  V mant = m.from_bits(m.add(m.band(iu, m.i(0x7fffff)), m.i(kSqrtHalf)));
+  // log m = 2 atanh(s), s = f/(2+f), |s| <= 0.172: the series to s^15 (remainder 1e-12)
+  V f = m.sub(m.to(mant, DType::f64), m.d(1.0));
+  V s = m.div(f, m.add(m.d(2.0), f));
+  V z = m.mul(s, s);
+  V lnm = m.mul(m.mul(s, m.d(2.0)), m.poly(z, {1.0, 1.0 / 3, 1.0 / 5, 1.0 / 7, 1.0 / 9, 1.0 / 11, 1.0 / 13, 1.0 / 15}, true));
+  V l2 = m.fma(lnm, m.d(kLog2e), m.to(k, DType::f64));
+  V t = m.mul(y, l2);
+  // 2^t = 2^n e^(u), u = (t - n) ln 2 in [-0.35, 0.35]: Taylor to u^11 (remainder 6e-15)
+  V tc = m.min(m.max(t, m.d(-200.0)), m.d(200.0));
+  V n = m.floor(m.add(tc, m.d(0.5)));
+  V u = m.mul(m.sub(tc, n), m.d(kLn2));
+  V eu = m.poly(u, {1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+                    1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800}, true);
+  V scale = cast(m.shl(m.add(m.to(n, DType::i64), m.i64(1023)), m.i64(52)), DType::f64, true, m.loc);
+  V r = m.to(m.mul(eu, scale), DType::f32);  // rounds once into f32's range
+  // C's special cases, later ones winning.
+  V yint = m.eq(m.floor(y), y);
+  V half = m.mul(y, m.d(0.5));
+  V yodd = m.band(yint, m.ne(m.floor(half), half));
+  V xneg = m.lt(m.bits(x), m.i(0));
+  V negate = m.band(xneg, yodd);
+  V sgn = m.sel(negate, m.f(-1.0), m.f(1.0));
+  r = m.sel(negate, m.neg(r), r);
+  V xfinite_nz = m.band(m.lt(ax, m.inf()), m.gt(ax, m.f(0.0)));
+  V yneg = m.lt(y, m.d(0.0));
+  r = m.sel(m.band(m.band(xneg, m.bxor(yint, m.truth(true))), xfinite_nz), m.nan(), r);
+  r = m.sel(m.eq(ax, m.f(0.0)), m.copysign(m.sel(yneg, m.inf(), m.f(0.0)), sgn), r);
+  r = m.sel(m.eq(ax, m.inf()), m.copysign(m.sel(yneg, m.f(0.0), m.inf()), sgn), r);
+  V yinf = m.eq(m.abs(y), m.d(std::numeric_limits<double>::infinity()));
+  V inf_case = m.sel(m.eq(ax, m.f(1.0)), m.f(1.0),
+                     m.sel(m.eq(m.lt(ax, m.f(1.0)), yneg), m.inf(), m.f(0.0)));
+  r = m.sel(yinf, inf_case, r);
+  r = m.sel(m.bor(m.isnan(x), m.isnan(y)), m.nan(), r);
+  return m.sel(m.bor(m.eq(y, m.d(0.0)), m.eq(x, m.f(1.0))), m.f(1.0), r);
+}
+
+const char* fn_name(math_fn fn) {
+  switch (fn) {
+    case math_fn::tanh: return "tanh";
+    case math_fn::sigmoid: return "sigmoid";
+    case math_fn::log1p: return "log1p";
+    case math_fn::expm1: return "expm1";
+    case math_fn::sinh: return "sinh";
+    case math_fn::cosh: return "cosh";
+    case math_fn::tan: return "tan";
+    case math_fn::atan: return "atan";
+    case math_fn::asin: return "asin";
+    case math_fn::acos: return "acos";
+    case math_fn::cbrt: return "cbrt";
+    case math_fn::erfc: return "erfc";
+  }
+  return "?";
+}
+
+// The input as f32: f16 and bf16 widen exactly; anything else is the user's mistake.
+V as_f32(V x, const char* what, const char* operand, const Loc& loc) {
+  if (x->type.is_ptr())
+    throw trace_error(fmt::format("tl::{}: the {} is a tile of pointers; it needs f32, f16 or bf16", what, operand), loc);
+  DType d = x->type.dtype;
+  if (d == DType::f64)
+    throw trace_error(fmt::format("tl::{} on f64 is not supported yet (tl's math library is f32, f16 and bf16); "
+                                  "convert with .to<tl::f32>()", what), loc);
+  if (is_fp8(d))
+    throw trace_error(fmt::format("tl::{} on {}: FP8 is a storage type; convert with .to<tl::f32>() first", what, name(d)),
+                      loc);
+  if (!is_float(d))
+    throw trace_error(fmt::format("tl::{} needs a floating-point {} (f32, f16 or bf16), got {}; convert with "
+                                  ".to<tl::f32>()", what, operand, name(d)), loc);
+  return d == DType::f32 ? x : cast(x, DType::f32, false, loc);
+}
+
+V back(V r, DType d, const Loc& loc) { return d == DType::f32 ? r : cast(r, d, false, loc); }
+
+}  // namespace
+
+Value* math_unary(math_fn fn, Value* x, const Loc& loc) {
+  const char* what = fn_name(fn);
+  V xf = as_f32(x, what, "tile", loc);
+  M m{loc};
+  V r = nullptr;
+  switch (fn) {
+    case math_fn::tanh: r = tanh_f32(m, xf); break;
+    case math_fn::sigmoid: r = sigmoid_f32(m, xf); break;
+    case math_fn::log1p: r = log1p_f32(m, xf); break;
+    case math_fn::expm1: r = expm1_f32(m, xf); break;
+    case math_fn::sinh: r = sinh_f32(m, xf); break;
+    case math_fn::cosh: r = cosh_f32(m, xf); break;
+    case math_fn::tan: r = tan_f32(m, xf); break;
+    case math_fn::atan: r = atan_f32(m, xf); break;
+    case math_fn::asin: r = asin_f32(m, xf); break;
+    case math_fn::acos: r = acos_f32(m, xf); break;
+    case math_fn::cbrt: r = cbrt_f32(m, xf); break;
+    case math_fn::erfc: r = erfc_f32(m, xf); break;
+  }
+  return back(r, x->type.dtype, loc);
+}
+
+Value* math_atan2(Value* y, Value* x, const Loc& loc) {
+  V yf = as_f32(y, "atan2", "first operand (y)", loc);
+  V xf = as_f32(x, "atan2", "second operand (x)", loc);
+  if (x->type.dtype != y->type.dtype)
+    throw trace_error(fmt::format("tl::atan2: y is {} and x is {}; give both one type", name(y->type.dtype),
+                                  name(x->type.dtype)), loc);
+  M m{loc};
+  return back(atan2_f32(m, yf, xf), x->type.dtype, loc);
+}
+
+Value* math_pow(Value* x, Value* y, const Loc& loc) {
+  V xf = as_f32(x, "pow", "base", loc);
+  if (y->type.is_ptr()) throw trace_error("tl::pow: the exponent is a tile of pointers", loc);
+  DType yd = y->type.dtype;
+  V yw = nullptr;
+  if (is_int(yd) && yd != DType::i1) {
+    if (bit_width(yd) > 32)
+      throw trace_error(fmt::format("tl::pow: an integer exponent is i32 or narrower (Triton's pow(float, int)), got {}",
+                                    name(yd)), loc);
+    yw = cast(y, DType::f64, false, loc);  // exact
+  } else {
+    yw = cast(as_f32(y, "pow", "exponent", loc), DType::f64, false, loc);
+  }
+  M m{loc};
+  return back(pow_core(m, xf, yw), x->type.dtype, loc);
+}
+
+Value* math_clamp(Value* x, Value* lo, Value* hi, propagate_nan p, const Loc& loc) {
+  V xf = as_f32(x, "clamp", "tile", loc);
+  V lf = as_f32(lo, "clamp", "lower bound", loc);
+  V hf = as_f32(hi, "clamp", "upper bound", loc);
+  if (lo->type.dtype != x->type.dtype || hi->type.dtype != x->type.dtype)
+    throw trace_error(fmt::format("tl::clamp: x is {}, the bounds {} and {}; give all three one type", name(x->type.dtype),
+                                  name(lo->type.dtype), name(hi->type.dtype)), loc);
+  M m{loc};
+  V r = m.min(m.max(xf, lf), hf);
+  if (p == propagate_nan::all) r = m.sel(m.isnan(xf), xf, r);
+  return back(r, x->type.dtype, loc);
+}
+
+}  // namespace tl::detail

@@ -1,0 +1,79 @@
+// tl's math library (tl/math.hpp) on the GPU targets, checked without a GPU on the code
+// each target makes (tests/dsl/math_test.cpp measures the accuracy where a device runs):
+// every function compiles for gfx90a/gfx942/gfx950 and sm_90 with nothing left to resolve
+// (GPUs have no libm: an AMD code object is linked with --no-undefined and must carry no
+// call; PTX must declare no external function), and with none of the approximate
+// transcendental instructions whose error the library exists to avoid: AMD's v_exp/v_log/
+// v_sin/v_cos/v_rcp used alone, NVIDIA's ex2/lg2/sin/cos/rcp/div .approx. Division is the
+// IEEE one (AMD's v_div_fixup sequence, NVIDIA's div.rn), which the error bounds assume.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "support/compile.hpp"
+#include "tl/tl.hpp"
+
+namespace {
+
+using tltest::count;
+using tltest::isa_of_compiled;
+
+template <class T> T* fake_device_pointer() { return reinterpret_cast<T*>(uintptr_t(1) << 20); }
+
+// Every function of the library on one f32 tile, f16 and bf16 through tanh, sigmoid and
+// pow, and pow with an integer tile exponent.
+auto& every_function() {
+  static auto k = tl::kernel("codegen_math_every_function", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y,
+                                                               tl::ptr<tl::i32> e, tl::ptr<tl::f32> out,
+                                                               tl::ptr<tl::f16> out_h, tl::ptr<tl::bf16> out_b) {
+    auto i = tl::program_id(0) * 256 + tl::arange(0, 256);
+    auto v = tl::load(x + i), w = tl::load(y + i);
+    tl::f32 r = tl::tanh(v) + tl::sigmoid(v) + tl::log1p(v) + tl::expm1(v) + tl::sinh(v) + tl::cosh(v);
+    r = r + tl::tan(v) + tl::atan(v) + tl::atan2(v, w) + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::erfc(v);
+    r = r + tl::pow(v, w) + tl::pow(v, tl::load(e + i)) + tl::clamp(v, -1.0f, w, tl::propagate_nan::all);
+    tl::store(out + i, r);
+    tl::store(out_h + i, tl::tanh(v.to<tl::f16>()) + tl::pow(v.to<tl::f16>(), 3));
+    tl::store(out_b + i, tl::sigmoid(v.to<tl::bf16>()));
+  });
+  return k;
+}
+
+std::string isa(const std::string& arch) {
+  std::string meta = every_function().compile(arch, {.num_warps = 4}, fake_device_pointer<float>(),
+                                              fake_device_pointer<float>(), fake_device_pointer<int32_t>(),
+                                              fake_device_pointer<float>(), fake_device_pointer<tl::half>(),
+                                              fake_device_pointer<tl::bfloat16>());
+  return isa_of_compiled(meta);
+}
+
+int matches(const std::string& text, const std::string& re) {
+  std::regex r(re);
+  return int(std::distance(std::sregex_iterator(text.begin(), text.end(), r), std::sregex_iterator()));
+}
+
+TEST(MathCodegen, AmdHasNoCallsAndNoApproximateTranscendentals) {
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950"}) {
+    SCOPED_TRACE(arch);
+    std::string dis;
+    ASSERT_NO_THROW(dis = isa(arch));  // linked with --no-undefined: an unresolved call fails here
+    EXPECT_EQ(matches(dis, R"(\bs_(swappc|setpc|call)_b64\b)"), 0) << dis;
+    EXPECT_EQ(matches(dis, R"(\bv_(exp|log|sin|cos)_f32)"), 0) << dis;
+    // every division is the IEEE sequence (its scale and fixup around the v_rcp_f32)
+    EXPECT_GT(count(dis, "v_div_fixup_f32"), 0) << dis;
+    EXPECT_EQ(count(dis, "v_rcp_f32"), count(dis, "v_div_fixup_f32")) << dis;
+    EXPECT_GT(matches(dis, R"(\bv_(fma|fmac|pk_fma)_f32)"), 0) << dis;
+  }
+}
+
+TEST(MathCodegen, NvptxHasNoCallsAndNoApproximateInstructions) {
+  std::string ptx = isa("sm_90");
+  EXPECT_EQ(matches(ptx, R"(\.extern\s+\.func)"), 0) << ptx;
+  EXPECT_EQ(matches(ptx, R"(\bcall(\.uni)?\b)"), 0) << ptx;
+  EXPECT_EQ(matches(ptx, R"(\b(ex2|lg2|sin|cos|rcp|rsqrt|div|sqrt)\.approx)"), 0) << ptx;
+  EXPECT_EQ(count(ptx, "div.full"), 0) << ptx;
+  EXPECT_GT(count(ptx, "div.rn.f32"), 0) << ptx;
+  EXPECT_GT(count(ptx, "fma.rn.f32"), 0) << ptx;
+}
+
+}  // namespace
