@@ -19,9 +19,8 @@ namespace probe {
 using T = tl::f32;
 using I = tl::i32;
 using P = tl::ptr<tl::f32>;
-template <class X> concept has_asin = requires(X x) { asin(x); };
-template <class X> concept has_tanh = requires(X x) { tanh(x); };
-template <class X> concept has_pow = requires(X x) { pow(x, x); };
+template <class X> concept has_log10 = requires(X x) { log10(x); };
+template <class X> concept has_softmax = requires(X x) { softmax(x, 0); };
 template <class X> concept has_dot_scaled = requires(X a, I s) { dot_scaled(a, s, "e4m3", a, s, "e4m3"); };
 template <class X> concept has_descriptor = requires(X p, I n) { make_tensor_descriptor(p, n, n, n); };
 template <class X> concept has_block_ptr = requires(X p, I n) { make_block_ptr(p, n, n, n, n, n); };
@@ -37,17 +36,11 @@ template <class X> concept has_reduce = requires(X x, X (*f)(X, X)) { reduce(x, 
 template <class X> concept has_scan = requires(X x, X (*f)(X, X)) { associative_scan(x, 0, f); };
 template <class X> concept has_cumprod = requires(X x) { cumprod(x, 0); };
 template <class X> concept has_xor_sum = requires(X x) { xor_sum(x, 0); };
-template <class X> concept has_clamp = requires(X x) { clamp(x, x, x); };
 template <class X> concept has_div_rn = requires(X x) { div_rn(x, x); };
-template <class X> concept has_sigmoid = requires(X x) { sigmoid(x); };
 template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
 template <class X> concept has_ravel = requires(X x) { ravel(x); };
 template <class X> concept has_swizzle2d = requires(X i) { swizzle2d(i, i, i, i, i); };
 template <class X> concept has_inline_asm = requires(X x) { inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", x); };
-template <class X> concept has_multiple_of = requires(X x) { multiple_of(x, 16); };
-template <class X> concept has_max_contiguous = requires(X x) { max_contiguous(x, 16); };
-template <class X> concept has_assume = requires(X c) { assume(c); };
-template <class X> concept has_while = requires(X c, void (*body)()) { while_(c, body); };
 }  // namespace probe
 
 namespace {
@@ -60,11 +53,10 @@ constexpr auto known_failure = gap_kind::known_failure;
 const std::vector<gap>& gaps() {
   static const std::vector<gap> table = {
       // ---- tutorials ----
-      {"tl.extra.libdevice", "07 extern functions (`asin_kernel`); test_core `test_math_op`", missing,
-       "no libdevice / `tl.math` beyond exp exp2 log log2 sqrt rsqrt abs sin cos erf floor ceil fma: "
-       "asin acos atan atan2 tan sinh cosh tanh pow log1p expm1 cbrt hypot ... (`tl.extra.libdevice`, "
-       "`tl.extra.cuda/hip.libdevice`, `extern_libs`)",
-       "", PROBE(has_asin, probe::T)},
+      {"extern_libs", "07 extern functions (the run with `extern_libs={'libdevice': path}`)", missing,
+       "no user-supplied device library: `extern_libs`, `tl.extern_elementwise` (tl's math is its own, "
+       "tl/math.hpp)",
+       "", nullptr},
       {"tensor descriptors", "06 fused attention, 09 persistent matmul (`matmul_kernel_tma*`, "
        "`matmul_kernel_descriptor_persistent`), 10 block-scaled matmul", partial,
        "no tensor descriptors (TMA): `tl.make_tensor_descriptor`, host `TensorDescriptor`, `desc.load/store`, "
@@ -136,15 +128,18 @@ const std::vector<gap>& gaps() {
       {"tl.cumprod", "test_core `test_scan2d`", missing, "no `tl.cumprod`", "", PROBE(has_cumprod, probe::T)},
       {"scan reverse", "test_core `test_scan2d` (`reverse=True`)", missing, "no `reverse=True` for `tl.cumsum`", "",
        nullptr},
-      {"tl.clamp", "test_core `test_clamp`, `test_clamp_symmetric`", missing, "no `tl.clamp` (with `propagate_nan`)",
-       "", PROBE(has_clamp, probe::T)},
       {"propagate_nan", "test_core `test_maximum_minimum`", missing,
-       "`tl.maximum` / `tl.minimum` take no `propagate_nan=tl.PropagateNan.ALL`", "", nullptr},
+       "`tl.maximum` / `tl.minimum` take no `propagate_nan=tl.PropagateNan.ALL` (`tl::clamp` does)", "", nullptr},
+      {"libdevice functions", "test_core `test_math_op` and libdevice's other functions", missing,
+       "tl's math beyond the IR's (exp exp2 log log2 sqrt rsqrt abs sin cos erf floor ceil fma) is tl/math.hpp's "
+       "tanh sigmoid log1p expm1 sinh cosh tan atan atan2 asin acos cbrt erfc pow clamp, in f32, f16 and bf16 "
+       "only: no f64 for those, and no log10 exp10 trunc round rint hypot copysign fdim ldexp frexp lgamma tgamma "
+       "erfinv isnan isinf signbit ... (`tl.extra.libdevice`)",
+       "", PROBE(has_log10, probe::T)},
       {"precise math", "test_core `test_precise_math`, `test_math_divide_op`", missing,
        "no `tl.math.div_rn`, `tl.math.sqrt_rn`, `tl.fdiv(..., ieee_rounding=True)`", "", PROBE(has_div_rn, probe::T)},
-      {"tl.sigmoid / tl.softmax", "test_core `test_math_op`-adjacent standard library", missing,
-       "no `tl.sigmoid`, `tl.softmax` (triton/language/standard.py); written out in the kernel", "",
-       PROBE(has_sigmoid, probe::T)},
+      {"tl.softmax", "triton/language/standard.py's `tl.softmax`", missing,
+       "no `tl.softmax` (written out in the kernel: max, exp, sum, divide)", "", PROBE(has_softmax, probe::T)},
       {"tl.zeros_like", "test_core `test_zeros_like`-style code", missing,
        "no `tl.zeros_like`, `tl.full_like`; written `tl::zeros<E>(x.shape())`", "", PROBE(has_zeros_like, probe::T)},
       {"tl.ravel", "test_core `test_ravel`", missing, "no `tl.ravel`; written `tl::reshape(x, {n})`", "",
@@ -275,7 +270,9 @@ std::string render_markdown() {
       "| --- | --- | --- | --- | --- |\n";
   for (const gap& g : gaps()) {
     const char* kind = g.kind == gap_kind::missing ? "missing" : g.kind == gap_kind::partial ? "partial" : "known failure";
-    md += "| `" + cell(g.id) + "` | " + cell(g.where) + " | " + kind + " | " + cell(g.missing) + " | " +
+    // an id holding a backtick (int `/`) goes in a double-backtick code span
+    std::string id = std::string(g.id).find('`') == std::string::npos ? "`" + cell(g.id) + "`" : "`` " + cell(g.id) + " ``";
+    md += "| " + id + " | " + cell(g.where) + " | " + kind + " | " + cell(g.missing) + " | " +
           (*g.instead ? cell(g.instead) : std::string("skipped")) + " |\n";
   }
   return md;
