@@ -173,19 +173,20 @@ V cosh_f32(const M& m, V x) {
 }
 
 V tanh_f32(const M& m, V x) {
-  // From E = e^(-2|x|) = 2^k (1 + p), one exponential for both forms:
+  // From E = e^(-2|x|) = 2^k (1 + p), one exponential and one division for both forms:
   // |x| < 0.55: tanh|x| = -t / (t + 2), t = E - 1 (from the parts, as expm1), in (-0.67, 0]
   //   where the quotient is far from 1 and needs t's relative accuracy;
-  // beyond: 1 - 2E / (1 + E), where the result is near 1 and the small term carries the
-  //   error (the other form lost two ulp there: -t and t + 2 both round near 1).
+  // beyond: (1 - E) / (1 + E) with E <= 1/3, both terms near 1 and rounded to their own
+  //   half ulp (the first form lost two ulp there: -t and t + 2 round near 1 and 2).
   V a = m.abs(x);
   ExpParts e = exp_parts(m, m.mul(a, m.f(-2.0)));
   V pk = m.pow2(m.max(e.k, m.i(-40)));
   V t = m.fma(pk, e.p, m.sub(pk, m.f(1.0)));
-  V small = m.div(m.neg(t), m.add(t, m.f(2.0)));
   V E = m.scale(m.add(m.f(1.0), e.p), e.k);
-  V big = m.sub(m.f(1.0), m.div(m.add(E, E), m.add(m.f(1.0), E)));
-  V r = m.copysign(m.sel(m.lt(a, m.f(0.55)), small, big), x);
+  V small = m.lt(a, m.f(0.55));
+  V num = m.sel(small, m.neg(t), m.sub(m.f(1.0), E));
+  V den = m.sel(small, m.add(t, m.f(2.0)), m.add(m.f(1.0), E));
+  V r = m.copysign(m.div(num, den), x);
   r = m.sel(m.eq(x, m.f(0.0)), x, r);  // -0 stays -0
   return m.sel(m.isnan(x), x, r);
 }
