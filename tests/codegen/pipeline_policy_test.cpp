@@ -6,8 +6,9 @@
 // The case that asked for it: Triton's tutorial 09 persistent matmul (an outer loop over
 // output tiles, the K loop inside), launched with num_stages=3 as the tutorial does. When
 // the launch option pipelined every loop, its outer loop was pipelined too and the gfx942
-// compile of the 128x256x64, 8-warp kernel spilled 523 VGPRs, against 20 with the outer
-// loop given num_stages(1) by hand.
+// compile of the 128x256x64, 8-warp kernel (without the tutorial's hints, which tl did not
+// have yet) spilled 523 VGPRs, against 20 with the outer loop given num_stages(1) by hand.
+// Now: 256 VGPRs and 11 spilled either way (20 without the hints), when measured.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -40,9 +42,7 @@ Pid compute_pid(const i32& tile_id, const i32& num_pid_in_group, const i32& num_
 }
 
 // matmul_kernel_persistent of Triton's tutorial 09, statement for statement (f16 in and
-// out, f32 accumulation). The tutorial's tl.multiple_of / tl.max_contiguous on offs_am and
-// offs_bn are left out: they only add facts the compiler may use, and this test is about
-// which loops are pipelined. OUTER_STAGES 0: the tile loop as the tutorial writes it
+// out, f32 accumulation). OUTER_STAGES 0: the tile loop as the tutorial writes it
 // (`tl.range(start_pid, num_tiles, NUM_SMS)`), taking the launch's num_stages by its rules;
 // else `tl::num_stages(OUTER_STAGES)` on it by hand.
 auto& persistent_matmul() {
@@ -67,6 +67,8 @@ auto& persistent_matmul() {
           auto offs_bn = start_n + tl::arange(0, BLOCK_SIZE_N);
           offs_am = tl::where(offs_am < M, offs_am, 0);
           offs_bn = tl::where(offs_bn < N, offs_bn, 0);
+          offs_am = tl::max_contiguous(tl::multiple_of(offs_am, BLOCK_SIZE_M), BLOCK_SIZE_M);
+          offs_bn = tl::max_contiguous(tl::multiple_of(offs_bn, BLOCK_SIZE_N), BLOCK_SIZE_N);
           auto accumulator = tl::zeros<f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
           for (auto ki : tl::range(k_tiles)) {
             auto offs_k = ki * BLOCK_SIZE_K + tl::arange(0, BLOCK_SIZE_K);
@@ -323,7 +325,8 @@ TEST(PipelinePolicy, RemarksOnACacheHitNameThisTracesLines) {
   expect_lines(k1.compile("cpu", {.num_stages = 2}, A, S, Y, 4), first);
   const uint64_t hits = tl::stats().disk_hits;
   expect_lines(k2.compile("cpu", {.num_stages = 2}, A, S, Y, 4), second);
-  EXPECT_EQ(tl::stats().disk_hits, hits + 1) << "the second compile was not a cache hit";
+  if (!std::getenv("TL_ALWAYS_COMPILE"))  // (which turns the disk cache's reads off)
+    EXPECT_EQ(tl::stats().disk_hits, hits + 1) << "the second compile was not a cache hit";
 }
 
 }  // namespace
