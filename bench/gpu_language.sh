@@ -9,7 +9,7 @@ set -uo pipefail
 OUT=${OUT:-bench/results}
 mkdir -p /tmp/tl "$OUT" && tar -C /tmp/tl -xJf .bundle/tl.tar.xz
 OUT=$(cd "$OUT" && pwd)
-export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda
+export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda TL_TEST_DATA_DIR=/tmp/tl/data
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%Y-%m-%dT%H:%MZ; } | tee "$OUT/machine.txt"
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 for t in ${TL_GPU_TESTS:-while_test random_test hints_test pointer_values_test conformance_test semantics_test trace_errors_test \

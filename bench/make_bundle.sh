@@ -31,6 +31,7 @@ cp "$ROOT"/bench/run_gpu_bench.py "$ROOT"/bench/run_fp8_quant_bench.py "$ROOT"/b
   "$ROOT"/bench/run_fp8_decode_bench.py "$ROOT"/bench/fp8_decode_sweep.py "$ROOT"/bench/fp8_decode_triton.py \
   "$ROOT"/bench/run_attention_bench.py "$ROOT"/bench/run_attention_sample_bench.py "$ROOT"/bench/fuzz_differential.sh "$STAGE"/bench/
 cp "$ROOT"/tests/fuzz/regressions/differential_seeds.txt "$STAGE"/bench/
+mkdir -p "$STAGE"/data && cp "$ROOT"/tests/data/*.json "$STAGE"/data/  # (TL_TEST_DATA_DIR=/tmp/tl/data)
 mkdir -p "$STAGE"/bench/amd_quality && cp "$ROOT"/bench/amd_quality/*.py "$STAGE"/bench/amd_quality/
 tar -C "$STAGE" -cJf "$ROOT"/.bundle/tl.tar.xz .
 rm -rf "$STAGE"

@@ -54,6 +54,8 @@ TEST(Gaps, MisnamedGapsAndPassingKnownFailuresFail) {
 // it. TL_CONFORMANCE_WRITE_DOCS=1 rewrites that part of the file.
 TEST(Gaps, DocsAreRenderedFromTheTable) {
   const std::string path = std::string(TL_SOURCE_DIR) + "/docs/conformance.md";
+  // (The GPU machine runs the bundle's binaries without the source tree.)
+  if (!std::ifstream(std::string(TL_SOURCE_DIR) + "/CMakeLists.txt")) GTEST_SKIP() << "no source tree at " << TL_SOURCE_DIR;
   std::ifstream in(path);
   ASSERT_TRUE(in) << "cannot read " << path;
   std::stringstream ss;

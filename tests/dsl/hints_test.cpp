@@ -87,7 +87,9 @@ TEST(Hints, TutorialMatmulAssumesChangeNoResult) {
       matmul_kernel()[tl::grid(tl::cdiv(M, bm) * tl::cdiv(N, bn))](A, B, C, M, N, K, K, 1, N, 1, N, 1, bm, bn, bk, 2,
                                                                    hints);
       auto c = C.download();
-      EXPECT_TRUE(near(c, want, 1e-4, 1e-4)) << M << "x" << N << "x" << K << " hints " << hints;
+      // (NVIDIA multiplies f32 in TF32 by default, as Triton: 2^-11 a product)
+      const double tol = on_gpu() ? 2e-2 : 1e-4;
+      EXPECT_TRUE(near(c, want, tol, tol)) << M << "x" << N << "x" << K << " hints " << hints;
       if (hints) EXPECT_EQ(c, without) << M << "x" << N << "x" << K;
       else without = c;
     }
