@@ -179,16 +179,17 @@ double erfc_ref(double x) { return std::erfc(x); }
 }  // namespace
 
 // The documented bounds (docs/language.md, "Math functions"): the maxima measured here
-// on the CPU, rounded up to a half ulp.
+// on the CPU over repeated runs (the inputs are random each run), rounded up with room
+// for what one run has not met.
 TEST(Math, Tanh) {
-  check_unary<tanh_fn>("tanh", tanh_ref, concat({random_bits(kRandom, 12.0f), uniform(kRandom, -10, 10), edges()}), 2.5);
+  check_unary<tanh_fn>("tanh", tanh_ref, concat({random_bits(kRandom, 12.0f), uniform(kRandom, -10, 10), edges()}), 3.0);
   check_specials<tanh_fn>("tanh", {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, 1.0f}, {-kInf, -1.0f}, {kNaN, kNaN},
                                    {1e-40f, 1e-40f}, {-1e-40f, -1e-40f}, {20.0f, 1.0f}});
 }
 
 TEST(Math, Sigmoid) {
   check_unary<sigmoid_fn>("sigmoid", sigmoid_ref,
-                          concat({random_bits(kRandom, 120.0f), uniform(kRandom, -20, 20), edges()}), 2.5);
+                          concat({random_bits(kRandom, 120.0f), uniform(kRandom, -20, 20), edges()}), 3.0);
   check_specials<sigmoid_fn>("sigmoid", {{0.0f, 0.5f}, {kInf, 1.0f}, {-kInf, 0.0f}, {kNaN, kNaN}, {-200.0f, 0.0f}});
 }
 
