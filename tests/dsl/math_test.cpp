@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <string>
@@ -420,4 +421,41 @@ TEST(Math, TanInEveryBinade) {
   for (size_t i = 0; i < xs.size(); ++i)
     EXPECT_LE(ulp_error(got[i], std::tan(double(xs[i]))), 3.0) << std::hexfloat << xs[i] << std::defaultfloat << ": got "
                                                              << got[i] << ", want " << std::tan(double(xs[i]));
+}
+
+// Every f32 of the binades where each function's error peaks on random inputs (tens of
+// millions of values: opt in with TL_MATH_EXHAUSTIVE=1, as a release check on a device).
+TEST(Math, EveryFloatOfThePeakBinades) {
+  if (!std::getenv("TL_MATH_EXHAUSTIVE")) GTEST_SKIP() << "set TL_MATH_EXHAUSTIVE=1 to sweep every f32 of the peak binades";
+  auto binades = [](std::initializer_list<float> starts) {  // [s, 2s) for each s, and their negatives
+    std::vector<float> v;
+    for (float s : starts)
+      for (uint32_t b = std::bit_cast<uint32_t>(s), e = std::bit_cast<uint32_t>(2 * s); b < e; ++b) {
+        v.push_back(std::bit_cast<float>(b));
+        v.push_back(-std::bit_cast<float>(b));
+      }
+    return v;
+  };
+  auto sweep = [](auto fn, const std::string& name, double (*ref)(double), const std::vector<float>& xs, double bound) {
+    using F = decltype(fn);
+    auto got = run<F>(name, xs);
+    Worst w;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      double e = ulp_error(got[i], ref(double(xs[i])));
+      if (!(e <= w.ulp)) w = {e, i};
+    }
+    std::printf("[ math ] every f32 of %zu: tl::%-8s max error %.3f ulp at x = %a\n", xs.size(), name.c_str(), w.ulp,
+                double(xs[w.at]));
+    EXPECT_LE(w.ulp, bound) << name << " at " << xs[w.at];
+  };
+  sweep(tanh_fn{}, "tanh", tanh_ref, binades({0.125f, 0.25f, 0.5f}), 3.0);
+  sweep(sigmoid_fn{}, "sigmoid", sigmoid_ref, binades({2.0f, 4.0f, 8.0f}), 3.0);
+  sweep(erfc_fn{}, "erfc", erfc_ref, binades({0.5f, 1.0f, 2.0f, 4.0f, 8.0f}), 4.0);
+  sweep(asin_fn{}, "asin", asin_ref, binades({0.5f}), 2.0);
+  sweep(tan_fn{}, "tan", tan_ref, binades({1.0f, 65536.0f}), 3.0);
+  sweep(expm1_fn{}, "expm1", expm1_ref, binades({0.25f}), 2.0);
+  sweep(sinh_fn{}, "sinh", sinh_ref, binades({1.0f}), 2.0);
+  sweep(cosh_fn{}, "cosh", cosh_ref, binades({2.0f}), 2.0);
+  sweep(atan_fn{}, "atan", atan_ref, binades({1.0f}), 1.5);
+  sweep(log1p_fn{}, "log1p", log1p_ref, binades({0.25f}), 1.0);
 }
