@@ -402,8 +402,10 @@ V erfc_f32(const M& m, V x) {
                    -1.144219995e+00, 2.661534846e-01, 3.978034019e+00, -6.947191715e+00, 5.000066280e+00,
                    -1.400495172e+00});
   ExpParts e = exp_parts(m, m.neg(hi));
-  V Hl = m.fma(m.neg(H), lo, H);  // H e^-lo
-  V mant = m.fma(e.p, Hl, Hl);      // (1 + p) H e^-lo in one rounding
+  // (1 + p) e^-lo H = (1 + q) H with q = p - lo - p lo (|lo| < 4e-6: lo^2 is far below an
+  // ulp), q to its own ulp, then one rounding
+  V q = m.fma(m.neg(lo), e.p, m.sub(e.p, lo));
+  V mant = m.fma(q, H, H);
   V tail = m.scale(mant, e.k);
   V big = m.sel(m.lt(x, m.f(0.0)), m.sub(m.f(2.0), tail), tail);
   V r = m.sel(m.lt(a, m.f(0.5)), small, big);
