@@ -302,6 +302,7 @@ class Lowerer {
   void lower_for(const ir::Operation& op);
   void lower_if(const ir::Operation& op);
   void lower_while(const ir::Operation& op);
+  std::vector<Values> lower_region(const ir::Block& region, const std::vector<Layout>& layouts, size_t first = 0);
   void lower_assert(const ir::Operation& op);
 
   const ir::Function& f_;

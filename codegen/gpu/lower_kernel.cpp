@@ -332,6 +332,22 @@ namespace {
 bool held_as_scalar(const ir::Type& t) { return t.is_scalar() || t.is_shared(); }
 }  // namespace
 
+// Lowers a loop's or branch's region in a conversion scope of its own and reads its
+// yield's values from operand `first` on (a while's condition comes first), tiles in
+// `layouts`, scalars and shared buffers as their one value.
+std::vector<Values> Lowerer::lower_region(const ir::Block& region, const std::vector<Layout>& layouts, size_t first) {
+  scopes_.emplace_back();
+  lower_block(region);
+  const ir::Operation* y = region.terminator();
+  std::vector<Values> out(layouts.size());
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const ir::Value* v = y->operands[first + i];
+    out[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
+  }
+  scopes_.pop_back();
+  return out;
+}
+
 void Lowerer::lower_for(const ir::Operation& op) {
   const ir::Block& body = *op.regions[0];
   llvm::Value* lb = scalar(op.operands[0]);
@@ -384,15 +400,7 @@ void Lowerer::lower_for(const ir::Operation& op) {
   }
   std::vector<uint8_t> pending_before = smem_pending_;
   for (auto& p : smem_pending_) p |= kPendingReads;  // the previous iteration's reads, per buffer
-  scopes_.emplace_back();
-  lower_block(body);
-  const ir::Operation* y = body.terminator();
-  std::vector<Values> yields(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* v = y->operands[i];
-    yields[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
-  }
-  scopes_.pop_back();
+  std::vector<Values> yields = lower_region(body, layouts);
   // nsw: the back edge is taken only where it did not wrap (loop_continues tests that
   // without reading it), so LLVM may widen and fold the induction variable freely.
   llvm::Value* next = b.CreateAdd(iv, step, "iv.next", false, true);
@@ -460,30 +468,14 @@ void Lowerer::lower_while(const ir::Operation& op) {
   }
   std::vector<uint8_t> pending_before = smem_pending_;
   for (auto& p : smem_pending_) p |= kPendingReads;  // the previous iteration's reads, per buffer
-  scopes_.emplace_back();
-  lower_block(before);
-  const ir::Operation* cond = before.terminator();
-  llvm::Value* go_on = scalar(cond->operands[0]);
-  std::vector<Values> passed(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* v = cond->operands[1 + i];
-    passed[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
-  }
-  scopes_.pop_back();
+  std::vector<Values> passed = lower_region(before, layouts, /*first=*/1);
+  llvm::Value* go_on = scalar(before.terminator()->operands[0]);
   std::vector<uint8_t> pending_at_exit = smem_pending_;
   b.CreateCondBr(go_on, body, exit);
 
   b.SetInsertPoint(body);
   for (size_t i = 0; i < n; ++i) bind(after.args[i].get(), i, passed[i]);  // (while.cond dominates the body)
-  scopes_.emplace_back();
-  lower_block(after);
-  const ir::Operation* y = after.terminator();
-  std::vector<Values> yields(n);
-  for (size_t i = 0; i < n; ++i) {
-    const ir::Value* v = y->operands[i];
-    yields[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
-  }
-  scopes_.pop_back();
+  std::vector<Values> yields = lower_region(after, layouts);
   llvm::BasicBlock* latch = b.GetInsertBlock();
   b.CreateBr(head);
   for (size_t i = 0; i < n; ++i)
@@ -510,15 +502,7 @@ void Lowerer::lower_if(const ir::Operation& op) {
   for (int k = 0; k < 2; ++k) {
     b.SetInsertPoint(k == 0 ? then_bb : else_bb);
     smem_pending_ = pending_before;
-    scopes_.emplace_back();
-    lower_block(*op.regions[k]);
-    const ir::Operation* y = op.regions[k]->terminator();
-    std::vector<Values> vals(n);
-    for (size_t i = 0; i < n; ++i) {
-      const ir::Value* v = y->operands[i];
-      vals[i] = held_as_scalar(v->type) ? Values{scalar(v)} : get(v, layouts[i]);
-    }
-    scopes_.pop_back();
+    std::vector<Values> vals = lower_region(*op.regions[k], layouts);
     arms.emplace_back(b.GetInsertBlock(), std::move(vals));
     b.CreateBr(merge);
     for (size_t k = 0; k < smem_pending_.size(); ++k) pending_after[k] |= smem_pending_[k];

@@ -469,6 +469,22 @@ void AxisAnalysis::op(const ir::Operation& o) {
 // counter advanced by a constant would otherwise take as many rounds as it has values.
 constexpr int kWidenAfter = 3;
 
+// A loop-carried argument's facts joined with what the back edge brings (`yielded`), in
+// round `round` of its loop's fixpoint; whether they changed. A range still growing after
+// kWidenAfter rounds is widened to the dtype's.
+bool AxisAnalysis::join_back_edge(const ir::Value* arg, const ir::Value* yielded, int round) {
+  const AxisInfo& old = get(arg);
+  AxisInfo m = meet(old, get(yielded));
+  if (round >= kWidenAfter) {
+    ValueRange all = bounds(arg->type.dtype);
+    if (m.range.lo < old.range.lo) m.range.lo = all.lo;
+    if (m.range.hi > old.range.hi) m.range.hi = all.hi;
+  }
+  if (m == old) return false;
+  set(arg, std::move(m));
+  return true;
+}
+
 void AxisAnalysis::loop(const ir::Operation& o) {
   const ir::Block& body = *o.regions[0];
   const ir::Operation* yield = body.terminator();
@@ -498,19 +514,7 @@ void AxisAnalysis::loop(const ir::Operation& o) {
   for (int round = 0;; ++round) {
     block(body);
     bool changed = false;
-    for (size_t i = 0; i < n; ++i) {
-      const ir::Value* arg = body.args[1 + i].get();
-      const AxisInfo& old = get(arg);
-      AxisInfo m = meet(old, get(yield->operands[i]));
-      if (round >= kWidenAfter) {
-        ValueRange all = bounds(arg->type.dtype);
-        if (m.range.lo < old.range.lo) m.range.lo = all.lo;
-        if (m.range.hi > old.range.hi) m.range.hi = all.hi;
-      }
-      if (m == old) continue;
-      set(arg, std::move(m));
-      changed = true;
-    }
+    for (size_t i = 0; i < n; ++i) changed |= join_back_edge(body.args[1 + i].get(), yield->operands[i], round);
     // The body's facts now come from the arguments' final facts: the last round saw them.
     if (!changed) break;
   }
@@ -533,19 +537,7 @@ void AxisAnalysis::while_loop(const ir::Operation& o) {
     for (size_t i = 0; i < n; ++i) set(after.args[i].get(), get(cond->operands[1 + i]));
     block(after);
     bool changed = false;
-    for (size_t i = 0; i < n; ++i) {
-      const ir::Value* arg = before.args[i].get();
-      const AxisInfo& old = get(arg);
-      AxisInfo m = meet(old, get(next->operands[i]));
-      if (round >= kWidenAfter) {
-        ValueRange all = bounds(arg->type.dtype);
-        if (m.range.lo < old.range.lo) m.range.lo = all.lo;
-        if (m.range.hi > old.range.hi) m.range.hi = all.hi;
-      }
-      if (m == old) continue;
-      set(arg, std::move(m));
-      changed = true;
-    }
+    for (size_t i = 0; i < n; ++i) changed |= join_back_edge(before.args[i].get(), next->operands[i], round);
     if (!changed) break;
   }
   for (size_t i = 0; i < n; ++i) set(o.result(int(i)), get(cond->operands[1 + i]));

@@ -78,6 +78,7 @@ class AxisAnalysis {
   void op(const ir::Operation& op);
   void loop(const ir::Operation& op);
   void while_loop(const ir::Operation& op);
+  bool join_back_edge(const ir::Value* arg, const ir::Value* yielded, int round);
   ValueRange range_of(const ir::Operation& op) const;
   // tl::assume's facts, read before the walk (axis_analysis.cpp): by the scalar they are about.
   struct Assumed {
