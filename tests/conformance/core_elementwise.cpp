@@ -631,7 +631,42 @@ TEST(Core, Clamp) {
 
 // Gaps of test_core's elementwise tests: each a skip naming its entry of gaps.cpp.
 TEST(Core, MaximumMinimumPropagateNan) { CONFORMANCE_GAP("propagate_nan"); }
-TEST(Core, PreciseMath) { CONFORMANCE_GAP("precise math"); }
+// test_precise_math: tl.math.div_rn, tl.math.sqrt_rn and tl.fdiv(ieee_rounding=True) against
+// the quotient and root computed in f64 and rounded to f32 (which rounds them correctly:
+// f64 carries more than twice f32's precision), bit for bit, on random and edge operands.
+TEST(Core, PreciseMath) {
+  constexpr int BLOCK = 256;
+  static auto kernel = tl::kernel("test_precise_math", [](tl::ptr<tl::f32> X, tl::ptr<tl::f32> Y, tl::ptr<tl::f32> Div,
+                                                          tl::ptr<tl::f32> Sqrt, tl::ptr<tl::f32> Fdiv) {
+    auto off = tl::arange(0, BLOCK);
+    auto x = tl::load(X + off);
+    auto y = tl::load(Y + off);
+    tl::store(Div + off, tl::div_rn(x, y));
+    tl::store(Sqrt + off, tl::sqrt_rn(x));
+    tl::store(Fdiv + off, tl::fdiv(x, y, /*ieee_rounding=*/true));
+  });
+  std::vector<float> hx(BLOCK), hy(BLOCK);
+  std::uniform_real_distribution<float> mant(1.0f, 2.0f);
+  std::uniform_int_distribution<int> ex(-60, 60);
+  for (int i = 0; i < BLOCK; ++i) {
+    hx[size_t(i)] = std::ldexp(mant(tltest::rng()), ex(tltest::rng()));
+    hy[size_t(i)] = std::ldexp(mant(tltest::rng()), ex(tltest::rng())) * (i % 3 == 0 ? -1.0f : 1.0f);
+  }
+  hx[0] = 0.0f, hy[0] = 3.0f;
+  hx[1] = 1.0f, hy[1] = 3.0f;
+  hx[2] = 0x1p-149f, hy[2] = 0.5f;  // a subnormal quotient
+  auto X = upload<ty::f32>(hx), Y = upload<ty::f32>(hy);
+  auto Div = output<ty::f32>(BLOCK), Sqrt = output<ty::f32>(BLOCK), Fdiv = output<ty::f32>(BLOCK);
+  kernel[tl::grid(1)](X, Y, Div, Sqrt, Fdiv);
+  std::vector<double> wd(BLOCK), ws(BLOCK);
+  for (int i = 0; i < BLOCK; ++i) {
+    wd[size_t(i)] = float(double(hx[size_t(i)]) / double(hy[size_t(i)]));
+    ws[size_t(i)] = float(std::sqrt(double(hx[size_t(i)])));
+  }
+  EXPECT_TRUE(close(Div.download(), wd, 0, 0, "div_rn"));
+  EXPECT_TRUE(close(Sqrt.download(), ws, 0, 0, "sqrt_rn"));
+  EXPECT_TRUE(close(Fdiv.download(), wd, 0, 0, "fdiv(ieee_rounding=True)"));
+}
 TEST(Core, MathOpMoreLibdevice) { CONFORMANCE_GAP("libdevice functions"); }
 TEST(Core, InlineAsm) { CONFORMANCE_GAP("tl.inline_asm_elementwise"); }
 TEST(Core, CastRoundingRtz) { CONFORMANCE_GAP("cast rounding"); }

@@ -36,7 +36,6 @@ template <class X> concept has_reduce = requires(X x, X (*f)(X, X)) { reduce(x, 
 template <class X> concept has_scan = requires(X x, X (*f)(X, X)) { associative_scan(x, 0, f); };
 template <class X> concept has_cumprod = requires(X x) { cumprod(x, 0); };
 template <class X> concept has_xor_sum = requires(X x) { xor_sum(x, 0); };
-template <class X> concept has_div_rn = requires(X x) { div_rn(x, x); };
 template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
 template <class X> concept has_ravel = requires(X x) { ravel(x); };
 template <class X> concept has_swizzle2d = requires(X i) { swizzle2d(i, i, i, i, i); };
@@ -136,8 +135,6 @@ const std::vector<gap>& gaps() {
        "only: no f64 for those, and no log10 exp10 trunc round rint hypot copysign fdim ldexp frexp lgamma tgamma "
        "erfinv isnan isinf signbit ... (`tl.extra.libdevice`)",
        "", PROBE(has_log10, probe::T)},
-      {"precise math", "test_core `test_precise_math`, `test_math_divide_op`", missing,
-       "no `tl.math.div_rn`, `tl.math.sqrt_rn`, `tl.fdiv(..., ieee_rounding=True)`", "", PROBE(has_div_rn, probe::T)},
       {"tl.softmax", "triton/language/standard.py's `tl.softmax`", missing,
        "no `tl.softmax` (written out in the kernel: max, exp, sum, divide)", "", PROBE(has_softmax, probe::T)},
       {"tl.zeros_like", "test_core `test_zeros_like`-style code", missing,

@@ -85,4 +85,23 @@ tile<E> clamp(const tile<E>& x, const L& lo, const H& hi, propagate_nan p = prop
   return tile<E>(detail::math_clamp(x.get(), detail::clamp_bound<E>(lo, loc), detail::clamp_bound<E>(hi, loc), p, loc));
 }
 
+// Division and square root rounded to nearest even (Triton's tl.math.div_rn, sqrt_rn and
+// tl.fdiv): tl's `/` and tl::sqrt already round so on every target (LLVM's plain fdiv and
+// sqrt: the CPU's, AMDGPU's full-precision sequence, NVPTX's div.rn / sqrt.rn); these name
+// it. fdiv's ieee_rounding=false would allow an approximate quotient; tl has no fast
+// division yet, so it rounds correctly either way.
+template <class E> tile<E> div_rn(const tile<E>& x, const tile<E>& y, Loc loc = Loc::current()) {
+  static_assert(is_float(E::dtype) && !is_fp8(E::dtype), "tl::div_rn takes floating-point tiles");
+  return tile<E>(detail::binary(Op::div, x.get(), y.get(), loc));
+}
+template <class E> tile<E> sqrt_rn(const tile<E>& x, Loc loc = Loc::current()) {
+  static_assert(is_float(E::dtype) && !is_fp8(E::dtype), "tl::sqrt_rn takes a floating-point tile");
+  return tile<E>(detail::unary(Op::sqrt, x.get(), loc));
+}
+template <class E>
+tile<E> fdiv(const tile<E>& x, const tile<E>& y, bool ieee_rounding = false, Loc loc = Loc::current()) {
+  (void)ieee_rounding;
+  return div_rn(x, y, loc);
+}
+
 }  // namespace tl
