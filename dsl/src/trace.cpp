@@ -449,19 +449,19 @@ void begin_while(const Loc& loc) {
 void begin_while_body(ir::Value* cond, const Loc& loc) {
   Trace& t = Trace::current(loc);
   Frame& f = t.frames().back();
-  if (f.kind != Frame::While || f.in_else) throw trace_error("tl::while_: the condition was given twice", loc);
+  // (tl::while_ opens the frame and calls this once; anything else is a tracer bug.)
+  if (f.kind != Frame::While || f.in_else) throw trace_error("tl::while_: the condition region is not open", loc);
   if (!cond->type.is_scalar() || cond->type.dtype != DType::i1)
     throw trace_error(fmt::format("tl::while_: the condition must be a scalar i1, got {}", cond->type.str()), loc);
-  ir::Block* before = f.op->regions[0].get();
-  // The condition must be a value of the condition region (or from before the loop):
-  // reading the cell it came from has already made any outer tile a block argument.
+  // The condition is a value of the condition region or from before the loop (reading the
+  // cell it came from has already made any outer tile a block argument). end_while adds
+  // the carried values after it.
   t.emit(Op::yield, {cond}, loc);
-  for (auto& e : f.cells) {
+  for (auto& e : f.cells) {  // what the condition region leaves; the body starts from its arguments
     e.then_value = e.cell->v_;
     e.cell->v_ = e.after;
   }
   f.in_else = true;
-  (void)before;
   t.set_block(f.op->regions[1].get());
 }
 
