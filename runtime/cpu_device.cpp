@@ -498,9 +498,17 @@ class CpuDevice final : public Device {
     for (void* q : registry().remove(p)) std::free(q);
   }
   bool freed(const void* p) const override { return registry().freed(reinterpret_cast<uint64_t>(p)); }
-  void copy_to_device(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_to_host(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
-  void copy_device_to_device(void* dst, const void* src, size_t bytes) override { std::memmove(dst, src, bytes); }
+  // (An empty copy may come with null pointers, an empty vector's data(): memcpy may not
+  // be given them even for 0 bytes.)
+  void copy_to_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void copy_to_host(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memcpy(dst, src, bytes);
+  }
+  void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
+    if (bytes) std::memmove(dst, src, bytes);
+  }
   void synchronize() override {}  // launches are synchronous
 
   std::unique_ptr<LoadedKernel> load(const codegen::CodeObject& code) override {

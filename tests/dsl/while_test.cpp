@@ -99,12 +99,13 @@ TEST(WhileLoop, ConditionAssignsTilesAndRunsOnceMoreThanTheBody) {
   k[tl::grid(P)](X, L, O);
   std::vector<int32_t> want;
   for (int p = 0; p < P; ++p) {
-    int j = -1, conds = 0, bodies = 0, sum = 0;
+    int j = -1, conds = 0, bodies = 0;
+    uint32_t sum = 0;  // tl's i32 arithmetic wraps (the 2^29 limit's sums do)
     while (++j, ++conds, hx[size_t(j)] < hl[size_t(p)]) {
       ++bodies;
-      sum += hx[size_t(j)] * 2 + hl[size_t(p)];
+      sum += uint32_t(hx[size_t(j)]) * 2u + uint32_t(hl[size_t(p)]);
     }
-    want.insert(want.end(), {j, conds, bodies, sum});
+    want.insert(want.end(), {j, conds, bodies, int32_t(sum)});
   }
   EXPECT_EQ(O.download(), want);
 }
