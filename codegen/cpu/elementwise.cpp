@@ -186,6 +186,34 @@ Value* Lowerer::compute(const ir::Operation& op, const Idx& idx) {
       for (size_t i = 0; i < op.ints.size(); ++i) dims[op.ints[i]] = idx.dims[i];
       return elem(src, idx_from_dims(src->type.shape, dims));
     }
+    // join, split, cat and flip read their operands elsewhere; an index past a smaller
+    // operand's end is never formed (cat masks it), so no read leaves its buffer.
+    case Op::join: {  // [..., k]: a where k is 0, b where 1
+      const ir::Value* a = op.operands[0];
+      Idx at = idx_from_dims(a->type.shape, std::vector<Value*>(idx.dims.begin(), idx.dims.end() - 1));
+      return b_.CreateSelect(b_.CreateICmpEQ(idx.dims.back(), b_.getInt64(0)), elem(a, at), elem(op.operands[1], at));
+    }
+    case Op::split: {
+      const ir::Value* src = op.operands[0];
+      std::vector<Value*> dims = idx.dims;
+      dims.push_back(b_.getInt64(uint64_t(op.i0)));
+      return elem(src, idx_from_dims(src->type.shape, dims));
+    }
+    case Op::cat: {  // rows [0, n0) from a, [n0, 2 n0) from b; n0 is a power of two
+      const ir::Value* a = op.operands[0];
+      const int64_t n0 = a->type.shape[0];
+      std::vector<Value*> dims = idx.dims;
+      dims[0] = b_.CreateAnd(idx.dims[0], b_.getInt64(uint64_t(n0 - 1)));
+      Idx at = idx_from_dims(a->type.shape, dims);
+      return b_.CreateSelect(b_.CreateICmpULT(idx.dims[0], b_.getInt64(uint64_t(n0))), elem(a, at),
+                             elem(op.operands[1], at));
+    }
+    case Op::flip: {  // coordinate c reads n - 1 - c, which is c ^ (n - 1) for a power of two n
+      const ir::Value* src = op.operands[0];
+      std::vector<Value*> dims = idx.dims;
+      dims[size_t(op.i0)] = b_.CreateXor(dims[size_t(op.i0)], b_.getInt64(uint64_t(src->type.shape[size_t(op.i0)] - 1)));
+      return elem(src, idx_from_dims(src->type.shape, dims));
+    }
     case Op::load: return load_elem(op, idx);
     case Op::shared_load: return load_buf(shared_stage_ptr(op), rt.dtype, idx.flat);
     case Op::atomic_rmw: return atomic_rmw_elem(op, idx);

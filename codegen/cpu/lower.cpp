@@ -350,7 +350,8 @@ void Lowerer::reads_of_carried(const ir::Value* v, bool remapped, const std::vec
   if (std::find(seen.begin(), seen.end(), v) != seen.end()) return;
   seen.push_back(v);
   const ir::Operation& op = *v->def;
-  bool moves = op.op == Op::broadcast || op.op == Op::trans;  // element i reads elsewhere
+  bool moves = op.op == Op::broadcast || op.op == Op::trans || op.op == Op::join || op.op == Op::split ||
+               op.op == Op::cat || op.op == Op::flip;  // element i reads elsewhere
   for (const ir::Value* o : op.operands) reads_of_carried(o, remapped || moves, carried, out, seen);
 }
 

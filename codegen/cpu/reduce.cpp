@@ -31,10 +31,12 @@ struct Combiner {
   Value* identity() {
     if (is_float(t)) {
       if (kind == ReduceKind::sum) return llvm::ConstantFP::get(ct, -0.0);  // -0 + x == x, signs included
+      if (kind == ReduceKind::prod) return llvm::ConstantFP::get(ct, 1.0);
       return llvm::ConstantFP::getNaN(ct);  // maxnum/minnum skip NaN, so all-NaN stays NaN
     }
     unsigned w = ct->getIntegerBitWidth();
-    if (kind == ReduceKind::sum) return llvm::ConstantInt::get(ct, 0);
+    if (kind == ReduceKind::sum || kind == ReduceKind::xor_sum) return llvm::ConstantInt::get(ct, 0);
+    if (kind == ReduceKind::prod) return llvm::ConstantInt::get(ct, 1);
     bool s = is_signed(t);
     if (kind == ReduceKind::max) return llvm::ConstantInt::get(L.ctx(), s ? llvm::APInt::getSignedMinValue(w) : llvm::APInt(w, 0));
     return llvm::ConstantInt::get(L.ctx(), s ? llvm::APInt::getSignedMaxValue(w) : llvm::APInt::getMaxValue(w));
@@ -52,9 +54,12 @@ struct Combiner {
         }
         return add;
       }
+      if (kind == ReduceKind::prod) return b.CreateFMul(acc, v);
       return b.CreateBinaryIntrinsic(kind == ReduceKind::max ? llvm::Intrinsic::maxnum : llvm::Intrinsic::minnum, acc, v);
     }
     if (kind == ReduceKind::sum) return b.CreateAdd(acc, v);
+    if (kind == ReduceKind::xor_sum) return b.CreateXor(acc, v);
+    if (kind == ReduceKind::prod) return b.CreateMul(acc, v);
     return L.binary(kind == ReduceKind::max ? Op::max : Op::min, t, acc, v);
   }
 
@@ -162,7 +167,7 @@ void Lowerer::lower_scan(const ir::Operation& op) {
   const int axis = int(op.i0);
   const DType t = x->type.dtype;
   const std::vector<int>& S = x->type.shape;
-  Combiner c{*this, ReduceKind::sum, t, compute_type(t)};
+  Combiner c{*this, ReduceKind(op.i1), t, compute_type(t)};  // sum or prod
   std::vector<int> outer = S;
   outer[axis] = 1;
   Value* out = alloc_buffer(r->type, "scan");

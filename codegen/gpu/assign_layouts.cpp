@@ -227,6 +227,22 @@ class LayoutPlanner {
         case Op::reshape: case Op::expand_dims:
           if (auto w = wanted_layout(u->result())) meet(reshape_layout(*w, v->type.shape));
           break;
+        // What would make a split, join or cat free: the layouts assign_layouts gives
+        // their results, run backwards (a load of [n, 2] made with the 2 in registers).
+        case Op::split:
+          if (auto w = wanted_layout(u->result())) meet(join_layout(*w));
+          break;
+        case Op::join:
+          if (auto w = wanted_layout(u->result()))
+            if (auto i = sole_register_bit(*w, 1)) meet(split_layout(*w, *i));
+          break;
+        case Op::cat:
+          if (auto w = wanted_layout(u->result()))
+            if (sole_register_bit(*w, uint32_t(v->type.numel())) == int(w->reg.size()) - 1) meet(cat_source_layout(*w));
+          break;
+        case Op::flip:
+          meet(wanted_layout(u->result()));
+          break;
         case Op::cast:
           // (An FP8 tile keeps the layout its own access wants, but a read from shared
           // memory converted for a dot is read in the dot's operand layout.)
@@ -321,6 +337,29 @@ class LayoutPlanner {
     return nullptr;
   }
 
+  // Whether `v` is what register-only shape ops (reshape, trans, split, join, cat) and
+  // elementwise ops make of a dot's result: tutorial 09's EPILOGUE_SUBTILE halves (the
+  // accumulator reshaped, permuted and split) are stored from their MFMA-derived layout
+  // as the whole accumulator is.
+  bool from_accumulator(const ir::Value* v, int depth) const {
+    const ir::Operation* d = v->def;
+    if (depth == 0 || !eager_tile(v)) return false;
+    if (auto l = plan_.layouts_.find(v); l != plan_.layouts_.end())  // (a loop's carried accumulator)
+      for (const auto& dot : plan_.dots_)
+        if (dot.second.acc == l->second) return true;
+    if (!d) return false;
+    switch (d->op) {
+      case Op::dot: return true;
+      case Op::reshape: case Op::expand_dims: case Op::trans: case Op::split: case Op::join: case Op::cat:
+        return from_accumulator(d->operands[0], depth - 1);
+      default: break;
+    }
+    if (!has_trait(d->op, ir::kElementwise) || d->op == Op::load || d->op == Op::store) return false;
+    for (const ir::Value* x : d->operands)
+      if (eager_tile(x)) return from_accumulator(x, depth - 1);
+    return false;
+  }
+
   // ---- the walk
   void set(const ir::Value* v, const Layout& l) { plan_.layouts_[v] = l; }
 
@@ -356,6 +395,18 @@ class LayoutPlanner {
       case Op::reshape: case Op::expand_dims: return set(res, reshape_layout(plan_.of(o.operands[0]), res->type.shape));
       case Op::trans: return set(res, trans_layout(plan_.of(o.operands[0]), o.ints));
       case Op::broadcast: return set(res, broadcast_layout(res));
+      // Triton's join/split/cat inference (layout.hpp): the results are laid out so that
+      // nothing moves; a split whose 2 is not in one thread's registers converts first.
+      case Op::join: case Op::cat: {
+        const ir::Value* from = eager_tile(o.operands[0]) || !eager_tile(o.operands[1]) ? o.operands[0] : o.operands[1];
+        return set(res, o.op == Op::join ? join_layout(plan_.of(from)) : cat_layout(plan_.of(from)));
+      }
+      case Op::split: {
+        const Layout& src = plan_.of(o.operands[0]);
+        if (auto i = sole_register_bit(src, 1)) return set(res, split_layout(src, *i));
+        return set(res, plan_.shape_default(res->type.shape));
+      }
+      case Op::flip: return set(res, plan_.of(o.operands[0]));
       default: break;
     }
     elementwise(o);
@@ -438,7 +489,8 @@ class LayoutPlanner {
         // epilogue stores from the (transposed) MFMA layout: converting a 128x128 f32
         // tile would take 64 KiB of shared memory and two barriers.
         bool from_dot = std::any_of(plan_.dots_.begin(), plan_.dots_.end(),
-                                    [&](const auto& d) { return d.second.acc == own; });
+                                    [&](const auto& d) { return d.second.acc == own; }) ||
+                        from_accumulator(val, 8);
         bool wide_enough = own_width >= anchor_width ||
                            (from_dot && own_width * byte_width(val->type.dtype) >= 4);
         if ((own_width > 1 || small) && wide_enough) chosen = own;

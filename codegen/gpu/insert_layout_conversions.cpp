@@ -38,6 +38,12 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     case Op::load: return op.result()->layout;
     case Op::store: case Op::atomic_rmw: case Op::atomic_cas: return op.layout;
     case Op::broadcast: return broadcast_source_layout(*op.result()->layout, v->type.shape);
+    // join, split and cat rename registers in the layouts assign_layouts made for them;
+    // flip works in its result's (layout.hpp).
+    case Op::join: return join_source_layout(*op.result()->layout);
+    case Op::cat: return cat_source_layout(*op.result()->layout);
+    case Op::split: return split_source_layout(*v->layout, *op.result()->layout);
+    case Op::flip: return op.result()->layout;
     case Op::dot: {
       DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);
       return index == 0 ? p.a : index == 1 ? p.b : p.acc;

@@ -158,6 +158,69 @@ Layout reshape_layout(const Layout& in, const std::vector<int>& shape) {
   return out;
 }
 
+Layout join_layout(const Layout& in) {
+  Layout out = in;
+  out.shape.push_back(2);
+  out.reg = {1};
+  for (uint32_t x : in.reg) out.reg.push_back(x << 1);
+  for (uint32_t& x : out.lane) x <<= 1;
+  for (uint32_t& x : out.warp) x <<= 1;
+  return out;
+}
+
+std::optional<int> sole_register_bit(const Layout& l, uint32_t flat_bit) {
+  std::optional<int> found;
+  for (size_t i = 0; i < l.reg.size(); ++i) {
+    if (l.reg[i] == flat_bit && !found) found = int(i);
+    else if (l.reg[i] & flat_bit) return std::nullopt;  // mixed with other bits, or held twice
+  }
+  for (uint32_t x : l.lane)
+    if (x & flat_bit) return std::nullopt;
+  for (uint32_t x : l.warp)
+    if (x & flat_bit) return std::nullopt;
+  return found;
+}
+
+// `in` without register bit i; every image through `f`.
+static Layout drop_register_bit(const Layout& in, int i, std::vector<int> shape, uint32_t (*f)(uint32_t)) {
+  Layout out = in;
+  out.shape = std::move(shape);
+  out.reg.clear();
+  for (size_t k = 0; k < in.reg.size(); ++k)
+    if (int(k) != i) out.reg.push_back(f(in.reg[k]));
+  for (uint32_t& x : out.lane) x = f(x);
+  for (uint32_t& x : out.warp) x = f(x);
+  return out;
+}
+
+Layout split_layout(const Layout& in, int reg_bit) {
+  std::vector<int> shape(in.shape.begin(), in.shape.end() - 1);
+  return drop_register_bit(in, reg_bit, shape, [](uint32_t x) { return x >> 1; });
+}
+
+Layout split_source_layout(const Layout& src, const Layout& out) {
+  if (auto i = sole_register_bit(src, 1); i && split_layout(src, *i) == out) return src;
+  return join_layout(out);
+}
+
+Layout join_source_layout(const Layout& out) {
+  return drop_register_bit(out, 0, std::vector<int>(out.shape.begin(), out.shape.end() - 1),
+                           [](uint32_t x) { return x >> 1; });
+}
+
+Layout cat_layout(const Layout& in) {
+  Layout out = in;
+  out.shape[0] *= 2;
+  out.reg.push_back(uint32_t(in.numel()));
+  return out;
+}
+
+Layout cat_source_layout(const Layout& out) {
+  std::vector<int> shape = out.shape;
+  shape[0] /= 2;
+  return drop_register_bit(out, int(out.reg.size()) - 1, shape, [](uint32_t x) { return x; });
+}
+
 Layout trans_layout(const Layout& in, const std::vector<int>& perm) {
   int r = in.rank();
   std::vector<int> shape(r), inv(r);

@@ -65,6 +65,28 @@ Layout reshape_layout(const Layout& in, const std::vector<int>& shape);
 Layout trans_layout(const Layout& in, const std::vector<int>& perm);
 // The layout in which trans(perm)'s operand must be held so that the result is `out`.
 Layout trans_source_layout(const Layout& out, const std::vector<int>& perm);
+// Triton's join / split / cat layout rules (its JoinOp and SplitOp layout inference), in
+// linear-layout terms. join's new last dim of 2 is flat-index bit 0: join_layout gives it
+// the lowest register bit, so each thread holds a and b side by side and nothing moves.
+// split moves nothing when that bit is held by one register bit alone (`split_bit`), the
+// split's results being that layout with the register bit dropped; any other layout is
+// converted first (to join_layout of the result's). cat's new top bit of dim 0 goes to a
+// new highest register bit: the registers of a, then those of b, nothing moved.
+Layout join_layout(const Layout& in);
+// The register bit whose image is exactly flat-index bit `flat_bit`, with no other
+// hardware bit touching it; nullopt when there is none.
+std::optional<int> sole_register_bit(const Layout& l, uint32_t flat_bit);
+// split's result layout from its operand's, given the register bit holding the 2.
+Layout split_layout(const Layout& in, int reg_bit);
+// The layout split's operand is read in for the result `out`: `src` where it splits to
+// `out` in registers, else join_layout(out).
+Layout split_source_layout(const Layout& src, const Layout& out);
+// The layout join's operands are read in for the result `out` (join_layout's inverse).
+Layout join_source_layout(const Layout& out);
+Layout cat_layout(const Layout& in);
+// The layout cat's operands are read in for the result `out` (cat_layout's inverse).
+Layout cat_source_layout(const Layout& out);
+
 // The layout in which broadcast's operand (shape `src_shape`, size-1 dims where it is
 // broadcast) must be held so that register i of the result is register i of the
 // operand: `out` with the broadcast dims projected away (their images become zero).

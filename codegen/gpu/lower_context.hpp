@@ -74,6 +74,9 @@ struct BufferAccess {
 };
 
 class Lowerer;
+// One value of each lane from the lane `mask` XOR its own, any scalar type (lower_reduce.cpp).
+llvm::Value* shuffle_any(Lowerer& L, llvm::Value* x, int mask);
+
 // A conversion that crosses no warps, by indexed shuffles (convert_within_warp.cpp):
 // `v` in the source layout of `plan` (warp_shuffle_plan), the result in its destination.
 std::vector<llvm::Value*> convert_within_warp(Lowerer& L, const WarpShufflePlan& plan,
@@ -135,6 +138,7 @@ class Lowerer {
   Values lazy_value(const ir::Value* v, const Layout& l);
   void lower_elementwise_tile(const ir::Operation& op);
   void lower_shape_op(const ir::Operation& op);  // broadcast/reshape/trans of eager values
+  void lower_move_op(const ir::Operation& op);   // join/split/cat/flip (lower_elementwise.cpp)
 
   // ---- memory (lower_memory.cpp)
   void lower_load(const ir::Operation& op);

@@ -358,4 +358,82 @@ void Lowerer::lower_shape_op(const ir::Operation& op) {
   }
 }
 
+// join, split and cat rename registers: assign_layouts gave their results the layouts in
+// which they do (layout.hpp, Triton's JoinOp/SplitOp rules), and insert_layout_conversions
+// converted an operand held otherwise. flip reads, for every element, the one mirrored
+// along its dim: at flat index ^ c, held by the thread at hardware index ^ h (h = the
+// layout's preimage of c, the layout being linear): register r ^ h_reg of lane l ^ h_lane,
+// one xor shuffle per register; when warps hold part of the dim, through shared memory.
+void Lowerer::lower_move_op(const ir::Operation& op) {
+  const ir::Value* res = op.result();
+  const Layout& l = plan_.of(res);
+  auto tl_bug = [&](const char* what) { fail(op, fmt::format("gpu lowering: {}'s layout {} {} (a tl bug)", op_name(op.op), l.str(), what)); };
+  switch (op.op) {
+    case Op::join: {  // register 2r + k: register r of operand k
+      if (sole_register_bit(l, 1) != 0) tl_bug("does not hold the new dim in register bit 0");
+      const Layout src = join_source_layout(l);
+      Values a = get(op.operands[0], src), c = get(op.operands[1], src);
+      Values out;
+      for (size_t r = 0; r < a.size(); ++r) {
+        out.push_back(a[r]);
+        out.push_back(c[r]);
+      }
+      return set_natural(res, Regs{l, std::move(out)});
+    }
+    case Op::cat: {  // the registers of a, then those of b
+      if (sole_register_bit(l, uint32_t(l.numel() / 2)) != int(l.reg.size()) - 1)
+        tl_bug("does not hold the new top bit of dim 0 in its highest register bit");
+      const Layout src = cat_source_layout(l);
+      Values out = get(op.operands[0], src);
+      Values c = get(op.operands[1], src);
+      out.insert(out.end(), c.begin(), c.end());
+      return set_natural(res, Regs{l, std::move(out)});
+    }
+    case Op::split: {  // the registers with bit `i` equal to the half
+      const ir::Value* src = op.operands[0];
+      const Layout sl = split_source_layout(plan_.of(src), l);
+      const std::optional<int> i = sole_register_bit(sl, 1);
+      if (!i || !(split_layout(sl, *i) == l)) tl_bug("is not its operand's with the last dim's register dropped");
+      Values in = get(src, sl);
+      Values out;
+      for (int q = 0; q < l.num_regs(); ++q)
+        out.push_back(in[size_t((q & ((1 << *i) - 1)) | int(op.i0) << *i | (q >> *i) << (*i + 1))]);
+      return set_natural(res, Regs{l, std::move(out)});
+    }
+    case Op::flip: {
+      const ir::Value* src = op.operands[0];
+      Values in = get(src, l);
+      const int d = int(op.i0);
+      const uint32_t c = uint32_t(l.shape[size_t(d)] - 1) << dim_offset(l.shape, d);
+      const std::optional<LayoutInverse> inv = invert(l);
+      if (!inv) tl_bug("leaves some element unheld");
+      uint32_t hr = 0, hl = 0, hw = 0;
+      for (size_t k = 0; k < inv->reg.size(); ++k)
+        if (c >> k & 1) hr ^= inv->reg[k], hl ^= inv->lane[k], hw ^= inv->warp[k];
+      Values out;
+      if (hw == 0) {
+        for (int r = 0; r < l.num_regs(); ++r) {
+          llvm::Value* v = in[size_t(uint32_t(r) ^ hr)];
+          out.push_back(hl ? shuffle_any(*this, v, int(hl)) : v);
+        }
+        return set_natural(res, Regs{l, std::move(out)});
+      }
+      llvm::Type* ty = in[0]->getType();
+      const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+      smem_reserve(l.numel() * eb);
+      smem_before_write();
+      smem_store_tile(in, l, ty, 0);
+      barrier();
+      for (int r = 0; r < l.num_regs(); ++r) {
+        llvm::Value* idx = b.CreateXor(element_index(l, r), b.getInt32(c));
+        out.push_back(smem_load(ty, smem_ptr(b.CreateMul(idx, b.getInt32(eb))), eb));
+      }
+      smem_after_read();
+      return set_natural(res, Regs{l, std::move(out)});
+    }
+    default:
+      fail(op, fmt::format("gpu lowering: unexpected op '{}'", op_name(op.op)));
+  }
+}
+
 }  // namespace tl::gpu

@@ -37,10 +37,12 @@ bool along_axis(const Layout& l, uint32_t image, int axis) {
 
 }  // namespace
 
-// Shuffles any scalar type through 32-bit lane exchanges.
-static llvm::Value* shuffle_any(Lowerer& L, llvm::Value* x, int mask) {
+// Shuffles any scalar type through 32-bit lane exchanges (a pointer as its address).
+llvm::Value* shuffle_any(Lowerer& L, llvm::Value* x, int mask) {
   auto& b = L.b;
   llvm::Type* ty = x->getType();
+  if (ty->isPointerTy())
+    return b.CreateIntToPtr(shuffle_any(L, b.CreatePtrToInt(x, b.getInt64Ty()), mask), ty);
   unsigned bits = ty->getPrimitiveSizeInBits();
   if (bits == 64) {
     llvm::Value* i = b.CreateBitCast(x, b.getInt64Ty());
@@ -61,6 +63,8 @@ static Acc combine(Lowerer& L, ReduceKind k, DType t, const Acc& a, const Acc& c
   bool fl = is_float(t), sg = is_signed(t);
   switch (k) {
     case ReduceKind::sum: return {fl ? b.CreateFAdd(a.v, c.v) : b.CreateAdd(a.v, c.v), nullptr};
+    case ReduceKind::prod: return {fl ? b.CreateFMul(a.v, c.v) : b.CreateMul(a.v, c.v), nullptr};
+    case ReduceKind::xor_sum: return {b.CreateXor(a.v, c.v), nullptr};
     case ReduceKind::max:
       return {b.CreateBinaryIntrinsic(fl ? Intr::maxnum : sg ? Intr::smax : Intr::umax, a.v, c.v), nullptr};
     case ReduceKind::min:
@@ -200,7 +204,7 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
 // another lane (one xor shuffle), or another warp: each block total once in shared memory,
 // numel / 2^k elements, a barrier, and the partner's read back. Returns false (the caller
 // takes the shared-memory path) when the layout does not fit.
-static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Values& vals) {
+static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, ReduceKind kind, Values& vals) {
   auto& b = L.b;
   int off = dim_offset(l.shape, axis);
   uint32_t n_axis = uint32_t(l.shape[axis]);
@@ -221,9 +225,12 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Values
   if (!claim(0, l.reg) || !claim(1, l.lane) || !claim(2, l.warp)) return false;
   for (auto& o : owner)
     if (o.first < 0) return false;
-  bool fl = is_float(at);
-  auto add = [&](llvm::Value* x, llvm::Value* y) { return fl ? b.CreateFAdd(x, y) : b.CreateAdd(x, y); };
+  // `add` is the scan's combine: + for cumsum, * for cumprod.
+  auto add = [&](llvm::Value* x, llvm::Value* y) { return combine(L, kind, at, {x, nullptr}, {y, nullptr}).v; };
   llvm::Type* ty = L.reg_type(at);
+  llvm::Constant* identity = kind == ReduceKind::prod ? (is_float(at) ? llvm::ConstantFP::get(ty, 1.0)
+                                                                      : llvm::ConstantInt::get(ty, 1))
+                                                      : llvm::Constant::getNullValue(ty);
   unsigned eb = unsigned(L.m_.getDataLayout().getTypeStoreSize(ty));
   int64_t numel = l.numel();
   // The lowest axis bit a warp holds has the most blocks: numel >> k slots.
@@ -308,7 +315,7 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Values
         if ((old_blk & carry_mask) == blk) c = v;  // one per block: the key only lost bits below k
       llvm::Value* up = c ? add(j.first, c) : j.first;
       grown[blk] = c ? b.CreateSelect(is_hi, up, c)
-                     : b.CreateSelect(is_hi, up, llvm::Constant::getNullValue(ty));
+                     : b.CreateSelect(is_hi, up, identity);
     }
     carry = std::move(grown);
     for (int r = 0; r < l.num_regs(); ++r) T[size_t(r)] = joined[block_of(r)].second;
@@ -323,14 +330,14 @@ void Lowerer::lower_scan(const ir::Operation& op) {
   int axis = int(op.i0);
   DType t = src->type.dtype;
   DType at = narrow_float(t) ? DType::f32 : t;
-  bool fl = is_float(at);
+  const auto kind = ReduceKind(op.i1);  // sum or prod
   Layout l = preferred_layout(src);
   Values in = get(src, l);
   Values vals;
   for (llvm::Value* x : in) vals.push_back(cast(x, t, at));
   int off = dim_offset(l.shape, axis);
   uint32_t n_axis = uint32_t(l.shape[axis]);
-  auto add = [&](llvm::Value* x, llvm::Value* y) { return fl ? b.CreateFAdd(x, y) : b.CreateAdd(x, y); };
+  auto add = [&](llvm::Value* x, llvm::Value* y) { return combine(*this, kind, at, {x, nullptr}, {y, nullptr}).v; };
 
   bool in_registers = true;
   for (uint32_t img : l.lane) in_registers &= !along_axis(l, img, axis);
@@ -357,7 +364,7 @@ void Lowerer::lower_scan(const ir::Operation& op) {
       }
     }
     vals = out;
-  } else if (!scan_by_bits(*this, l, axis, at, vals)) {
+  } else if (!scan_by_bits(*this, l, axis, at, kind, vals)) {
     llvm::Type* ty = reg_type(at);
     unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
     int64_t numel = l.numel();

@@ -17,7 +17,8 @@ const char* op_name(Op op) {
     case Op::num_programs: return "num_programs"; case Op::arange: return "arange";
     case Op::splat: return "splat"; case Op::broadcast: return "broadcast";
     case Op::expand_dims: return "expand_dims"; case Op::reshape: return "reshape";
-    case Op::trans: return "trans"; case Op::add: return "add"; case Op::sub: return "sub";
+    case Op::trans: return "trans"; case Op::join: return "join"; case Op::split: return "split";
+    case Op::cat: return "cat"; case Op::flip: return "flip"; case Op::add: return "add"; case Op::sub: return "sub";
     case Op::mul: return "mul"; case Op::div: return "div"; case Op::rem: return "rem";
     case Op::min: return "min"; case Op::max: return "max"; case Op::band: return "and";
     case Op::bor: return "or"; case Op::bxor: return "xor"; case Op::shl: return "shl";
@@ -99,8 +100,8 @@ const char* pred_name(int64_t p) {
   return p >= 0 && p < 6 ? names[p] : "?";
 }
 const char* reduce_name(int64_t k) {
-  static const char* names[] = {"sum", "max", "min", "argmax", "argmin"};
-  return k >= 0 && k < 5 ? names[k] : "?";
+  static const char* names[] = {"sum", "max", "min", "argmax", "argmin", "xor_sum", "prod"};
+  return k >= 0 && k < 7 ? names[k] : "?";
 }
 const char* atomic_name(int64_t k) {
   static const char* names[] = {"add", "max", "min", "xchg", "and", "or", "xor"};
@@ -171,6 +172,8 @@ class Printer {
       case Op::add: case Op::sub: case Op::mul: case Op::shl: return op.i1 ? " index" : "";
       case Op::cmp: return fmt::format(" {}", pred_name(op.i0));
       case Op::trans: return fmt::format(" perm=[{}]", fmt::join(op.ints, ","));
+      case Op::split: return op.i0 ? " hi" : " lo";
+      case Op::flip: return fmt::format(" dim={}", op.i0);
       case Op::reduce: case Op::scan:
         return fmt::format(" {} axis={}", reduce_name(op.i1), op.i0);
       case Op::atomic_rmw:

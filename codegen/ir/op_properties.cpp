@@ -18,6 +18,9 @@ OpProperties describe(Op op) {
     case Op::splat: case Op::broadcast: case Op::reshape: return {kPure, 0};
     case Op::expand_dims: return {kPure, kAttrI0};
     case Op::trans: return {kPure, kAttrInts};
+    // split: i0 the half (0 or 1); flip: i0 the dim.
+    case Op::join: case Op::cat: return {kPure, 0};
+    case Op::split: case Op::flip: return {kPure, kAttrI0};
     // i1: kIndexArithmetic (op_properties.hpp), set by mark_index_arithmetic.
     case Op::add: case Op::sub: case Op::mul: case Op::shl: return {kPureElementwise, kAttrI1};
     case Op::div: case Op::rem: case Op::min: case Op::max:

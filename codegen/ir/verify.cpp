@@ -248,6 +248,35 @@ class Verifier {
       case Op::reduce: case Op::scan:
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
         break;
+      case Op::join: {
+        expect(nops == 2 && op.operands[0]->type == op.operands[1]->type, op, "join takes two tiles of one type");
+        std::vector<int> s = op.operands[0]->type.shape;
+        s.push_back(2);
+        expect(!op.operands[0]->type.is_scalar() && op.result()->type == op.operands[0]->type.with_shape(s), op,
+               "join's result is its operands' shape with a last dim of 2");
+        break;
+      }
+      case Op::split: {
+        expect(nops == 1 && (op.i0 == 0 || op.i0 == 1), op, "split takes one tile and a half, 0 or 1");
+        std::vector<int> s = op.operands[0]->type.shape;
+        bool two = !s.empty() && s.back() == 2;
+        if (two) s.pop_back();
+        expect(two && !s.empty() && op.result()->type == op.operands[0]->type.with_shape(s), op,
+               "split takes a last dim of 2 and drops it");
+        break;
+      }
+      case Op::cat: {
+        expect(nops == 2 && op.operands[0]->type == op.operands[1]->type && !op.operands[0]->type.is_scalar(), op,
+               "cat takes two tiles of one type");
+        std::vector<int> s = op.operands[0]->type.shape;
+        if (!s.empty()) s[0] *= 2;
+        expect(op.result()->type == op.operands[0]->type.with_shape(s), op, "cat doubles dim 0");
+        break;
+      }
+      case Op::flip:
+        expect(nops == 1 && op.result()->type == op.operands[0]->type && op.i0 >= 0 && op.i0 < op.result()->type.rank(),
+               op, "flip keeps its operand's type; its dim must be in range");
+        break;
       case Op::for_: {
         expect(nops >= 3 && op.regions.size() == 1, op, "for takes lb, ub, step and inits");
         const Block& body = *op.regions[0];

@@ -391,12 +391,14 @@ static int normalize_axis(int axis, int rank, const char* fn, const Loc& loc) {
 }
 
 Value* reduce(ReduceKind k, Value* a, int axis, const Loc& loc) {
-  static const char* names[] = {"tl::sum", "tl::max", "tl::min", "tl::argmax", "tl::argmin"};
+  static const char* names[] = {"tl::sum", "tl::max", "tl::min", "tl::argmax", "tl::argmin", "tl::xor_sum", "tl::prod"};
   const char* fn = names[int(k)];
   int ax = normalize_axis(axis, a->type.rank(), fn, loc);
   DType d = a->type.dtype;
   if (a->type.is_ptr() || is_fp8(d) || d == DType::i1)
     throw trace_error(fmt::format("{}: cannot reduce {} elements (cast first)", fn, name(d)), loc);
+  if (k == ReduceKind::xor_sum && !is_int(d))
+    throw trace_error(fmt::format("tl::xor_sum: needs an integer tile, got {}", name(d)), loc);
   Shape s = a->type.shape;
   s.erase(s.begin() + ax);
   DType rd = (k == ReduceKind::argmax || k == ReduceKind::argmin) ? DType::i32 : d;

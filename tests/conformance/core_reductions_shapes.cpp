@@ -13,8 +13,7 @@ using namespace conformance;
 namespace ty = tl::ty;
 
 // test_reduce: z = tl.<op>(x, axis) of a BLOCK_M x BLOCK_N tile, for axis 0 and 1; and
-// test_reduce1d on the tile reshaped to one dim. tl's reductions take one axis (the gap
-// "reduce axis=None / keep_dims"): the whole-tile sum is a sum over each axis in turn.
+// test_reduce1d on the tile reshaped to one dim, and axis=None (the whole tile).
 template <class T> void test_reduce(double lo, double hi) {
   constexpr int BLOCK_M = 16, BLOCK_N = 32;
   static auto k = tl::kernel(std::string("test_reduce_") + std::string(tl::name(T::dtype)),
@@ -42,8 +41,8 @@ template <class T> void test_reduce(double lo, double hi) {
     tl::store(Zv + o1 + 2, tl::min(flat, 0));
     tl::store(Zi + 2 * BLOCK_N + 2 * BLOCK_M, tl::argmax(flat, 0));
     tl::store(Zi + 2 * BLOCK_N + 2 * BLOCK_M + 1, tl::argmin(flat, 0));
-    // axis=None: sum(sum(x, 1), 0)
-    tl::store(Zv + o1 + 3, tl::sum(tl::sum(x, 1), 0));
+    // axis=None
+    tl::store(Zv + o1 + 3, tl::sum(x));
   });
   const std::string dt(tl::name(T::dtype));
   auto hx = random_values<T>(BLOCK_M * BLOCK_N, lo, hi);
@@ -89,7 +88,6 @@ template <class T> void test_reduce(double lo, double hi) {
 }
 
 TEST(Core, Reduce) {
-  conformance::note_partial("reduce axis=None / keep_dims");
   test_reduce<ty::i32>(-1000, 1000);
   test_reduce<ty::f32>(-10, 10);
   test_reduce<ty::f16>(-10, 10);
@@ -190,18 +188,12 @@ TEST(Core, Shapes) {
 }
 
 TEST(Core, ReduceCustomCombine) { CONFORMANCE_GAP("tl.reduce"); }
-TEST(Core, ReduceXorSum) { CONFORMANCE_GAP("tl.xor_sum"); }
-TEST(Core, ArgmaxTieBreakRightAndMaxIndices) { CONFORMANCE_GAP("argmax/argmin options"); }
+TEST(Core, ArgmaxTieBreakRight) { CONFORMANCE_GAP("argmax/argmin options"); }
 TEST(Core, ReduceSmallIntegersSumInInt32) { CONFORMANCE_GAP("tl.sum dtype"); }
 TEST(Core, Scan2dAssociativeScan) { CONFORMANCE_GAP("tl.associative_scan"); }
-TEST(Core, Scan2dCumprod) { CONFORMANCE_GAP("tl.cumprod"); }
-TEST(Core, Scan2dReverse) { CONFORMANCE_GAP("scan reverse"); }
 TEST(Core, Sort) { CONFORMANCE_GAP("tl.sort"); }
-TEST(Core, Flip) { CONFORMANCE_GAP("tl.flip"); }
 TEST(Core, Gather) { CONFORMANCE_GAP("tl.gather"); }
 TEST(Core, Histogram) { CONFORMANCE_GAP("tl.histogram"); }
-TEST(Core, Cat) { CONFORMANCE_GAP("tl.cat"); }
-TEST(Core, JoinSplitInterleave) { CONFORMANCE_GAP("split/join"); }
 TEST(Core, Ravel) { CONFORMANCE_GAP("tl.ravel"); }
 TEST(Core, ZerosLike) { CONFORMANCE_GAP("tl.zeros_like"); }
 TEST(Core, Swizzle2d) { CONFORMANCE_GAP("tl.swizzle2d"); }

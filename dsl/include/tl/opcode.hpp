@@ -8,6 +8,11 @@ namespace tl {
 enum class Op : uint8_t {
   // values
   constant, program_id, num_programs, arange, splat, broadcast, expand_dims, reshape, trans,
+  // Triton's tt.join / tt.split / tt.cat and tl.flip. join(a, b): a new last dim of 2
+  // (a at 0, b at 1). split: one half of a tile whose last dim is 2 (i0: which, 0 or 1;
+  // Triton's split has both as results, tl traces one op per half). cat(a, b): a then b
+  // along dim 0, order kept. flip: the elements along dim i0 reversed.
+  join, split, cat, flip,
   // elementwise
   add, sub, mul, div, rem, min, max, band, bor, bxor, shl, shr,
   neg, bnot, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, erf, floor, ceil,
@@ -68,7 +73,8 @@ enum class Op : uint8_t {
 };
 
 enum class CmpPred : uint8_t { lt, le, gt, ge, eq, ne };
-enum class ReduceKind : uint8_t { sum, max, min, argmax, argmin };
+// xor_sum: integers only; prod: scans only (tl::cumprod).
+enum class ReduceKind : uint8_t { sum, max, min, argmax, argmin, xor_sum, prod };
 // Op::hint's i0.
 enum class HintKind : uint8_t { multiple_of, max_contiguous, max_constancy };
 enum class AtomicKind : uint8_t { add, max, min, xchg, band, bor, bxor };

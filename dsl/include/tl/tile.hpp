@@ -17,6 +17,7 @@
 #include <source_location>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tl/dtype.hpp"
@@ -102,12 +103,23 @@ ir::Value* broadcast_to(ir::Value* a, const Shape& shape, const Loc& loc);
 ir::Value* expand_dims(ir::Value* a, int axis, const Loc& loc);
 ir::Value* reshape(ir::Value* a, const Shape& shape, const Loc& loc);
 ir::Value* trans(ir::Value* a, const Shape& perm, const Loc& loc);
+// Triton's join / split / cat / flip (dsl/src/shape_ops.cpp). split gives both halves.
+ir::Value* join(ir::Value* a, ir::Value* b, const Loc& loc);
+std::pair<ir::Value*, ir::Value*> split(ir::Value* a, const Loc& loc);
+ir::Value* interleave(ir::Value* a, ir::Value* b, const Loc& loc);
+ir::Value* cat(ir::Value* a, ir::Value* b, const Loc& loc);
+ir::Value* flip(ir::Value* a, int dim, const Loc& loc);
 ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const Loc& loc);
 void store(ir::Value* ptr, ir::Value* value, ir::Value* mask, const Loc& loc);
 ir::Value* atomic_rmw(AtomicKind k, ir::Value* ptr, ir::Value* v, ir::Value* mask, sem s, scope sc, const Loc& loc);
 ir::Value* atomic_cas(ir::Value* ptr, ir::Value* cmp, ir::Value* v, sem s, scope sc, const Loc& loc);
 ir::Value* reduce(ReduceKind k, ir::Value* a, int axis, const Loc& loc);
+// A reduction over `axis`, or over every axis when `all_axes` (the tile flattened), the
+// reduced dims kept as 1 when `keep_dims` (dsl/src/shape_ops.cpp).
+ir::Value* reduce_dims(ReduceKind k, ir::Value* a, int axis, bool all_axes, bool keep_dims, const Loc& loc);
 ir::Value* cumsum(ir::Value* a, int axis, const Loc& loc);
+// cumsum (k = sum) or cumprod (k = prod), from the end when `reverse`.
+ir::Value* scan(ReduceKind k, ir::Value* a, int axis, bool reverse, const Loc& loc);
 // a [M, K] . b [K, N] + acc [M, N] (acc null: zeros of the accumulator type).
 ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
@@ -409,6 +421,30 @@ template <class E> tile<E> trans(const tile<E>& a, shape_t perm = {}, Loc loc = 
   return tile<E>(detail::trans(a.get(), perm, loc));
 }
 
+// Triton's tl.join(a, b): a new last dim of 2, a at index 0 and b at 1 ([...] -> [..., 2];
+// two scalars give [2]); the shapes broadcast. tl.split(t), its inverse: t's last dim
+// must be 2; `auto [lo, hi] = tl::split(t);`. tl.interleave(a, b): join, then the last two
+// dims merged ([..., n] -> [..., 2n], a and b alternating). tl.cat(a, b): a then b along
+// dim 0 (equal shapes; the order is kept, Triton's can_reorder=False). tl.flip(t, dim):
+// the elements along dim (default the last) reversed. On GPUs join and split move no
+// data when the 2 lies in one thread's registers, cat never moves any (docs/language.md).
+template <class E> tile<E> join(const tile<E>& a, const tile<E>& b, Loc loc = Loc::current()) {
+  return tile<E>(detail::join(a.get(), b.get(), loc));
+}
+template <class E> std::pair<tile<E>, tile<E>> split(const tile<E>& a, Loc loc = Loc::current()) {
+  auto [lo, hi] = detail::split(a.get(), loc);
+  return {tile<E>(lo), tile<E>(hi)};
+}
+template <class E> tile<E> interleave(const tile<E>& a, const tile<E>& b, Loc loc = Loc::current()) {
+  return tile<E>(detail::interleave(a.get(), b.get(), loc));
+}
+template <class E> tile<E> cat(const tile<E>& a, const tile<E>& b, Loc loc = Loc::current()) {
+  return tile<E>(detail::cat(a.get(), b.get(), loc));
+}
+template <class E> tile<E> flip(const tile<E>& a, int dim = -1, Loc loc = Loc::current()) {
+  return tile<E>(detail::flip(a.get(), dim, loc));
+}
+
 template <class A, class B>
 tile<ty::promote_t<A, B>> where(const tile<ty::i1>& c, const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
   using R = ty::promote_t<A, B>;
@@ -499,9 +535,74 @@ template <class E> i32 argmax(const tile<E>& a, int axis, Loc loc = Loc::current
 template <class E> i32 argmin(const tile<E>& a, int axis, Loc loc = Loc::current()) {
   return i32(detail::reduce(ReduceKind::argmin, a.get(), axis, loc));
 }
-template <class E> tile<E> cumsum(const tile<E>& a, int axis, Loc loc = Loc::current()) {
-  return tile<E>(detail::cumsum(a.get(), axis, loc));
+// Triton's reverse=True scans from the end (out[i] combines a[i..n-1]).
+template <class E> tile<E> cumsum(const tile<E>& a, int axis, bool reverse = false, Loc loc = Loc::current()) {
+  return tile<E>(detail::scan(ReduceKind::sum, a.get(), axis, reverse, loc));
 }
+template <class E> tile<E> cumprod(const tile<E>& a, int axis, bool reverse = false, Loc loc = Loc::current()) {
+  return tile<E>(detail::scan(ReduceKind::prod, a.get(), axis, reverse, loc));
+}
+
+// Triton's axis=None and keep_dims=True: `tl::sum(t)` reduces every axis to a scalar,
+// `tl::sum(t, tl::keep_dims)` to a tile of ones, `tl::sum(t, 1, tl::keep_dims)` keeps the
+// reduced axis as 1. The same for max, min and xor_sum (integers: Triton's tl.xor_sum).
+struct keep_dims_t {
+  explicit constexpr keep_dims_t() = default;
+};
+inline constexpr keep_dims_t keep_dims{};
+#define TL_REDUCE_FORMS(NAME, KIND)                                                                          \
+  template <class E> tile<E> NAME(const tile<E>& a, Loc loc = Loc::current()) {                             \
+    return tile<E>(detail::reduce_dims(ReduceKind::KIND, a.get(), 0, true, false, loc));                     \
+  }                                                                                                          \
+  template <class E> tile<E> NAME(const tile<E>& a, keep_dims_t, Loc loc = Loc::current()) {                \
+    return tile<E>(detail::reduce_dims(ReduceKind::KIND, a.get(), 0, true, true, loc));                      \
+  }                                                                                                          \
+  template <class E> tile<E> NAME(const tile<E>& a, int axis, keep_dims_t, Loc loc = Loc::current()) {      \
+    return tile<E>(detail::reduce_dims(ReduceKind::KIND, a.get(), axis, false, true, loc));                  \
+  }
+TL_REDUCE_FORMS(sum, sum)
+TL_REDUCE_FORMS(max, max)
+TL_REDUCE_FORMS(min, min)
+TL_REDUCE_FORMS(xor_sum, xor_sum)
+#undef TL_REDUCE_FORMS
+template <class E> tile<E> xor_sum(const tile<E>& a, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::reduce(ReduceKind::xor_sum, a.get(), axis, loc));
+}
+template <class E> i32 argmax(const tile<E>& a, int axis, keep_dims_t, Loc loc = Loc::current()) {
+  return i32(detail::reduce_dims(ReduceKind::argmax, a.get(), axis, false, true, loc));
+}
+template <class E> i32 argmin(const tile<E>& a, int axis, keep_dims_t, Loc loc = Loc::current()) {
+  return i32(detail::reduce_dims(ReduceKind::argmin, a.get(), axis, false, true, loc));
+}
+
+// Triton's return_indices=True: `auto [m, i] = tl::max(t, axis, tl::return_indices);` the
+// extreme and its index along the axis, the smallest index where several hold it (Triton's
+// return_indices_tie_break_left). Without an axis, over the tile flattened (the index is
+// then the flat row-major one).
+struct return_indices_t {
+  explicit constexpr return_indices_t() = default;
+};
+inline constexpr return_indices_t return_indices{};
+#define TL_REDUCE_INDICES(NAME, KIND, ARG)                                                                     \
+  template <class E>                                                                                          \
+  std::pair<tile<E>, i32> NAME(const tile<E>& a, int axis, return_indices_t, Loc loc = Loc::current()) {      \
+    return {tile<E>(detail::reduce_dims(ReduceKind::KIND, a.get(), axis, false, false, loc)),                  \
+            i32(detail::reduce_dims(ReduceKind::ARG, a.get(), axis, false, false, loc))};                      \
+  }                                                                                                           \
+  template <class E>                                                                                          \
+  std::pair<tile<E>, i32> NAME(const tile<E>& a, int axis, return_indices_t, keep_dims_t,                     \
+                               Loc loc = Loc::current()) {                                                     \
+    return {tile<E>(detail::reduce_dims(ReduceKind::KIND, a.get(), axis, false, true, loc)),                   \
+            i32(detail::reduce_dims(ReduceKind::ARG, a.get(), axis, false, true, loc))};                       \
+  }                                                                                                           \
+  template <class E> std::pair<tile<E>, i32> NAME(const tile<E>& a, return_indices_t, Loc loc = Loc::current()) { \
+    return {tile<E>(detail::reduce_dims(ReduceKind::KIND, a.get(), 0, true, false, loc)),                      \
+            i32(detail::reduce_dims(ReduceKind::ARG, a.get(), 0, true, false, loc))};                          \
+  }
+TL_REDUCE_INDICES(max, max, argmax)
+TL_REDUCE_INDICES(min, min, argmin)
+#undef TL_REDUCE_INDICES
+
 
 // Matrix multiply (Triton's tl.dot): a [M, K] by b [K, N], f32 accumulation for bf16,
 // f16, FP8 and f32 operands and i32 for i8 (the accumulator type, `dot_acc_t`). M, N and
