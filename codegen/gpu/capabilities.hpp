@@ -32,7 +32,12 @@ namespace tl::gpu {
 // nvidia_wgmma: Hopper's warpgroup MMA (wgmma.mma_async, sm_90a), four warps computing
 // an m64nNk tile together, B (and A, or A from registers) read from shared memory through
 // matrix descriptors, asynchronously.
-enum class MatrixFamily : uint8_t { amd_mfma, nvidia_mma, nvidia_wgmma };
+// fma: no matrix core, f32 fused multiply-adds on the program's lanes (Triton's FMA dot
+// lowering), what an f32 dot with input_precision ieee takes where the matrix cores only
+// multiply TF32 (NVIDIA): a lane holds one accumulator element per m x n "instruction",
+// the A element of its row and the B element of its column (k = 1), lanes along N
+// sharing A's and lanes along M sharing B's (copies in the operand layouts).
+enum class MatrixFamily : uint8_t { amd_mfma, nvidia_mma, nvidia_wgmma, fma };
 struct MatrixInstruction {
   std::string name;       // the ISA mnemonic: "v_mfma_f32_32x32x8_bf16", "mma.sync.m16n8k16.bf16"
   std::string intrinsic;  // the LLVM intrinsic the hook calls
@@ -44,6 +49,8 @@ struct MatrixInstruction {
   // its operands may lie MN-major in shared memory (the transpose immediates: 16-bit only).
   std::string ptx_types;
   bool transposable = false;
+  // f32 operands rounded to TF32 (NVIDIA's mma/wgmma .tf32): not for input_precision ieee.
+  bool tf32 = false;
 };
 
 // A raw buffer resource's size in bytes (num_records) and the offset masked-off lanes

@@ -81,6 +81,24 @@ Fragment mma_b(const MatrixInstruction& mi) {
   return f;
 }
 
+// MatrixFamily::fma: an m4n8 step of k = 1 a warp, lane bits 0-2 along N and 3-4 along
+// M; A's element is its row's (the N lanes hold copies), B's its column's.
+Fragment fma_acc() {
+  Fragment f;
+  f.lane = {{0, 1}, {0, 2}, {0, 4}, {1, 0}, {2, 0}};
+  return f;
+}
+Fragment fma_a() {
+  Fragment f;
+  f.lane = {{}, {}, {}, {1, 0}, {2, 0}};
+  return f;
+}
+Fragment fma_b() {
+  Fragment f;
+  f.lane = {{0, 1}, {0, 2}, {0, 4}, {}, {}};
+  return f;
+}
+
 Fragment mma_acc() {
   Fragment f;
   f.elem = {{0, 1}, {8, 0}};
@@ -170,8 +188,14 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   std::vector<const MatrixInstruction*> takes;
   bool swap = !caps.matrix_instructions.empty() && caps.matrix_instructions[0].family == MatrixFamily::amd_mfma;
   for (const auto& mi : caps.matrix_instructions)
-    if ((mi.family == MatrixFamily::nvidia_wgmma) == req.warpgroup && (swap ? mi.a == b && mi.b == a : mi.a == a && mi.b == b))
+    if ((mi.family == MatrixFamily::nvidia_wgmma) == req.warpgroup && (swap ? mi.a == b && mi.b == a : mi.a == a && mi.b == b) &&
+        (req.ieee ? !mi.tf32 : mi.family != MatrixFamily::fma))
       takes.push_back(&mi);
+  if (takes.empty() && req.ieee) {
+    why = fmt::format("input_precision ieee: {} has no {}instruction that multiplies f32 without rounding to TF32",
+                      caps.arch, req.warpgroup ? "warpgroup (wgmma) " : "");
+    return std::nullopt;
+  }
   if (takes.empty()) {
     why = fmt::format("no {}matrix instruction of {} multiplies {} by {}", req.warpgroup ? "warpgroup (wgmma) " : "",
                       caps.arch, name(a), name(b));
@@ -256,9 +280,10 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
     }
   }
   const int kb = pick->k_per_lane * p.kpack;
-  Fragment fa = amd ? mfma_operand(pick->m, kb) : mma_a(*pick);
-  Fragment fb = amd ? transposed(mfma_operand(pick->n, kb)) : mma_b(*pick);
-  Fragment fc = amd ? transposed(mfma_acc(*pick)) : mma_acc();
+  const bool fma = pick->family == MatrixFamily::fma;
+  Fragment fa = amd ? mfma_operand(pick->m, kb) : fma ? fma_a() : mma_a(*pick);
+  Fragment fb = amd ? transposed(mfma_operand(pick->n, kb)) : fma ? fma_b() : mma_b(*pick);
+  Fragment fc = amd ? transposed(mfma_acc(*pick)) : fma ? fma_acc() : mma_acc();
   std::vector<Coord> ra, rb, rc;
   for (int j = 0; j < lg(p.k_steps); ++j) ra.push_back({0, kp << j}), rb.push_back({kp << j, 0});
   for (int j = 0; j < lg(p.reps_n); ++j) rc.push_back({0, (pick->n * p.warps_n) << j});
@@ -319,6 +344,7 @@ DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& d
   DotRequest req;
   req.nonkdim = mi->family == MatrixFamily::amd_mfma ? mi->m : 0;
   req.warpgroup = mi->family == MatrixFamily::nvidia_wgmma;
+  req.ieee = dot.i0 != 0;
   req.kpack = dot.ints[0];
   req.warps_m = dot.ints[1];
   req.warps_n = dot.ints[2];

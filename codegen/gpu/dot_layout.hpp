@@ -56,7 +56,8 @@ struct DotPlan {
   int a_regs_per_step() const { return instr.k_per_lane * kpack; }
   // B elements a lane holds per instruction: n * k / lanes (A's count where m = n, half
   // of it for NVIDIA's m16n8).
-  int b_per_instr() const { return instr.n * instr.k / lanes(); }
+  // (fma: one, the B element of the lane's column.)
+  int b_per_instr() const { return instr.family == MatrixFamily::fma ? 1 : instr.n * instr.k / lanes(); }
   int b_regs_per_step() const { return b_per_instr() * kpack; }
   int lanes() const { return instr.family == MatrixFamily::amd_mfma ? 64 : 32; }
   // First register of a fragment: accumulator tile (mi, ni); A tile (mi, K step ks);
@@ -80,6 +81,10 @@ struct DotRequest {
   // NVIDIA: plan with the warpgroup instructions (wgmma) instead of mma.sync; warps_m and
   // warps_n then count warps along M (a multiple of 4) and warpgroups along N.
   bool warpgroup = false;
+  // Triton's input_precision "ieee" (the dot op's i0): no instruction that rounds f32
+  // operands to TF32; f32 FMAs (MatrixFamily::fma) where the matrix cores have none other.
+  // Without it the fma family is not taken.
+  bool ieee = false;
 };
 
 // The plan of a dot of a [M, K] (dtype a) by [K, N] (dtype b) on `caps`' matrix

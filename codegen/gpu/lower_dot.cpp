@@ -120,8 +120,12 @@ void Lowerer::lower_dot(const ir::Operation& op) {
           const int cr = p.acc_reg(mi_rep, ni_rep);
           Values fa(a.begin() + ar, a.begin() + ar + kl), fb(bv.begin() + br, bv.begin() + br + klb);
           Values fc(c.begin() + cr, c.begin() + cr + per_acc);
-          Values out = p.swap_operands ? hooks_.matrix_multiply(b, mi, fb, fa, fc)
-                                       : hooks_.matrix_multiply(b, mi, fa, fb, fc);
+          // The fma family is no instruction of the target's: one f32 FMA a lane (k = 1),
+          // the K steps in order, so each element is an FMA chain over k ascending.
+          Values out = mi.family == MatrixFamily::fma
+                           ? Values{b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {fa[0], fb[0], fc[0]})}
+                       : p.swap_operands ? hooks_.matrix_multiply(b, mi, fb, fa, fc)
+                                         : hooks_.matrix_multiply(b, mi, fa, fb, fc);
           if (int(out.size()) != per_acc)
             fail(op, fmt::format("tl::dot: {} has no lowering of {}", hooks_.target_name(), mi.name));
           std::copy(out.begin(), out.end(), c.begin() + cr);
@@ -132,7 +136,7 @@ void Lowerer::lower_dot(const ir::Operation& op) {
         for (int id : ids->second) smem_after_read(id);
   if (A.exchange || B.exchange) smem_after_read();
   for (int i = 0; i < 2; ++i) exchanges_read_by_dot_.erase(op.operands[size_t(i)]);
-  info_.uses_matrix_instructions = true;
+  info_.uses_matrix_instructions |= mi.family != MatrixFamily::fma;
   set_natural(op.result(), Regs{p.acc, std::move(c)});
 }
 

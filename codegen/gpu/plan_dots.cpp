@@ -71,8 +71,9 @@ std::optional<std::vector<uint32_t>> k_renumbering(const Layout& a, const Layout
   return perm;
 }
 
-std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, const DotRequest& req, std::string& why) {
+std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, DotRequest req, std::string& why) {
   const ir::Type &a = dot.operands[0]->type, &b = dot.operands[1]->type;
+  req.ieee = dot.i0 != 0;  // input_precision ieee: no TF32 instruction
   return plan_dot(*t.caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], t.num_warps, t.wave_size, req, why);
 }
 

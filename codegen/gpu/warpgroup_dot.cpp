@@ -67,6 +67,7 @@ std::string warpgroup_dot_obstacle(const TargetCapabilities& caps, const ir::Ope
   const ir::Type &a = dot.operands[0]->type, &b = dot.operands[1]->type;
   DotRequest req;
   req.warpgroup = true;
+  req.ieee = dot.i0 != 0;  // wgmma multiplies f32 only as TF32
   std::string why;
   auto p = plan_dot(caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], num_warps, 32, req, why);
   if (!p) return why;

@@ -188,11 +188,12 @@ class Printer {
       case Op::assert_: case Op::print: return fmt::format(" \"{}\"", op.str);
       case Op::shared_load:
         return fmt::format("{}{}", op.i0 ? " relaxed" : "", op.i1 == kReadByDot ? " read_by_dot" : "");
-      case Op::dot:
-        return op.str.empty() || op.ints.size() < 3
-                   ? ""
-                   : fmt::format(" {} kpack={} warps={}x{}{}", op.str, op.ints[0], op.ints[1], op.ints[2],
-                                 op.i1 == kAsyncDot ? " async" : "");
+      case Op::dot:  // i0: Triton's input_precision "ieee" (no TF32 products)
+        return fmt::format("{}{}", op.i0 ? " ieee" : "",
+                           op.str.empty() || op.ints.size() < 3
+                               ? ""
+                               : fmt::format(" {} kpack={} warps={}x{}{}", op.str, op.ints[0], op.ints[1],
+                                             op.ints[2], op.i1 == kAsyncDot ? " async" : ""));
       case Op::dot_wait: return fmt::format(" pending={}", op.i0);
       case Op::convert_layout:
         return fmt::format(" path={}{}{}", convert_path_name(ConvertPath(op.i0)),

@@ -54,7 +54,7 @@ OpProperties describe(Op op) {
     // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n
     // (ints); the CPU ignores them.
     // i1: kAsyncDot (plan_async_dots).
-    case Op::dot: return {kPure, kAttrInts | kAttrStr | kAttrI1};
+    case Op::dot: return {kPure, kAttrI0 | kAttrInts | kAttrStr | kAttrI1};  // i0: ieee
     // A wait and a fence order work the IR cannot see (the warpgroup's dots in flight, the
     // async proxy): never moved, merged or dropped.
     case Op::dot_wait: return {kSideEffects, kAttrI0};

@@ -83,6 +83,16 @@ gpu::TargetCapabilities capabilities(const std::string& arch) {
       mma("mma.sync.m16n8k32.s32.s8.s8.s32", "llvm.nvvm.mma.m16n8k32.row.col.s8", 32, D::i8, D::i8, D::i32),
       mma("mma.sync.m16n8k8.f32.tf32.tf32.f32", "llvm.nvvm.mma.m16n8k8.row.col.tf32", 8, D::f32, D::f32, D::f32),
   };
+  c.matrix_instructions.back().tf32 = true;
+  // f32 dots asked with input_precision ieee: f32 FMAs on the lanes (Triton's FMA dot),
+  // a warp's 32 lanes 4 rows by 8 columns of the accumulator per step of k.
+  {
+    gpu::MatrixInstruction fma;
+    fma.name = "fma.rn.f32", fma.intrinsic = "llvm.fma.f32", fma.family = gpu::MatrixFamily::fma;
+    fma.m = 4, fma.n = 8, fma.k = 1, fma.a = D::f32, fma.b = D::f32, fma.acc = D::f32;
+    fma.k_per_lane = 1;
+    c.matrix_instructions.push_back(fma);
+  }
   if (sm >= 89)
     for (auto [an, at] : {std::pair{"e4m3", D::f8e4m3fn}, std::pair{"e5m2", D::f8e5m2}})
       for (auto [bn, bt] : {std::pair{"e4m3", D::f8e4m3fn}, std::pair{"e5m2", D::f8e5m2}}) {
@@ -117,6 +127,7 @@ gpu::TargetCapabilities capabilities(const std::string& arch) {
         mi.m = 64, mi.n = n, mi.k = t.k, mi.a = t.a, mi.b = t.b, mi.acc = t.acc;
         mi.k_per_lane = 64 * t.k / 128;
         mi.ptx_types = t.ptx;
+        mi.tf32 = t.a == D::f32;
         mi.transposable = bit_width(t.a) == 16;
         mi.name = fmt::format("wgmma.mma_async.m64n{}k{}.{}", n, t.k, t.ptx);
         c.matrix_instructions.push_back(mi);

@@ -473,6 +473,55 @@ Value* dot(Value* a, Value* b, Value* acc, const Loc& loc) {
   return t.emit1(Op::dot, {a, b, acc}, acc_type, loc);
 }
 
+namespace {
+// x rounded to TF32 (10 explicit mantissa bits), to nearest with ties away from zero as
+// NVIDIA's cvt.rna.tf32.f32 (what Triton's 3xTF32 split uses). The top binade is
+// truncated instead, so that no finite value rounds up to infinity, and infinities and
+// NaN are kept as they are (a NaN whose payload is all low bits would truncate to inf).
+Value* round_to_tf32(Value* x, const Loc& loc) {
+  const Shape& s = x->type.shape;
+  auto i32 = [&](int64_t v) { return full(s, DType::i32, 0, v, loc); };
+  Value* bits = cast(x, DType::i32, true, loc);
+  Value* truncated = binary(Op::band, bits, i32(~int64_t(0x1FFF)), loc);
+  Value* rounded = binary(Op::band, binary(Op::add, bits, i32(0x1000), loc), i32(~int64_t(0x1FFF)), loc);
+  Value* exponent = binary(Op::band, bits, i32(0x7F800000), loc);
+  Value* top = compare(CmpPred::eq, exponent, i32(0x7F000000), loc);
+  Value* special = compare(CmpPred::eq, exponent, i32(0x7F800000), loc);
+  return where(special, x, cast(where(top, truncated, rounded, loc), DType::f32, true, loc), loc);
+}
+}  // namespace
+
+// Triton's input_precision: only f32 operands have a choice. `ieee` is recorded on the op
+// (i0 = 1) for the GPU planner, which then takes no TF32 instruction; `tf32x3` is Triton's
+// 3xTF32 decomposition, traced here as three TF32 dots (the small terms first, so the
+// large one lands on the most accurate partial sum), which every target lowers as any dot.
+Value* dot(Value* a, Value* b, Value* acc, input_precision p, const Loc& loc) {
+  const bool f32 = !a->type.is_ptr() && !b->type.is_ptr() && a->type.dtype == DType::f32 &&
+                   b->type.dtype == DType::f32;
+  if (p == input_precision::tf32x3 && !f32)
+    throw trace_error(fmt::format("tl::dot: input_precision tf32x3 splits f32 operands; a is {}, b is {} (Triton "
+                                  "refuses it too: use the default, or .to<tl::f32>() both)",
+                                  a->type.str(), b->type.str()), loc);
+  if (!f32 || p == input_precision::tf32) return dot(a, b, acc, loc);
+  if (p == input_precision::ieee) {
+    Value* r = dot(a, b, acc, loc);
+    r->def->i0 = 1;
+    return r;
+  }
+  Value* a_hi = round_to_tf32(a, loc);
+  Value* b_hi = round_to_tf32(b, loc);
+  Value* a_lo = binary(Op::sub, a, a_hi, loc);
+  Value* b_lo = binary(Op::sub, b, b_hi, loc);
+  if (!acc) acc = full({a->type.shape[0], b->type.shape[1]}, DType::f32, 0.0, 0, loc);
+  Value* r = dot(a_lo, b_hi, acc, loc);
+  r = dot(a_hi, b_lo, r, loc);
+  // An infinite operand's low part is inf - inf = NaN: the small terms then give back the
+  // accumulator and the large dot the infinity (Triton's F32DotTC does the same). A NaN
+  // operand is NaN in its high part too.
+  r = where(compare(CmpPred::ne, r, r, loc), acc, r, loc);
+  return dot(a_hi, b_hi, r, loc);
+}
+
 void device_assert(Value* cond, const std::string& msg, const Loc& loc) {
   if (cond->type.dtype != DType::i1) throw trace_error("tl::device_assert: the condition must be i1", loc);
   ir::Operation* op = T(loc).emit(Op::assert_, {cond}, loc);

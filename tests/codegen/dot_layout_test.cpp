@@ -37,6 +37,14 @@ struct Hw {
 
 Hw hardware(const MatrixInstruction& mi) {
   Hw h;
+  if (mi.family == MatrixFamily::fma) {
+    // No warp instruction: each lane one FMA (input_precision ieee), lane l computing
+    // D[l / 8][l % 8] of the m4n8 step from its own A[l / 8][k] and B[k][l % 8].
+    h.a_at = [](int l, int) { return std::pair{l / 8, 0}; };
+    h.b_at = [](int l, int) { return std::pair{0, l % 8}; };
+    h.c_at = [](int l, int) { return std::pair{l / 8, l % 8}; };
+    return h;
+  }
   if (mi.family == MatrixFamily::amd_mfma) {
     // AMD Matrix Instruction Calculator (CDNA3), e.g. v_mfma_f32_32x32x8_bf16:
     // A[i][k]: lane = i + 32 * (k / 4), item k % 4; D[i][j]: lane = j + 32 * ((i / 4) % 2),
@@ -212,8 +220,9 @@ void check_target(const std::string& arch) {
             std::string why;
             // AMD swaps the operands: the instruction for (x, y) is the table's (y, x).
             const bool amd = mi.family == MatrixFamily::amd_mfma;
-            auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, num_warps, caps.wave_size,
-                              DotRequest{nonkdim, kpack}, why);
+            DotRequest req{nonkdim, kpack};
+            req.ieee = mi.family == MatrixFamily::fma;  // (taken for input_precision ieee only)
+            auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, num_warps, caps.wave_size, req, why);
             if (!p || p->instr.name != mi.name || p->instr.a != mi.a || p->instr.b != mi.b) continue;
             EXPECT_EQ(p->swap_operands, amd);
             SCOPED_TRACE(fmt::format("{} {} [{}x{}x{}] warps {} nonkdim {} kpack {}", arch, mi.name, M, N, K, num_warps,
@@ -233,7 +242,9 @@ void check_target(const std::string& arch) {
                              {16, 16, 16}, {32, 32, 8}, {16, 16, 4}, {32, 32, 2}}) {
         std::string why;
         const bool amd = mi.family == MatrixFamily::amd_mfma;
-        auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, 4, caps.wave_size, DotRequest{nonkdim, 1}, why);
+        DotRequest req{nonkdim, 1};
+        req.ieee = mi.family == MatrixFamily::fma;
+        auto p = plan_dot(caps, amd ? mi.b : mi.a, amd ? mi.a : mi.b, M, N, K, 4, caps.wave_size, req, why);
         any |= p && p->instr.name == mi.name && p->instr.a == mi.a && p->instr.b == mi.b;
       }
     EXPECT_TRUE(any) << arch << ": no shape selects " << mi.name << " for " << name(mi.a) << " x " << name(mi.b);

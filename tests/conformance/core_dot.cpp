@@ -2,7 +2,7 @@
 // epilogues (none, add-matrix, add-rows, add-cols, softmax, chain-dot with W [N, N]),
 // operands stored row- or column-major (COL_A, COL_B: the strides say which), over the
 // operand types tl.dot takes (f16, bf16, f32, i8, f8e5m2, f8e4m3fn) and several shapes.
-// input_precision / out_dtype, 3-D dots and M, N or K below 16 are gaps.
+// input_precision (ieee, tf32x3) on f32; out_dtype, 3-D dots and M, N or K below 16 are gaps.
 #include "conformance/common.hpp"
 
 namespace {
@@ -151,7 +151,41 @@ TEST(Core, Dot) {
   test_dot<ty::f8e4m3fn, ty::f32>(16, 32, 64, NONE, false, false);
 }
 
-TEST(Core, DotInputPrecisionOutDtype) { CONFORMANCE_GAP("dot options"); }
+// test_dot's input_precision on f32 operands: "ieee" (f32 products: an f32 sum's error)
+// and "tf32x3" (3xTF32: about 2^-21 of sum |x||y| more); "tf32" is the default above.
+TEST(Core, DotInputPrecision) {
+  static auto k = tl::kernel("test_dot_input_precision", [](tl::ptr<ty::f32> X, tl::ptr<ty::f32> Y, tl::ptr<ty::f32> Z,
+                                                            int BLOCK, tl::input_precision p) {
+    auto off = tl::arange(0, BLOCK);
+    auto x = tl::load(X + tl::expand_dims(off, 1) * BLOCK + tl::expand_dims(off, 0));
+    auto y = tl::load(Y + tl::expand_dims(off, 1) * BLOCK + tl::expand_dims(off, 0));
+    tl::store(Z + tl::expand_dims(off, 1) * BLOCK + tl::expand_dims(off, 0), tl::dot(x, y, p));
+  });
+  const int B = 32;
+  auto x = tltest::random_floats(B * B, -1, 1), y = tltest::random_floats(B * B, -1, 1);
+  std::vector<double> z(B * B);
+  double mag_max = 0;
+  for (int m = 0; m < B; ++m)
+    for (int n = 0; n < B; ++n) {
+      double acc = 0, mag = 0;
+      for (int kk = 0; kk < B; ++kk) {
+        double prod = double(x[m * B + kk]) * double(y[kk * B + n]);
+        acc += prod, mag += std::fabs(prod);
+      }
+      z[m * B + n] = acc, mag_max = std::max(mag_max, mag);
+    }
+  auto X = tltest::upload<ty::f32>(x), Y = tltest::upload<ty::f32>(y);
+  for (tl::input_precision p : {tl::input_precision::ieee, tl::input_precision::tf32x3}) {
+    auto Z = tltest::test_device().alloc<ty::f32>(B * B);
+    tltest::poison(Z);
+    k[tl::grid(1)](X, Y, Z, B, p);
+    double tol = mag_max * B * 0x1p-24 * (p == tl::input_precision::ieee ? 1 : 3) +
+                 (p == tl::input_precision::tf32x3 ? mag_max * 0x1p-20 : 0);
+    EXPECT_TRUE(close(Z.download(), z, 0, tol, p == tl::input_precision::ieee ? "ieee" : "tf32x3"));
+  }
+}
+
+TEST(Core, DotOutDtype) { CONFORMANCE_GAP("dot options"); }
 TEST(Core, Dot3d) { CONFORMANCE_GAP("3-D tl.dot"); }
 TEST(Core, DotSmallShapes) { CONFORMANCE_GAP("small dot shapes"); }
 

@@ -125,9 +125,9 @@ const std::vector<gap>& gaps() {
       {"load/store modifiers", "test_core `test_load_cache_modifier`, `test_store_eviction_policy`, "
        "`test_vectorization`", missing,
        "`tl.load` / `tl.store` take no `cache_modifier`, `eviction_policy`, `volatile`", "", nullptr},
-      {"dot options", "test_core `test_dot` (`input_precision`, `out_dtype`, `max_num_imprecise_acc`)", missing,
-       "`tl.dot` takes no `input_precision` (\"ieee\", \"tf32x3\"), `out_dtype` (f16 accumulation) or "
-       "`max_num_imprecise_acc`; f32 operands are tf32 on NVIDIA",
+      {"dot options", "test_core `test_dot` (`out_dtype`, `max_num_imprecise_acc`)", missing,
+       "`tl.dot` takes no `out_dtype` (f16 accumulation) or `max_num_imprecise_acc` (its `input_precision` is "
+       "`tl::input_precision`)",
        "", nullptr},
       {"3-D tl.dot", "test_core `test_dot3d`", missing, "`tl.dot` of 3-D (batched) operands", "", nullptr},
       {"small dot shapes", "test_core `test_dot` (M or N below 16, K below 16)", missing,

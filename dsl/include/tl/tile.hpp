@@ -32,6 +32,15 @@ namespace ir { class Value; }
 // a tl::trace_error where they are made. docs/language.md, "Limits".
 inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
 
+// How tl::dot multiplies f32 operands (Triton's tl.dot input_precision): `tf32` (the
+// default, as Triton's) lets the matrix cores round them to TF32 (NVIDIA's mma/wgmma:
+// 10-bit mantissas, products to about 2^-11); `ieee` computes every product exactly
+// rounded in f32 (NVIDIA: f32 FMAs; AMD's f32 MFMAs and the CPU do so either way);
+// `tf32x3` is Triton's 3xTF32: a = a_hi + a_lo with a_hi a rounded to TF32, then
+// a_hi b_hi + a_hi b_lo + a_lo b_hi, three TF32 dots close to ieee's accuracy. Other
+// operand types ignore it (`tf32x3` on them is a trace error, as in Triton).
+enum class input_precision : uint8_t { tf32, ieee, tf32x3 };
+
 namespace detail {
 using Loc = std::source_location;
 using Shape = std::vector<int>;
@@ -122,6 +131,7 @@ ir::Value* cumsum(ir::Value* a, int axis, const Loc& loc);
 ir::Value* scan(ReduceKind k, ir::Value* a, int axis, bool reverse, const Loc& loc);
 // a [M, K] . b [K, N] + acc [M, N] (acc null: zeros of the accumulator type).
 ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, const Loc& loc);
+ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, input_precision p, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
 void barrier(const Loc& loc);
@@ -616,6 +626,15 @@ template <class A, class B> tile<dot_acc_t<A>> dot(const tile<A>& a, const tile<
 template <class A, class B, class C>
 tile<C> dot(const tile<A>& a, const tile<B>& b, const tile<C>& acc, Loc loc = Loc::current()) {
   return tile<C>(detail::dot(a.get(), b.get(), acc.get(), loc));
+}
+// With Triton's input_precision (above): `tl::dot(a, b, acc, tl::input_precision::ieee)`.
+template <class A, class B, class C>
+tile<C> dot(const tile<A>& a, const tile<B>& b, const tile<C>& acc, input_precision p, Loc loc = Loc::current()) {
+  return tile<C>(detail::dot(a.get(), b.get(), acc.get(), p, loc));
+}
+template <class A, class B>
+tile<dot_acc_t<A>> dot(const tile<A>& a, const tile<B>& b, input_precision p, Loc loc = Loc::current()) {
+  return tile<dot_acc_t<A>>(detail::dot(a.get(), b.get(), nullptr, p, loc));
 }
 
 // ---------------------------------------------------------------------------------
