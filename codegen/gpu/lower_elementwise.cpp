@@ -177,7 +177,19 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
     case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
     case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
     case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
-    case Op::div: return fl ? b.CreateFDiv(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+    case Op::div: {
+      if (!fl) return codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+      llvm::Value* q = b.CreateFDiv(a[0], a[1]);
+      if (op.i0) {
+        // tl::fast_dividef: approximate-function and reciprocal flags, which NVPTX selects
+        // as div.approx.f32 and AMDGPU as v_rcp_f32 and a multiply.
+        llvm::FastMathFlags fmf;
+        fmf.setApproxFunc();
+        fmf.setAllowReciprocal();
+        llvm::cast<llvm::Instruction>(q)->setFastMathFlags(fmf);
+      }
+      return q;
+    }
     case Op::rem:
       if (narrow_float(in)) {
         // Exact in f32, and AMDGPU has no bf16 frem; the canonicalize (free: an fpext's
@@ -246,7 +258,12 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
         switch (m) {
           case Op::exp: return b.CreateUnaryIntrinsic(Intr::exp, v);
           case Op::exp2: return b.CreateUnaryIntrinsic(Intr::exp2, v);
-          case Op::log: return b.CreateUnaryIntrinsic(Intr::log, v);
+          // (tl::fast_logf's: with approximate-function flags AMDGPU takes v_log_f32.)
+          case Op::log: {
+            llvm::FastMathFlags fmf;
+            fmf.setApproxFunc();
+            return b.CreateUnaryIntrinsic(Intr::log, v, fmf);
+          }
           case Op::log2: return b.CreateUnaryIntrinsic(Intr::log2, v);
           case Op::sqrt: return b.CreateUnaryIntrinsic(Intr::sqrt, v);
           case Op::sin: return b.CreateUnaryIntrinsic(Intr::sin, v);

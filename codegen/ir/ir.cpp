@@ -181,6 +181,7 @@ class Printer {
       case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::load: case Op::store: return op.i0 ? " buffer" : "";
       case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
+      case Op::div: return op.i0 ? " approx" : "";  // tl::fast_dividef
       case Op::hint: {
         const char* kinds[] = {"multiple_of", "max_contiguous", "max_constancy"};
         return fmt::format(" {}=[{}]", op.i0 >= 0 && op.i0 < 3 ? kinds[op.i0] : "?", fmt::join(op.ints, ","));

@@ -23,7 +23,8 @@ OpProperties describe(Op op) {
     case Op::split: case Op::flip: return {kPure, kAttrI0};
     // i1: kIndexArithmetic (op_properties.hpp), set by mark_index_arithmetic.
     case Op::add: case Op::sub: case Op::mul: case Op::shl: return {kPureElementwise, kAttrI1};
-    case Op::div: case Op::rem: case Op::min: case Op::max:
+    case Op::div: return {kPureElementwise, kAttrI0};  // i0: approximate (tl::fast_dividef)
+    case Op::rem: case Op::min: case Op::max:
     case Op::band: case Op::bor: case Op::bxor: case Op::shr: case Op::neg: case Op::bnot:
     case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::abs:
     case Op::sin: case Op::cos: case Op::erf: case Op::floor: case Op::ceil: case Op::fma: case Op::select:

@@ -306,8 +306,13 @@ V acos_f32(const M& m, V x) {
   return m.sel(m.isnan(x), x, r);
 }
 
-V tan_f32(const M& m, V x) {
-  V a = m.abs(x);
+// a = |x| reduced by multiples of pi/2: a = q pi/2 + r, |r| <= pi/4 (r in f32, within
+// half an ulp of the exact remainder), q mod 4. Below pi/4, r = a and q = 0.
+struct Quadrant {
+  V r;  // f32
+  V q;  // u64, the low two bits the quadrant
+};
+Quadrant reduce_pio2(const M& m, V a) {
   // Payne-Hanek reduction of a >= pi/4 in integers: a = mant * 2^E (24-bit mant) and
   // a * 2/pi mod 4 = mant * W / 2^94, W the 96 bits of 2/pi from bit E - 1 on (the bits
   // before contribute multiples of 4, those after less than 2^-70). The 2/pi words behind
@@ -342,8 +347,14 @@ V tan_f32(const M& m, V x) {
   V sfrac = m.sub(m.to(frac, DType::i64), m.to(m.shl(up, m.u64(62)), DType::i64));
   V r_big = m.to(m.mul(m.to(sfrac, DType::f64), m.d(kPio2 * 0x1p-62)), DType::f32);
   V big = m.ge(a, m.f(0.785398185253143310546875));  // f32(pi/4), rounded up
-  V r = m.sel(big, r_big, a);
-  V odd = m.sel(big, m.ne(m.band(q, m.u64(1)), m.u64(0)), m.truth(false));
+  return {m.sel(big, r_big, a), m.sel(big, q, m.u64(0))};
+}
+
+V tan_f32(const M& m, V x) {
+  V a = m.abs(x);
+  Quadrant red = reduce_pio2(m, a);
+  V r = red.r;
+  V odd = m.ne(m.band(red.q, m.u64(1)), m.u64(0));
   // tan r = r + r^3 P(r^2) on |r| <= pi/4, P fitted (relative error 1.5e-9); in an odd
   // quadrant tan a = -1 / tan r.
   V z = m.mul(r, r);
@@ -353,6 +364,73 @@ V tan_f32(const M& m, V x) {
   t = m.sel(odd, m.div(m.f(-1.0), t), t);
   t = m.from_bits(m.bxor(m.bits(t), m.band(m.bits(x), m.i(INT32_MIN))));  // tan(-a) = -tan(a)
   return m.sel(m.lt(a, m.inf()), t, m.nan());  // inf and NaN give NaN
+}
+
+// sin r and cos r on |r| <= pi/4, Taylor to r^13 and r^14 (remainders below 1e-10
+// relative); cos as fdlibm writes it, 1 - r^2/2 split so that its rounding is added back.
+V sin_kernel(const M& m, V r) {
+  V z = m.mul(r, r);
+  V S = m.poly(z, {-1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800, 1.0 / 6227020800.0});
+  return m.fma(m.mul(r, z), S, r);
+}
+V cos_kernel(const M& m, V r) {
+  V z = m.mul(r, r);
+  V C = m.poly(z, {1.0 / 24, -1.0 / 720, 1.0 / 40320, -1.0 / 3628800, 1.0 / 479001600, -1.0 / 87178291200.0});
+  V hz = m.mul(m.f(0.5), z);
+  V w = m.sub(m.f(1.0), hz);
+  return m.add(w, m.fma(m.mul(z, z), C, m.sub(m.sub(m.f(1.0), w), hz)));
+}
+
+// sin x (cosine: shift = 1): the quadrant q + shift picks sin r, cos r, -sin r, -cos r;
+// sin is odd (its sign from x), cos even.
+V sincos_f32(const M& m, V x, bool cosine) {
+  V a = m.abs(x);
+  Quadrant red = reduce_pio2(m, a);
+  V q = cosine ? m.add(red.q, m.u64(1)) : red.q;
+  V s = sin_kernel(m, red.r), c = cos_kernel(m, red.r);
+  V r = m.sel(m.ne(m.band(q, m.u64(1)), m.u64(0)), c, s);
+  V flip = m.ne(m.band(q, m.u64(2)), m.u64(0));
+  if (!cosine) flip = m.bxor(flip, m.lt(m.bits(x), m.i(0)));
+  r = m.sel(flip, m.neg(r), r);
+  return m.sel(m.lt(a, m.inf()), r, m.nan());  // inf and NaN give NaN
+}
+
+// log x: x = 2^k m (subnormals scaled by 2^24 first), m in [sqrt(2)/2, sqrt(2)) as in
+// log1p, f = m - 1 exact, log(1 + f) = f + f^2 (-1/2 + f P(f)), P fitted on that range
+// (relative error of the whole 5.8e-9), then + k ln 2 in two parts. No division.
+V log_parts(const M& m, V x, V& dk) {
+  V tiny = m.lt(x, m.f(0x1p-126));
+  V xs = m.sel(tiny, m.mul(x, m.f(0x1p24)), x);
+  constexpr int32_t kOne = 0x3f800000, kSqrtHalf = 0x3f3504f3;
+  V ix = m.add(m.bits(xs), m.i(kOne - kSqrtHalf));
+  V k = m.sub(m.shr(ix, m.i(23)), m.i(127));
+  k = m.sel(tiny, m.sub(k, m.i(24)), k);
+  V f = m.sub(m.from_bits(m.add(m.band(ix, m.i(0x7fffff)), m.i(kSqrtHalf))), m.f(1.0));
+  V P = m.poly(f, {3.333333135e-01, -2.500081956e-01, 2.000124305e-01, -1.662341207e-01, 1.420154423e-01,
+                   -1.315953732e-01, 1.276242733e-01, -7.636890560e-02});
+  V Q = m.fma(f, P, m.f(-0.5));
+  dk = m.to(k, DType::f32);
+  return m.fma(m.mul(f, f), Q, f);  // log(1 + f)
+}
+V log_specials(const M& m, V x, V r) {
+  r = m.sel(m.eq(x, m.f(0.0)), m.neg(m.inf()), r);
+  r = m.sel(m.lt(x, m.f(0.0)), m.nan(), r);
+  r = m.sel(m.eq(x, m.inf()), x, r);
+  return m.sel(m.isnan(x), x, r);
+}
+V log_f32(const M& m, V x) {
+  V dk;
+  V l = log_parts(m, x, dk);
+  return log_specials(m, x, m.fma(dk, m.f(kLn2Hi), m.fma(dk, m.f(kLn2Lo), l)));
+}
+// log2 x = k + log(1 + f) log2(e), log2(e) in two parts (k + that rounds once more where
+// k is not 0; where it is, the product is all there is).
+V log2_f32(const M& m, V x) {
+  V dk;
+  V l = log_parts(m, x, dk);
+  constexpr double kLog2eHi = double(float(kLog2e)), kLog2eLo = double(float(kLog2e - kLog2eHi));
+  V t = m.fma(l, m.f(kLog2eHi), m.mul(l, m.f(kLog2eLo)));
+  return log_specials(m, x, m.add(dk, t));
 }
 
 V cbrt_f32(const M& m, V x) {
@@ -559,6 +637,68 @@ Value* math_clamp(Value* x, Value* lo, Value* hi, propagate_nan p, const Loc& lo
   V r = m.min(m.max(xf, lf), hf);
   if (p == propagate_nan::all) r = m.sel(m.isnan(xf), xf, r);
   return back(r, x->type.dtype, loc);
+}
+
+}  // namespace tl::detail
+
+namespace tl::detail {
+
+// tl::exp, log, log2, sin and cos of f32, f16 and bf16 (computed in f32): the
+// compositions above, on every target; f64 (the CPU's libm, an error on GPUs), integers
+// and pointers go to the IR's op, which says what is wrong with them.
+Value* precise_math(Op op, Value* x, const Loc& loc) {
+  const DType d = x->type.dtype;
+  if (x->type.is_ptr() || !is_float(d) || is_fp8(d) || d == DType::f64) return unary(op, x, loc);
+  V xf = d == DType::f32 ? x : cast(x, DType::f32, false, loc);
+  M m{loc};
+  V r = nullptr;
+  switch (op) {
+    case Op::exp: r = exp_f32(m, xf); break;
+    case Op::log: r = log_f32(m, xf); break;
+    case Op::log2: r = log2_f32(m, xf); break;
+    case Op::sin: r = sincos_f32(m, xf, false); break;
+    case Op::cos: r = sincos_f32(m, xf, true); break;
+    default: return unary(op, x, loc);
+  }
+  return back(r, d, loc);
+}
+
+}  // namespace tl::detail
+
+namespace tl::detail {
+
+namespace {
+const char* fast_name(Op op) {
+  switch (op) {
+    case Op::exp: return "fast_expf";
+    case Op::log: return "fast_logf";
+    case Op::sin: return "fast_sinf";
+    case Op::cos: return "fast_cosf";
+    default: return "fast_dividef";
+  }
+}
+// The `f` functions take f32 (f16 and bf16 are widened by the lowering, as for every
+// elementwise op); f64 has no fast form.
+void check_fast_operand(Value* x, const char* what, const Loc& loc) {
+  if (x->type.is_ptr() || x->type.dtype == DType::f64 || !is_float(x->type.dtype) || is_fp8(x->type.dtype))
+    throw trace_error(fmt::format("tl::{} takes f32, f16 or bf16 (the f32 approximation), got {}", what,
+                                  x->type.str()), loc);
+}
+}  // namespace
+
+Value* fast_math(Op op, Value* x, const Loc& loc) {
+  check_fast_operand(x, fast_name(op), loc);
+  return unary(op, x, loc);
+}
+
+// The IR's div with i0 = 1: the GPU lowerings' approximate division (afn: NVPTX
+// div.approx.f32, AMDGPU v_rcp_f32 and a multiply); the CPU divides exactly.
+Value* fast_divide(Value* x, Value* y, const Loc& loc) {
+  check_fast_operand(x, "fast_dividef", loc);
+  check_fast_operand(y, "fast_dividef", loc);
+  Value* r = binary(Op::div, x, y, loc);
+  r->def->i0 = 1;
+  return r;
 }
 
 }  // namespace tl::detail

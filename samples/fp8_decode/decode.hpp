@@ -134,7 +134,7 @@ inline void check_seq_lens(const Problem& p, std::span<const int32_t> seq_lens) 
 // weights' sum (zeros where every slice is empty: a sequence of length 0).
 template <class L, class M> auto slice_weight(const L& lse, const M& mx) {
   const float inf = std::numeric_limits<float>::infinity();
-  return tl::where(lse > -inf, tl::exp(lse - mx), 0.0f);
+  return tl::where(lse > -inf, tl::fast_expf(lse - mx), 0.0f);
 }
 template <class N, class S> auto merged(const N& num, const S& den) {
   return tl::where(den > 0.0f, num / tl::where(den > 0.0f, den, 1.0f), 0.0f);
@@ -185,10 +185,11 @@ void partial_body(tl::ptr<tl::bf16> q, tl::ptr<F8> kc, tl::ptr<F8> vc, tl::ptr<t
     auto ks = tl::load(k_scale + token, n_ok, 0.0f);
     auto qk = tl::dot(qt, tl::trans(kt)) * tl::expand_dims(ks * sm_scale, 0);
     qk = tl::where(tl::expand_dims(n_ok, 0), qk, -inf);
-    // Online softmax: every block has a valid token, so m_new is finite.
+    // Online softmax: every block has a valid token, so m_new is finite. The exponentials
+    // are the hardware's (Triton's tl.exp: exp2 of x log2 e; arguments <= 0, so a few ulp).
     auto m_new = tl::maximum(m_i, tl::max(qk, 1));
-    auto p = tl::exp(qk - tl::expand_dims(m_new, 1));
-    auto alpha = tl::exp(m_i - m_new);
+    auto p = tl::fast_expf(qk - tl::expand_dims(m_new, 1));
+    auto alpha = tl::fast_expf(m_i - m_new);
     l_i = l_i * alpha + tl::sum(p, 1);
     // V's per-token scale scales P's columns (the rows of V), in f32 before P is rounded.
     auto vt = operand(vc, sv);

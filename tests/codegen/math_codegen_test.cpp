@@ -24,8 +24,9 @@ using tltest::isa_of_compiled;
 
 template <class T> T* fake_device_pointer() { return reinterpret_cast<T*>(uintptr_t(1) << 20); }
 
-// Every function of the library on one f32 tile, f16 and bf16 through tanh, sigmoid and
-// pow, and pow with an integer tile exponent.
+// Every function of the library on one f32 tile (tl::exp/log/log2/sin/cos, precise by
+// default, included), f16 and bf16 through tanh, sigmoid and pow, and pow with an integer
+// tile exponent.
 auto& every_function() {
   static auto k = tl::kernel("codegen_math_every_function", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y,
                                                                tl::ptr<tl::i32> e, tl::ptr<tl::f32> out,
@@ -35,6 +36,8 @@ auto& every_function() {
     tl::f32 r = tl::tanh(v) + tl::sigmoid(v) + tl::log1p(v) + tl::expm1(v) + tl::sinh(v) + tl::cosh(v);
     r = r + tl::tan(v) + tl::atan(v) + tl::atan2(v, w) + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::erfc(v);
     r = r + tl::pow(v, w) + tl::pow(v, tl::load(e + i)) + tl::clamp(v, -1.0f, w, tl::propagate_nan::all);
+    // the precise defaults: tl's own compositions, none of the approximate instructions
+    r = r + tl::exp(v) + tl::log(v) + tl::log2(w) + tl::sin(v) + tl::cos(w);
     tl::store(out + i, r);
     tl::store(out_h + i, tl::tanh(v.to<tl::f16>()) + tl::pow(v.to<tl::f16>(), 3));
     tl::store(out_b + i, tl::sigmoid(v.to<tl::bf16>()));
@@ -77,6 +80,42 @@ TEST(MathCodegen, NvptxHasNoCallsAndNoApproximateInstructions) {
   EXPECT_EQ(count(ptx, "div.full"), 0) << ptx;
   EXPECT_GT(count(ptx, "div.rn.f32"), 0) << ptx;
   EXPECT_GT(count(ptx, "fma.rn.f32"), 0) << ptx;
+}
+
+// The fast variants (Triton's libdevice fast_expf, ...) are the targets' approximate
+// instructions: NVIDIA ex2/lg2/sin/cos/div .approx, AMD v_exp/v_log/v_sin/v_cos_f32 and
+// v_rcp_f32 without the IEEE division's fixup; fdiv's default (ieee_rounding=false) is
+// fast_dividef.
+auto& fast_variants() {
+  static auto k = tl::kernel("codegen_math_fast", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::ptr<tl::f32> out) {
+    auto i = tl::program_id(0) * 256 + tl::arange(0, 256);
+    auto v = tl::load(x + i), w = tl::load(y + i);
+    tl::store(out + i, tl::fast_expf(v) + tl::fast_logf(w) + tl::fast_sinf(v) + tl::fast_cosf(w));
+    tl::store(out + 256 + i, tl::fast_dividef(v, w) * tl::fdiv(w, v));
+  });
+  return k;
+}
+
+std::string fast_isa(const std::string& arch) {
+  return isa_of_compiled(fast_variants().compile(arch, {.num_warps = 4}, fake_device_pointer<float>(),
+                                                 fake_device_pointer<float>(), fake_device_pointer<float>()));
+}
+
+TEST(MathCodegen, FastVariantsAreTheApproximateInstructions) {
+  std::string ptx = fast_isa("sm_90");
+  EXPECT_EQ(matches(ptx, R"(call(\.uni)?)"), 0) << ptx;
+  for (const char* instr : {"ex2.approx", "lg2.approx", "sin.approx", "cos.approx"})
+    EXPECT_GT(count(ptx, instr), 0) << instr << "\n" << ptx;
+  EXPECT_GT(count(ptx, "div.approx.f32"), 0) << ptx;
+  EXPECT_EQ(count(ptx, "div.rn"), 0) << ptx;
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(arch);
+    std::string dis = fast_isa(arch);
+    EXPECT_EQ(matches(dis, R"(s_(swappc|setpc|call)_b64)"), 0) << dis;
+    for (const char* instr : {"v_exp_f32", "v_log_f32", "v_sin_f32", "v_cos_f32", "v_rcp_f32"})
+      EXPECT_GT(count(dis, instr), 0) << instr << "\n" << dis;
+    EXPECT_EQ(count(dis, "v_div_fixup_f32"), 0) << dis;
+  }
 }
 
 // The activations the library is for, as an elementwise kernel over bf16 (1024 elements a

@@ -423,6 +423,199 @@ TEST(Math, TanInEveryBinade) {
                                                              << got[i] << ", want " << std::tan(double(xs[i]));
 }
 
+
+// ---------------------------------------------------------------------------------
+// tl::exp, log, log2, sin and cos: precise by default (tl's own compositions, one bound
+// on every target); exp2 is the target's own (Triton's tl.exp2: NVIDIA ex2.approx), the
+// fast_ variants the targets' approximate instructions.
+
+namespace {
+
+#define TL_FN(NAME) \
+  struct NAME##_fn { tl::f32 operator()(const tl::f32& x) const { return tl::NAME(x); } }
+TL_FN(exp);
+TL_FN(exp2);
+TL_FN(log);
+TL_FN(log2);
+TL_FN(sin);
+TL_FN(cos);
+TL_FN(fast_expf);
+TL_FN(fast_logf);
+TL_FN(fast_sinf);
+TL_FN(fast_cosf);
+#undef TL_FN
+
+double exp_ref(double x) { return std::exp(x); }
+double exp2_ref(double x) { return std::exp2(x); }
+double log_ref(double x) { return std::log(x); }
+double log2_ref(double x) { return std::log2(x); }
+double sin_ref(double x) { return std::sin(x); }  // glibc reduces any double exactly
+double cos_ref(double x) { return std::cos(x); }
+
+// f32 values next to multiples of pi/2 up to 3e5 (where the reduction needs ~30 bits more
+// than f32 has), with their neighbours.
+std::vector<float> near_multiples_of_pio2() {
+  std::vector<float> v;
+  for (int k = 1; k < 200000; k += 7) {
+    float f = float(double(k) * 1.5707963267948966);
+    v.push_back(f);
+    v.push_back(std::nextafter(f, 0.0f));
+    v.push_back(std::nextafter(f, kInf));
+  }
+  return v;
+}
+
+// The largest absolute error of got against ref over xs.
+double max_abs_error(const std::vector<float>& got, const std::vector<float>& xs, double (*ref)(double)) {
+  double w = 0;
+  for (size_t i = 0; i < xs.size(); ++i) w = std::max(w, std::fabs(double(got[i]) - ref(double(xs[i]))));
+  return w;
+}
+
+}  // namespace
+
+TEST(Math, ExpPrecise) {
+  check_unary<exp_fn>("exp", exp_ref,
+                      concat({random_bits(kRandom, 110.0f), uniform(kRandom, -10, 10), uniform(kRandom / 4, 80, 89),
+                              uniform(kRandom / 4, -104, -87), edges()}),
+                      1.5);
+  check_specials<exp_fn>("exp", {{0.0f, 1.0f}, {-0.0f, 1.0f}, {kInf, kInf}, {-kInf, 0.0f}, {kNaN, kNaN},
+                                 {89.0f, kInf}, {-110.0f, 0.0f}, {1e-40f, 1.0f}});
+}
+
+TEST(Math, LogAndLog2Precise) {
+  auto xs = concat({random_bits(kRandom, 3.4e38f, true), uniform(kRandom, 0.5f, 2.0f), uniform(kRandom / 4, 0.99f, 1.01f),
+                    edges()});
+  check_unary<log_fn>("log", log_ref, xs, 1.5);
+  check_unary<log2_fn>("log2", log2_ref, xs, 2.0);
+  for (const char* name : {"log", "log2"}) {
+    std::vector<std::pair<float, float>> sp = {{1.0f, 0.0f}, {0.0f, -kInf}, {-0.0f, -kInf}, {-1.0f, kNaN},
+                                               {kInf, kInf}, {-kInf, kNaN}, {kNaN, kNaN}};
+    if (std::string(name) == "log") check_specials<log_fn>(name, sp);
+    else check_specials<log2_fn>(name, sp), check_specials<log2_fn>(name, {{8.0f, 3.0f}, {0x1p-149f, -149.0f}});
+  }
+}
+
+TEST(Math, SinCosPrecise) {
+  auto xs = concat({random_bits(kRandom, 3.4e38f), uniform(kRandom, -10, 10), near_multiples_of_pio2(), edges()});
+  check_unary<sin_fn>("sin", sin_ref, xs, 2.0);
+  check_unary<cos_fn>("cos", cos_ref, xs, 2.0);
+  check_specials<sin_fn>("sin", {{0.0f, 0.0f}, {-0.0f, -0.0f}, {kInf, kNaN}, {-kInf, kNaN}, {kNaN, kNaN},
+                                 {1e-40f, 1e-40f}, {-1e-40f, -1e-40f}, {0x1p-20f, 0x1p-20f}});
+  check_specials<cos_fn>("cos", {{0.0f, 1.0f}, {-0.0f, 1.0f}, {kInf, kNaN}, {-kInf, kNaN}, {kNaN, kNaN},
+                                 {1e-40f, 1.0f}, {0x1p-13f, 1.0f}});
+}
+
+// The case: sin over a wide range relative to 1 + |x| (the approximate
+// instruction's 1.1e-6 on the H200) is now within an ulp or two of the result.
+TEST(Math, SinOverAWideRange) {
+  auto xs = uniform(kRandom, -1e4f, 1e4f);
+  auto got = run<sin_fn>("sin", xs);
+  double w = 0;
+  for (size_t i = 0; i < xs.size(); ++i)
+    w = std::max(w, std::fabs(double(got[i]) - std::sin(double(xs[i]))) / (1 + std::fabs(double(xs[i]))));
+  std::printf("[ math ] tl::sin      max |error| / (1 + |x|) over [-1e4, 1e4]: %.3g\n", w);
+  EXPECT_LE(w, 6e-8);  // an ulp of 1/2 to 1
+}
+
+// exp2 is the target's: the CPU's libm, AMD's v_exp_f32 (with LLVM's scaling of the
+// subnormal range), NVIDIA's ex2.approx.f32 (2 ulp by the PTX manual).
+TEST(Math, Exp2IsTheTargets) {
+  check_unary<exp2_fn>("exp2", exp2_ref,
+                       concat({random_bits(kRandom, 150.0f), uniform(kRandom, -2, 2), uniform(kRandom / 4, -149, -126),
+                               edges()}),
+                       on_gpu() ? 2.5 : 1.0);
+  check_specials<exp2_fn>("exp2", {{0.0f, 1.0f}, {kInf, kInf}, {-kInf, 0.0f}, {kNaN, kNaN}, {10.0f, 1024.0f}});
+}
+
+// The fast variants, each on the domain its instruction is meant for, measured and held
+// to the hardware's documented accuracy (loosely: these are not tl's bounds but the
+// instructions'); on the CPU they are libm's.
+TEST(Math, FastVariants) {
+  const double cpu = on_gpu() ? 0 : 1;  // the CPU: libm's half ulp
+  {
+    // ex2.approx(x log2 e): the rounding of x log2 e grows with |x| (|x| 2^-24 relative).
+    auto xs = concat({uniform(kRandom, -87, 88), uniform(kRandom, -1, 1)});
+    auto got = run<fast_expf_fn>("fast_expf", xs);
+    std::vector<double> want(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) want[i] = std::exp(double(xs[i]));
+    Worst w = worst(got, want);
+    std::printf("[ math ] tl::fast_expf max error %.3f ulp at x = %.9g\n", w.ulp, double(xs[w.at]));
+    EXPECT_LE(w.ulp, cpu ? 1.0 : 2 + 88 * 1.5);
+  }
+  {
+    // lg2.approx's absolute error 2^-22 near 1; relative (a few ulp) away from it.
+    auto near1 = uniform(kRandom, 0.5f, 2.0f);
+    auto got = run<fast_logf_fn>("fast_logf", near1);
+    double abs_err = max_abs_error(got, near1, log_ref);
+    std::printf("[ math ] tl::fast_logf max |error| %.3g on [0.5, 2]\n", abs_err);
+    EXPECT_LE(abs_err, cpu ? 1e-7 : 0x1p-21);
+    auto far = concat({uniform(kRandom, 4, 1e30f), uniform(kRandom, 1e-30f, 0.25f)});
+    std::vector<double> want(far.size());
+    for (size_t i = 0; i < far.size(); ++i) want[i] = std::log(double(far[i]));
+    Worst w = worst(run<fast_logf_fn>("fast_logf", far), want);
+    std::printf("[ math ] tl::fast_logf max error %.3f ulp away from 1\n", w.ulp);
+    EXPECT_LE(w.ulp, cpu ? 1.0 : 4.0);
+  }
+  {
+    // sin.approx / cos.approx: absolute error about 2^-20.9 on [-pi, pi].
+    auto xs = uniform(kRandom, -3.14159f, 3.14159f);
+    double es = max_abs_error(run<fast_sinf_fn>("fast_sinf", xs), xs, sin_ref);
+    double ec = max_abs_error(run<fast_cosf_fn>("fast_cosf", xs), xs, cos_ref);
+    std::printf("[ math ] tl::fast_sinf max |error| %.3g, tl::fast_cosf %.3g on [-pi, pi]\n", es, ec);
+    EXPECT_LE(es, cpu ? 1e-7 : 0x1p-20);
+    EXPECT_LE(ec, cpu ? 1e-7 : 0x1p-20);
+  }
+  {
+    struct fast_div_fn {
+      tl::f32 operator()(const tl::f32& a, const tl::f32& b) const { return tl::fast_dividef(a, b); }
+    };
+    struct fdiv_fn {  // Triton's default ieee_rounding=False: the same division
+      tl::f32 operator()(const tl::f32& a, const tl::f32& b) const { return tl::fdiv(a, b); }
+    };
+    auto as = random_bits(kRandom, 1e30f), bs = random_bits(kRandom, 1e30f);
+    for (auto& b : bs) b = std::fabs(b) < 1e-30f ? 1.0f : b;  // |y| in [2^-126, 2^126]
+    auto got = run2<fast_div_fn>("fast_dividef", as, bs);
+    auto got2 = run2<fdiv_fn>("fdiv", as, bs);
+    std::vector<double> want(as.size());
+    for (size_t i = 0; i < as.size(); ++i) want[i] = double(as[i]) / double(bs[i]);
+    // (quotients below the normal range are flushed by the approximate forms: skipped)
+    for (size_t i = 0; i < as.size(); ++i)
+      if (std::fabs(want[i]) < 0x1p-126) want[i] = got[i] = got2[i] = 0;
+    Worst w = worst(got, want);
+    std::printf("[ math ] tl::fast_dividef max error %.3f ulp\n", w.ulp);
+    EXPECT_LE(w.ulp, cpu ? 0.5 : 2.0);
+    EXPECT_EQ(got, got2);
+  }
+}
+
+// The precise forms in f16 and bf16: computed in f32, rounded once.
+TEST(Math, PreciseFormsInHalfAndBfloat16) {
+  const int n = 2048;
+  auto xs = uniform(n, 0.01f, 6);
+  static auto k = tl::kernel("math_precise_narrow", [](tl::ptr<tl::f32> x, tl::ptr<tl::f16> eh, tl::ptr<tl::bf16> lb,
+                                                       tl::ptr<tl::f16> sh) {
+    auto i = tl::arange(0, n);
+    auto v = tl::load(x + i);
+    tl::store(eh + i, tl::exp(v.to<tl::f16>()));
+    tl::store(lb + i, tl::log(v.to<tl::bf16>()));
+    tl::store(sh + i, tl::sin(v.to<tl::f16>()));
+  });
+  auto X = upload<ty::f32>(xs);
+  auto EH = test_device().alloc<ty::f16>(n), SH = test_device().alloc<ty::f16>(n);
+  auto LB = test_device().alloc<ty::bf16>(n);
+  poison(EH), poison(LB), poison(SH);
+  k[tl::grid(1)](X, EH, LB, SH);
+  auto eh = EH.download(), sh = SH.download();
+  auto lb = LB.download();
+  for (int i = 0; i < n; ++i) {
+    double xh = tl::to_float(tl::to_f16(xs[i])), xb = tl::to_float(tl::to_bf16(xs[i]));
+    EXPECT_NEAR(to_double(eh[i]), std::exp(xh), std::exp(xh) * 0x1p-10) << xs[i];
+    EXPECT_NEAR(to_double(lb[i]), std::log(xb), std::max(std::fabs(std::log(xb)) * 0x1p-7, 0x1p-133)) << xs[i];
+    EXPECT_NEAR(to_double(sh[i]), std::sin(xh), std::max(std::fabs(std::sin(xh)) * 0x1p-10, 0x1p-24)) << xs[i];
+  }
+}
+
 // Every f32 of the binades where each function's error peaks on random inputs (tens of
 // millions of values: opt in with TL_MATH_EXHAUSTIVE=1, as a release check on a device).
 TEST(Math, EveryFloatOfThePeakBinades) {
@@ -458,4 +651,9 @@ TEST(Math, EveryFloatOfThePeakBinades) {
   sweep(cosh_fn{}, "cosh", cosh_ref, binades({2.0f}), 2.0);
   sweep(atan_fn{}, "atan", atan_ref, binades({1.0f}), 1.5);
   sweep(log1p_fn{}, "log1p", log1p_ref, binades({0.25f}), 1.0);
+  sweep(exp_fn{}, "exp", exp_ref, binades({2.0f, 4.0f, 32.0f}), 1.5);
+  sweep(log_fn{}, "log", log_ref, binades({0.5f, 1.0f}), 1.5);
+  sweep(log2_fn{}, "log2", log2_ref, binades({0.5f, 1.0f}), 2.0);
+  sweep(sin_fn{}, "sin", sin_ref, binades({0.5f, 1.0f, 2.0f}), 2.0);
+  sweep(cos_fn{}, "cos", cos_ref, binades({0.5f, 1.0f, 2.0f}), 2.0);
 }

@@ -85,11 +85,39 @@ tile<E> clamp(const tile<E>& x, const L& lo, const H& hi, propagate_nan p = prop
   return tile<E>(detail::math_clamp(x.get(), detail::clamp_bound<E>(lo, loc), detail::clamp_bound<E>(hi, loc), p, loc));
 }
 
+// The targets' approximate instructions, asked by name as in Triton's libdevice
+// (tl.extra.cuda.libdevice.fast_expf, ...): faster than tl::exp/log/sin/cos, with the
+// hardware's accuracy (docs/language.md's table): NVIDIA ex2.approx / lg2.approx /
+// sin.approx / cos.approx / div.approx, AMD v_exp_f32 / v_log_f32 / v_sin_f32 /
+// v_cos_f32 / v_rcp_f32, the CPU's libm (as accurate as the precise forms).
+// fast_sinf and fast_cosf are only accurate for small arguments (|x| up to a few pi).
+namespace detail {
+ir::Value* fast_math(Op op, ir::Value* x, const Loc& loc);
+ir::Value* fast_divide(ir::Value* x, ir::Value* y, const Loc& loc);
+}  // namespace detail
+template <class E> tile<E> fast_expf(const tile<E>& x, Loc loc = Loc::current()) {
+  return tile<E>(detail::fast_math(Op::exp, x.get(), loc));
+}
+template <class E> tile<E> fast_logf(const tile<E>& x, Loc loc = Loc::current()) {
+  return tile<E>(detail::fast_math(Op::log, x.get(), loc));
+}
+template <class E> tile<E> fast_sinf(const tile<E>& x, Loc loc = Loc::current()) {
+  return tile<E>(detail::fast_math(Op::sin, x.get(), loc));
+}
+template <class E> tile<E> fast_cosf(const tile<E>& x, Loc loc = Loc::current()) {
+  return tile<E>(detail::fast_math(Op::cos, x.get(), loc));
+}
+// x / y to about 2 ulp for |y| in [2^-126, 2^126] (CUDA's __fdividef: outside it the
+// quotient may be 0 or NaN).
+template <class E> tile<E> fast_dividef(const tile<E>& x, const tile<E>& y, Loc loc = Loc::current()) {
+  return tile<E>(detail::fast_divide(x.get(), y.get(), loc));
+}
+
 // Division and square root rounded to nearest even (Triton's tl.math.div_rn, sqrt_rn and
 // tl.fdiv): tl's `/` and tl::sqrt already round so on every target (LLVM's plain fdiv and
 // sqrt: the CPU's, AMDGPU's full-precision sequence, NVPTX's div.rn / sqrt.rn); these name
-// it. fdiv's ieee_rounding=false would allow an approximate quotient; tl has no fast
-// division yet, so it rounds correctly either way.
+// it. fdiv(x, y) with ieee_rounding = false (the default, as Triton's) is fast_dividef;
+// with true it is div_rn.
 template <class E> tile<E> div_rn(const tile<E>& x, const tile<E>& y, Loc loc = Loc::current()) {
   static_assert(is_float(E::dtype) && !is_fp8(E::dtype), "tl::div_rn takes floating-point tiles");
   return tile<E>(detail::binary(Op::div, x.get(), y.get(), loc));
@@ -100,8 +128,7 @@ template <class E> tile<E> sqrt_rn(const tile<E>& x, Loc loc = Loc::current()) {
 }
 template <class E>
 tile<E> fdiv(const tile<E>& x, const tile<E>& y, bool ieee_rounding = false, Loc loc = Loc::current()) {
-  (void)ieee_rounding;
-  return div_rn(x, y, loc);
+  return ieee_rounding ? div_rn(x, y, loc) : fast_dividef(x, y, loc);
 }
 
 }  // namespace tl

@@ -132,6 +132,9 @@ ir::Value* scan(ReduceKind k, ir::Value* a, int axis, bool reverse, const Loc& l
 // a [M, K] . b [K, N] + acc [M, N] (acc null: zeros of the accumulator type).
 ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, const Loc& loc);
 ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, input_precision p, const Loc& loc);
+// tl::exp, log, log2, sin and cos of a float tile, to the bound docs/language.md states
+// (dsl/src/math.cpp); f64 and other dtypes go to the IR's op `op` as before.
+ir::Value* precise_math(Op op, ir::Value* x, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
 void barrier(const Loc& loc);
@@ -489,15 +492,24 @@ tile<P> where(const tile<ty::i1>& c, const tile<P>& a, const tile<P>& b, Loc loc
   template <class E> tile<E> NAME(const tile<E>& a, Loc loc = Loc::current()) {          \
     return tile<E>(detail::unary(Op::KIND, a.get(), loc));                                 \
   }
-TL_UNARY_FN(exp, exp)
+// exp, log, log2, sin and cos are accurate to a few ulp on every target (precise_math;
+// docs/language.md, "Math functions"); tl::fast_expf and friends (tl/math.hpp) are the
+// targets' approximate instructions. exp2 is the target's own (NVIDIA ex2.approx, 2 ulp,
+// as Triton's tl.exp2: attention's softmax stays one instruction).
+#define TL_PRECISE_FN(NAME)                                                                \
+  template <class E> tile<E> NAME(const tile<E>& a, Loc loc = Loc::current()) {          \
+    return tile<E>(detail::precise_math(Op::NAME, a.get(), loc));                          \
+  }
+TL_PRECISE_FN(exp)
 TL_UNARY_FN(exp2, exp2)
-TL_UNARY_FN(log, log)
-TL_UNARY_FN(log2, log2)
+TL_PRECISE_FN(log)
+TL_PRECISE_FN(log2)
 TL_UNARY_FN(sqrt, sqrt)
 TL_UNARY_FN(rsqrt, rsqrt)
 TL_UNARY_FN(abs, abs)
-TL_UNARY_FN(sin, sin)
-TL_UNARY_FN(cos, cos)
+TL_PRECISE_FN(sin)
+TL_PRECISE_FN(cos)
+#undef TL_PRECISE_FN
 TL_UNARY_FN(erf, erf)
 TL_UNARY_FN(floor, floor)
 TL_UNARY_FN(ceil, ceil)
