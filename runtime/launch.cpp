@@ -249,6 +249,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     // The target is known before tracing, so tl::shared is checked against its budget
     // where the user wrote it. The CPU's buffers are arrays on the program's stack: their
     // budget is what a program may take of it (the compiler checks the whole frame).
+    t.set_cpu_target(target.kind == codegen::TargetDesc::cpu);
     if (target.kind == codegen::TargetDesc::cpu)
       t.set_shared_budget(codegen::cpu::kProgramStackBytes, "the CPU (shared buffers live on the program's stack)");
     if (target.kind != codegen::TargetDesc::cpu) {

@@ -334,21 +334,56 @@ llvm::Type* buffer_int_type(llvm::LLVMContext& ctx, unsigned bits) {
 }
 }  // namespace
 
-// llvm.amdgcn.raw.ptr.buffer.load(rsrc, voffset, soffset = 0, aux = 0): voffset is the
-// byte offset checked against num_records (soffset is not range-checked, so it stays 0).
-llvm::Value* AmdgpuHooks::buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) {
+// The aux operand of a buffer access: the chip's bits for the cache modifier, and LLVM's
+// volatile bit (31: the backend then treats it as a volatile global access) for volatile.
+uint32_t AmdgpuHooks::buffer_aux(const ir::AccessFlags& a, bool load) const {
+  return arch_.buffer_cache_bits(a.modifier, load) | (a.is_volatile ? 1u << 31 : 0u);
+}
+
+// llvm.amdgcn.raw.ptr.buffer.load(rsrc, voffset, soffset = 0, aux): voffset is the byte
+// offset checked against num_records (soffset is not range-checked, so it stays 0).
+llvm::Value* AmdgpuHooks::buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset,
+                                      const ir::AccessFlags& a) {
   unsigned bits = unsigned(ty->getPrimitiveSizeInBits());
   llvm::Type* ity = buffer_int_type(b.getContext(), bits);
   llvm::Value* v = b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_load, {ity},
-                                     {rsrc, voffset, b.getInt32(0), b.getInt32(0)});
+                                     {rsrc, voffset, b.getInt32(0), b.getInt32(buffer_aux(a, true))});
   return ity == ty ? v : b.CreateBitCast(v, ty);
 }
 
-void AmdgpuHooks::buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) {
+void AmdgpuHooks::buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset,
+                               const ir::AccessFlags& a) {
   unsigned bits = unsigned(v->getType()->getPrimitiveSizeInBits());
   llvm::Type* ity = buffer_int_type(b.getContext(), bits);
   if (ity != v->getType()) v = b.CreateBitCast(v, ity);
-  b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_store, {ity}, {v, rsrc, voffset, b.getInt32(0), b.getInt32(0)});
+  b.CreateIntrinsic(Intr::amdgcn_raw_ptr_buffer_store, {ity},
+                    {v, rsrc, voffset, b.getInt32(0), b.getInt32(buffer_aux(a, false))});
+}
+
+// A global access with a cache modifier, as Triton's AMD backend marks it (its table of
+// <volatile, nontemporal> per modifier): loads .cg, .cs (and .lu) nontemporal, .cv
+// volatile and nontemporal; stores .cs nontemporal, .wt volatile and nontemporal; .ca,
+// .wb and a store's .cg unmarked. LLVM's memory legalizer sets the bits: nt on gfx942/
+// gfx950 and glc slc on gfx90a for nontemporal, sc0 sc1 (glc) and a wait for volatile.
+// The eviction policy has no AMD form (Triton ignores it there too).
+void AmdgpuHooks::decorate_access(llvm::Instruction* access, const ir::AccessFlags& a, bool load) {
+  bool is_volatile = a.is_volatile, nontemporal = false;
+  switch (a.modifier) {
+    case cache_modifier::cg: nontemporal = load; break;
+    case cache_modifier::cs: case cache_modifier::lu: nontemporal = true; break;
+    case cache_modifier::cv: case cache_modifier::wt: is_volatile = nontemporal = true; break;
+    default: break;
+  }
+  if (is_volatile) {
+    if (auto* l = llvm::dyn_cast<llvm::LoadInst>(access)) l->setVolatile(true);
+    if (auto* st = llvm::dyn_cast<llvm::StoreInst>(access)) st->setVolatile(true);
+  }
+  if (nontemporal) {
+    llvm::LLVMContext& ctx = access->getContext();
+    access->setMetadata(llvm::LLVMContext::MD_nontemporal,
+                        llvm::MDNode::get(ctx, llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(
+                                                   llvm::Type::getInt32Ty(ctx), 1))));
+  }
 }
 
 }  // namespace tl::amd

@@ -45,13 +45,17 @@ class AmdgpuHooks final : public gpu::GpuHooks {
                                             const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                             const std::vector<llvm::Value*>& c) override;
   llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) override;
-  llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) override;
+  llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset,
+                           const ir::AccessFlags& a) override;
   llvm::Instruction* buffer_copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* rsrc, llvm::Value* voffset,
                                            llvm::Value* shared, int bytes, llvm::Value* soffset = nullptr) override;
-  void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) override;
+  void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset,
+                    const ir::AccessFlags& a) override;
+  void decorate_access(llvm::Instruction* access, const ir::AccessFlags& a, bool load) override;
 
  private:
   llvm::Value* lds_dma_base(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes);
+  uint32_t buffer_aux(const ir::AccessFlags& a, bool load) const;
   codegen::TargetDesc desc_;
   const ArchOverlay& arch_;
   gpu::TargetCapabilities caps_;  // arch_'s, or the default for a chip without an overlay

@@ -40,6 +40,8 @@ std::unique_ptr<llvm::TargetMachine> make_target_machine(const codegen::TargetDe
     LLVMInitializeAMDGPUTarget();
     LLVMInitializeAMDGPUTargetMC();
     LLVMInitializeAMDGPUAsmPrinter();
+    // The object streamer assembles inline assembly (tl::inline_asm_elementwise) with it.
+    LLVMInitializeAMDGPUAsmParser();
   });
   llvm::Triple triple(kTriple);
   std::string err;

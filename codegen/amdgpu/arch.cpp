@@ -131,6 +131,26 @@ const ArchOverlay* known_overlay(const std::string& arch) {
 }
 }  // namespace
 
+uint32_t ArchOverlay::buffer_cache_bits(cache_modifier c, bool load) const {
+  constexpr uint32_t glc = 1u << 0, slc = 1u << 1, volatile_bit = 1u << 31;
+  switch (c) {
+    case cache_modifier::cg: return load ? glc | slc : 0;
+    case cache_modifier::cs: case cache_modifier::lu: return glc | slc;
+    case cache_modifier::cv: case cache_modifier::wt: return volatile_bit;
+    default: return 0;
+  }
+}
+
+uint32_t cdna3_buffer_cache_bits(cache_modifier c, bool load) {
+  constexpr uint32_t sc0 = 1u << 0, nt = 1u << 1, sc1 = 1u << 4;
+  switch (c) {
+    case cache_modifier::cg: return load ? sc0 | nt : 0;
+    case cache_modifier::cs: case cache_modifier::lu: return sc0 | nt;
+    case cache_modifier::cv: case cache_modifier::wt: return sc0 | sc1;
+    default: return 0;
+  }
+}
+
 const ArchOverlay& overlay_for(const std::string& arch) {
   static const ArchOverlay base;
   const ArchOverlay* o = known_overlay(arch);

@@ -10,6 +10,7 @@
 
 #include "codegen/gpu/capabilities.hpp"
 #include "tl/dtype.hpp"
+#include "tl/opcode.hpp"
 
 namespace llvm {
 class IRBuilderBase;
@@ -31,7 +32,18 @@ class ArchOverlay {
   virtual llvm::Value* swap_wave_halves(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* lane) const {
     return nullptr;
   }
+  // The cache-policy operand (LLVM's aux) of a raw buffer load or store for tl's cache
+  // modifier `c` (docs/language.md, "Cache modifiers"). The base is gfx90a's: glc (bit 0)
+  // and slc (bit 1) both for a streaming access, what LLVM gives the global access Triton
+  // marks nontemporal; .cv and .wt the volatile bit (31), handled by LLVM as it handles a
+  // volatile global access (glc, and a wait for it), as Triton marks those volatile.
+  virtual uint32_t buffer_cache_bits(cache_modifier c, bool load) const;
 };
+
+// gfx942's and gfx950's buffer cache bits, Triton's table (sc0 bit 0, nt bit 1, sc1 bit 4):
+// loads .cg/.cs/.lu sc0 nt, .cv sc0 sc1; stores .cs sc0 nt, .wt sc0 sc1; .ca/.wb/.cg
+// (store) none.
+uint32_t cdna3_buffer_cache_bits(cache_modifier c, bool load);
 
 // One MFMA for the table (wave64: a lane holds m * k / 64 elements of A and of B).
 gpu::MatrixInstruction mfma(std::string name, std::string intrinsic, int m, int n, int k, DType a, DType b,

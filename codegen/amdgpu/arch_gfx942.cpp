@@ -24,6 +24,7 @@ gpu::TargetCapabilities gfx942_capabilities() {
 class Gfx942 final : public ArchOverlay {
  public:
   const char* name() const override { return "gfx942"; }
+  uint32_t buffer_cache_bits(cache_modifier c, bool load) const override { return cdna3_buffer_cache_bits(c, load); }
   const gpu::TargetCapabilities& capabilities() const override {
     static const gpu::TargetCapabilities c = gfx942_capabilities();
     return c;

@@ -61,6 +61,7 @@ gpu::TargetCapabilities gfx950_capabilities() {
 class Gfx950 final : public ArchOverlay {
  public:
   const char* name() const override { return "gfx950"; }
+  uint32_t buffer_cache_bits(cache_modifier c, bool load) const override { return cdna3_buffer_cache_bits(c, load); }
   const gpu::TargetCapabilities& capabilities() const override {
     static const gpu::TargetCapabilities c = gfx950_capabilities();
     return c;

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "codegen/cpu/lower.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
 namespace tl::codegen::cpu {
@@ -132,7 +133,11 @@ Value* Lowerer::load_elem(const ir::Operation& op, const Idx& idx) {
   Value* other = op.operands.size() > 2 && mask ? elem(op.operands[2], idx) : zero(t);
   return predicated(*this, mask, other, reg_type(t), [&]() -> Value* {
     check_access(op, p, t, "load");
-    return from_mem(b_.CreateAlignedLoad(mem_type(t), p, llvm::Align(byte_width(t))), t);
+    // Cache modifiers and eviction policies are hints for GPU caches: nothing to do here.
+    // A volatile load stays one (a flag another program sets is read anew each time).
+    auto* ld = b_.CreateAlignedLoad(mem_type(t), p, llvm::Align(byte_width(t)));
+    ld->setVolatile(ir::access_flags(op).is_volatile);
+    return from_mem(ld, t);
   });
 }
 
@@ -143,7 +148,7 @@ void Lowerer::store_elem(const ir::Operation& op, const Idx& idx) {
   Value* mask = op.operands.size() > 2 && !ignore_mask_ ? elem(op.operands[2], idx) : nullptr;
   predicated(*this, mask, nullptr, nullptr, [&]() -> Value* {
     check_access(op, p, t, "store");
-    b_.CreateAlignedStore(to_mem(v, t), p, llvm::Align(byte_width(t)));
+    b_.CreateAlignedStore(to_mem(v, t), p, llvm::Align(byte_width(t)))->setVolatile(ir::access_flags(op).is_volatile);
     return nullptr;
   });
 }

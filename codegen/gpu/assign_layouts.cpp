@@ -387,6 +387,12 @@ class LayoutPlanner {
       }
       case Op::scan: return set(o.result(), plan_.of(o.operands[0]));
       case Op::dot: return set(o.result(), plan_.dots_.at(&o).acc);
+      // Elementwise, with every result in the one layout (one asm gives them together).
+      case Op::inline_asm_elementwise:
+        if (!eager_tile(o.result())) return;
+        elementwise(o);
+        for (size_t i = 1; i < o.results.size(); ++i) set(o.result(int(i)), plan_.of(o.result()));
+        return;
       default: break;
     }
     if (o.results.size() != 1 || !eager_tile(o.result())) return;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "codegen/gpu/capabilities.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "tl/dtype.hpp"
 #include "tl/opcode.hpp"
 
@@ -180,6 +181,23 @@ class GpuHooks {
   // with scoped fences, release before and acquire after.
   virtual bool order_rmw_with_fences() const { return false; }
 
+  // tl::load / tl::store's cache modifier, eviction policy and volatile (ir::AccessFlags,
+  // never the default here). load_with_policy / store_with_policy emit the whole access of
+  // `ty` / `v` at `ptr` (global, `align` bytes) where LLVM has no form for the policy
+  // (NVIDIA: ld.global.cg, L2::cache_hint, as inline PTX, as Triton does), and give null /
+  // false where the target leaves it to an LLVM load or store that decorate_access then
+  // marks (volatile, !nontemporal: AMD's memory legalizer turns those into sc0/sc1/nt or
+  // glc/slc). docs/language.md, "Cache modifiers", has each target's table.
+  virtual llvm::Value* load_with_policy(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* ptr, unsigned align,
+                                        const ir::AccessFlags& a) {
+    return nullptr;
+  }
+  virtual bool store_with_policy(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* ptr, unsigned align,
+                                 const ir::AccessFlags& a) {
+    return false;
+  }
+  virtual void decorate_access(llvm::Instruction* access, const ir::AccessFlags& a, bool load) {}
+
   // Elementwise math on f32 (or f64) where the target has its own implementation;
   // nullptr means "use LLVM's intrinsic".
   virtual llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) { return nullptr; }
@@ -207,10 +225,13 @@ class GpuHooks {
   virtual llvm::Value* buffer_resource(llvm::IRBuilderBase& b, llvm::Value* base, llvm::Value* num_records) {
     return nullptr;
   }
-  virtual llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset) {
+  // `a`: the access's cache bits, in the instruction's cache-policy operand.
+  virtual llvm::Value* buffer_load(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* rsrc, llvm::Value* voffset,
+                                   const ir::AccessFlags& a = {}) {
     return nullptr;
   }
-  virtual void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset) {}
+  virtual void buffer_store(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* rsrc, llvm::Value* voffset,
+                            const ir::AccessFlags& a = {}) {}
 
   // A failed device_assert: record `line` where a debugger can find it, then stop.
   virtual void trap(llvm::IRBuilderBase& b, unsigned line) = 0;

@@ -198,7 +198,8 @@ void Lowerer::lower_buffer_load(const ir::Operation& op, const BufferAccess& a) 
   for (int r = 0; r < l.num_regs(); r += v) {
     if (r & dup) continue;
     llvm::Value* cond = mask && !a.bound ? masks[r] : nullptr;
-    llvm::Value* val = hooks_.buffer_load(b, vty, regs.resource(r), masked_buffer_offset(regs.offsets[r], cond));
+    llvm::Value* val =
+        hooks_.buffer_load(b, vty, regs.resource(r), masked_buffer_offset(regs.offsets[r], cond), ir::access_flags(op));
     // Out of range reads 0: `other` only needs selecting in when it may not be 0.
     if (other) {
       llvm::Value* fallback = pack_for_memory(others, r, v, t);
@@ -232,7 +233,7 @@ void Lowerer::lower_buffer_store(const ir::Operation& op, const BufferAccess& a)
     llvm::Value* cond = owner;
     if (mask && !a.bound) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
     llvm::Value* x = pack_for_memory(vals, r, v, t);
-    hooks_.buffer_store(b, x, regs.resource(r), masked_buffer_offset(regs.offsets[r], cond));
+    hooks_.buffer_store(b, x, regs.resource(r), masked_buffer_offset(regs.offsets[r], cond), ir::access_flags(op));
   }
 }
 

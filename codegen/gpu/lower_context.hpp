@@ -137,6 +137,7 @@ class Lowerer {
   llvm::Value* pack_for_memory(const Values& regs, int r, int width, DType t);
   Values lazy_value(const ir::Value* v, const Layout& l);
   void lower_elementwise_tile(const ir::Operation& op);
+  void lower_inline_asm(const ir::Operation& op);  // lower_inline_asm.cpp
   void lower_shape_op(const ir::Operation& op);  // broadcast/reshape/trans of eager values
   void lower_move_op(const ir::Operation& op);   // join/split/cat/flip (lower_elementwise.cpp)
 

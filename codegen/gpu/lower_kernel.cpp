@@ -294,6 +294,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::join: case Op::split: case Op::cat: case Op::flip: return lower_move_op(op);
     case Op::dot_wait: return lower_dot_wait(op);
     case Op::fence_async_shared: return lower_fence_async_shared(op);
+    case Op::inline_asm_elementwise: return lower_inline_asm(op);
     case Op::constant:
       return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));
     case Op::program_id:

@@ -25,9 +25,29 @@ llvm::AtomicOrdering ordering(sem s) {
   return llvm::AtomicOrdering::SequentiallyConsistent;
 }
 
+// One global access of the op, with its cache modifier, eviction policy and volatile:
+// the target's own instruction where it makes one, else LLVM's load or store marked for
+// the backend (hooks.hpp, load_with_policy).
+llvm::Value* global_load(llvm::IRBuilderBase& b, GpuHooks& hooks, llvm::Type* ty, llvm::Value* ptr, unsigned align,
+                         const ir::AccessFlags& a) {
+  if (!a.is_default())
+    if (llvm::Value* v = hooks.load_with_policy(b, ty, ptr, align, a)) return v;
+  llvm::LoadInst* ld = b.CreateAlignedLoad(ty, ptr, llvm::Align(align));
+  if (!a.is_default()) hooks.decorate_access(ld, a, /*load=*/true);
+  return ld;
+}
+
+void global_store(llvm::IRBuilderBase& b, GpuHooks& hooks, llvm::Value* v, llvm::Value* ptr, unsigned align,
+                  const ir::AccessFlags& a) {
+  if (!a.is_default() && hooks.store_with_policy(b, v, ptr, align, a)) return;
+  llvm::StoreInst* st = b.CreateAlignedStore(v, ptr, llvm::Align(align));
+  if (!a.is_default()) hooks.decorate_access(st, a, /*load=*/false);
+}
+
 }  // namespace
 
 void Lowerer::lower_load(const ir::Operation& op) {
+  const ir::AccessFlags access = ir::access_flags(op);
   const ir::Value* ptr = op.operands[0];
   const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
   const ir::Value* other = op.operands.size() > 2 ? op.operands[2] : nullptr;
@@ -37,7 +57,7 @@ void Lowerer::lower_load(const ir::Operation& op) {
   if (ptr->type.is_scalar()) {
     llvm::Value* other_v = other ? to_mem(scalar(other), t) : llvm::Constant::getNullValue(ty);
     llvm::Value* v = if_then_value(mask ? scalar(mask) : nullptr,
-                                   [&] { return b.CreateAlignedLoad(ty, scalar(ptr), llvm::Align(eb)); }, other_v);
+                                   [&] { return global_load(b, hooks_, ty, scalar(ptr), eb, access); }, other_v);
     return set_scalar(op.result(), from_mem(v, t));
   }
   if (auto a = buffer_access(op)) return lower_buffer_load(op, *a);
@@ -53,7 +73,7 @@ void Lowerer::lower_load(const ir::Operation& op) {
     if (r & dup) continue;
     llvm::Value* fallback = other ? pack_for_memory(others, r, v, t) : llvm::Constant::getNullValue(vty);
     llvm::Value* val = if_then_value(mask ? masks[r] : nullptr,
-                                     [&] { return b.CreateAlignedLoad(vty, ptrs[r], llvm::Align(eb * v)); }, fallback);
+                                     [&] { return global_load(b, hooks_, vty, ptrs[r], eb * v, access); }, fallback);
     for (int k = 0; k < v; ++k) out[r + k] = from_mem(v > 1 ? b.CreateExtractElement(val, uint64_t(k)) : val, t);
   }
   for (int r = 0; r < l.num_regs(); ++r)
@@ -62,6 +82,7 @@ void Lowerer::lower_load(const ir::Operation& op) {
 }
 
 void Lowerer::lower_store(const ir::Operation& op) {
+  const ir::AccessFlags access = ir::access_flags(op);
   const ir::Value* ptr = op.operands[0];
   const ir::Value* val = op.operands[1];
   const ir::Value* mask = op.operands.size() > 2 ? op.operands[2] : nullptr;
@@ -73,7 +94,7 @@ void Lowerer::lower_store(const ir::Operation& op) {
     if (mask) cond = cond ? b.CreateAnd(cond, scalar(mask)) : scalar(mask);
     llvm::Value* p = scalar(ptr);
     llvm::Value* x = to_mem(scalar(val), t);
-    return if_then(cond, [&] { b.CreateAlignedStore(x, p, llvm::Align(eb)); });
+    return if_then(cond, [&] { global_store(b, hooks_, x, p, eb, access); });
   }
   if (auto a = buffer_access(op)) return lower_buffer_store(op, *a);
   const Layout& l = plan_.op_layout(&op);
@@ -88,7 +109,7 @@ void Lowerer::lower_store(const ir::Operation& op) {
     llvm::Value* cond = owner;
     if (mask) cond = cond ? b.CreateAnd(cond, masks[r]) : masks[r];
     llvm::Value* x = pack_for_memory(vals, r, v, t);
-    if_then(cond, [&] { b.CreateAlignedStore(x, ptrs[r], llvm::Align(eb * v)); });
+    if_then(cond, [&] { global_store(b, hooks_, x, ptrs[r], eb * v, access); });
   }
 }
 

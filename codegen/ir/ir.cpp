@@ -40,7 +40,7 @@ const char* op_name(Op op) {
     case Op::dot_wait: return "dot_wait"; case Op::fence_async_shared: return "fence_async_shared"; case Op::for_: return "for";
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
     case Op::print: return "print"; case Op::while_: return "while"; case Op::hint: return "hint";
-    case Op::assume: return "assume";
+    case Op::assume: return "assume"; case Op::inline_asm_elementwise: return "inline_asm_elementwise";
   }
   return "?";
 }
@@ -179,7 +179,20 @@ class Printer {
       case Op::atomic_rmw:
         return fmt::format(" {} {} {}", atomic_name(op.i0), sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
-      case Op::load: case Op::store: return op.i0 ? " buffer" : "";
+      case Op::load: case Op::store: {
+        std::string s = op.i0 ? " buffer" : "";
+        const AccessFlags a = access_flags(op);
+        if (a.modifier != cache_modifier::none) s += fmt::format(" cache={}", cache_name(a.modifier));
+        if (a.eviction != evict::normal) s += fmt::format(" {}", evict_name(a.eviction));
+        if (a.is_volatile) s += " volatile";
+        return s;
+      }
+      case Op::inline_asm_elementwise: {  // str: constraints, newline, asm
+        const size_t nl = op.str.find('\n');
+        const std::string asm_text = nl == std::string::npos ? op.str : op.str.substr(nl + 1);
+        return fmt::format(" \"{}\" constraints=\"{}\" pack={}{}", asm_text, op.str.substr(0, nl), op.i0,
+                           op.i1 ? " pure" : "");
+      }
       case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
       case Op::div: return op.i0 ? " approx" : "";  // tl::fast_dividef
       case Op::hint: {

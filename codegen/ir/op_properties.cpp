@@ -34,8 +34,9 @@ OpProperties describe(Op op) {
     // A load is elementwise in its pointer (and mask, other) but not pure: what it
     // returns depends on the stores before it.
     // i0: kBufferAccess for an AMD buffer access (op_properties.hpp), else 0.
-    case Op::load: return {kReadsMemory | kElementwise, kAttrI0};
-    case Op::store: return {kWritesMemory | kElementwise, kAttrI0};
+    // i1: the access's cache modifier, eviction policy and volatile (AccessFlags).
+    case Op::load: return {kReadsMemory | kElementwise, kAttrI0 | kAttrI1};
+    case Op::store: return {kWritesMemory | kElementwise, kAttrI0 | kAttrI1};
     case Op::atomic_rmw: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI0 | kAttrI1};
     case Op::atomic_cas: return {kReadsMemory | kWritesMemory | kElementwise, kAttrI1};
     // Not pure (CSE would fold two buffers into one) and no effect (DCE may drop an
@@ -76,6 +77,11 @@ OpProperties describe(Op op) {
     // promises global memory).
     case Op::barrier: return {kSideEffects, kAttrI0};
     case Op::assert_: case Op::print: return {kSideEffects, kAttrStr};
+    // The assembly may read memory (Triton's is_pure speaks of effects only), so two equal
+    // calls merge only with no write between them, like loads; a pure one (i1 = 1) may be
+    // dropped when unused, one that is not is an effect (writes_or_has_effects): kept,
+    // never merged. str: constraints, newline, asm; i0: pack.
+    case Op::inline_asm_elementwise: return {kReadsMemory | kElementwise, kAttrI0 | kAttrI1 | kAttrStr};
   }
   return {kSideEffects, 0};  // unreachable with a valid Op; the safe answer
 }
@@ -104,9 +110,59 @@ const char* convert_path_name(ConvertPath p) {
   return "?";
 }
 
+int64_t encode_access(const AccessFlags& a) {
+  return int64_t(a.modifier) | (int64_t(a.eviction) << 4) | (a.is_volatile ? kAccessVolatile : 0);
+}
+
+AccessFlags access_flags(const Operation& op) {
+  if (op.op != Op::load && op.op != Op::store) return {};
+  return {cache_modifier(op.i1 & 0xf), evict((op.i1 >> 4) & 0x3), (op.i1 & kAccessVolatile) != 0};
+}
+
+const char* cache_name(cache_modifier c) {
+  switch (c) {
+    case cache_modifier::none: return "none";
+    case cache_modifier::ca: return "ca";
+    case cache_modifier::cg: return "cg";
+    case cache_modifier::cs: return "cs";
+    case cache_modifier::lu: return "lu";
+    case cache_modifier::cv: return "cv";
+    case cache_modifier::wb: return "wb";
+    case cache_modifier::wt: return "wt";
+  }
+  return "?";
+}
+
+const char* evict_name(evict e) {
+  switch (e) {
+    case evict::normal: return "evict_normal";
+    case evict::first: return "evict_first";
+    case evict::last: return "evict_last";
+  }
+  return "?";
+}
+
+std::string access_error(const AccessFlags& a, bool load) {
+  if (int(a.modifier) > int(cache_modifier::wt)) return "an unknown cache modifier";
+  if (int(a.eviction) > int(evict::last)) return "an unknown eviction policy";
+  const cache_modifier c = a.modifier;
+  // PTX's sets, which Triton's keywords take: a store's modifier on a load is a mistake.
+  if (load && (c == cache_modifier::wb || c == cache_modifier::wt))
+    return std::string("cache modifier .") + cache_name(c) + " is for stores; a load takes .ca, .cg, .cs, .lu or .cv";
+  if (!load && (c == cache_modifier::ca || c == cache_modifier::lu || c == cache_modifier::cv))
+    return std::string("cache modifier .") + cache_name(c) + " is for loads; a store takes .wb, .cg, .cs or .wt";
+  // A volatile access reads or writes memory itself every time; PTX's ld.volatile / st.volatile
+  // take no cache operator or eviction priority, and a hint beside it would mean nothing.
+  if (a.is_volatile && (c != cache_modifier::none || a.eviction != evict::normal))
+    return "a volatile access takes no cache modifier or eviction policy (it goes to memory every time)";
+  return {};
+}
+
 bool writes_or_has_effects(const Operation& op) {
   const OpProperties& p = properties(op.op);
   if (p.has(kWritesMemory) || p.has(kSideEffects)) return true;
+  if (op.op == Op::load && access_flags(op).is_volatile) return true;
+  if (op.op == Op::inline_asm_elementwise && op.i1 == 0) return true;
   for (auto& r : op.regions)
     for (auto& inner : r->ops)
       if (writes_or_has_effects(*inner)) return true;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "tl/opcode.hpp"
 
@@ -120,8 +121,28 @@ struct BufferOperands {
 };
 BufferOperands buffer_operands(const Operation& op);
 
+// `load` and `store`'s i1: tl::load / tl::store's access_options. Bits 0-3 the cache
+// modifier (tl::cache), bits 4-5 the eviction policy (tl::evict), bit 6 volatile; 0 is
+// the target's default access. The tracer checks the combination (a load's modifier on a
+// load, nothing beside volatile), the verifier again.
+struct AccessFlags {
+  cache_modifier modifier = cache_modifier::none;
+  evict eviction = evict::normal;
+  bool is_volatile = false;
+  bool is_default() const { return modifier == cache_modifier::none && eviction == evict::normal && !is_volatile; }
+};
+constexpr int64_t kAccessVolatile = 1 << 6;
+int64_t encode_access(const AccessFlags& a);
+AccessFlags access_flags(const Operation& op);  // of a load or store; the default for any other op
+const char* cache_name(cache_modifier c);  // "cg"
+const char* evict_name(evict e);  // "evict_last"
+// Why `a` is not a valid access for a load (`load`) or a store: empty when it is.
+std::string access_error(const AccessFlags& a, bool load);
+
 // For one op, regions included: does running it write memory or have an effect beyond
-// its results? (for/if: whatever any op inside does.)
+// its results? (for/if: whatever any op inside does.) A volatile load is an effect (it
+// must happen, in order, every time: never merged, dropped or moved across another
+// access), and so is an inline_asm_elementwise that is not pure.
 bool writes_or_has_effects(const Operation& op);
 // May an unused op be deleted: no write, no effect, inside its regions either.
 bool is_removable_if_unused(const Operation& op);

@@ -169,6 +169,8 @@ class Verifier {
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "load mask/other shape");
         expect(op.i0 == 0 || (op.i0 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer load's pointer is addptr(splat(scalar base), i32 offsets)");
+        expect(access_error(access_flags(op), true).empty() && (op.i1 & ~int64_t(0x7f)) == 0, op,
+               "a load's access (i1) is a load's cache modifier, an eviction policy or volatile alone");
         break;
       case Op::store:
         expect(nops >= 2 && nops <= 3 && op.operands[0]->type.is_ptr(), op, "store takes a pointer");
@@ -177,7 +179,22 @@ class Verifier {
         for (size_t i = 1; i < nops; ++i) expect(same_shape(op.operands[i], op.operands[0]), op, "store value/mask shape");
         expect(op.i0 == 0 || (op.i0 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer store's pointer is addptr(splat(scalar base), i32 offsets)");
+        expect(access_error(access_flags(op), false).empty() && (op.i1 & ~int64_t(0x7f)) == 0, op,
+               "a store's access (i1) is a store's cache modifier, an eviction policy or volatile alone");
         break;
+      case Op::inline_asm_elementwise: {
+        expect(nops >= 1 && !op.results.empty(), op, "inline_asm_elementwise takes arguments and gives results");
+        expect(op.i0 >= 1 && op.i0 <= 16 && (op.i0 & (op.i0 - 1)) == 0, op, "pack (i0) is a power of two up to 16");
+        expect(op.i1 == 0 || op.i1 == 1, op, "i1 is 1 (pure) or 0");
+        expect(op.str.find('\n') != std::string::npos, op, "str is the constraints, a newline, then the asm");
+        for (const Value* o : op.operands) expect(o->type.shape == op.result()->type.shape, op, "arguments have the results' shape");
+        for (const auto& r : op.results) {
+          expect(r->type.shape == op.result()->type.shape, op, "every result has one shape");
+          expect(r->type.dtype != DType::i1 && !r->type.is_ptr(), op, "results are integers or floats");
+        }
+        expect(op.result()->type.numel() % op.i0 == 0, op, "pack divides the element count");
+        break;
+      }
       case Op::barrier:
         expect(nops == 0 && op.results.empty(), op, "barrier takes no operands and has no results");
         break;

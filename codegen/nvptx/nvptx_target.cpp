@@ -104,6 +104,69 @@ class NvptxHooks final : public gpu::GpuHooks {
     b.CreateIntrinsic(Intr::nvvm_barrier_cta_sync_aligned_all, kNoTypes, {b.getInt32(0)});
   }
   bool order_rmw_with_fences() const override { return true; }
+
+  // tl::load / tl::store's cache modifiers and eviction policies, as Triton's NVIDIA
+  // backend writes them (LLVM's NVPTX has no form for either): inline PTX
+  // `ld.global{.cg|.cs|.lu|.cv|.ca}{.L1::evict_*}{.L2::cache_hint}{.vN}.bW` (stores:
+  // .cg/.cs/.wt/.wb), the L2 policy from `createpolicy.fractional.L2::evict_*.b64 p, 1.0`.
+  // An L1 eviction priority is only written without a cache operator (PTX has no form
+  // with both). The defaults (.ca, .wb) alone, volatile, and pointer elements are LLVM's
+  // plain or volatile access (ld.volatile.global); pointers keep no modifier.
+  llvm::Value* load_with_policy(llvm::IRBuilderBase& b, llvm::Type* ty, llvm::Value* ptr, unsigned align,
+                                const ir::AccessFlags& a) override {
+    if (!needs_ptx(a, cache_modifier::ca) || ty->isPtrOrPtrVectorTy()) return nullptr;
+    Words w = words_of(ty);
+    std::string text = "ld.global" + qualifiers(a) + w.suffix() + " " + w.list(0) + ", [$" + std::to_string(w.n) + "]";
+    std::string constraints;
+    for (int i = 0; i < w.n; ++i) constraints += "=" + w.letter() + ",";
+    constraints += "l";
+    std::vector<llvm::Value*> args = {ptr};
+    add_policy(b, a, w.n + 1, text, constraints, args);
+    std::vector<llvm::Type*> outs(size_t(w.n), b.getIntNTy(unsigned(w.bits)));
+    llvm::Type* ret = w.n == 1 ? outs[0] : llvm::StructType::get(b.getContext(), outs);
+    std::vector<llvm::Type*> ins;
+    for (llvm::Value* x : args) ins.push_back(x->getType());
+    auto* fty = llvm::FunctionType::get(ret, ins, false);
+    llvm::CallInst* call = b.CreateCall(fty, llvm::InlineAsm::get(fty, text + ";", constraints, false), args);
+    call->setOnlyReadsMemory();
+    llvm::Value* words = call;
+    if (w.n > 1) {
+      llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(outs[0], unsigned(w.n)));
+      for (int i = 0; i < w.n; ++i) v = b.CreateInsertElement(v, b.CreateExtractValue(call, unsigned(i)), uint64_t(i));
+      words = v;
+    }
+    return b.CreateBitCast(words, ty);
+  }
+
+  bool store_with_policy(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* ptr, unsigned align,
+                         const ir::AccessFlags& a) override {
+    llvm::Type* ty = v->getType();
+    if (!needs_ptx(a, cache_modifier::wb) || ty->isPtrOrPtrVectorTy()) return false;
+    Words w = words_of(ty);
+    std::string text = "st.global" + qualifiers(a) + w.suffix() + " [$0], " + w.list(1);
+    std::string constraints = "l";
+    std::vector<llvm::Value*> args = {ptr};
+    llvm::Type* word = b.getIntNTy(unsigned(w.bits));
+    if (w.n == 1) {
+      args.push_back(b.CreateBitCast(v, word));
+    } else {
+      llvm::Value* vec = b.CreateBitCast(v, llvm::FixedVectorType::get(word, unsigned(w.n)));
+      for (int i = 0; i < w.n; ++i) args.push_back(b.CreateExtractElement(vec, uint64_t(i)));
+    }
+    for (int i = 0; i < w.n; ++i) constraints += "," + w.letter();
+    add_policy(b, a, w.n + 1, text, constraints, args);
+    std::vector<llvm::Type*> ins;
+    for (llvm::Value* x : args) ins.push_back(x->getType());
+    auto* fty = llvm::FunctionType::get(b.getVoidTy(), ins, false);
+    b.CreateCall(fty, llvm::InlineAsm::get(fty, text + ";", constraints + ",~{memory}", true), args);
+    return true;
+  }
+
+  void decorate_access(llvm::Instruction* access, const ir::AccessFlags& a, bool load) override {
+    if (!a.is_volatile) return;
+    if (auto* l = llvm::dyn_cast<llvm::LoadInst>(access)) l->setVolatile(true);
+    if (auto* st = llvm::dyn_cast<llvm::StoreInst>(access)) st->setVolatile(true);
+  }
   // cp.async: .cg (L2 only) for 16 bytes, .ca for 4 and 8 (the only sizes .cg has not);
   // each global_load_to_shared is one commit group, so async_wait(n) is wait_group n.
   llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
@@ -236,6 +299,54 @@ class NvptxHooks final : public gpu::GpuHooks {
     std::vector<llvm::Value*> out;
     for (unsigned i = 0; i < outputs; ++i) out.push_back(outputs == 1 ? call : b.CreateExtractValue(call, i));
     return out;
+  }
+
+  // Whether an access needs inline PTX: a cache operator other than the default, or an
+  // eviction policy (volatile is LLVM's own).
+  static bool needs_ptx(const ir::AccessFlags& a, cache_modifier default_modifier) {
+    if (a.is_volatile) return false;
+    return a.eviction != evict::normal || (a.modifier != cache_modifier::none && a.modifier != default_modifier);
+  }
+  // ".cg", ".L1::evict_last", ".L2::cache_hint" as the access asks.
+  static std::string qualifiers(const ir::AccessFlags& a) {
+    std::string q;
+    if (a.modifier != cache_modifier::none) q += std::string(".") + ir::cache_name(a.modifier);
+    const char* priority = a.eviction == evict::first ? "evict_first" : "evict_last";
+    if (a.eviction != evict::normal && a.modifier == cache_modifier::none) q += std::string(".L1::") + priority;
+    if (a.eviction != evict::normal) q += ".L2::cache_hint";
+    return q;
+  }
+  // The L2 policy operand ($index) of an access with an eviction policy.
+  static void add_policy(llvm::IRBuilderBase& b, const ir::AccessFlags& a, int index, std::string& text,
+                         std::string& constraints, std::vector<llvm::Value*>& args) {
+    if (a.eviction == evict::normal) return;
+    const std::string p = a.eviction == evict::first ? "evict_first" : "evict_last";
+    auto* fty = llvm::FunctionType::get(b.getInt64Ty(), {}, false);
+    llvm::CallInst* policy = b.CreateCall(
+        fty, llvm::InlineAsm::get(fty, "createpolicy.fractional.L2::" + p + ".b64 $0, 1.0;", "=l", false));
+    policy->setDoesNotAccessMemory();
+    text += ", $" + std::to_string(index);
+    constraints += ",l";
+    args.push_back(policy);
+  }
+  // An access of `ty` as the words PTX moves (Triton's split): under 32 bits one word of
+  // its width, else words of max(32, element bits), n of them (.v2/.v4).
+  struct Words {
+    int bits = 32, n = 1;
+    std::string letter() const { return bits == 8 ? "c" : bits == 16 ? "h" : bits == 32 ? "r" : "l"; }
+    std::string suffix() const { return (n > 1 ? ".v" + std::to_string(n) : "") + ".b" + std::to_string(bits); }
+    std::string list(int first) const {
+      if (n == 1) return "$" + std::to_string(first);
+      std::string s = "{";
+      for (int i = 0; i < n; ++i) s += (i ? ", $" : "$") + std::to_string(first + i);
+      return s + "}";
+    }
+  };
+  static Words words_of(llvm::Type* ty) {
+    const int total = int(ty->getPrimitiveSizeInBits());
+    if (total < 32) return {total, 1};
+    const int word = std::max(32, int(ty->getScalarSizeInBits()));
+    return {word, total / word};
   }
 
   // Two FP8 codes (i16, the low byte element 0) to <2 x half>.

@@ -447,6 +447,10 @@ class Pipeliner {
     std::vector<std::string> declined;
     ir::walk(body, [&](ir::Operation& op) {
       if (op.op != Op::load) return;
+      if (ir::access_flags(op).is_volatile) {  // it must read memory when the program says, not an iteration early
+        declined.push_back(fmt::format("load at {} is volatile", where(op.loc)));
+        return;
+      }
       if (op.parent != &body) {
         declined.push_back(fmt::format("load at {} is inside a branch or an inner loop", where(op.loc)));
         return;
@@ -606,6 +610,7 @@ class Pipeliner {
         } else {
           ir::Operation& c = pre.create(Op::load, ops, {ld.result()->type}, ld.loc);
           c.i0 = ld.i0;
+          c.i1 = ld.i1;  // the access's cache modifier and eviction policy
           first[i].push_back(c.result());
         }
       }
@@ -654,6 +659,7 @@ class Pipeliner {
       const ir::Operation& ld = *plans[i].load;
       ir::Operation& c = top.create(Op::load, operands_ahead(top, ld, map, pred), {ld.result()->type}, ld.loc);
       c.i0 = ld.i0;
+      c.i1 = ld.i1;
       ir::replace_all_uses(body, ld.result(), carried[i][0]);
       // rotate: s_k <- s_{k+1}, s_{n-2} <- the load just issued
       for (int s = 0; s < n - 1; ++s)
@@ -760,6 +766,7 @@ class Pipeliner {
         const ir::Operation& ld = *plans[p].load;
         ir::Operation& c = b.create(Op::load, operands_ahead(b, ld, am, pred), {ld.result()->type}, ld.loc);
         c.i0 = ld.i0;
+        c.i1 = ld.i1;
         ahead.push_back(c.result());
       }
       ir::ValueMap m;

@@ -42,12 +42,13 @@ void mark(ir::Operation* op) { op->i0 = ir::kBufferAccess; }
 
 }  // namespace
 
-ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir::Value* other, const Loc& loc) {
+ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir::Value* other,
+                       const access_options& opts, const Loc& loc) {
   const char* fn = "tl::amd::buffer_load";
   check_base_and_offsets(base, offsets, fn, loc);
   check_fits(mask, offsets->type.shape, "mask", fn, loc);
   check_fits(other, offsets->type.shape, "other", fn, loc);
-  ir::Value* v = load(binary(Op::addptr, base, offsets, loc), mask, other, loc);
+  ir::Value* v = load(binary(Op::addptr, base, offsets, loc), mask, other, opts, loc);
   mark(v->def);
   return v;
 }
@@ -66,12 +67,13 @@ void buffer_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* base, ir
   Trace::current(loc).block()->ops.back()->i1 = ir::kBufferAccess;
 }
 
-void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const Loc& loc) {
+void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const access_options& opts,
+                  const Loc& loc) {
   const char* fn = "tl::amd::buffer_store";
   check_base_and_offsets(base, offsets, fn, loc);
   check_fits(value, offsets->type.shape, "value", fn, loc);
   check_fits(mask, offsets->type.shape, "mask", fn, loc);
-  store(binary(Op::addptr, base, offsets, loc), value, mask, loc);
+  store(binary(Op::addptr, base, offsets, loc), value, mask, opts, loc);
   // store() appended the op last in the current block: mark it.
   mark(Trace::current(loc).block()->ops.back().get());
 }

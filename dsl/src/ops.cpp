@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "codegen/ir/op_properties.hpp"
 #include "dsl/src/trace.hpp"
 #include "tl/amd.hpp"
 
@@ -314,8 +315,21 @@ static bool holds(const Value* v, const Type& elem) {
   return v->type.dtype == elem.dtype && (!elem.is_ptr() || v->type.same_pointee(elem));
 }
 
-Value* load(Value* p, Value* mask, Value* other, const Loc& loc) {
+// tl::load / tl::store's access_options as the op's i1 (ir::AccessFlags), checked here so
+// that a store's cache modifier on a load, or a hint beside volatile, names the line.
+static int64_t access_attr(const access_options& o, bool is_load, const char* fn, const Loc& loc) {
+  if (o.conflict)
+    throw trace_error(fmt::format("{}: two cache modifiers or two eviction policies combined; give one of each", fn),
+                      loc);
+  ir::AccessFlags a{o.modifier, o.eviction, o.is_volatile};
+  std::string why = ir::access_error(a, is_load);
+  if (!why.empty()) throw trace_error(fmt::format("{}: {}", fn, why), loc);
+  return ir::encode_access(a);
+}
+
+Value* load(Value* p, Value* mask, Value* other, const access_options& opts, const Loc& loc) {
   check_pointer(p, "tl::load", loc);
+  const int64_t access = access_attr(opts, true, "tl::load", loc);
   const Shape& ps = p->type.shape;
   const Type elem = p->type.pointee_type();  // a pointer tile where p points to pointers
   std::vector<Value*> ops{p};
@@ -327,11 +341,14 @@ Value* load(Value* p, Value* mask, Value* other, const Loc& loc) {
                                     elem.str()), loc);
     ops.push_back(fit_to_pointer(cast(other, elem.dtype, false, loc), ps, "other", "tl::load", loc));
   }
-  return T(loc).emit1(Op::load, ops, elem.with_shape(ps), loc);
+  Value* r = T(loc).emit1(Op::load, ops, elem.with_shape(ps), loc);
+  r->def->i1 = access;
+  return r;
 }
 
-void store(Value* p, Value* v, Value* mask, const Loc& loc) {
+void store(Value* p, Value* v, Value* mask, const access_options& opts, const Loc& loc) {
   check_pointer(p, "tl::store", loc);
+  const int64_t access = access_attr(opts, false, "tl::store", loc);
   const Shape& ps = p->type.shape;
   const Type elem = p->type.pointee_type();
   if (!holds(v, elem))
@@ -339,7 +356,7 @@ void store(Value* p, Value* v, Value* mask, const Loc& loc) {
                                   elem.str()), loc);
   std::vector<Value*> ops{p, fit_to_pointer(v, ps, "value", "tl::store", loc)};
   if (mask) ops.push_back(check_mask(mask, ps, "tl::store", loc));
-  T(loc).emit(Op::store, ops, loc);
+  T(loc).emit(Op::store, ops, loc)->i1 = access;
 }
 
 static void check_atomic_dtype(AtomicKind k, DType d, const Loc& loc) {

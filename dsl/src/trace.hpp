@@ -75,6 +75,10 @@ class Trace {
   void set_dot_fp8_formats(std::vector<DType> formats, std::string target) {
     dot_fp8_known_ = true, dot_fp8_ = std::move(formats), dot_fp8_target_ = std::move(target);
   }
+  // Whether the launch is for the CPU, set by the runtime before tracing: what has no CPU
+  // form (tl::inline_asm_elementwise) traces its fallback there, or is refused at its line.
+  void set_cpu_target(bool cpu) { cpu_target_ = cpu; }
+  bool cpu_target() const { return cpu_target_; }
   bool dot_fp8_known() const { return dot_fp8_known_; }
   const std::vector<DType>& dot_fp8_formats() const { return dot_fp8_; }
   const std::string& dot_fp8_target() const { return dot_fp8_target_; }
@@ -105,6 +109,7 @@ class Trace {
   std::string shared_target_;
   int lanes_ = 0, registers_per_lane_ = 0, num_warps_ = 0;
   std::string register_target_;
+  bool cpu_target_ = false;
   bool dot_fp8_known_ = false;
   std::vector<DType> dot_fp8_;
   std::string dot_fp8_target_;

@@ -395,7 +395,30 @@ TEST(Core, IfReturn) { CONFORMANCE_GAP("return in a branch"); }
 TEST(Core, TlRangeLoopUnrollFactor) { CONFORMANCE_GAP("tl.range options"); }
 TEST(Core, MapElementwise) { CONFORMANCE_GAP("tl.map_elementwise"); }
 TEST(Core, BlockPointers) { CONFORMANCE_GAP("tl.make_block_ptr"); }
-TEST(Core, LoadCacheModifierEvictionPolicy) { CONFORMANCE_GAP("load/store modifiers"); }
+// test_load_cache_modifier (".ca", ".cg", ".cv"), test_store_eviction_policy
+// ("evict_last", "evict_first") and volatile=True: hints that change no value (the
+// instructions each becomes are asserted in tests/codegen/cache_modifier_codegen_test.cpp).
+TEST(Core, LoadCacheModifierEvictionPolicy) {
+  constexpr int BLOCK = 128;
+  static auto kernel = tl::kernel("test_cache_modifiers", [](tl::ptr<tl::f32> X, tl::ptr<tl::f32> Out) {
+    auto off = tl::arange(0, BLOCK);
+    auto a = tl::load(X + off, tl::cache_modifier::ca);
+    auto b = tl::load(X + off, tl::cache_modifier::cg | tl::evict::last);
+    auto c = tl::load(X + off, tl::cache_modifier::cv);
+    auto d = tl::load(X + off, tl::volatile_);
+    tl::store(Out + off, a, tl::evict::last);
+    tl::store(Out + BLOCK + off, b, tl::cache_modifier::cs | tl::evict::first);
+    tl::store(Out + 2 * BLOCK + off, c, tl::cache_modifier::wt);
+    tl::store(Out + 3 * BLOCK + off, d, tl::volatile_);
+  });
+  auto hx = tltest::random_floats(BLOCK);
+  auto X = upload<ty::f32>(hx);
+  auto Out = output<ty::f32>(4 * BLOCK);
+  kernel[tl::grid(1)](X, Out);
+  auto o = Out.download();
+  for (int k = 0; k < 4; ++k)
+    for (int i = 0; i < BLOCK; ++i) EXPECT_EQ(o[size_t(k * BLOCK + i)], hx[size_t(i)]) << k << " " << i;
+}
 TEST(Core, GlobaltimerSmid) { CONFORMANCE_GAP("globaltimer / smid"); }
 
 }  // namespace

@@ -32,7 +32,6 @@ template <class X> concept has_scan = requires(X x, X (*f)(X, X)) { associative_
 template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
 template <class X> concept has_ravel = requires(X x) { ravel(x); };
 template <class X> concept has_swizzle2d = requires(X i) { swizzle2d(i, i, i, i, i); };
-template <class X> concept has_inline_asm = requires(X x) { inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", x); };
 }  // namespace probe
 
 namespace {
@@ -120,11 +119,6 @@ const std::vector<gap>& gaps() {
       {"tl.ravel", "test_core `test_ravel`", missing, "no `tl.ravel`; written `tl::reshape(x, {n})`", "",
        PROBE(has_ravel, probe::T)},
       {"tl.swizzle2d", "test_core `test_swizzle2d`", missing, "no `tl.swizzle2d`", "", PROBE(has_swizzle2d, probe::I)},
-      {"tl.inline_asm_elementwise", "test_core `test_inline_asm*`", missing, "no inline assembly", "",
-       PROBE(has_inline_asm, probe::T)},
-      {"load/store modifiers", "test_core `test_load_cache_modifier`, `test_store_eviction_policy`, "
-       "`test_vectorization`", missing,
-       "`tl.load` / `tl.store` take no `cache_modifier`, `eviction_policy`, `volatile`", "", nullptr},
       {"dot options", "test_core `test_dot` (`out_dtype`, `max_num_imprecise_acc`)", missing,
        "`tl.dot` takes no `out_dtype` (f16 accumulation) or `max_num_imprecise_acc` (its `input_precision` is "
        "`tl::input_precision`)",

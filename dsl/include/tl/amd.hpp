@@ -18,8 +18,10 @@
 
 namespace tl {
 namespace detail {
-ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir::Value* other, const Loc& loc);
-void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const Loc& loc);
+ir::Value* buffer_load(ir::Value* base, ir::Value* offsets, ir::Value* mask, ir::Value* other,
+                       const access_options& opts, const Loc& loc);
+void buffer_store(ir::Value* base, ir::Value* offsets, ir::Value* value, ir::Value* mask, const access_options& opts,
+                  const Loc& loc);
 // tl::amd's copies straight into shared memory (dsl/src/ops.cpp): `other` is a tile of
 // the buffer's element type (or null), `mask` one of i1 (or null).
 void buffer_load_to_shared(ir::Value* buf, ir::Value* stage, ir::Value* base, ir::Value* offsets, ir::Value* mask,
@@ -33,39 +35,41 @@ ir::Value* load_shared_relaxed(ir::Value* buf, ir::Value* stage, const Loc& loc)
 namespace amd {
 
 // base: a scalar tl::ptr<E>; offsets: an i32 tile of element offsets; mask and other
-// broadcast to the offsets' shape as tl::load's do to the pointer's.
+// broadcast to the offsets' shape as tl::load's do to the pointer's; `opts` as tl::load's
+// (Gluon's `cache=` argument; the cache bits go into the buffer instruction).
 template <class E, class O>
-tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, detail::Loc loc = detail::Loc::current()) {
-  return tile<E>(detail::buffer_load(base.get(), offsets.get(), nullptr, nullptr, loc));
+tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, access_options opts = {},
+                    detail::Loc loc = detail::Loc::current()) {
+  return tile<E>(detail::buffer_load(base.get(), offsets.get(), nullptr, nullptr, opts, loc));
 }
 template <class E, class O>
 tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<ty::i1>& mask,
-                    detail::Loc loc = detail::Loc::current()) {
-  return tile<E>(detail::buffer_load(base.get(), offsets.get(), mask.get(), nullptr, loc));
+                    access_options opts = {}, detail::Loc loc = detail::Loc::current()) {
+  return tile<E>(detail::buffer_load(base.get(), offsets.get(), mask.get(), nullptr, opts, loc));
 }
 template <class E, class O, Arith S>
 tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<ty::i1>& mask, S other,
-                    detail::Loc loc = detail::Loc::current()) {
+                    access_options opts = {}, detail::Loc loc = detail::Loc::current()) {
   return tile<E>(detail::buffer_load(base.get(), offsets.get(), mask.get(),
-                                     detail::literal_constant(E::dtype, other, loc), loc));
+                                     detail::literal_constant(E::dtype, other, loc), opts, loc));
 }
 template <class E, class O>
 tile<E> buffer_load(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<ty::i1>& mask,
-                    const tile<E>& other, detail::Loc loc = detail::Loc::current()) {
-  return tile<E>(detail::buffer_load(base.get(), offsets.get(), mask.get(), other.get(), loc));
+                    const tile<E>& other, access_options opts = {}, detail::Loc loc = detail::Loc::current()) {
+  return tile<E>(detail::buffer_load(base.get(), offsets.get(), mask.get(), other.get(), opts, loc));
 }
 
 template <class E, class O, class V>
 void buffer_store(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<V>& value,
-                  detail::Loc loc = detail::Loc::current()) {
+                  access_options opts = {}, detail::Loc loc = detail::Loc::current()) {
   static_assert(std::is_same_v<E, V>, "tl::amd::buffer_store: the value's element type must be the pointee");
-  detail::buffer_store(base.get(), offsets.get(), value.get(), nullptr, loc);
+  detail::buffer_store(base.get(), offsets.get(), value.get(), nullptr, opts, loc);
 }
 template <class E, class O, class V>
 void buffer_store(const tile<ty::ptr<E>>& base, const tile<O>& offsets, const tile<V>& value,
-                  const tile<ty::i1>& mask, detail::Loc loc = detail::Loc::current()) {
+                  const tile<ty::i1>& mask, access_options opts = {}, detail::Loc loc = detail::Loc::current()) {
   static_assert(std::is_same_v<E, V>, "tl::amd::buffer_store: the value's element type must be the pointee");
-  detail::buffer_store(base.get(), offsets.get(), value.get(), mask.get(), loc);
+  detail::buffer_store(base.get(), offsets.get(), value.get(), mask.get(), opts, loc);
 }
 
 }  // namespace amd

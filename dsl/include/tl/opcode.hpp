@@ -68,6 +68,11 @@ enum class Op : uint8_t {
   // tl.assume: operand a scalar i1 the program promises true (llvm.assume); axis analysis
   // reads facts such as `x > 0` and `x % 16 == 0` from it. No result.
   assume,
+  // Triton's tt.elementwise_inline_asm: the target's assembly applied elementwise. Operands
+  // the argument tiles (one shape: the results'); one result per result dtype. str: the
+  // LLVM constraint string, a newline, then the asm template; i0: pack (elements one
+  // invocation takes from each operand); i1: 1 = pure (no effect beyond its results).
+  inline_asm_elementwise,
   // debugging
   assert_, print,
 };
@@ -83,6 +88,13 @@ enum class AtomicKind : uint8_t { add, max, min, xchg, band, bor, bxor };
 enum class sem : uint8_t { relaxed, acquire, release, acq_rel };
 // Who must observe an atomic: the workgroup (CTA), the device (GPU) or the system.
 enum class scope : uint8_t { cta, gpu, sys };
+
+// A load's or store's cache modifier, Triton's cache_modifier (".ca", ".cg", ...): none is
+// the target's default. Loads take ca, cg, cs, lu, cv; stores wb, cg, cs, wt (PTX's
+// meanings; docs/language.md, "Cache modifiers", maps each to every target's bits).
+enum class cache_modifier : uint8_t { none, ca, cg, cs, lu, cv, wb, wt };
+// Triton's eviction_policy ("evict_first", "evict_last"): how long the line should stay.
+enum class evict : uint8_t { normal, first, last };
 
 const char* op_name(Op op);
 

@@ -32,6 +32,47 @@ namespace ir { class Value; }
 // a tl::trace_error where they are made. docs/language.md, "Limits".
 inline constexpr int64_t max_tile_elements = int64_t(1) << 20;
 
+// Triton's `volatile=True` on a load or store (`volatile` is a C++ keyword): every access
+// happens, in program order, and reads memory anew (a flag another program sets).
+struct volatile_t {
+  explicit constexpr volatile_t() = default;
+};
+inline constexpr volatile_t volatile_{};
+
+// How a load or store uses the caches: Triton's cache_modifier, eviction_policy and
+// volatile keywords, given after the other arguments and combined with `|`:
+//   tl::load(p, mask, 0.f, tl::cache_modifier::cg | tl::evict::last);
+//   tl::store(p, v, mask, tl::cache_modifier::cs);
+//   tl::load(flag, tl::volatile_);
+// Hints only (results are the same without them), except volatile. docs/language.md,
+// "Cache modifiers", says what each becomes on every target (the CPU ignores them).
+struct access_options {
+  cache_modifier modifier = cache_modifier::none;
+  evict eviction = evict::normal;
+  bool is_volatile = false;
+  bool conflict = false;  // two cache modifiers or two eviction policies were combined
+  constexpr access_options() = default;
+  constexpr access_options(cache_modifier c) : modifier(c) {}
+  constexpr access_options(evict e) : eviction(e) {}
+  constexpr access_options(volatile_t) : is_volatile(true) {}
+};
+// (At namespace scope, so that `tl::cache_modifier::cg | tl::evict::last`, two enums of
+// namespace tl, finds it.)
+constexpr access_options operator|(access_options a, access_options b) {
+  access_options r;
+  r.conflict = a.conflict || b.conflict || (a.modifier != cache_modifier::none && b.modifier != cache_modifier::none) ||
+               (a.eviction != evict::normal && b.eviction != evict::normal);
+  r.modifier = b.modifier != cache_modifier::none ? b.modifier : a.modifier;
+  r.eviction = b.eviction != evict::normal ? b.eviction : a.eviction;
+  r.is_volatile = a.is_volatile || b.is_volatile;
+  return r;
+}
+// Between two enums C++ looks only for an operator taking the enums themselves.
+constexpr access_options operator|(cache_modifier a, evict b) { return access_options(a) | access_options(b); }
+constexpr access_options operator|(evict a, cache_modifier b) { return access_options(a) | access_options(b); }
+constexpr access_options operator|(cache_modifier a, cache_modifier b) { return access_options(a) | access_options(b); }
+constexpr access_options operator|(evict a, evict b) { return access_options(a) | access_options(b); }
+
 // How tl::dot multiplies f32 operands (Triton's tl.dot input_precision): `tf32` (the
 // default, as Triton's) lets the matrix cores round them to TF32 (NVIDIA's mma/wgmma:
 // 10-bit mantissas, products to about 2^-11); `ieee` computes every product exactly
@@ -118,8 +159,14 @@ std::pair<ir::Value*, ir::Value*> split(ir::Value* a, const Loc& loc);
 ir::Value* interleave(ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* cat(ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* flip(ir::Value* a, int dim, const Loc& loc);
-ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const Loc& loc);
-void store(ir::Value* ptr, ir::Value* value, ir::Value* mask, const Loc& loc);
+ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const access_options& opts, const Loc& loc);
+void store(ir::Value* ptr, ir::Value* value, ir::Value* mask, const access_options& opts, const Loc& loc);
+inline ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const Loc& loc) {
+  return load(ptr, mask, other, access_options{}, loc);
+}
+inline void store(ir::Value* ptr, ir::Value* value, ir::Value* mask, const Loc& loc) {
+  store(ptr, value, mask, access_options{}, loc);
+}
 ir::Value* atomic_rmw(AtomicKind k, ir::Value* ptr, ir::Value* v, ir::Value* mask, sem s, scope sc, const Loc& loc);
 ir::Value* atomic_cas(ir::Value* ptr, ir::Value* cmp, ir::Value* v, sem s, scope sc, const Loc& loc);
 ir::Value* reduce(ReduceKind k, ir::Value* a, int axis, const Loc& loc);
@@ -651,29 +698,35 @@ tile<dot_acc_t<A>> dot(const tile<A>& a, const tile<B>& b, input_precision p, Lo
 
 // ---------------------------------------------------------------------------------
 // Memory. `mask` lanes that are false are not accessed; masked-off loads give `other`.
+// `opts` (last, optional): a cache modifier, eviction policy and tl::volatile_, see
+// access_options above.
 
-template <class E> tile<E> load(const tile<ty::ptr<E>>& p, Loc loc = Loc::current()) {
-  return tile<E>(detail::load(p.get(), nullptr, nullptr, loc));
-}
-template <class E> tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, Loc loc = Loc::current()) {
-  return tile<E>(detail::load(p.get(), mask.get(), nullptr, loc));
-}
-template <class E, Arith S>
-tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, S other, Loc loc = Loc::current()) {
-  return tile<E>(detail::load(p.get(), mask.get(), detail::literal_constant(E::dtype, other, loc), loc));
+template <class E> tile<E> load(const tile<ty::ptr<E>>& p, access_options opts = {}, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), nullptr, nullptr, opts, loc));
 }
 template <class E>
-tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, const tile<E>& other, Loc loc = Loc::current()) {
-  return tile<E>(detail::load(p.get(), mask.get(), other.get(), loc));
+tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, access_options opts = {}, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), mask.get(), nullptr, opts, loc));
 }
-template <class E, class V> void store(const tile<ty::ptr<E>>& p, const tile<V>& v, Loc loc = Loc::current()) {
-  static_assert(std::is_same_v<E, V>, "tl::store: the value's element type must be the pointee (use .to<T>())");
-  detail::store(p.get(), v.get(), nullptr, loc);
+template <class E, Arith S>
+tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, S other, access_options opts = {}, Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), mask.get(), detail::literal_constant(E::dtype, other, loc), opts, loc));
+}
+template <class E>
+tile<E> load(const tile<ty::ptr<E>>& p, const tile<ty::i1>& mask, const tile<E>& other, access_options opts = {},
+             Loc loc = Loc::current()) {
+  return tile<E>(detail::load(p.get(), mask.get(), other.get(), opts, loc));
 }
 template <class E, class V>
-void store(const tile<ty::ptr<E>>& p, const tile<V>& v, const tile<ty::i1>& mask, Loc loc = Loc::current()) {
+void store(const tile<ty::ptr<E>>& p, const tile<V>& v, access_options opts = {}, Loc loc = Loc::current()) {
   static_assert(std::is_same_v<E, V>, "tl::store: the value's element type must be the pointee (use .to<T>())");
-  detail::store(p.get(), v.get(), mask.get(), loc);
+  detail::store(p.get(), v.get(), nullptr, opts, loc);
+}
+template <class E, class V>
+void store(const tile<ty::ptr<E>>& p, const tile<V>& v, const tile<ty::i1>& mask, access_options opts = {},
+           Loc loc = Loc::current()) {
+  static_assert(std::is_same_v<E, V>, "tl::store: the value's element type must be the pointee (use .to<T>())");
+  detail::store(p.get(), v.get(), mask.get(), opts, loc);
 }
 
 // Atomics return the old values. Default semantics acq_rel and scope gpu, as Triton;

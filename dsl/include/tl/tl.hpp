@@ -10,3 +10,4 @@
 #include "tl/amd.hpp"
 #include "tl/random.hpp"
 #include "tl/math.hpp"
+#include "tl/inline_asm.hpp"
