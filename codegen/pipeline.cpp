@@ -135,6 +135,10 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   const gpu::PlanTarget t = gpu_plan_target(caps, target, opts);
   std::unique_ptr<ir::Function> planned = ir::clone_function(f);
   ir::Function& g = *planned;
+  if (gpu::convert_to_buffer_ops(g, passes::AxisAnalysis(g), t) > 0) {
+    passes::eliminate_dead_code(g);  // (the global pointer tiles the buffer loads replaced)
+    dump("buffer-op conversion", g);
+  }
   gpu::plan_dots(g, t, remarks);
   dump("dot planning", g);
   gpu::assign_layouts(g, passes::AxisAnalysis(g), t);

@@ -75,6 +75,12 @@ void scalar_bits(DType d, double f, int64_t i, uint64_t& bits) {
   }
 }
 
+namespace {
+// Triton's AMD `tt.pointer_range = 32` specialization: a pointer whose allocation, from it
+// on, is known to hold fewer than 2 GiB (codegen/gpu/capabilities.hpp: kBufferNumRecords).
+bool small_range(const ArgValue& a) { return a.range_bytes > 0 && a.range_bytes <= 0x7FFFFFFEull; }
+}  // namespace
+
 ir::Value* declare_argument(int index, DType dtype, bool is_pointer, const pointer_desc& pointee) {
   Trace& t = Trace::current(std::source_location::current());
   const ArgValue* a = index < int(t_args.size()) ? &t_args[index] : nullptr;
@@ -83,7 +89,7 @@ ir::Value* declare_argument(int index, DType dtype, bool is_pointer, const point
   if (a && !is_pointer && is_int(dtype) && dtype != DType::i1) div16 = int64_t(a->bits) % 16 == 0;
   ir::Type type{is_pointer ? DType::ptr : dtype, dtype, {}};
   if (is_pointer && pointee.pointee_levels > 0) type.pointee_levels = pointee.pointee_levels, type.element = pointee.element;
-  ir::Value* v = t.add_argument(type, fmt::format("arg{}", index), div16);
+  ir::Value* v = t.add_argument(type, fmt::format("arg{}", index), div16, a && is_pointer && small_range(*a));
   // An integer argument equal to 1 becomes the constant 1 (strides of contiguous rows).
   if (a && !is_pointer && is_int(dtype) && dtype != DType::i1 && a->bits == 1)
     return constant(dtype, 1.0, 1, std::source_location::current());
@@ -100,17 +106,21 @@ struct Specialization {
   std::unique_ptr<runtime::LoadedKernel> loaded;
 };
 
+// What declare_argument reads from a run-time argument, as one letter of the key: a
+// pointer's 16-byte alignment and small range, an integer's divisibility by 16 or value 1.
+char specialized_as(const ArgValue& a) {
+  if (a.is_pointer) return a.bits % 16 == 0 ? (small_range(a) ? 'B' : 'A') : (small_range(a) ? 'b' : 'a');
+  if (is_int(a.dtype) && a.dtype != DType::i1) return a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd';
+  return 's';
+}
+
 std::string spec_key(const LaunchRequest& r, const codegen::TargetDesc& target, const codegen::CompileOptions& o) {
   std::string k = target.str();
   k += '|';
   k += o.key();
   k += '|';
-  for (const ArgValue& a : r.args) {
-    if (a.trace_time) continue;  // (its value is in r.constants)
-    if (a.is_pointer) k += a.bits % 16 == 0 ? 'A' : 'a';
-    else if (is_int(a.dtype) && a.dtype != DType::i1) k += a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd';
-    else k += 's';
-  }
+  for (const ArgValue& a : r.args)
+    if (!a.trace_time) k += specialized_as(a);  // (a trace-time constant's value is in r.constants)
   k += '|';
   k += r.constants;
   return k;
@@ -328,7 +338,8 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   runtime::KernelOrigin origin{name, loc.file_name(), unsigned(loc.line()),
                                target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch, target.str()};
   for (size_t i = 0; i < fn.body.args.size(); ++i)
-    origin.signature.push_back(fn.body.args[i]->type.str() + (fn.arg_info[i].divisible_by_16 ? " div16" : ""));
+    origin.signature.push_back(fn.body.args[i]->type.str() + (fn.arg_info[i].divisible_by_16 ? " div16" : "") +
+                               (fn.arg_info[i].pointer_range_32 ? " range32" : ""));
   origin.constants = constants;
   origin.options = opts;
   origin.compiler = TL_VERSION;
@@ -435,9 +446,7 @@ std::string compile_for(const std::string& name, const std::source_location& loc
   codegen::CompileOptions opts = compile_options(o, target);
   std::string building = fmt::format("compile|{}|{}:{}|{}|{}|", name, loc.file_name(), loc.line(), target.str(), opts.key());
   for (const ArgValue& a : args)  // what the trace specializes on (as spec_key)
-    building += a.trace_time ? 'c' : a.is_pointer ? (a.bits % 16 == 0 ? 'A' : 'a')
-                : is_int(a.dtype) && a.dtype != DType::i1 ? (a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd')
-                                                          : 's';
+    building += a.trace_time ? 'c' : specialized_as(a);
   building += constants;
   if (Building::active(building))
     throw launch_error(fmt::format("kernel '{}' is compiled from inside its own trace, for the specialization being "

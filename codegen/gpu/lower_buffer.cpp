@@ -1,6 +1,5 @@
-// Buffer loads and stores (AMD CDNA): tl::amd::buffer_load/buffer_store, and ordinary
-// tl::load/tl::store whose pointer is a uniform scalar base plus provably small offsets
-// (Triton's ConvertToBufferOps). A buffer access takes its base from a 128-bit resource
+// Buffer loads and stores (AMD CDNA): tl::amd::buffer_load/buffer_store, and the loads
+// convert_to_buffer_ops.cpp marked (Triton's ConvertToBufferOps). A buffer access takes its base from a 128-bit resource
 // in SGPRs and a 32-bit byte offset per access from a VGPR; the hardware checks that
 // offset against the resource's num_records and returns 0 (load) or drops the write
 // (store) past it (CDNA3 ISA, "Buffer Instructions": range checking), so a masked-off
@@ -16,49 +15,21 @@
 #include "codegen/ir/op_properties.hpp"
 
 namespace tl::gpu {
-namespace {
 
-// Every thread holds the same value, and LLVM sees it (no divergent source), so the
-// base of a buffer resource stays in SGPRs: kernel arguments, program ids, constants, a
-// loop's induction variable over uniform bounds, and pure arithmetic on those.
-bool uniform_scalar(const ir::Value* v, int depth = 0) {
-  if (!v->type.is_scalar() || depth > 32) return false;
-  const ir::Operation* d = v->def;
-  if (!d) {
-    const ir::Block* owner = v->owner;
-    if (!owner) return false;
-    if (!owner->parent) return true;  // a kernel argument
-    const ir::Operation* loop = owner->parent;
-    return loop->op == Op::for_ && v->index == 0 && uniform_scalar(loop->operands[0], depth + 1) &&
-           uniform_scalar(loop->operands[2], depth + 1);
-  }
-  switch (d->op) {
-    case Op::constant: case Op::program_id: case Op::num_programs: return true;
-    case Op::load: case Op::atomic_rmw: case Op::atomic_cas: case Op::reduce: case Op::scan: return false;
-    default: break;
-  }
-  if (!ir::has_trait(d->op, ir::kPure) || !d->regions.empty()) return false;
-  for (const ir::Value* o : d->operands)
-    if (!uniform_scalar(o, depth + 1)) return false;
-  return true;
-}
-
-}  // namespace
 
 std::optional<BufferAccess> Lowerer::buffer_access(const ir::Operation& op) {
   if (!hooks_.capabilities().has_buffer_ops()) return std::nullopt;
   const ir::Value* ptr = op.operands[0];
   if (ptr->type.is_scalar()) return std::nullopt;
-  if (op.i0 == ir::kBufferAccess) {  // tl::amd: the user asked; the verifier kept the form
+  // tl::amd (the user asked) or convert_to_buffer_ops; the verifier kept the form
+  if (op.i0 == ir::kBufferAccess) {
     ir::BufferOperands u = ir::buffer_operands(op);
     BufferAccess a{u.base, {u.offsets}};
     a.bound = mask_bound(op, a);
     return a;
   }
-  // Ordinary loads and stores are not made buffer accesses here (Triton's
-  // ConvertToBufferOps would): the automatic rule was built and measured, and it cost
-  // VGPRs in RMSNorm's wide-row forwards that no restriction tried removed without losing
-  // the 4096-column forward's buffer loads (codegen/gpu/README.md).
+  // Ordinary loads and stores stay global: which become buffer accesses is decided
+  // before layouts (convert_to_buffer_ops.cpp) and recorded as the mark read above.
   return std::nullopt;
 }
 
@@ -79,7 +50,12 @@ const ir::Value* Lowerer::mask_bound(const ir::Operation& op, const BufferAccess
   const ir::Operation* splat = cmp->operands[1]->def;
   if (!splat || splat->op != Op::splat) return nullptr;
   const ir::Value* n = splat->operands[0];
-  if (n->type.dtype != DType::i32 || !uniform_scalar(n) || !axis_.fits_nonnegative_i32(a.offsets[0])) return nullptr;
+  if (n->type.dtype != DType::i32 || !ir::is_uniform_scalar(n) || !axis_.fits_nonnegative_i32(a.offsets[0])) return nullptr;
+  // A lane past the bound keeps its own offset: its byte offset must not wrap 32 bits
+  // back below the bound (an i32 offset of 2^30 f32 elements is 2^32 bytes).
+  const ir::Value* ptr = op.op == Op::global_load_to_shared ? op.operands[2] : op.operands[0];
+  int64_t eb = int64_t(m_.getDataLayout().getTypeStoreSize(mem_type(ptr->type.pointee)));
+  if ((axis_.get(a.offsets[0]).range.hi + 1) * eb > int64_t(kBufferNumRecords)) return nullptr;
   return n;
 }
 

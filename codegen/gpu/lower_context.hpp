@@ -297,6 +297,7 @@ class Lowerer {
   // Loads every thread certainly issues for a copy op (0 where some do not).
   int copy_loads_per_thread(const ir::Operation& op);
   int loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps);
+  int register_loads_per_thread(const ir::Operation& op);
   void lower_async_wait(const ir::Operation& op);
   // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
   Values broadcast_from_owners(const Values& v, const Layout& l, DType t);

@@ -380,20 +380,26 @@ int Lowerer::copy_loads_per_thread(const ir::Operation& op) {
   return c.layout.num_regs() / c.per;
 }
 
-// The loads (AMD's vmcnt counts each) that the `groups` copy ops issued last before
-// position `pos` of `b` certainly issued, walking back through the program: into the
-// loop's previous iteration and, as the first iteration's alternative, before the loop;
-// out of a branch to before it. The least over those paths, counting nothing past a
-// branch or inner loop that copies (a lower bound: waiting for fewer loads to remain is
-// always safe).
+// The loads (AMD's vmcnt counts each) that may stay in flight at position `pos` of `b`
+// when the `groups` copy ops issued last may: those copies' loads and every register load
+// issued after the copy before them, the one that must have landed, walking back through
+// the program: into the loop's previous iteration and, as the first iteration's
+// alternative, before the loop; out of a branch to before it. The least over those paths,
+// counting nothing past a branch or inner loop that copies (a lower bound: waiting for
+// fewer loads to remain is always safe).
 int Lowerer::loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps) {
   int sum = 0, found = 0;
-  for (size_t i = pos; i-- > 0 && groups > 0;) {
+  for (size_t i = pos; i-- > 0;) {
     const ir::Operation& op = *b.ops[i];
     if (op.op == Op::global_load_to_shared) {
+      if (groups == 0) return sum;  // the copy waited for
       sum += copy_loads_per_thread(op);
       --groups;
       ++found;
+      continue;
+    }
+    if (op.op == Op::load) {
+      sum += register_loads_per_thread(op);
       continue;
     }
     bool copies = false;
@@ -402,7 +408,7 @@ int Lowerer::loads_of_last_copies(const ir::Block& b, size_t pos, int groups, in
     if (copies) return sum;
   }
   const ir::Operation* parent = b.parent;
-  if (groups == 0 || !parent) return sum;
+  if (!parent) return sum;
   const ir::Block& outer = *parent->parent;
   size_t at = 0;
   while (outer.ops[at].get() != parent) ++at;
@@ -413,6 +419,26 @@ int Lowerer::loads_of_last_copies(const ir::Block& b, size_t pos, int groups, in
   return sum + std::min(before, loads_of_last_copies(b, b.ops.size(), groups, wraps + 1));
 }
 
+// The load instructions a tile load certainly issues per thread (a lower bound, for
+// loads_of_last_copies): a buffer load issues one per vector access, masked or not; a
+// masked global load branches around a wave with no lane on, so it counts none. Only
+// 16-byte accesses count: LLVM may merge narrower neighbouring loads into one
+// instruction (SILoadStoreOptimizer), and a count too high would let a copy that must
+// have landed stay in flight.
+int Lowerer::register_loads_per_thread(const ir::Operation& op) {
+  if (op.result()->type.is_scalar()) return 0;
+  const ir::Value* ptr = op.operands[0];
+  const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
+  if (mask && !buffer_access(op)) return 0;
+  const Layout& l = plan_.of(op.result());
+  const int v = access_width(axis_, l, ptr, mask);
+  if (v * int(m_.getDataLayout().getTypeStoreSize(mem_type(op.result()->type.dtype))) != 16) return 0;
+  const uint32_t dup = l.duplicate_reg_mask();
+  int n = 0;
+  for (int r = 0; r < l.num_regs(); r += v) n += (uint32_t(r) & dup) == 0;
+  return n;
+}
+
 void Lowerer::lower_async_wait(const ir::Operation& op) {
   int n = int(op.i0);
   // Copy groups (the pipeliner's waits): on a target whose counter counts loads (AMD's
@@ -421,7 +447,7 @@ void Lowerer::lower_async_wait(const ir::Operation& op) {
     const ir::Block& block = *op.parent;
     size_t at = 0;
     while (block.ops[at].get() != &op) ++at;
-    n = n > 0 ? loads_of_last_copies(block, at, n, 0) : 0;
+    n = loads_of_last_copies(block, at, n, 0);
   }
   hooks_.async_wait(b, n);
 }

@@ -3,6 +3,8 @@
 // paths, dot plans, operand sources) so that TL_DUMP_IR shows them and the lowering
 // (codegen/gpu/lower_*.cpp) only emits. codegen/pipeline.cpp runs them in this order,
 // Triton's TritonGPU pipeline being the model:
+//   convert_to_buffer_ops      AMD: a loop's register loads of dot operands as buffer
+//                              loads
 //   plan_dots                  each tl::dot's instruction, warp split and kpack; chained
 //                              dots (attention's P @ V) get every warp along M, so that
 //                              the first dot's accumulator is the second's A operand
@@ -39,6 +41,12 @@ struct PlanTarget {
   // 2: mma.sync; 3: wgmma, an error at a dot that cannot take it).
   int mma_version = 0;
 };
+
+// AMD (targets with buffer instructions): the register loads in loops whose values reach a
+// dot's A or B become buffer loads (ir::kBufferAccess, Triton's ConvertToBufferOps) where
+// their base is a small-range pointer argument (ir::ArgInfo::pointer_range_32) and their
+// offsets provably non-negative. Returns how many it converted.
+int convert_to_buffer_ops(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
 
 // Records on every dot its matrix instruction (`str`) and kpack, warps_m, warps_n (and a
 // K renumbering) in `ints`. On sm_90 a dot whose operands a wgmma reads from shared

@@ -128,6 +128,7 @@ class Printer {
       const Value* a = f.body.args[i].get();
       out_ += fmt::format("{}{}: {}", i ? ", " : "", name(a), a->type.str());
       if (i < f.arg_info.size() && f.arg_info[i].divisible_by_16) out_ += " {div16}";
+      if (i < f.arg_info.size() && f.arg_info[i].pointer_range_32) out_ += " {range32}";
     }
     out_ += ") {\n";
     block(f.body, 1);

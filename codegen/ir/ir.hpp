@@ -115,6 +115,10 @@ class Value {
 struct ArgInfo {
   std::string name;
   bool divisible_by_16 = false;  // pointers: 16-byte aligned; ints: value % 16 == 0
+  // Pointers: every byte the kernel may access through it lies less than 2 GiB
+  // (kBufferNumRecords) past it (Triton's AMD `tt.pointer_range = 32`), known from the
+  // launch's tl::buffer: non-negative offsets from it fit a buffer access's 32 bits.
+  bool pointer_range_32 = false;
 };
 
 class Block {

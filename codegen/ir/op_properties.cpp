@@ -184,6 +184,32 @@ BufferOperands buffer_operands(const Operation& op) {
   return {base, offsets};
 }
 
+namespace {
+bool uniform_scalar(const Value* v, int depth) {
+  if (!v->type.is_scalar() || depth > 32) return false;
+  const Operation* d = v->def;
+  if (!d) {
+    const Block* owner = v->owner;
+    if (!owner) return false;
+    if (!owner->parent) return true;  // a kernel argument
+    const Operation* loop = owner->parent;
+    return loop->op == Op::for_ && v->index == 0 && uniform_scalar(loop->operands[0], depth + 1) &&
+           uniform_scalar(loop->operands[2], depth + 1);
+  }
+  switch (d->op) {
+    case Op::constant: case Op::program_id: case Op::num_programs: return true;
+    case Op::load: case Op::atomic_rmw: case Op::atomic_cas: case Op::reduce: case Op::scan: return false;
+    default: break;
+  }
+  if (!has_trait(d->op, kPure) || !d->regions.empty()) return false;
+  for (const Value* o : d->operands)
+    if (!uniform_scalar(o, depth + 1)) return false;
+  return true;
+}
+}  // namespace
+
+bool is_uniform_scalar(const Value* v) { return uniform_scalar(v, 0); }
+
 bool is_removable_if_unused(const Operation& op) {
   if (has_trait(op.op, kTerminator)) return false;
   return !writes_or_has_effects(op);

@@ -139,6 +139,12 @@ const char* evict_name(evict e);  // "evict_last"
 // Why `a` is not a valid access for a load (`load`) or a store: empty when it is.
 std::string access_error(const AccessFlags& a, bool load);
 
+// Every thread of a program holds the same value, and LLVM sees it (no divergent
+// source), so a buffer resource built from it stays in SGPRs: kernel arguments, program
+// ids, constants, a `for` loop's induction variable over uniform bounds, and pure
+// arithmetic on those (not a load: LLVM treats loaded values as divergent).
+bool is_uniform_scalar(const Value* v);
+
 // For one op, regions included: does running it write memory or have an effect beyond
 // its results? (for/if: whatever any op inside does.) A volatile load is an effect (it
 // must happen, in order, every time: never merged, dropped or moved across another

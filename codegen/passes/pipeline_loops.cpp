@@ -632,15 +632,6 @@ class Pipeliner {
 
     ir::Builder top(body);
     top.before(*body.ops.front());
-    {
-      // The copies of iteration i are the oldest in flight: the n-2 later iterations'
-      // copies (one group per pipelined load each) may stay outstanding.
-      int groups = 0;
-      for (auto& p : plans) groups += p.store != nullptr;
-      ir::Operation& w = top.create(Op::async_wait, {}, {}, loc);
-      w.i0 = int64_t(n - 2) * groups;
-      w.i1 = ir::kWaitCountsCopies;
-    }
     ir::Value* iv = body.args[0].get();
     // What iteration i+n-1 loads is computed where it is issued: "that iteration
     // exists" (pred) and the slices' ops cloned for it (map).
@@ -651,8 +642,13 @@ class Pipeliner {
       map = ir::ValueMap();
       clone_slices(at, body, slice, iv_ahead(at, iv, n - 1), map);
     };
-    // Right after the wait: the loads of iteration i+n-1 into registers (rotated through
-    // the carried values) and, with 2 stages, its copies (below).
+    // First the loads of iteration i+n-1 into registers (rotated through the carried
+    // values), then the wait for this iteration's copies and, with 2 stages, the copies of
+    // iteration i+n-1 (below). The register loads go before the wait, as Triton's AMD
+    // pipeliner issues the next loads before waiting: they touch no shared memory, and
+    // where the wait counts loads (AMD's vmcnt) they may stay in flight through it
+    // (codegen/gpu/lower_shared.cpp, loads_of_last_copies), where after it they would
+    // be waited for at the next iteration's top anyway.
     if (n == 2 || std::any_of(plans.begin(), plans.end(), [](auto& p) { return !p.store; })) compute_ahead(top);
     for (size_t i = 0; i < plans.size(); ++i) {
       if (plans[i].store) continue;
@@ -664,6 +660,15 @@ class Pipeliner {
       // rotate: s_k <- s_{k+1}, s_{n-2} <- the load just issued
       for (int s = 0; s < n - 1; ++s)
         set_yield(loop, carried[i][size_t(s)], s + 1 < n - 1 ? carried[i][size_t(s + 1)] : c.result());
+    }
+    {
+      // The copies of iteration i are the oldest in flight: the n-2 later iterations'
+      // copies (one group per pipelined load each) may stay outstanding.
+      int groups = 0;
+      for (auto& p : plans) groups += p.store != nullptr;
+      ir::Operation& w = top.create(Op::async_wait, {}, {}, loc);
+      w.i0 = int64_t(n - 2) * groups;
+      w.i1 = ir::kWaitCountsCopies;
     }
     // The copies go into the stage that iteration i-1 read (stage (i+n-1) mod n), free
     // once the barrier after the wait has run (with a buffer more for an asynchronous dot,

@@ -189,8 +189,8 @@ ir::Value* Trace::emit1(Op op, std::vector<ir::Value*> operands, ir::Type result
   return emit(op, std::move(operands), loc)->add_result(std::move(result));
 }
 
-ir::Value* Trace::add_argument(ir::Type t, std::string name, bool divisible_by_16) {
-  fn_->arg_info.push_back({std::move(name), divisible_by_16});
+ir::Value* Trace::add_argument(ir::Type t, std::string name, bool divisible_by_16, bool pointer_range_32) {
+  fn_->arg_info.push_back({std::move(name), divisible_by_16, pointer_range_32 && t.is_ptr()});
   return fn_->body.add_arg(std::move(t));
 }
 

@@ -51,7 +51,8 @@ class Trace {
   // Appends an op at the insertion point.
   ir::Operation* emit(Op op, std::vector<ir::Value*> operands, const Loc& loc);
   ir::Value* emit1(Op op, std::vector<ir::Value*> operands, ir::Type result, const Loc& loc);
-  ir::Value* add_argument(ir::Type t, std::string name, bool divisible_by_16);
+  // `pointer_range_32`: ir::ArgInfo's, for pointers.
+  ir::Value* add_argument(ir::Type t, std::string name, bool divisible_by_16, bool pointer_range_32 = false);
 
   int depth() const { return int(frames_.size()); }
 

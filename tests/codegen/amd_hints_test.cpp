@@ -28,10 +28,12 @@ struct Config {
 // Triton's tutorial 03 (python/tutorials/03-matrix-multiplication.py, `matmul_kernel`)
 // statement for statement, f16, with its tl.assume lines when `assumes`. The unit
 // strides along K (A) and N (B, C) are the constant 1, as a launch specializes them.
-std::unique_ptr<ir::Function> tutorial03(const Config& c, bool assumes) {
+// `small`: the matrices were passed as tl::buffers under 2 GiB (Triton's torch tensors:
+// `tt.pointer_range = 32`), not as raw pointers.
+std::unique_ptr<ir::Function> tutorial03(const Config& c, bool assumes, bool small = true) {
   return tltest::trace("matmul_kernel", [&](Trace& t) {
-    auto a_ptr = ptr_arg<ty::f16>(t, "a_ptr", true), b_ptr = ptr_arg<ty::f16>(t, "b_ptr", true);
-    auto c_ptr = ptr_arg<ty::f16>(t, "c_ptr", true);
+    auto a_ptr = ptr_arg<ty::f16>(t, "a_ptr", true, small), b_ptr = ptr_arg<ty::f16>(t, "b_ptr", true, small);
+    auto c_ptr = ptr_arg<ty::f16>(t, "c_ptr", true, small);
     auto M = scalar_arg<ty::i32>(t, "M", true), N = scalar_arg<ty::i32>(t, "N", true);
     auto K = scalar_arg<ty::i32>(t, "K", true);
     auto stride_am = scalar_arg<ty::i32>(t, "stride_am", true), stride_bk = scalar_arg<ty::i32>(t, "stride_bk", true);
@@ -244,32 +246,62 @@ TEST(AmdHints, InPlacePointerHintsKeepTheKLoopPipelined) {
 // AMD (128x128x64, 2 stages, 4 waves): `tl::assume(pid_n >= 0)` makes `(pid_n * BLOCK_N +
 // arange) % N` non-negative, so it stays contiguous over runs of N's divisibility (16, the
 // launch's specialization), and the loads of B are 16 bytes a lane where without the
-// assumes they are 2 (a branch and a global_load_ushort each): gfx942 252 -> 193 VGPRs,
-// gfx950 256 -> 126 (both operands then staged in LDS by the compiler). The assumes are
-// not passed to LLVM on AMD (lower_kernel.cpp: that cost 55 VGPRs at 128x256x32).
-// NOT YET what the issue asks: buffer loads for the register loads and `vmcnt(n > 0)` in
-// the loop. Ordinary loads are never made buffer loads (codegen/gpu/README.md, "Buffer
-// accesses"), and the offsets here are only known to be non-negative i32 element offsets,
-// whose byte offsets need not fit a buffer's 31 bits (Triton assumes tensors under 2 GiB).
-TEST(AmdHints, TutorialMatmulAssumesWidenItsLoads) {
+// assumes they are 2 (a branch and a global_load_ushort each). With the strides assumed
+// positive every offset is a non-negative i32, and with the matrices passed as tl::buffers
+// under 2 GiB (Triton's `tt.pointer_range = 32`) the loop's dot-operand loads become
+// buffer loads (convert_to_buffer_ops.cpp):
+// - gfx942 stages A by direct copies and loads B into registers: B's loads are
+//   buffer_load_dwordx4 (masked by offset: no exec branch, no `other` written first),
+//   issued before the wait for the iteration's copies, which then leaves them in flight:
+//   `s_waitcnt vmcnt(4)` where it waited vmcnt(0). 252 VGPRs without the assumes, 193
+//   with them and global loads, 190 now.
+// - gfx950 stages both operands by direct copies, now buffer loads into LDS (no branch per
+//   masked chunk): 256 VGPRs without the assumes, 126 with global copies, 114 now (Triton
+//   3.6: 176 VGPRs and 64 AGPRs, loading both into registers). With 2 stages every copy in
+//   flight at the loop's wait belongs to the stage about to be read, so it waits vmcnt(0);
+//   with 3 (below) one iteration's copies stay in flight.
+// The assumes are not passed to LLVM on AMD (lower_kernel.cpp: that cost 55 VGPRs at
+// 128x256x32).
+TEST(AmdHints, TutorialMatmulAssumesMakeItsLoadsBufferLoads) {
   for (const char* arch : {"gfx942", "gfx950"}) {
     Config c{128, 128, 64, 8, 2, 4};
     SCOPED_TRACE(arch);
-    auto with = tutorial03(c, true), plain = tutorial03(c, false);
+    const bool gfx942 = std::string(arch) == "gfx942";
+    auto with = tutorial03(c, true), plain = tutorial03(c, false), raw = tutorial03(c, true, /*small=*/false);
     auto a = compile(arch, *with, c.warps, c.stages), b = compile(arch, *plain, c.warps, c.stages);
+    auto r = compile(arch, *raw, c.warps, c.stages);
     EXPECT_EQ(count(a.tile_ir, "assume"), 8) << a.tile_ir;
+    EXPECT_LE(report(a, "vgpr"), gfx942 ? 190 : 114);
     EXPECT_LT(report(a, "vgpr"), report(b, "vgpr"));
     EXPECT_EQ(report(a, "spill_vgpr") + report(a, "spill_sgpr"), 0);
     std::string with_dis = amd::disassemble(a.binary), plain_dis = amd::disassemble(b.binary);
+    std::string loop = loop_of(with_dis), raw_loop = loop_of(amd::disassemble(r.binary));
     EXPECT_EQ(count(with_dis, "global_load_ushort"), 0);
     EXPECT_GT(count(plain_dis, "global_load_ushort"), 0);
-    if (std::string(arch) == "gfx942") EXPECT_GT(count(loop_of(with_dis), "global_load_dwordx4"), 0) << loop_of(with_dis);
-    if (getenv("AMD_HINTS_PRINT")) {
-      std::string loop = loop_of(with_dis);
-      fmt::print("{}: vgpr {} (without assumes {}) loop: buffer_load {} global_load {} vmcnt max {}\n", arch,
-                 report(a, "vgpr"), report(b, "vgpr"), count(loop, "buffer_load"), count(loop, "global_load"),
-                 largest_vmcnt(loop));
+    if (gfx942) {
+      // (A's copies into LDS stay global_load_lds_dword: gfx942 has no 16-byte copy
+      // into LDS, and its dword buffer copies go through the lowering's own rule)
+      EXPECT_EQ(count(loop, "global_load_dwordx4"), 0) << loop;
+      EXPECT_EQ(count(a.tile_ir, "= load buffer"), 1) << a.tile_ir;  // B's, in the loop
+      EXPECT_EQ(count(loop, "buffer_load_dwordx4"), 4) << loop;
+      EXPECT_GT(largest_vmcnt(loop), 0) << loop;
+      // Passed as raw pointers, whose allocations' sizes are unknown: global loads.
+      EXPECT_GT(count(raw_loop, "global_load_dwordx4"), 0) << raw_loop;
+      EXPECT_EQ(largest_vmcnt(raw_loop), 0) << raw_loop;
+    } else {
+      EXPECT_EQ(count(a.tile_ir, "global_load_to_shared into_last_read_stage buffer"), 2) << a.tile_ir;
+      EXPECT_EQ(count(loop, "buffer_load_dwordx4"), 8) << loop;  // (4 chunks of A, 4 of B, into LDS)
+      EXPECT_EQ(count(loop, " lds "), 8) << loop;
+      EXPECT_EQ(count(loop, "global_load"), 0) << loop;
+      EXPECT_GT(count(raw_loop, "global_load_lds_dwordx4"), 0) << raw_loop;
+      auto again = tutorial03(c, true);
+      auto three = compile(arch, *again, c.warps, 3);
+      EXPECT_GT(largest_vmcnt(loop_of(amd::disassemble(three.binary))), 0);
     }
+    if (getenv("AMD_HINTS_PRINT"))
+      fmt::print("{}: vgpr {} (without assumes {}, raw pointers {}) loop: buffer_load {} global_load {} vmcnt max {}\n",
+                 arch, report(a, "vgpr"), report(b, "vgpr"), report(r, "vgpr"), count(loop, "buffer_load"),
+                 count(loop, "global_load"), largest_vmcnt(loop));
   }
 }
 

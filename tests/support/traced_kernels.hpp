@@ -15,8 +15,10 @@
 namespace tltest {
 
 // A pointer argument; `aligned`: 16-byte aligned, as device allocations are.
-template <class E> tl::tile<tl::ty::ptr<E>> ptr_arg(tl::detail::Trace& t, const char* name, bool aligned) {
-  return tl::tile<tl::ty::ptr<E>>(t.add_argument(tl::ir::Type{tl::DType::ptr, E::dtype, {}}, name, aligned));
+// `range32`: the launch passed a tl::buffer under 2 GiB (ir::ArgInfo::pointer_range_32).
+template <class E>
+tl::tile<tl::ty::ptr<E>> ptr_arg(tl::detail::Trace& t, const char* name, bool aligned, bool range32 = false) {
+  return tl::tile<tl::ty::ptr<E>>(t.add_argument(tl::ir::Type{tl::DType::ptr, E::dtype, {}}, name, aligned, range32));
 }
 // A scalar argument; `div16`: its value is divisible by 16 (Triton's divisibility 16).
 template <class E> tl::tile<E> scalar_arg(tl::detail::Trace& t, const char* name, bool div16) {

@@ -169,6 +169,11 @@ struct ArgValue {
   bool is_pointer = false;
   DType dtype = DType::i32;   // scalars: their dtype; pointers: the pointee
   uint64_t bits = 0;
+  // Pointers: the bytes addressable from the pointer on, where the launch knows them (a
+  // tl::buffer), else 0 (a raw pointer: unknown). Under 2 GiB it is a specialization
+  // (Triton's AMD `tt.pointer_range = 32`): 32-bit byte offsets reach every element, so
+  // AMD loads through it may become buffer loads (codegen/gpu/convert_to_buffer_ops.cpp).
+  uint64_t range_bytes = 0;
 };
 
 struct LaunchRequest {
@@ -225,6 +230,7 @@ template <class P, class A> ArgValue to_arg(const A& a) {
     v.dtype = Pointee::dtype;
     if constexpr (std::is_same_v<std::decay_t<A>, buffer<Pointee>>) {
       v.bits = reinterpret_cast<uint64_t>(a.data());
+      v.range_bytes = a.bytes();
     } else if constexpr (is_ptr_elem<Pointee> && (std::is_same_v<std::decay_t<A>, buffer<ty::u64>> ||
                                                   std::is_same_v<std::decay_t<A>, buffer<ty::i64>>)) {
       // An array of pointers filled with addresses (buffer::address()), as a Triton user
