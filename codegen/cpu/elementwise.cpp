@@ -214,6 +214,15 @@ Value* Lowerer::compute(const ir::Operation& op, const Idx& idx) {
       dims[size_t(op.i0)] = b_.CreateXor(dims[size_t(op.i0)], b_.getInt64(uint64_t(src->type.shape[size_t(op.i0)] - 1)));
       return elem(src, idx_from_dims(src->type.shape, dims));
     }
+    case Op::gather: {  // the index's element along the axis; modulo the dim (Triton: out of range is UB)
+      const ir::Value* src = op.operands[0];
+      const ir::Value* index = op.operands[1];
+      const size_t ax = size_t(op.i0);
+      std::vector<Value*> dims = idx.dims;
+      Value* i = b_.CreateIntCast(elem(index, idx), b_.getInt64Ty(), is_signed(index->type.dtype));
+      dims[ax] = b_.CreateAnd(i, b_.getInt64(uint64_t(src->type.shape[ax] - 1)));
+      return elem(src, idx_from_dims(src->type.shape, dims));
+    }
     case Op::load: return load_elem(op, idx);
     case Op::shared_load: return load_buf(shared_stage_ptr(op), rt.dtype, idx.flat);
     case Op::atomic_rmw: return atomic_rmw_elem(op, idx);

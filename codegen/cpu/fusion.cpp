@@ -30,7 +30,7 @@ bool cheap_op(const ir::Operation& op) {
   switch (op.op) {
     case Op::arange: case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims:
     case Op::trans: case Op::addptr: case Op::select: case Op::cmp: case Op::cast: case Op::bitcast:
-    case Op::hint: case Op::join: case Op::split: case Op::cat: case Op::flip:
+    case Op::hint: case Op::join: case Op::split: case Op::cat: case Op::flip: case Op::gather:
       return true;
     case Op::add: case Op::sub: case Op::mul: case Op::band: case Op::bor: case Op::bxor: case Op::shl:
     case Op::shr: case Op::min: case Op::max: case Op::neg: case Op::bnot:

@@ -354,7 +354,7 @@ void Lowerer::reads_of_carried(const ir::Value* v, bool remapped, const std::vec
   seen.push_back(v);
   const ir::Operation& op = *v->def;
   bool moves = op.op == Op::broadcast || op.op == Op::trans || op.op == Op::join || op.op == Op::split ||
-               op.op == Op::cat || op.op == Op::flip;  // element i reads elsewhere
+               op.op == Op::cat || op.op == Op::flip || op.op == Op::gather;  // element i reads elsewhere
   for (const ir::Value* o : op.operands) reads_of_carried(o, remapped || moves, carried, out, seen);
 }
 

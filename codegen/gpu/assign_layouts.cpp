@@ -243,6 +243,9 @@ class LayoutPlanner {
         case Op::flip:
           meet(wanted_layout(u->result()));
           break;
+        case Op::gather:  // the index is read in the result's layout
+          if (index == 1) meet(wanted_layout(u->result()));
+          break;
         case Op::cast:
           // (An FP8 tile keeps the layout its own access wants, but a read from shared
           // memory converted for a dot is read in the dot's operand layout.)
@@ -413,6 +416,7 @@ class LayoutPlanner {
         return set(res, plan_.shape_default(res->type.shape));
       }
       case Op::flip: return set(res, plan_.of(o.operands[0]));
+      case Op::gather: return set(res, plan_.of(o.operands[1]));  // the index's (src is read from shared memory)
       default: break;
     }
     elementwise(o);

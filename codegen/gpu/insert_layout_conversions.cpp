@@ -44,6 +44,7 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     case Op::cat: return cat_source_layout(*op.result()->layout);
     case Op::split: return split_source_layout(*v->layout, *op.result()->layout);
     case Op::flip: return op.result()->layout;
+    case Op::gather: return index == 1 ? op.result()->layout : std::nullopt;  // src: any (through shared memory)
     case Op::dot: {
       DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);
       return index == 0 ? p.a : index == 1 ? p.b : p.acc;

@@ -448,6 +448,38 @@ void Lowerer::lower_move_op(const ir::Operation& op) {
       smem_after_read();
       return set_natural(res, Regs{l, std::move(out)});
     }
+    case Op::gather: {
+      // src once through shared memory in its own layout, then every thread reads, for
+      // each of its result registers, the element its index names (Triton's general
+      // GatherOp lowering; its warp-local shuffle form is not done yet).
+      const ir::Value* src = op.operands[0];
+      const ir::Value* index = op.operands[1];
+      const Layout sl = preferred_layout(src);
+      Values in = get(src, sl);
+      Values ix = get(index, l);
+      llvm::Type* ty = in[0]->getType();
+      const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
+      const std::vector<int>& s = src->type.shape;
+      const int ax = int(op.i0);
+      const int off = dim_offset(s, ax);  // the dims after the axis are the same in both shapes
+      const uint32_t n = uint32_t(s[size_t(ax)]);
+      const int rbits = off + log2_exact(res->type.shape[size_t(ax)]), sbits = off + log2_exact(n);
+      smem_reserve(sl.numel() * eb);
+      smem_before_write();
+      smem_store_tile(in, sl, ty, 0);
+      barrier();
+      Values out;
+      for (int r = 0; r < l.num_regs(); ++r) {
+        llvm::Value* e = element_index(l, r);
+        llvm::Value* i = b.CreateIntCast(ix[size_t(r)], b.getInt32Ty(), is_signed(index->type.dtype));
+        llvm::Value* flat = b.CreateOr(b.CreateShl(b.CreateLShr(e, uint64_t(rbits)), uint64_t(sbits)),
+                                       b.CreateOr(b.CreateShl(b.CreateAnd(i, n - 1), uint64_t(off)),
+                                                  b.CreateAnd(e, (1u << off) - 1)));
+        out.push_back(smem_load(ty, smem_ptr(b.CreateMul(flat, b.getInt32(eb))), eb));
+      }
+      smem_after_read();
+      return set_natural(res, Regs{l, std::move(out)});
+    }
     default:
       fail(op, fmt::format("gpu lowering: unexpected op '{}'", op_name(op.op)));
   }

@@ -291,7 +291,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::dot: return lower_dot(op);
     case Op::convert_layout: return lower_convert_layout(op);
-    case Op::join: case Op::split: case Op::cat: case Op::flip: return lower_move_op(op);
+    case Op::join: case Op::split: case Op::cat: case Op::flip: case Op::gather: return lower_move_op(op);
     case Op::dot_wait: return lower_dot_wait(op);
     case Op::fence_async_shared: return lower_fence_async_shared(op);
     case Op::inline_asm_elementwise: return lower_inline_asm(op);

@@ -18,7 +18,8 @@ const char* op_name(Op op) {
     case Op::splat: return "splat"; case Op::broadcast: return "broadcast";
     case Op::expand_dims: return "expand_dims"; case Op::reshape: return "reshape";
     case Op::trans: return "trans"; case Op::join: return "join"; case Op::split: return "split";
-    case Op::cat: return "cat"; case Op::flip: return "flip"; case Op::add: return "add"; case Op::sub: return "sub";
+    case Op::cat: return "cat"; case Op::flip: return "flip"; case Op::gather: return "gather";
+    case Op::add: return "add"; case Op::sub: return "sub";
     case Op::mul: return "mul"; case Op::div: return "div"; case Op::rem: return "rem";
     case Op::min: return "min"; case Op::max: return "max"; case Op::band: return "and";
     case Op::bor: return "or"; case Op::bxor: return "xor"; case Op::shl: return "shl";
@@ -175,6 +176,7 @@ class Printer {
       case Op::trans: return fmt::format(" perm=[{}]", fmt::join(op.ints, ","));
       case Op::split: return op.i0 ? " hi" : " lo";
       case Op::flip: return fmt::format(" dim={}", op.i0);
+      case Op::gather: return fmt::format(" axis={}", op.i0);
       case Op::reduce: case Op::scan:
         return fmt::format(" {} axis={}", reduce_name(op.i1), op.i0);
       case Op::atomic_rmw:

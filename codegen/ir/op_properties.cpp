@@ -21,6 +21,7 @@ OpProperties describe(Op op) {
     // split: i0 the half (0 or 1); flip: i0 the dim.
     case Op::join: case Op::cat: return {kPure, 0};
     case Op::split: case Op::flip: return {kPure, kAttrI0};
+    case Op::gather: return {kPure, kAttrI0};  // i0: the axis
     // i1: kIndexArithmetic (op_properties.hpp), set by mark_index_arithmetic.
     case Op::add: case Op::sub: case Op::mul: case Op::shl: return {kPureElementwise, kAttrI1};
     case Op::div: return {kPureElementwise, kAttrI0};  // i0: approximate (tl::fast_dividef)

@@ -290,6 +290,15 @@ class Verifier {
         expect(op.result()->type == op.operands[0]->type.with_shape(s), op, "cat doubles dim 0");
         break;
       }
+      case Op::gather: {
+        bool ok = nops == 2 && is_int(op.operands[1]->type.dtype) && op.i0 >= 0 &&
+                  op.i0 < op.operands[0]->type.rank() && op.operands[1]->type.rank() == op.operands[0]->type.rank() &&
+                  op.result()->type == op.operands[0]->type.with_shape(op.operands[1]->type.shape);
+        for (int d = 0; ok && d < op.operands[0]->type.rank(); ++d)
+          ok = d == op.i0 || op.operands[0]->type.shape[size_t(d)] == op.operands[1]->type.shape[size_t(d)];
+        expect(ok, op, "gather takes src and an integer index of its rank, equal dims but the axis; the result has index's shape");
+        break;
+      }
       case Op::flip:
         expect(nops == 1 && op.result()->type == op.operands[0]->type && op.i0 >= 0 && op.i0 < op.result()->type.rank(),
                op, "flip keeps its operand's type; its dim must be in range");

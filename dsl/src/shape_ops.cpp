@@ -112,6 +112,25 @@ Value* flip(Value* a, int dim, const Loc& loc) {
   return v;
 }
 
+Value* gather(Value* src, Value* index, int axis, const Loc& loc) {
+  const Shape& s = src->type.shape;
+  const Shape& is = index->type.shape;
+  int r = src->type.rank();
+  if (r == 0) throw trace_error("tl::gather: cannot gather from a scalar", loc);
+  int ax = axis < 0 ? axis + r : axis;
+  if (ax < 0 || ax >= r) throw trace_error(fmt::format("tl::gather: axis {} is out of range for a rank-{} tile", axis, r), loc);
+  if (!is_int(index->type.dtype) || index->type.is_ptr() || index->type.dtype == DType::i1)
+    throw trace_error(fmt::format("tl::gather: the index must be an integer tile, got {}", index->type.scalar().str()), loc);
+  bool ok = int(is.size()) == r;
+  for (int d = 0; ok && d < r; ++d) ok = d == ax || is[d] == s[d];
+  if (!ok)
+    throw trace_error(fmt::format("tl::gather: the index's shape {} must be the source's {} but along axis {}",
+                                  shape_str(is), shape_str(s), ax), loc);
+  Value* v = T(loc).emit1(Op::gather, {src, index}, src->type.with_shape(is), loc);
+  v->def->i0 = ax;
+  return v;
+}
+
 Value* reduce_dims(ReduceKind k, Value* a, int axis, bool all_axes, bool keep_dims, const Loc& loc) {
   if (k == ReduceKind::xor_sum && !is_int(a->type.dtype))
     throw trace_error(fmt::format("tl::xor_sum: needs an integer tile, got {}", name(a->type.dtype)), loc);

@@ -192,7 +192,6 @@ TEST(Core, ArgmaxTieBreakRight) { CONFORMANCE_GAP("argmax/argmin options"); }
 TEST(Core, ReduceSmallIntegersSumInInt32) { CONFORMANCE_GAP("tl.sum dtype"); }
 TEST(Core, Scan2dAssociativeScan) { CONFORMANCE_GAP("tl.associative_scan"); }
 TEST(Core, Sort) { CONFORMANCE_GAP("tl.sort"); }
-TEST(Core, Gather) { CONFORMANCE_GAP("tl.gather"); }
 TEST(Core, Histogram) { CONFORMANCE_GAP("tl.histogram"); }
 TEST(Core, Ravel) { CONFORMANCE_GAP("tl.ravel"); }
 TEST(Core, ZerosLike) { CONFORMANCE_GAP("tl.zeros_like"); }

@@ -239,4 +239,34 @@ TEST(Core, Scan2dCumprodAndReverse) {
   test_scan_forms<ty::f16>(0.9, 1.1);
 }
 
+// test_gather: torch.gather(src, axis, indices) for (src shape, indices shape, axis) in
+// ([4, 4], [8, 4], 0), ([128, 64], [256, 64], 0), ([128, 64], [128, 128], 1).
+void test_gather(int sm, int sn, int im, int in, int axis) {
+  static auto k = tl::kernel("test_gather", [](tl::ptr<tl::f32> src, tl::ptr<tl::i32> idx, tl::ptr<tl::f32> out,
+                                               int axis, int SM, int SN, int IM, int IN) {
+    auto s = tl::load(src + tl::expand_dims(tl::arange(0, SM), 1) * SN + tl::expand_dims(tl::arange(0, SN), 0));
+    auto io = tl::expand_dims(tl::arange(0, IM), 1) * IN + tl::expand_dims(tl::arange(0, IN), 0);
+    tl::store(out + io, tl::gather(s, tl::load(idx + io), axis));
+  });
+  auto hs = random_values<ty::f32>(size_t(sm * sn), -10, 10);
+  auto hi = random_values<ty::i32>(size_t(im * in), 0, (axis == 0 ? sm : sn) - 1);
+  auto S = upload<ty::f32>(hs);
+  auto I = upload<ty::i32>(hi);
+  auto O = output<ty::f32>(size_t(im * in));
+  k[tl::grid(1)](S, I, O, axis, sm, sn, im, in);
+  std::vector<double> want(size_t(im * in));
+  for (int r = 0; r < im; ++r)
+    for (int c = 0; c < in; ++c) {
+      int32_t i = hi[size_t(r * in + c)];
+      want[size_t(r * in + c)] = axis == 0 ? hs[size_t(i * sn + c)] : hs[size_t(r * sn + i)];
+    }
+  EXPECT_TRUE(close(O.download(), want, 0, 0, "gather"));
+}
+
+TEST(Core, Gather) {
+  test_gather(4, 4, 8, 4, 0);
+  test_gather(128, 64, 256, 64, 0);
+  test_gather(128, 64, 128, 128, 1);
+}
+
 }  // namespace

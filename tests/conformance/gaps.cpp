@@ -25,7 +25,6 @@ template <class X> concept has_dot_scaled = requires(X a, I s) { dot_scaled(a, s
 template <class X> concept has_descriptor = requires(X p, I n) { make_tensor_descriptor(p, n, n, n); };
 template <class X> concept has_block_ptr = requires(X p, I n) { make_block_ptr(p, n, n, n, n, n); };
 template <class X> concept has_sort = requires(X x) { sort(x); };
-template <class X> concept has_gather = requires(X x, I i) { gather(x, i, 0); };
 template <class X> concept has_histogram = requires(X x) { histogram(x, 8); };
 template <class X> concept has_reduce = requires(X x, X (*f)(X, X)) { reduce(x, 0, f); };
 template <class X> concept has_scan = requires(X x, X (*f)(X, X)) { associative_scan(x, 0, f); };
@@ -91,8 +90,6 @@ const std::vector<gap>& gaps() {
        PROBE(has_block_ptr, probe::P)},
       {"tl.sort", "test_core `test_sort`, `test_topk`", missing, "no `tl.sort` (nor `tl.topk`)", "",
        PROBE(has_sort, probe::T)},
-      {"tl.gather", "test_core `test_gather`", missing, "no `tl.gather` (indexing a tile by a tile of indices)", "",
-       PROBE(has_gather, probe::T)},
       {"tl.histogram", "test_core `test_histogram`", missing, "no `tl.histogram`", "", PROBE(has_histogram, probe::I)},
       {"tl.reduce", "test_core `test_generic_reduction`, `test_reduce` (custom combine functions)", missing,
        "no `tl.reduce` with a user combine function (only sum, max, min, argmax, argmin), nor multi-operand "

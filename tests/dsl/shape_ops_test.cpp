@@ -19,7 +19,12 @@ tl::i32 offsets2(int rows, int cols, const tl::i32& stride) {
   return tl::expand_dims(tl::arange(0, rows), 1) * stride + tl::expand_dims(tl::arange(0, cols), 0);
 }
 
-std::vector<double> as_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
+// The same kernel compiled for the GPUs (no GPU here: the lowering's layout rules, its
+// conversions and shared-memory paths must at least compile; TL_DEVICE runs them).
+template <class K, class... A> void compiles_for_gpus(K& k, const A&... args) {
+  for (const char* arch : {"gfx942", "gfx950", "sm_90"})
+    for (int warps : {1, 4, 8}) EXPECT_NO_THROW((void)k.compile(arch, {.num_warps = warps}, args...)) << arch << " " << warps;
+}
 
 }  // namespace
 
@@ -45,6 +50,7 @@ TEST(ShapeOps, SplitAndJoinRoundTrip) {
     auto BACK = test_device().alloc<ty::f32>(2 * R), SW = test_device().alloc<ty::f32>(2 * R);
     poison(LO), poison(HI), poison(BACK), poison(SW);
     k[tl::grid(1)](X, LO, HI, BACK, SW, n);
+    if (n == R) compiles_for_gpus(k, X, LO, HI, BACK, SW, n);
     auto lo = LO.download(), hi = HI.download(), back = BACK.download(), sw = SW.download();
     for (int r = 0; r < n; ++r) {
       ASSERT_EQ(lo[r], hx[2 * r]) << r;
@@ -55,6 +61,32 @@ TEST(ShapeOps, SplitAndJoinRoundTrip) {
       ASSERT_EQ(sw[2 * r + 1], hx[2 * r]) << r;
     }
   }
+}
+
+// A split whose 2 is not in one thread's registers on a GPU: the rows of a [2, 512] tile,
+// transposed to [512, 2] (the 2 is then a lane or warp bit of the load's layout, converted
+// before the split), and a cat of two tiles in different layouts.
+TEST(ShapeOps, SplitOfATransposedTileAndCatOfTwoLayouts) {
+  auto k = tl::kernel("split_transposed", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> y, tl::ptr<tl::f32> z) {
+    auto t = tl::trans(tl::load(x + offsets2(2, 512, 512)));  // [512, 2]
+    auto [a, b] = tl::split(t);
+    auto o = tl::arange(0, 512);
+    tl::store(y + o, a - b);
+    auto c = tl::cat(tl::load(x + offsets2(16, 32, 32)), tl::trans(tl::load(x + offsets2(32, 16, 16))));
+    tl::store(z + offsets2(32, 32, 32), c);
+  });
+  auto hx = random_floats(1024);
+  auto X = upload<ty::f32>(hx);
+  auto Y = test_device().alloc<ty::f32>(512), Z = test_device().alloc<ty::f32>(1024);
+  poison(Y), poison(Z);
+  k[tl::grid(1)](X, Y, Z);
+  compiles_for_gpus(k, X, Y, Z);
+  std::vector<double> y(512), z(1024);
+  for (int i = 0; i < 512; ++i) y[i] = double(hx[i] - hx[512 + i]);
+  for (int r = 0; r < 16; ++r)
+    for (int c = 0; c < 32; ++c) z[r * 32 + c] = hx[r * 32 + c], z[(16 + r) * 32 + c] = hx[c * 16 + r];
+  EXPECT_TRUE(near(Y.download(), y, 0, 0));
+  EXPECT_TRUE(near(Z.download(), z, 0, 0));
 }
 
 // 3-D: split of [4, 8, 2], join of [4, 8] with a broadcast row [8] (Triton's join
@@ -77,6 +109,7 @@ TEST(ShapeOps, JoinBroadcastsAndJoinsScalars) {
   auto Y = test_device().alloc<ty::i32>(64), Z = test_device().alloc<ty::i32>(32), S = test_device().alloc<ty::i32>(2);
   poison(Y), poison(Z), poison(S);
   k[tl::grid(1)](X, Y, Z, S);
+  compiles_for_gpus(k, X, Y, Z, S);
   auto y = Y.download(), z = Z.download(), s = S.download();
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 8; ++c) {
@@ -108,6 +141,7 @@ TEST(ShapeOps, InterleaveAndCat) {
   auto C1 = test_device().alloc<ty::f32>(256), C2 = test_device().alloc<ty::f32>(256);
   poison(IL1), poison(IL2), poison(C1), poison(C2);
   k[tl::grid(1)](A, B, IL1, IL2, C1, C2);
+  compiles_for_gpus(k, A, B, IL1, IL2, C1, C2);
   std::vector<double> il1(256), il2(256), c1(256), c2(256);
   for (int i = 0; i < 128; ++i) {
     il1[2 * i] = ha[i], il1[2 * i + 1] = hb[i];
@@ -148,6 +182,7 @@ TEST(ShapeOps, FlipEveryDim) {
   auto F3 = test_device().alloc<ty::i32>(768);
   poison(F64), poison(F1024), poison(F2A), poison(F2B), poison(F3);
   k[tl::grid(1)](X, F64, F1024, F2A, F2B, F3);
+  compiles_for_gpus(k, X, F64, F1024, F2A, F2B, F3);
   auto f64 = F64.download(), f1024 = F1024.download(), f2a = F2A.download(), f2b = F2B.download(), f3 = F3.download();
   for (int i = 0; i < 64; ++i) ASSERT_EQ(f64[i], hx[63 - i]) << i;
   for (int i = 0; i < 1024; ++i) ASSERT_EQ(f1024[i], hx[1023 - i]) << i;
@@ -186,6 +221,7 @@ TEST(ShapeOps, EpilogueSubtileOfADot) {
   auto C = test_device().alloc<ty::f16>(BM * BN);
   poison(C);
   k[tl::grid(1)](A, B, C);
+  compiles_for_gpus(k, A, B, C);
   std::vector<double> want(BM * BN);
   for (int m = 0; m < BM; ++m)
     for (int n = 0; n < BN; ++n) {
@@ -238,6 +274,7 @@ TEST(ShapeOps, ReductionForms) {
     auto VAL = test_device().alloc<ty::i32>(R + C);
     poison(TOT), poison(CEN), poison(CALL), poison(XOR), poison(ARG), poison(VAL);
     k[tl::grid(1)](X, XI, TOT, CEN, CALL, XOR, ARG, VAL, n);
+    if (n == R * C) compiles_for_gpus(k, X, XI, TOT, CEN, CALL, XOR, ARG, VAL, n);
     std::vector<double> x(R * C);
     std::vector<int32_t> xi(R * C);
     for (int e = 0; e < R * C; ++e) x[e] = e < n ? hx[e] : 0.0, xi[e] = e < n ? hi[e] : 0;
@@ -308,6 +345,7 @@ TEST(ShapeOps, CumprodAndReverseScans) {
     auto OUTI = test_device().alloc<ty::i32>(2 * R * C);
     poison(OUT), poison(OUTI);
     k[tl::grid(1)](X, XI, OUT, OUTI, n);
+    if (n == C) compiles_for_gpus(k, X, XI, OUT, OUTI, n);
     std::vector<double> x(R * C);
     std::vector<int32_t> xi(R * C);
     for (int r = 0; r < R; ++r)
@@ -338,4 +376,39 @@ TEST(ShapeOps, CumprodAndReverseScans) {
     EXPECT_TRUE(near(OUT.download(), want, 1e-5, 1e-5)) << "n=" << n;
     EXPECT_EQ(OUTI.download(), wanti) << "n=" << n;
   }
+}
+
+// tl::gather along either axis of a 2-D tile (Triton's torch.gather semantics), the index
+// tile taller or wider than the source, i32 and i64 indices; a 1-D gather of a permutation.
+TEST(ShapeOps, GatherAlongEitherAxis) {
+  constexpr int R = 32, C = 16;
+  auto k = tl::kernel("gather", [](tl::ptr<tl::f32> x, tl::ptr<tl::i32> i0, tl::ptr<tl::i64> i1, tl::ptr<tl::f32> g0,
+                                   tl::ptr<tl::f32> g1, tl::ptr<tl::f32> g2) {
+    auto src = tl::load(x + offsets2(R, C, C));
+    tl::store(g0 + offsets2(2 * R, C, C), tl::gather(src, tl::load(i0 + offsets2(2 * R, C, C)), 0));
+    tl::store(g1 + offsets2(R, 4 * C, 4 * C), tl::gather(src, tl::load(i1 + offsets2(R, 4 * C, 4 * C)), 1));
+    auto o = tl::arange(0, R * C);
+    tl::store(g2 + o, tl::gather(tl::load(x + o), tl::load(i0 + o), -1));
+  });
+  auto hx = random_floats(R * C);
+  auto h0 = random_ints(2 * R * C, 0, R - 1);
+  std::vector<int64_t> h1;
+  for (int32_t v : random_ints(4 * R * C, 0, C - 1)) h1.push_back(v);
+  auto X = upload<ty::f32>(hx);
+  auto I0 = upload<ty::i32>(h0);
+  auto I1 = upload<ty::i64>(h1);
+  auto G0 = test_device().alloc<ty::f32>(2 * R * C), G1 = test_device().alloc<ty::f32>(4 * R * C);
+  auto G2 = test_device().alloc<ty::f32>(R * C);
+  poison(G0), poison(G1), poison(G2);
+  k[tl::grid(1)](X, I0, I1, G0, G1, G2);
+  compiles_for_gpus(k, X, I0, I1, G0, G1, G2);
+  std::vector<double> g0(2 * R * C), g1(4 * R * C), g2(R * C);
+  for (int r = 0; r < 2 * R; ++r)
+    for (int c = 0; c < C; ++c) g0[r * C + c] = hx[h0[r * C + c] * C + c];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < 4 * C; ++c) g1[r * 4 * C + c] = hx[r * C + h1[r * 4 * C + c]];
+  for (int i = 0; i < R * C; ++i) g2[i] = hx[h0[i]];
+  EXPECT_TRUE(near(G0.download(), g0, 0, 0));
+  EXPECT_TRUE(near(G1.download(), g1, 0, 0));
+  EXPECT_TRUE(near(G2.download(), g2, 0, 0));
 }

@@ -13,6 +13,10 @@ enum class Op : uint8_t {
   // Triton's split has both as results, tl traces one op per half). cat(a, b): a then b
   // along dim 0, order kept. flip: the elements along dim i0 reversed.
   join, split, cat, flip,
+  // Triton's tt.gather: operands src and an integer index tile of src's rank (equal dims
+  // but along i0, the axis); out[..., i, ...] = src[..., index[..., i, ...], ...] along i0,
+  // the result of index's shape.
+  gather,
   // elementwise
   add, sub, mul, div, rem, min, max, band, bor, bxor, shl, shr,
   neg, bnot, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, erf, floor, ceil,

@@ -159,6 +159,7 @@ std::pair<ir::Value*, ir::Value*> split(ir::Value* a, const Loc& loc);
 ir::Value* interleave(ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* cat(ir::Value* a, ir::Value* b, const Loc& loc);
 ir::Value* flip(ir::Value* a, int dim, const Loc& loc);
+ir::Value* gather(ir::Value* src, ir::Value* index, int axis, const Loc& loc);
 ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const access_options& opts, const Loc& loc);
 void store(ir::Value* ptr, ir::Value* value, ir::Value* mask, const access_options& opts, const Loc& loc);
 inline ir::Value* load(ir::Value* ptr, ir::Value* mask, ir::Value* other, const Loc& loc) {
@@ -504,6 +505,14 @@ template <class E> tile<E> cat(const tile<E>& a, const tile<E>& b, Loc loc = Loc
 template <class E> tile<E> flip(const tile<E>& a, int dim = -1, Loc loc = Loc::current()) {
   return tile<E>(detail::flip(a.get(), dim, loc));
 }
+// Triton's tl.gather(src, index, axis): out has index's shape, and out[i][j] is
+// src[index[i][j]][j] for axis 0, src[i][index[i][j]] for axis 1 (any rank alike). index is
+// an integer tile of src's rank whose dims other than `axis` are src's; an index outside
+// [0, src.shape[axis]) is undefined behaviour, as in Triton (the CPU reads it modulo the
+// dim). On GPUs src goes through shared memory once.
+template <class E, class I> tile<E> gather(const tile<E>& src, const tile<I>& index, int axis, Loc loc = Loc::current()) {
+  return tile<E>(detail::gather(src.get(), index.get(), axis, loc));
+}
 
 template <class A, class B>
 tile<ty::promote_t<A, B>> where(const tile<ty::i1>& c, const tile<A>& a, const tile<B>& b, Loc loc = Loc::current()) {
@@ -671,7 +680,6 @@ inline constexpr return_indices_t return_indices{};
 TL_REDUCE_INDICES(max, max, argmax)
 TL_REDUCE_INDICES(min, min, argmin)
 #undef TL_REDUCE_INDICES
-
 
 // Matrix multiply (Triton's tl.dot): a [M, K] by b [K, N], f32 accumulation for bf16,
 // f16, FP8 and f32 operands and i32 for i8 (the accumulator type, `dot_acc_t`). M, N and
