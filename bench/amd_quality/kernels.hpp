@@ -182,7 +182,9 @@ template <class E> auto& softmax_kernel() {
     auto m = c < cols;
     auto row = tl::program_id(0);
     auto v = tl::load(x + row * stride + c, m, -INFINITY).template to<tl::f32>();
-    auto e = tl::exp(v - tl::max(v, 0));
+    // Triton's tl.exp is exp2 of x log2(e) on the hardware's instruction: tl::fast_expf
+    // (tl::exp is the precise one), here and in every kernel of this suite.
+    auto e = tl::fast_expf(v - tl::max(v, 0));
     tl::store(y + row * stride + c, (e / tl::sum(e, 0)).template to<E>(), m);
   });
   return k;
@@ -244,7 +246,7 @@ template <class E> auto& cross_entropy_kernel() {
     auto base = logits + row * vocab;
     auto v = tl::load(base + c, m, -INFINITY).template to<tl::f32>();
     auto mx = tl::max(v, 0);
-    auto lse = tl::log(tl::sum(tl::exp(v - mx), 0)) + mx;
+    auto lse = tl::log(tl::sum(tl::fast_expf(v - mx), 0)) + mx;
     auto t = tl::load(target + row);
     auto xt = tl::load(base + t).template to<tl::f32>();
     tl::store(loss + row, lse - xt);
@@ -280,7 +282,7 @@ inline auto& swiglu_kernel() {
     auto m = col < n;
     auto g = tl::load(a + row * n * 2 + col, m, 0.0f).to<tl::f32>();
     auto u = tl::load(a + row * n * 2 + n + col, m, 0.0f).to<tl::f32>();
-    auto s = g / (1.0f + tl::exp(-g));
+    auto s = g / (1.0f + tl::fast_expf(-g));
     tl::store(out + row * n + col, (s * u).to<tl::bf16>(), m);
   });
   return k;
@@ -378,11 +380,11 @@ inline auto& lse_stream_kernel() {
     for (auto k : tl::range(0, cols, BLOCK)) {
       auto v = tl::load(x + row * cols + k + c, k + c < cols, -INFINITY);
       auto nm = tl::maximum(mx, v);
-      s = s * tl::exp(mx - nm) + tl::exp(v - nm);
+      s = s * tl::fast_expf(mx - nm) + tl::fast_expf(v - nm);
       mx = nm;
     }
     auto M = tl::max(mx, 0);
-    tl::store(out + row, tl::log(tl::sum(s * tl::exp(mx - M), 0)) + M);
+    tl::store(out + row, tl::log(tl::sum(s * tl::fast_expf(mx - M), 0)) + M);
   });
   return k;
 }
