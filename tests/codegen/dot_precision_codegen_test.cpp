@@ -130,6 +130,31 @@ TEST(DotPrecisionCodegen, NvidiaIeeeHasNoTf32) {
   }
 }
 
+// A pipelined K loop (tl::num_stages(3): the operands copied into shared stages with
+// cp.async and read by the dot a step at a time) compiles with ieee too: FMAs, no TF32, and
+// ptxas fits it.
+TEST(DotPrecisionCodegen, NvidiaIeeeInAPipelinedLoop) {
+  auto f = trace("f32_gemm_pipelined", [&](Trace& t) {
+    auto a = ptr_arg<ty::f32>(t, "a", true);
+    auto b = ptr_arg<ty::f32>(t, "b", true);
+    auto c = ptr_arg<ty::f32>(t, "c", true);
+    auto rm = tl::arange(0, 64), rn = tl::arange(0, 64), rk = tl::arange(0, 16);
+    auto acc = tl::zeros<ty::f32>({64, 64});
+    for (auto k : tl::range(0, 256, 16, tl::num_stages(3))) {
+      auto x = tl::load(a + tl::expand_dims(rm, 1) * 256 + tl::expand_dims(k + rk, 0));
+      auto y = tl::load(b + tl::expand_dims(k + rk, 1) * 64 + tl::expand_dims(rn, 0));
+      acc = tl::dot(x, y, acc, tl::input_precision::ieee);
+    }
+    tl::store(c + tl::expand_dims(rm, 1) * 64 + tl::expand_dims(rn, 0), acc);
+  });
+  std::string ptx = ptx_of(compile("sm_90", *f));
+  EXPECT_EQ(count(ptx, "tf32"), 0);
+  EXPECT_GT(count(ptx, "fma.rn.f32"), 0);
+  EXPECT_GT(count(ptx, "cp.async"), 0) << "the loop is pipelined";
+  std::string report = ptxas_report(ptx);
+  if (!report.empty()) EXPECT_NE(report.find("0 bytes spill stores"), std::string::npos) << report;
+}
+
 // wgmma has no f32 form but TF32: ieee with mma_version=3 is refused, at the dot's line.
 TEST(DotPrecisionCodegen, NvidiaWgmmaRefusesIeee) {
   auto f = f32_gemm(64, 64, 32, 2, kIeee, true);
