@@ -37,6 +37,7 @@
 #include <numeric>
 #include <set>
 
+#include "codegen/passes/shared_buffers.hpp"
 #include "tl/error.hpp"
 
 namespace tl::gpu {
@@ -62,41 +63,6 @@ struct Analysis {
     }
   }
 };
-
-// Which buffers each shared-typed value may be: from allocations through loops and
-// branches, repeated until nothing changes (a yield feeds an earlier body argument).
-void propagate(const ir::Block& b, SharedMemoryPlan& plan, bool& changed) {
-  auto merge = [&](const ir::Value* into, const ir::Value* from) {
-    auto it = plan.buffers_of.find(from);
-    if (it == plan.buffers_of.end()) return;
-    std::vector<int> from_set = it->second;  // (`into` may rehash the map)
-    auto& dst = plan.buffers_of[into];
-    for (int k : from_set)
-      if (std::find(dst.begin(), dst.end(), k) == dst.end()) {
-        dst.push_back(k);
-        changed = true;
-      }
-  };
-  for (auto& op : b.ops) {
-    for (auto& r : op->regions) propagate(*r, plan, changed);
-    if (op->op == Op::for_) {
-      const ir::Block& body = *op->regions[0];
-      const ir::Operation* y = body.terminator();
-      for (size_t i = 0; i < op->results.size(); ++i) {
-        if (!op->result(int(i))->type.is_shared()) continue;
-        for (const ir::Value* src : {op->operands[3 + i], y->operands[i]}) {
-          merge(body.args[1 + i].get(), src);
-          merge(op->result(int(i)), src);
-        }
-      }
-    } else if (op->op == Op::if_) {
-      for (size_t i = 0; i < op->results.size(); ++i) {
-        if (!op->result(int(i))->type.is_shared()) continue;
-        for (auto& r : op->regions) merge(op->result(int(i)), r->terminator()->operands[i]);
-      }
-    }
-  }
-}
 
 // The for loop whose body argument `v` is, or null.
 const ir::Operation* carrying_loop(const ir::Value* v) {
@@ -156,13 +122,14 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
     // the hardware XORs address bits, so each stage starts on a whole swizzle pattern, 8
     // rows (1024 bytes at the 128-byte swizzle).
     if (op->shared && op->shared->row) b.align = std::max<int64_t>(b.align, 8 * int64_t(op->shared->row) * byte_width(t.dtype));
-    plan.buffers_of[op->result()] = {int(plan.buffers.size())};
     plan.buffers.push_back(b);
   }
-  for (bool changed = true; changed;) {
-    changed = false;
-    propagate(f.body, plan, changed);
-  }
+  // Which buffers each shared-typed value may be, by their indices here.
+  const passes::SharedBuffers shared(f);
+  std::unordered_map<const ir::Operation*, int> index;
+  for (size_t k = 0; k < plan.buffers.size(); ++k) index[plan.buffers[k].alloc] = int(k);
+  for (auto& [v, allocs] : shared.all())
+    for (const ir::Operation* alloc : allocs) plan.buffers_of[v].push_back(index.at(alloc));
   for (size_t k = 0; k < plan.buffers.size(); ++k) live_range(plan.buffers[k], int(k), plan, a);
 
   std::vector<int> order(plan.buffers.size());

@@ -23,10 +23,9 @@
 // so a double-buffered loop gets a barrier between its store and its load of the other
 // stage, as Triton's does for one allocation.
 //
-// Which buffer a shared-typed value is: the shared_alloc itself, or the union of what
-// flows into a loop-carried value or branch result (to a fixed point), as the
-// allocator's buffers_of (codegen/gpu/shared_memory.cpp), recomputed here so that the
-// pass needs no GPU facts. It runs for every target: a barrier on the CPU costs nothing.
+// Which buffers a shared-typed value may be: passes::SharedBuffers, the one analysis the
+// GPU allocator reads too. The pass runs for every target: a barrier on the CPU costs
+// nothing.
 //
 // Scratch memory the GPU lowering uses for layout conversions is not in the IR; the
 // lowering orders it itself (codegen/gpu/convert_layout.cpp).
@@ -38,6 +37,7 @@
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/passes.hpp"
+#include "codegen/passes/shared_buffers.hpp"
 
 namespace tl::passes {
 namespace {
@@ -68,52 +68,18 @@ void clear(State& s) {
 
 class InsertBarriers {
  public:
-  explicit InsertBarriers(ir::Function& f) : f_(f) {}
+  explicit InsertBarriers(ir::Function& f) : f_(f) {
+    for (auto& [v, allocs] : SharedBuffers(f).all()) buffers_of_[v] = Buffers(allocs.begin(), allocs.end());
+  }
 
   int run() {
-    for (bool changed = true; changed;) {
-      changed = false;
-      propagate(f_.body, changed);
-    }
     State s;
     walk(f_.body, s, /*insert=*/true);
     return inserted_;
   }
 
  private:
-  void merge(const ir::Value* into, const ir::Value* from, bool& changed) {
-    auto it = buffers_of_.find(from);
-    if (it == buffers_of_.end()) return;
-    Buffers src = it->second;  // (`into` may rehash the map)
-    auto& dst = buffers_of_[into];
-    size_t before = dst.size();
-    dst.insert(src.begin(), src.end());
-    changed |= dst.size() != before;
-  }
-
-  void propagate(ir::Block& b, bool& changed) {
-    for (auto& op : b.ops) {
-      if (op->op == Op::shared_alloc && !buffers_of_.count(op->result())) {
-        buffers_of_[op->result()] = {op.get()};
-        changed = true;
-      }
-      for (auto& r : op->regions) propagate(*r, changed);
-      if (op->op == Op::for_) {
-        ir::Block& body = *op->regions[0];
-        const ir::Operation* y = body.terminator();
-        for (size_t i = 0; i < op->results.size(); ++i)
-          for (const ir::Value* src : {op->operands[3 + i], y->operands[i]}) {
-            merge(body.args[1 + i].get(), src, changed);
-            merge(op->result(int(i)), src, changed);
-          }
-      } else if (op->op == Op::if_) {
-        for (size_t i = 0; i < op->results.size(); ++i)
-          for (auto& r : op->regions) merge(op->result(int(i)), r->terminator()->operands[i], changed);
-      }
-    }
-  }
-
-  const Buffers& buffers(const ir::Value* v) {
+  const Buffers& buffers(const ir::Value* v) const {
     static const Buffers none;
     auto it = buffers_of_.find(v);
     return it == buffers_of_.end() ? none : it->second;
