@@ -584,7 +584,9 @@ TEST(Math, FastVariants) {
       if (std::fabs(want[i]) < 0x1p-126) want[i] = got[i] = got2[i] = 0;
     Worst w = worst(got, want);
     std::printf("[ math ] tl::fast_dividef max error %.3f ulp\n", w.ulp);
-    EXPECT_LE(w.ulp, cpu ? 0.5 : 2.0);
+    // (div.approx.f32's 2 ulp are against the rounded quotient: 2.063 against the exact
+    // one on the H200, 2026-11-28)
+    EXPECT_LE(w.ulp, cpu ? 0.5 : 2.5);
     EXPECT_EQ(got, got2);
   }
 }
