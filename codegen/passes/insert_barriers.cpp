@@ -69,7 +69,8 @@ void clear(State& s) {
 class InsertBarriers {
  public:
   explicit InsertBarriers(ir::Function& f) : f_(f) {
-    for (auto& [v, allocs] : SharedBuffers(f).all()) buffers_of_[v] = Buffers(allocs.begin(), allocs.end());
+    const SharedBuffers shared(f);  // (named: a temporary's all() would dangle in the loop)
+    for (auto& [v, allocs] : shared.all()) buffers_of_[v] = Buffers(allocs.begin(), allocs.end());
   }
 
   int run() {

@@ -52,17 +52,6 @@ struct M {
   V sub(V a, V b) const { return binary(Op::sub, a, b, loc); }
   V mul(V a, V b) const { return binary(Op::mul, a, b, loc); }
   V div(V a, V b) const { return binary(Op::div, a, b, loc); }
-  // num / den for den in [1, 2] and |num| <= 2, within an ulp of the exact quotient: the
-  // target's approximate reciprocal (fast_dividef's division, within 2^-22 of 1/den)
-  // refined by one Newton step on the quotient (the residual num - den q0 is exact in an
-  // fma). Four operations where an IEEE division is a dozen and a branch to a slow path on
-  // NVIDIA: tanh and sigmoid's cost in GELU and SiLU (bench/run_activation_bench.py).
-  V div_by_1_to_2(V num, V den) const {
-    V rc = binary(Op::div, f(1.0), den, loc);
-    rc->def->i0 = 1;  // (fast_divide's approximate division)
-    V q0 = mul(num, rc);
-    return fma(fma(neg(den), q0, num), rc, q0);
-  }
   V min(V a, V b) const { return binary(Op::min, a, b, loc); }
   V max(V a, V b) const { return binary(Op::max, a, b, loc); }
   V band(V a, V b) const { return binary(Op::band, a, b, loc); }
@@ -197,7 +186,7 @@ V tanh_f32(const M& m, V x) {
   V small = m.lt(a, m.f(0.55));
   V num = m.sel(small, m.neg(t), m.sub(m.f(1.0), E));
   V den = m.sel(small, m.add(t, m.f(2.0)), m.add(m.f(1.0), E));
-  V r = m.copysign(m.div_by_1_to_2(num, den), x);  // (den in [1, 2])
+  V r = m.copysign(m.div(num, den), x);
   r = m.sel(m.eq(x, m.f(0.0)), x, r);  // -0 stays -0
   return m.sel(m.isnan(x), x, r);
 }
@@ -207,7 +196,7 @@ V sigmoid_f32(const M& m, V x) {
   // the sum does not overflow and the tail keeps its precision down to the subnormals.
   V e = exp_f32(m, m.neg(m.abs(x)));
   V num = m.sel(m.ge(x, m.f(0.0)), m.f(1.0), e);
-  V r = m.div_by_1_to_2(num, m.add(m.f(1.0), e));  // (1 + e in [1, 2])
+  V r = m.div(num, m.add(m.f(1.0), e));
   return m.sel(m.isnan(x), x, r);
 }
 

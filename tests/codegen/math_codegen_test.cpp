@@ -4,10 +4,8 @@
 // (GPUs have no libm: an AMD code object is linked with --no-undefined and must carry no
 // call; PTX must declare no external function), and with none of the approximate
 // transcendental instructions whose error the library exists to avoid: AMD's v_exp/v_log/
-// v_sin/v_cos, NVIDIA's ex2/lg2/sin/cos .approx. Division is the IEEE one (AMD's
-// v_div_fixup sequence, NVIDIA's div.rn), which the error bounds assume, except in tanh
-// and sigmoid, whose denominators lie in [1, 2]: there the approximate reciprocal (AMD
-// v_rcp_f32, NVIDIA rcp/div .approx) refined by one Newton step (math.cpp, div_by_1_to_2).
+// v_sin/v_cos/v_rcp used alone, NVIDIA's ex2/lg2/sin/cos/rcp/div .approx. Division is the
+// IEEE one (AMD's v_div_fixup sequence, NVIDIA's div.rn), which the error bounds assume.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -67,10 +65,9 @@ TEST(MathCodegen, AmdHasNoCallsAndNoApproximateTranscendentals) {
     ASSERT_NO_THROW(dis = isa(arch));  // linked with --no-undefined: an unresolved call fails here
     EXPECT_EQ(matches(dis, R"(\bs_(swappc|setpc|call)_b64\b)"), 0) << dis;
     EXPECT_EQ(matches(dis, R"(\bv_(exp|log|sin|cos)_f32)"), 0) << dis;
-    // the IEEE divisions (their scale and fixup around a v_rcp_f32), and tanh and
-    // sigmoid's refined reciprocals (a v_rcp_f32 without fixup)
+    // every division is the IEEE sequence (its scale and fixup around the v_rcp_f32)
     EXPECT_GT(count(dis, "v_div_fixup_f32"), 0) << dis;
-    EXPECT_GT(count(dis, "v_rcp_f32"), count(dis, "v_div_fixup_f32")) << dis;
+    EXPECT_EQ(count(dis, "v_rcp_f32"), count(dis, "v_div_fixup_f32")) << dis;
     EXPECT_GT(matches(dis, R"(\bv_(fma|fmac|pk_fma)_f32)"), 0) << dis;
   }
 }
@@ -79,10 +76,8 @@ TEST(MathCodegen, NvptxHasNoCallsAndNoApproximateInstructions) {
   std::string ptx = isa("sm_90");
   EXPECT_EQ(matches(ptx, R"(\.extern\s+\.func)"), 0) << ptx;
   EXPECT_EQ(matches(ptx, R"(\bcall(\.uni)?\b)"), 0) << ptx;
-  EXPECT_EQ(matches(ptx, R"(\b(ex2|lg2|sin|cos|rsqrt|sqrt)\.approx)"), 0) << ptx;
+  EXPECT_EQ(matches(ptx, R"(\b(ex2|lg2|sin|cos|rcp|rsqrt|div|sqrt)\.approx)"), 0) << ptx;
   EXPECT_EQ(count(ptx, "div.full"), 0) << ptx;
-  // tanh and sigmoid's reciprocals, each refined by a Newton step
-  EXPECT_GT(matches(ptx, R"(\b(rcp|div)\.approx)"), 0) << ptx;
   EXPECT_GT(count(ptx, "div.rn.f32"), 0) << ptx;
   EXPECT_GT(count(ptx, "fma.rn.f32"), 0) << ptx;
 }
