@@ -17,6 +17,7 @@
 
 #include "codegen/amdgpu/code_object.hpp"
 #include "support/compile.hpp"
+#include "support/ptxas.hpp"
 #include "support/traced_kernels.hpp"
 
 using namespace tl;
@@ -25,6 +26,8 @@ using tltest::ptr_arg;
 using tltest::trace;
 
 namespace {
+
+using tltest::ptxas_errors;
 
 using Bits = std::set<std::string>;
 
@@ -99,22 +102,6 @@ const AmdCase kAmdCases[] = {
 
 std::string ptx(const codegen::CodeObject& co) { return std::string(co.binary.begin(), co.binary.end()); }
 
-// ptxas's verdict on the PTX, where CUDA is installed ("" = assembled, or no ptxas).
-std::string ptxas_errors(const std::string& text) {
-  const char* candidates[] = {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"};
-  const char* ptxas = nullptr;
-  for (const char* c : candidates)
-    if (std::ifstream(c).good()) ptxas = c;
-  if (!ptxas) return "";
-  std::string base = ::testing::TempDir() + "tl_cache_modifier_" + std::to_string(::getpid());
-  std::ofstream(base + ".ptx") << text;
-  std::string cmd = std::string(ptxas) + " -arch=sm_90 " + base + ".ptx -o " + base + ".cubin > " + base + ".log 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream log(base + ".log");
-  std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  std::remove((base + ".ptx").c_str()), std::remove((base + ".cubin").c_str()), std::remove((base + ".log").c_str());
-  return rc == 0 ? "" : "ptxas failed: " + out;
-}
 
 }  // namespace
 

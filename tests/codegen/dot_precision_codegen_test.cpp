@@ -22,6 +22,7 @@
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/target.hpp"
 #include "support/compile.hpp"
+#include "support/ptxas.hpp"
 #include "support/traced_kernels.hpp"
 #include "tl/error.hpp"
 
@@ -68,24 +69,11 @@ codegen::CodeObject compile(const std::string& arch, ir::Function& f, int mma_ve
 
 std::string ptx_of(const codegen::CodeObject& co) { return std::string(co.binary.begin(), co.binary.end()); }
 
-// ptxas -v's report of `ptx` for sm_90a where this machine has ptxas (TL_PTXAS, else the
-// CUDA toolkit's), "" where it has none.
+// ptxas -v's report of `ptx` for sm_90a, "" where this machine has no ptxas.
 std::string ptxas_report(const std::string& ptx) {
-  std::string ptxas = std::getenv("TL_PTXAS") ? std::getenv("TL_PTXAS") : "/usr/local/cuda/bin/ptxas";
-  if (access(ptxas.c_str(), X_OK) != 0) return "";
-  char path[] = "/tmp/tl_dot_precision_XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) return "";
-  if (write(fd, ptx.data(), ptx.size()) != ssize_t(ptx.size())) ADD_FAILURE() << "writing " << path;
-  close(fd);
-  std::string out;
-  if (FILE* p = popen((ptxas + " -arch=sm_90a -v -o /dev/null " + path + " 2>&1").c_str(), "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
-  unlink(path);
-  return out;
+  tltest::PtxasRun r = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
+  EXPECT_TRUE(r.ok) << r.output;
+  return r.ran ? r.output : "";
 }
 
 constexpr int kTf32 = int(input_precision::tf32), kIeee = int(input_precision::ieee),

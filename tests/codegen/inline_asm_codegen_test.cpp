@@ -14,6 +14,7 @@
 
 #include "codegen/amdgpu/code_object.hpp"
 #include "support/compile.hpp"
+#include "support/ptxas.hpp"
 #include "support/traced_kernels.hpp"
 #include "tl/inline_asm.hpp"
 
@@ -24,23 +25,10 @@ using tltest::trace;
 
 namespace {
 
+using tltest::ptxas_errors;
+
 std::string ptx(const codegen::CodeObject& co) { return std::string(co.binary.begin(), co.binary.end()); }
 
-std::string ptxas_errors(const std::string& text) {
-  const char* candidates[] = {"/usr/local/cuda/bin/ptxas", "/usr/bin/ptxas"};
-  const char* ptxas = nullptr;
-  for (const char* c : candidates)
-    if (std::ifstream(c).good()) ptxas = c;
-  if (!ptxas) return "";
-  std::string base = ::testing::TempDir() + "tl_inline_asm_" + std::to_string(::getpid());
-  std::ofstream(base + ".ptx") << text;
-  std::string cmd = std::string(ptxas) + " -arch=sm_90 " + base + ".ptx -o " + base + ".cubin > " + base + ".log 2>&1";
-  int rc = std::system(cmd.c_str());
-  std::ifstream log(base + ".log");
-  std::string out((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  std::remove((base + ".ptx").c_str()), std::remove((base + ".cubin").c_str()), std::remove((base + ".log").c_str());
-  return rc == 0 ? "" : "ptxas failed: " + out;
-}
 
 // 256 i32 over 128 threads (sm_90, 4 warps): 2 elements a thread.
 template <class Body> std::unique_ptr<ir::Function> kernel(Body body) {
