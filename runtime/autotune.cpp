@@ -22,15 +22,12 @@
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/target.hpp"
 #include "runtime/cache.hpp"
+#include "runtime/compiler_identity.hpp"
 #include "runtime/cuda_api.hpp"
 #include "runtime/device.hpp"
 #include "runtime/env.hpp"
 #include "runtime/hip_api.hpp"
 #include "tl/autotune.hpp"
-
-#ifndef TL_VERSION
-#define TL_VERSION "unknown"
-#endif
 
 namespace tl {
 
@@ -50,7 +47,7 @@ Identity& identity_override() {
 std::string compiler_version() {
   auto& o = identity_override();
   std::lock_guard lock(o.mu);
-  return o.compiler.empty() ? std::string(TL_VERSION) : o.compiler;
+  return o.compiler.empty() ? detail::compiler_identity() : o.compiler;
 }
 
 // The device a decision belongs to: its exact target, its name and its compute units (an

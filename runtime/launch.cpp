@@ -21,6 +21,7 @@
 #include "codegen/target.hpp"
 #include "dsl/src/trace.hpp"
 #include "runtime/cache.hpp"
+#include "runtime/compiler_identity.hpp"
 #include "runtime/cuda_api.hpp"
 #include "runtime/device.hpp"
 #include "runtime/env.hpp"
@@ -298,7 +299,9 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     // The key: the canonical program, the exact target, the options and this compiler.
     // (build_identity: what the environment chooses, such as AMD's linker and code object
     // version: another choice is another entry, never a hit on code built the other way.)
-    std::string full = key + "|" + target.str() + "|" + opts.key() + "|" + TL_VERSION + "|" +
+    // (compiler_identity: the revision and a hash of libtl's sources, so that any change of
+    // the compiler, committed or not, is another entry.)
+    std::string full = key + "|" + target.str() + "|" + opts.key() + "|" + compiler_identity() + "|" +
                        codegen::build_identity(target);
     // The canonical program leaves source locations out, so that an edit elsewhere in the
     // file reuses the code. But code that reports a line (a device_assert; every access
@@ -342,7 +345,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
                                (fn.arg_info[i].pointer_range_32 ? " range32" : ""));
   origin.constants = constants;
   origin.options = opts;
-  origin.compiler = TL_VERSION;
+  origin.compiler = compiler_identity();
   nlohmann::json meta = runtime::kernel_meta(origin, code);
   meta["remark_ops"] = remark_ops(code.remarks, traced_locations);
   return {std::move(code), std::move(meta), key, false};
