@@ -3,11 +3,17 @@
 // plain function call doing the same work.
 //
 //   build/bench/tl-bench-compile --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   build/bench/tl-bench-compile --benchmark_filter=phases_ --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
+#include <map>
 #include <thread>
 
+#include "bench/attention_tutorial.hpp"
+#include "bench/matmul_tutorial.hpp"
 #include "samples/rmsnorm/rmsnorm.hpp"
 
 namespace {
@@ -50,6 +56,37 @@ void compile_for(benchmark::State& state, const char* target) {
 BENCHMARK_CAPTURE(compile_for, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(compile_for, gfx950, "gfx950")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 BENCHMARK_CAPTURE(compile_for, sm_90, "sm_90")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
+// Where the compile time goes, by phase (codegen/compile_profile.hpp): each phase of the
+// compile as a counter (ms per compile), beside the whole. The RMSNorm-size kernel above,
+// and Triton's tutorial 03 matmul (bf16, 128x128x64, 3 stages) and tutorial 06 attention
+// forward (128x64, D=128, 2 stages), at 4 warps, as the issues measure them.
+template <class Compile> void compile_phases(benchmark::State& state, Compile compile) {
+  setenv("TL_ALWAYS_COMPILE", "1", 1);
+  std::map<std::string, double> total;
+  for (auto _ : state) {
+    const nlohmann::json meta = nlohmann::json::parse(std::string(compile()));
+    for (const auto& ph : meta.at("phases_ms")) total[ph.at(0).get<std::string>()] += ph.at(1).get<double>();
+  }
+  for (const auto& [phase, ms] : total) state.counters[phase] = benchmark::Counter(ms, benchmark::Counter::kAvgIterations);
+  unsetenv("TL_ALWAYS_COMPILE");
+}
+void phases_rmsnorm(benchmark::State& state, const char* target) {
+  auto* p = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  compile_phases(state, [&] { return make_kernel().compile(target, {.num_warps = 4}, p, p, p, 4096, 1e-6f, 4096); });
+}
+void phases_matmul(benchmark::State& state, const char* target) {
+  compile_phases(state, [&] { return matmul_tutorial::compile<tl::bf16>(target, matmul_tutorial::Config{}, 4096, 4096, 4096); });
+}
+void phases_attention(benchmark::State& state, const char* target) {
+  compile_phases(state, [&] { return attn::compile(target, attn::Config{}, 4096, 128, false); });
+}
+BENCHMARK_CAPTURE(phases_rmsnorm, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(phases_matmul, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(phases_attention, gfx942, "gfx942")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(phases_rmsnorm, gfx950, "gfx950")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(phases_matmul, gfx950, "gfx950")->Unit(benchmark::kMillisecond)->MinTime(2.0);
+BENCHMARK_CAPTURE(phases_attention, gfx950, "gfx950")->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 // The coldest in-process case: each compile on a new thread, so it also builds that
 // thread's TargetMachine and LLVM's per-target register tables (codegen::thread_machine).

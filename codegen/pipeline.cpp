@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstdio>
 
+#include "codegen/compile_profile.hpp"
 #include "codegen/diagnostics.hpp"
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/passes.hpp"
@@ -183,10 +184,16 @@ bool async_dot_stages_added(const std::vector<std::string>& remarks) {
 CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
                            std::chrono::steady_clock::time_point start, std::vector<std::string>& remarks,
                            int* most_shared_stages = nullptr) {
-  run_tile_passes(f, target, opts, remarks, most_shared_stages);
+  {
+    PhaseTimer t(kPhaseTilePasses);
+    run_tile_passes(f, target, opts, remarks, most_shared_stages);
+  }
   std::unique_ptr<ir::Function> planned;
   std::vector<int> paths;
-  if (target.kind != TargetDesc::cpu) planned = run_gpu_passes(f, target, opts, remarks, paths);
+  if (target.kind != TargetDesc::cpu) {
+    PhaseTimer t(kPhaseGpuPlanning);
+    planned = run_gpu_passes(f, target, opts, remarks, paths);
+  }
   ir::Function& lowered = planned ? *planned : f;
 
   CodeObject out;
@@ -198,9 +205,14 @@ CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const Comp
   // LLVM's error diagnostics become a compile_error naming the kernel, instead of LLVM's
   // default: print them and exit the process (codegen/diagnostics.hpp).
   with_llvm_diagnostics(context, f.name, f.loc, [&] {
-    backend->lower(lowered, module, opts);
-    dump("lowering", module);
-    backend->emit(module, opts, out);  // LLVM optimization and code emission
+    {
+      PhaseTimer t(kPhaseLowering);
+      backend->lower(lowered, module, opts);
+      dump("lowering", module);
+    }
+    // LLVM optimization and code emission (the targets time their middle end, code
+    // generation and link).
+    backend->emit(module, opts, out);
   });
   // The layout conversions that remain, by path: what the GPU planning could not avoid.
   if (!paths.empty())
@@ -215,8 +227,13 @@ CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const Comp
 
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   auto start = std::chrono::steady_clock::now();
+  PhaseProfile profile;
   std::vector<std::string> remarks;
-  if (target.kind == TargetDesc::cpu) return compile_planned(f, target, opts, start, remarks);
+  if (target.kind == TargetDesc::cpu) {
+    CodeObject out = compile_planned(f, target, opts, start, remarks);
+    out.phase_ms = profile.times();
+    return out;
+  }
   // The pipeliner checks its stages against the target's shared memory with its own
   // estimate of the layout conversions' scratch; the lowering knows it. Where the program
   // does not fit, it is planned again from the traced function with less: first without
@@ -236,6 +253,7 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
     try {
       CodeObject out = compile_planned(*attempt, target, o, start, remarks, &staged);
       out.remarks.insert(out.remarks.end(), notes.begin(), notes.end());
+      out.phase_ms = profile.times();  // (the attempts that did not fit included)
       return out;
     } catch (const gpu::shared_memory_exceeded& e) {
       if (o.async_dot_stages && async_dot_stages_added(remarks)) {

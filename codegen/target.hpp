@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/ir/ir.hpp"
@@ -67,6 +68,10 @@ struct CodeObject {
   int block_threads = 1;          // threads per program (num_warps * wave_size on GPUs)
   int shared_bytes = 0;           // shared memory (LDS) per program, static and dynamic
   double compile_ms = 0;
+  // Where the time went, by phase in pipeline order (codegen/compile_profile.hpp): "tile
+  // passes", "gpu planning", ..., "link"; the launch path puts the "trace" first. The
+  // phases sum to at most the trace and compile_ms together (the rest is bookkeeping).
+  std::vector<std::pair<std::string, double>> phase_ms;
   // How the binary was linked, for the cache entry and `tl-cache show` (AMD: "comgr" with
   // comgr's version, or "lld"; and why that one). Empty where there is no choice.
   std::string linker, linker_version, linker_reason;

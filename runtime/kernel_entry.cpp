@@ -34,6 +34,9 @@ nlohmann::json kernel_meta(const KernelOrigin& origin, const codegen::CodeObject
   m["block_threads"] = code.block_threads;
   m["shared_bytes"] = code.shared_bytes;
   m["compile_ms"] = code.compile_ms;
+  // An array of [phase, ms], in pipeline order (a JSON object would sort the phases).
+  m["phases_ms"] = nlohmann::json::array();
+  for (const auto& [phase, ms] : code.phase_ms) m["phases_ms"].push_back({phase, ms});
   m["code_bytes"] = code.binary.size();
   m["compiler"] = origin.compiler;
   if (!code.linker.empty())
@@ -135,7 +138,7 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
   // What kernel_meta writes, then what DiskCache::store and load add.
   c.only(m,
          {"kernel", "source", "target", "target_full", "signature", "constants_hex", "options", "report", "remarks",
-          "remark_ops", "format", "kernel_symbol", "block_threads", "shared_bytes", "compile_ms", "code_bytes", "compiler", "linker",
+          "remark_ops", "format", "kernel_symbol", "block_threads", "shared_bytes", "compile_ms", "phases_ms", "code_bytes", "compiler", "linker",
           "created", "last_used", "hits"},
          "the metadata");
   codegen::CodeObject code;
@@ -199,6 +202,16 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
       c.fail("'compile_ms' is not a finite number >= 0");
     else
       code.compile_ms = ms->get<double>();
+  }
+  if (auto it = m.find("phases_ms"); it != m.end()) {
+    bool ok = it->is_array();
+    for (size_t i = 0; ok && i < it->size(); ++i) {
+      const nlohmann::json& p = (*it)[i];
+      ok = p.is_array() && p.size() == 2 && p[0].is_string() && p[1].is_number() && std::isfinite(p[1].get<double>()) &&
+           p[1].get<double>() >= 0;
+      if (ok) code.phase_ms.emplace_back(p[0].get<std::string>(), p[1].get<double>());
+    }
+    if (!ok) c.fail("'phases_ms' is not a list of [phase, milliseconds >= 0]");
   }
   const int64_t code_bytes = c.integer("code_bytes", 1, kInt64Max);
   c.text("compiler", true);

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "codegen/compile_profile.hpp"
 #include "codegen/cpu/limits.hpp"
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/ir/ir.hpp"
@@ -255,6 +256,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
             const std::string& constants, const std::function<void()>& trace, const codegen::TargetDesc& target,
             const codegen::CompileOptions& opts) {
   std::unique_ptr<ir::Function> f;
+  const auto trace_start = std::chrono::steady_clock::now();
   {
     Trace t(name, {loc.file_name(), loc.line()});
     // The target is known before tracing, so tl::shared is checked against its budget
@@ -293,6 +295,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     t_args = saved;
     f = t.finish();
   }
+  const double trace_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trace_start).count();
   ++g_traces;
   std::string key = ir::hash(*f);
   {
@@ -337,7 +340,13 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   const std::vector<ir::SrcLoc> traced_locations = op_locations(fn);  // (compile() rewrites fn)
   codegen::CodeObject code = codegen::compile(fn, target, opts);
   ++g_compiles;
-  env::debug("compiled kernel '{}' for {} in {:.1f} ms", name, target.str(), code.compile_ms);
+  code.phase_ms.insert(code.phase_ms.begin(), {codegen::kPhaseTrace, trace_ms});
+  {
+    std::string phases;  // (a compile's cost dwarfs this string's)
+    for (const auto& [phase, ms] : code.phase_ms) phases += fmt::format("{}{} {:.1f}", phases.empty() ? "" : ", ", phase, ms);
+    env::debug("compiled kernel '{}' for {} in {:.1f} ms ({}; ms)", name, target.str(), trace_ms + code.compile_ms,
+               phases);
+  }
   runtime::KernelOrigin origin{name, loc.file_name(), unsigned(loc.line()),
                                target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch, target.str()};
   for (size_t i = 0; i < fn.body.args.size(); ++i)

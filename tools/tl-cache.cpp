@@ -254,6 +254,16 @@ int cmd_show(DiskCache& cache, const std::vector<std::string>& args) {
     fmt::print("linker     {}{} ({})\n", cell(e.meta, {"linker", "name"}),
                version == "-" || version.empty() ? "" : " " + version, cell(e.meta, {"linker", "reason"}));
   }
+  // Where the compile's time went (runtime/launch.cpp: the trace, then compile()'s phases).
+  if (const json* p = field(e.meta, {"phases_ms"}); p && p->is_array() && !p->empty()) {
+    std::string line;
+    for (const json& ph : *p)
+      if (ph.is_array() && ph.size() == 2 && ph[0].is_string() && ph[1].is_number())
+        line += fmt::format("{}{} {:.1f}", line.empty() ? "" : ", ", ph[0].get<std::string>(), ph[1].get<double>());
+    const json* total = field(e.meta, {"compile_ms"});
+    fmt::print("phases     {} (ms; compile after the trace {})\n", line,
+               total && total->is_number() ? fmt::format("{:.1f} ms", total->get<double>()) : std::string("-"));
+  }
   fmt::print("meta       {}\n", dump(e.meta, 2));
   return 0;
 }

@@ -24,6 +24,7 @@
 #include "codegen/amdgpu/code_object.hpp"
 #include "codegen/amdgpu/link_choice.hpp"
 #include "codegen/amdgpu/schedule.hpp"
+#include "codegen/compile_profile.hpp"
 #include "codegen/gpu/lowering.hpp"
 #include "codegen/gpu/optimize.hpp"
 #include "tl/error.hpp"
@@ -79,31 +80,41 @@ class AmdgpuTarget final : public codegen::Target {
   }
 
   void emit(llvm::Module& m, const codegen::CompileOptions& opts, codegen::CodeObject& out) override {
-    gpu::optimize_module(m, *tm_, opts.opt_level);
+    {
+      codegen::PhaseTimer t(codegen::kPhaseMiddleEnd);
+      gpu::optimize_module(m, *tm_, opts.opt_level);
+    }
     out.llvm_ir = gpu::module_text(m);
 
     // The machine schedule is chosen per kernel (schedule.hpp); below -O2 the default.
     std::string strategy = opts.opt_level < 2 ? "default" : schedule_;
-    ScheduledObject scheduled = emit_scheduled(m, *tm_, lowered_.kernel_symbol, lowered_.block_threads, strategy);
-    std::vector<uint8_t> object = std::move(scheduled.object);
+    std::optional<ScheduledObject> scheduled;
+    {
+      codegen::PhaseTimer t(codegen::kPhaseCodegen);  // (every schedule alternative compiled)
+      scheduled = emit_scheduled(m, *tm_, lowered_.kernel_symbol, lowered_.block_threads, strategy);
+    }
+    std::vector<uint8_t> object = std::move(scheduled->object);
 
     std::optional<std::vector<uint8_t>> hsaco;
-    out.linker = "lld";
-    out.linker_reason = link_.reason;
-    if (link_.comgr) {
-      std::string isa = std::string(kTriple) + "--" + desc_.arch;
-      std::string log;
-      hsaco = link_hsaco_with_comgr(object, isa, &log);
-      if (!hsaco && link_.strict) throw compile_error("comgr could not link the AMDGPU object: " + log);
-      if (hsaco) {
-        out.linker = "comgr";
-        out.linker_version = link_.comgr_version;
-      } else {
-        // Say why lld linked instead (the first line of comgr's log names the failure).
-        out.linker_reason = link_.reason + "; comgr failed, lld linked: " + log.substr(0, log.find('\n'));
+    {
+      codegen::PhaseTimer t(codegen::kPhaseLink);
+      out.linker = "lld";
+      out.linker_reason = link_.reason;
+      if (link_.comgr) {
+        std::string isa = std::string(kTriple) + "--" + desc_.arch;
+        std::string log;
+        hsaco = link_hsaco_with_comgr(object, isa, &log);
+        if (!hsaco && link_.strict) throw compile_error("comgr could not link the AMDGPU object: " + log);
+        if (hsaco) {
+          out.linker = "comgr";
+          out.linker_version = link_.comgr_version;
+        } else {
+          // Say why lld linked instead (the first line of comgr's log names the failure).
+          out.linker_reason = link_.reason + "; comgr failed, lld linked: " + log.substr(0, log.find('\n'));
+        }
       }
+      if (!hsaco) hsaco = link_hsaco(object);
     }
-    if (!hsaco) hsaco = link_hsaco(object);
 
     out.kernel_symbol = lowered_.kernel_symbol;
     out.format = "hsaco";
@@ -122,7 +133,7 @@ class AmdgpuTarget final : public codegen::Target {
                   {"waves_per_workgroup", r.waves_per_workgroup},
                   {"code_object_version", r.code_object_version},
                   {"shared_bytes", r.lds_bytes}};
-    if (!scheduled.remark.empty()) out.remarks.push_back(scheduled.remark);
+    if (!scheduled->remark.empty()) out.remarks.push_back(scheduled->remark);
   }
 
  private:

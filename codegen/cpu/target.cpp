@@ -26,6 +26,7 @@
 #include <memory>
 #include <mutex>
 
+#include "codegen/compile_profile.hpp"
 #include "codegen/cpu/limits.hpp"
 #include "codegen/cpu/lower.hpp"
 #include "codegen/target.hpp"
@@ -89,7 +90,10 @@ class CpuTarget final : public Target {
     if (llvm::verifyModule(m, &vos))
       throw compile_error("tl cpu: the lowering produced invalid LLVM IR (a tl bug):\n" + problems);
 
-    optimize(m, tm, opts.opt_level);
+    {
+      PhaseTimer t(kPhaseMiddleEnd);
+      optimize(m, tm, opts.opt_level);
+    }
     out.report["stack_bytes"] = int64_t(frame_bytes(m));
     check_frame(m);
     {
@@ -98,10 +102,14 @@ class CpuTarget final : public Target {
     }
     llvm::SmallVector<char, 0> object;
     llvm::raw_svector_ostream os(object);
-    llvm::legacy::PassManager pm;
-    if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-      throw compile_error("tl cpu: LLVM cannot emit an object file for " + desc_.arch);
-    pm.run(m);
+    {
+      // (The object is linked by the JIT as the device loads it, outside the compile.)
+      PhaseTimer t(kPhaseCodegen);
+      llvm::legacy::PassManager pm;
+      if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+        throw compile_error("tl cpu: LLVM cannot emit an object file for " + desc_.arch);
+      pm.run(m);
+    }
     out.binary.assign(object.begin(), object.end());
     out.format = "elf";
     out.kernel_symbol = symbol_;

@@ -33,6 +33,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "codegen/compile_profile.hpp"
 #include "codegen/gpu/hooks.hpp"
 #include "codegen/gpu/lowering.hpp"
 #include "codegen/nvptx/nvptx_capabilities.hpp"
@@ -500,14 +501,21 @@ class NvptxTarget final : public codegen::Target {
   }
 
   void emit(llvm::Module& m, const codegen::CompileOptions& opts, codegen::CodeObject& out) override {
-    gpu::optimize_module(m, *tm_, opts.opt_level);
+    {
+      codegen::PhaseTimer t(codegen::kPhaseMiddleEnd);
+      gpu::optimize_module(m, *tm_, opts.opt_level);
+    }
     out.llvm_ir = gpu::module_text(m);
     llvm::SmallVector<char, 0> buf;
     llvm::raw_svector_ostream os(buf);
-    llvm::legacy::PassManager pm;
-    if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-      throw compile_error("the NVPTX target cannot emit PTX");
-    pm.run(m);
+    {
+      // (PTX: ptxas runs in the driver at load, outside the compile; no link here.)
+      codegen::PhaseTimer t(codegen::kPhaseCodegen);
+      llvm::legacy::PassManager pm;
+      if (tm_->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+        throw compile_error("the NVPTX target cannot emit PTX");
+      pm.run(m);
+    }
     out.kernel_symbol = lowered_.kernel_symbol;
     out.format = "ptx";
     out.binary.assign(buf.begin(), buf.end());
