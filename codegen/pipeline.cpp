@@ -154,6 +154,11 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   dump("shared encoding planning", g);
   gpu::plan_async_dots(g, t, opts.num_stages);
   dump("asynchronous dot planning", g);
+  if (gpu::plan_copies(g, passes::AxisAnalysis(g), t) > 0) {
+    dump("copy planning", g);
+    gpu::plan_wait_counts(g, passes::AxisAnalysis(g), t);
+    dump("wait-count planning", g);
+  }
   paths = gpu::conversion_path_counts(g);
   ir::verify(g);
   return planned;

@@ -29,8 +29,6 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Instruction* copy_to_shared(llvm::IRBuilderBase& b, llvm::Value* global, llvm::Value* shared,
                                     int bytes) override;
   void async_wait(llvm::IRBuilderBase& b, int n) override;
-  bool wait_counts_loads() const override { return true; }
-  bool has_zero_copy() const override { return caps_.has_buffer_ops(); }
   llvm::Instruction* copy_zeros_to_shared(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes) override;
   uint8_t sync_scope(llvm::LLVMContext& ctx, scope sc) override;
   void decorate_atomic(llvm::Instruction* inst, scope sc) override;

@@ -55,6 +55,7 @@ gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   // The compiler's own copies may still use the dword form (copy_zeros_to_shared's
   // buffer_load_dword ... lds assembles on gfx90a and gfx942 with LLVM 22).
   c.buffer_copy_widths = {4};
+  c.copy_waits_count_loads = true;  // s_waitcnt vmcnt
   c.register_pressure_rules = true;
   // Word 3 of the V# for raw buffer access: DATA_FORMAT = 4 (32 bit, bits 18:15) and
   // NUM_FORMAT = 7 (float, bits 14:12). The raw buffer instructions ignore both, but

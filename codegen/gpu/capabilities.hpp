@@ -112,6 +112,10 @@ struct TargetCapabilities {
   // small non-negative offset a lane and constants; a masked-off lane's offset past the
   // bound, so no branch), whether or not the user-facing buffer_load_to_shared is offered.
   std::vector<int> buffer_copy_widths;
+  // Whether the counter a copy is waited on counts memory loads (AMD's vmcnt: every
+  // global_load_lds, buffer load into LDS and register load) rather than copy groups
+  // (NVIDIA's cp.async.wait_group): plan_wait_counts then records the loads.
+  bool copy_waits_count_loads = false;
   // AMD: word 3 ("flags": DST_SEL, NUM_FORMAT, DATA_FORMAT, ...) of the 128-bit buffer
   // resource descriptor (V#) for raw buffer loads and stores; 0 where the target has no
   // buffer instructions.
@@ -140,6 +144,10 @@ struct TargetCapabilities {
     return std::find(hardware_fp8.begin(), hardware_fp8.end(), fmt) != hardware_fp8.end();
   }
   bool has_buffer_ops() const { return buffer_resource_flags != 0; }
+  // A copy that reads nothing and writes zeros into shared memory (AMD: a buffer load into
+  // LDS through a null resource, out of range, reads 0): a masked-off chunk of a copy then
+  // still issues one load, so that a wait counting loads counts right.
+  bool has_zero_copy() const { return has_buffer_ops() && !buffer_copy_widths.empty(); }
   bool has_transposed_shared_read(int elem_bits) const {
     return std::find(transposed_shared_read_bits.begin(), transposed_shared_read_bits.end(), elem_bits) !=
            transposed_shared_read_bits.end();

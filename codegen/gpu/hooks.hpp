@@ -101,15 +101,13 @@ class GpuHooks {
     return nullptr;
   }
   virtual void commit_copies(llvm::IRBuilderBase& b) {}
+  // Waits until at most `n` remain in flight: the async_wait's recorded count (loads
+  // where TargetCapabilities::copy_waits_count_loads, planned by plan_wait_counts).
   virtual void async_wait(llvm::IRBuilderBase& b, int n) {}
-  // Whether async_wait's n counts loads (AMD's vmcnt) rather than commit groups: then a
-  // wait the pipeliner counted in copy groups is converted to the loads they issued.
-  virtual bool wait_counts_loads() const { return false; }
-  // A copy that reads nothing and writes zeros to the `bytes` at `shared` (AMD: a buffer
-  // load to LDS through a null resource, out of range, so it reads 0), issued for a
-  // masked-off chunk so that every chunk of a copy issues one load: a wait counting
-  // loads then counts right. Null where the target needs none (has_zero_copy false).
-  virtual bool has_zero_copy() const { return false; }
+  // A copy that reads nothing and writes zeros to the `bytes` at `shared`
+  // (TargetCapabilities::has_zero_copy), issued for a masked-off chunk so that every
+  // chunk of a copy issues one load: a wait counting loads then counts right. Null where
+  // the target has none.
   virtual llvm::Instruction* copy_zeros_to_shared(llvm::IRBuilderBase& b, llvm::Value* shared, int bytes) {
     return nullptr;
   }

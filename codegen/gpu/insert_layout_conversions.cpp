@@ -44,6 +44,13 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     case Op::cat: return cat_source_layout(*op.result()->layout);
     case Op::split: return split_source_layout(*v->layout, *op.result()->layout);
     case Op::flip: return op.result()->layout;
+    // A copy's pointers, mask and other: its copy layout, once plan_copies chose it (which
+    // converts them itself: it runs after this pass); a buffer copy's pointers only carry
+    // its base and offsets.
+    case Op::global_load_to_shared:
+      if (!op.copy || index < 2) return std::nullopt;
+      if (index == 2 && (op.i1 == ir::kBufferAccess || op.copy->through_resource)) return std::nullopt;
+      return op.layout;
     case Op::gather: return index == 1 ? op.result()->layout : std::nullopt;  // src: any (through shared memory)
     case Op::dot: {
       DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);
@@ -68,9 +75,7 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     }
     // reshape and trans rename their operand's registers (assign_layouts gives their
     // results the renamed layout); reductions, scans, shared stores and asserts work in
-    // their operand's own layout; a conversion is the change itself. The pointers and
-    // mask of a global_load_to_shared are read in its copy layout, which the lowering
-    // still chooses (plan_copy): they are rematerialized address math.
+    // their operand's own layout; a conversion is the change itself.
     default:
       break;
   }

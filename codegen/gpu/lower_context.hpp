@@ -92,9 +92,6 @@ class Lowerer {
   // `v` in layout `l`: a rematerialized value is emitted in it; any other must already
   // be in it (the middle end made every change of layout a convert_layout).
   Values get(const ir::Value* v, const Layout& l);
-  // The one exception, converting by conversion_path: the pointers and mask of a
-  // global_load_to_shared, whose copy layout the lowering still chooses (plan_copy).
-  Values get_converting(const ir::Value* v, const Layout& l);
   const Regs& natural(const ir::Value* v);
   // The layout the plan assigned a tile operand, else the default of its shape.
   Layout preferred_layout(const ir::Value* v);
@@ -184,8 +181,7 @@ class Lowerer {
   void lower_scan(const ir::Operation& op);
 
   // ---- layout conversion and shared memory (convert_layout.cpp)
-  // A convert_layout by the path its op records (lower_convert_layout), or by the one
-  // conversion_path chooses (get_converting).
+  // A convert_layout by the path and encoding its op records (lower_convert_layout).
   Values convert(const Values& v, const Layout& from, const Layout& to, DType t, ir::ConvertPath path,
                  const ir::SharedEncoding* enc, bool transposed_read = false);
   void lower_convert_layout(const ir::Operation& op);
@@ -273,31 +269,9 @@ class Lowerer {
   void lower_shared_load(const ir::Operation& op);
   void lower_shared_store(const ir::Operation& op);
   void lower_global_load_to_shared(const ir::Operation& op);
-  // How a global_load_to_shared copies: the registers' layout, bytes a lane per load and
-  // elements per load.
-  struct CopyPlan {
-    Layout layout;
-    int bytes;
-    int per;
-  };
-  CopyPlan plan_copy(const ir::Operation& op);
-  // An integer tile in layout l as a uniform i64 part (null: 0), plus, per register, a
-  // part that varies with the lane (null: 0; never negative) and a constant; `hi` bounds
-  // lane part plus constant over the whole tile. For a copy's offsets.
-  struct AffineTile {
-    llvm::Value* uniform = nullptr;
-    Values lane;
-    std::vector<int64_t> consts;
-    int64_t hi = 0;
-  };
-  std::optional<AffineTile> affine_tile(const ir::Value* v, const Layout& l, int depth = 0);
   // The address of register r of `offsets` (element offsets of a stage) from the stage's
   // `base`, the swizzle's XOR applied after the base is added (read_stage_registers).
   llvm::Value* stage_address(llvm::Value* base, llvm::Type* ty, const Layout& offsets, int r, int buffer);
-  // Loads every thread certainly issues for a copy op (0 where some do not).
-  int copy_loads_per_thread(const ir::Operation& op);
-  int loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps);
-  int register_loads_per_thread(const ir::Operation& op);
   void lower_async_wait(const ir::Operation& op);
   // Makes the values held by the owners of `l` (owner_predicate) visible to every copy.
   Values broadcast_from_owners(const Values& v, const Layout& l, DType t);

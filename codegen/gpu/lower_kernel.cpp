@@ -167,20 +167,6 @@ Values Lowerer::get(const ir::Value* v, const Layout& l) {
   return out;
 }
 
-Values Lowerer::get_converting(const ir::Value* v, const Layout& l) {
-  if (is_lazy(v) || v->type.is_scalar() || natural(v).layout == l) return get(v, l);
-  const Regs& n = natural(v);
-  const ir::ConvertPath path = conversion_path(n.layout, l);
-  std::optional<ir::SharedEncoding> enc;
-  if (path == ir::ConvertPath::shared) {
-    const TargetCapabilities& caps = hooks_.capabilities();
-    // (Pointers: 64-bit, never read transposed.)
-    enc = exchange_encoding(n.layout, l, byte_width(v->type.dtype), {caps.shared_banks, caps.shared_bank_bytes}, false)
-              .encoding;
-  }
-  return convert(n.v, n.layout, l, v->type.dtype, path, enc ? &*enc : nullptr);
-}
-
 // ------------------------------------------------------------------ thread geometry
 
 const IndexPart& Lowerer::thread_index(const Layout& l) {

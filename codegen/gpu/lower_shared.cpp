@@ -45,23 +45,14 @@ llvm::Value* Lowerer::shared_stage_base(const ir::Operation& op, unsigned eb) {
   return b.CreateGEP(b.getInt8Ty(), scalar(op.operands[0]), first, "stage");
 }
 
-// The encoding plan_shared_encodings recorded on the buffer's shared_alloc (a wgmma
-// operand's), else the default swizzled row-major form. A value that may be one of several
-// buffers takes theirs, which must agree.
+// (stage_tile_layout: the encoding recorded on the buffers `buffer` may be, else the
+// default swizzle.)
 SharedTileLayout Lowerer::stage_layout(const ir::Value* buffer, unsigned eb) {
-  const std::vector<int>& shape = buffer->type.shape;
-  const ir::SharedEncoding* enc = nullptr;
+  std::vector<const ir::Operation*> allocs;
   if (auto ids = smem_plan_.buffers_of.find(buffer); ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) {
-      const auto& recorded = smem_plan_.buffers[size_t(id)].alloc->shared;
-      const ir::SharedEncoding* e = recorded ? &*recorded : nullptr;
-      if (id != ids->second.front() && !(e == enc || (e && enc && *e == *enc)))
-        throw compile_error("gpu lowering: one value may be buffers of different encodings (a tl bug)");
-      enc = e;
-    }
-  if (enc) return SharedTileLayout{shared_offsets(shape, *enc), enc->vec};
+    for (int id : ids->second) allocs.push_back(smem_plan_.buffers[size_t(id)].alloc);
   const TargetCapabilities& caps = hooks_.capabilities();
-  return shared_tile_layout(shape, int(eb), caps.shared_banks * caps.shared_bank_bytes);
+  return stage_tile_layout(buffer->type.shape, allocs, int(eb), {caps.shared_banks, caps.shared_bank_bytes});
 }
 
 Lowerer::StageAccess Lowerer::stage_access(const ir::Operation& op, const Layout& l, DType t) {
@@ -291,165 +282,9 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
 
 namespace tl::gpu {
 
-namespace {
-// The layout a direct-to-shared copy must be issued in: what AMD's LDS DMA writes. One
-// instruction of a wave writes `bytes` per lane at base + lane * bytes, so the stage's
-// offsets (in elements) are, bit by bit: the chunk's elements (registers), then the
-// lanes, then the warps (copies where the tile is too small for them), then the
-// remaining registers. The element each hardware bit holds is found through the
-// inverse of the stage's swizzle (a bijection on the tile's flat indices), which puts
-// the swizzle into which global address each lane reads, not into where it writes.
-// nullopt when the tile is smaller than one wave's chunks.
-std::optional<Layout> copy_layout(const std::vector<int>& shape, const LinearMap& offsets, int per, int ws, int nw) {
-  int64_t numel = 1;
-  for (int d : shape) numel *= d;
-  int bits = log2_exact(numel), low = log2_exact(per), lane_bits = log2_exact(ws), warp_bits = log2_exact(nw);
-  if (bits < low + lane_bits) return std::nullopt;
-  std::vector<uint32_t> inverse(size_t(bits), 0);
-  for (uint32_t x = 0; x < uint32_t(numel); ++x) {
-    uint32_t y = offsets.apply(x);
-    if (y && (y & (y - 1)) == 0) inverse[size_t(log2_exact(y))] = x;
-  }
-  Layout l;
-  l.shape = shape;
-  int next = 0;
-  for (; next < low; ++next) l.reg.push_back(inverse[size_t(next)]);
-  for (int i = 0; i < lane_bits; ++i) l.lane.push_back(inverse[size_t(next++)]);
-  for (int i = 0; i < warp_bits; ++i) l.warp.push_back(next < bits ? inverse[size_t(next++)] : 0);
-  for (; next < bits; ++next) l.reg.push_back(inverse[size_t(next)]);
-  return l;
-}
-}  // namespace
-
-// tl::amd::global_load_to_shared: each lane copies `bytes` (the widest the target has
-// that the pointers' contiguity and alignment, the mask's constancy and the stage's
-// swizzle vector allow) straight into its chunk of the stage; masked-off chunks get
-// `other` (0 without one) by an ordinary shared store, since the DMA writes nothing
-// for them. On NVIDIA the same layout makes each cp.async's 8-lane phase hit distinct
-// banks; the op is one commit group.
-Lowerer::CopyPlan Lowerer::plan_copy(const ir::Operation& op) {
-  const ir::Type& bt = op.operands[0]->type;
-  const ir::Value* ptr = op.operands[2];
-  const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
-  DType t = bt.dtype;
-  int eb = int(m_.getDataLayout().getTypeStoreSize(mem_type(t)));
-  const TargetCapabilities& caps = hooks_.capabilities();
-  SharedTileLayout st = stage_layout(op.operands[0], unsigned(eb));
-  int last = bt.rank() - 1;
-  int ws = hooks_.wave_size(), nw = plan_.num_warps();
-  int contiguous = axis_.vector_width(ptr, last, 16);  // elements, aligned to the access
-  int64_t constancy = mask ? axis_.mask_constancy(mask, last) : int64_t(1) << 30;
-  int64_t tile_bytes = bt.numel() * eb;
-  std::vector<int> widths(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
-  std::sort(widths.rbegin(), widths.rend());
-  for (int w : widths) {
-    // AMD's 1- and 2-byte forms fill a whole dword of LDS per lane; 12 bytes is not a
-    // power-of-two chunk of a tile.
-    if (w < 4 || (w & (w - 1)) || w % eb) continue;
-    int per = w / eb;
-    if (per > st.vec || per > contiguous || per > constancy || tile_bytes < int64_t(w) * ws) continue;
-    if (auto l = copy_layout(bt.shape, st.offsets, per, ws, nw)) return CopyPlan{*l, w, per};
-  }
-  std::vector<std::string> ws_str;
-  for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
-  std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
-  throw compile_error(
-      fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
-                  "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
-                  "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
-                  "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
-                  "needs the tile to hold {} chunks",
-                  hooks_.target_name(), fmt::join(ws_str, ", "), ir::Type{t, t, bt.shape}.str(), eb, tile_bytes,
-                  contiguous * eb, mask_note, st.vec, ws, ws),
-      op.loc.file, op.loc.line);
-}
-
-// Whether a masked-off chunk of this copy is filled by a zero copy that the target issues
-// in the chunk's place (hooks' copy_zeros_to_shared), so that each chunk issues a load
-// whether masked or not: no `other`, or a zero one.
-static bool zero_filled(const ir::Operation& op) {
-  return op.operands.size() < 5 || ir::is_zero_constant(op.operands[4]);
-}
-
-int Lowerer::copy_loads_per_thread(const ir::Operation& op) {
-  CopyPlan c = plan_copy(op);
-  bool masked = op.operands.size() > 3;
-  if (masked && !(zero_filled(op) && hooks_.has_zero_copy())) return 0;  // a masked-off chunk issues nothing
-  for (int w : c.layout.warp)
-    if (w == 0) return 0;  // copied by some warps only (owner_predicate)
-  return c.layout.num_regs() / c.per;
-}
-
-// The loads (AMD's vmcnt counts each) that may stay in flight at position `pos` of `b`
-// when the `groups` copy ops issued last may: those copies' loads and every register load
-// issued after the copy before them, the one that must have landed, walking back through
-// the program: into the loop's previous iteration and, as the first iteration's
-// alternative, before the loop; out of a branch to before it. The least over those paths,
-// counting nothing past a branch or inner loop that copies (a lower bound: waiting for
-// fewer loads to remain is always safe).
-int Lowerer::loads_of_last_copies(const ir::Block& b, size_t pos, int groups, int wraps) {
-  int sum = 0, found = 0;
-  for (size_t i = pos; i-- > 0;) {
-    const ir::Operation& op = *b.ops[i];
-    if (op.op == Op::global_load_to_shared) {
-      if (groups == 0) return sum;  // the copy waited for
-      sum += copy_loads_per_thread(op);
-      --groups;
-      ++found;
-      continue;
-    }
-    if (op.op == Op::load) {
-      sum += register_loads_per_thread(op);
-      continue;
-    }
-    bool copies = false;
-    for (auto& r : op.regions)
-      ir::walk(*r, [&](ir::Operation& o) { copies |= o.op == Op::global_load_to_shared; });
-    if (copies) return sum;
-  }
-  const ir::Operation* parent = b.parent;
-  if (!parent) return sum;
-  const ir::Block& outer = *parent->parent;
-  size_t at = 0;
-  while (outer.ops[at].get() != parent) ++at;
-  int before = loads_of_last_copies(outer, at, groups, 0);
-  if (parent->op != Op::for_) return sum + before;
-  // A whole pass over the body that copies nothing finds nothing the next time either.
-  if (wraps >= 16 || (wraps > 0 && pos == b.ops.size() && found == 0)) return sum;
-  return sum + std::min(before, loads_of_last_copies(b, b.ops.size(), groups, wraps + 1));
-}
-
-// The load instructions a tile load certainly issues per thread (a lower bound, for
-// loads_of_last_copies): a buffer load issues one per vector access, masked or not; a
-// masked global load branches around a wave with no lane on, so it counts none. Only
-// 16-byte accesses count: LLVM may merge narrower neighbouring loads into one
-// instruction (SILoadStoreOptimizer), and a count too high would let a copy that must
-// have landed stay in flight.
-int Lowerer::register_loads_per_thread(const ir::Operation& op) {
-  if (op.result()->type.is_scalar()) return 0;
-  const ir::Value* ptr = op.operands[0];
-  const ir::Value* mask = op.operands.size() > 1 ? op.operands[1] : nullptr;
-  if (mask && !buffer_access(op)) return 0;
-  const Layout& l = plan_.of(op.result());
-  const int v = access_width(axis_, l, ptr, mask);
-  if (v * int(m_.getDataLayout().getTypeStoreSize(mem_type(op.result()->type.dtype))) != 16) return 0;
-  const uint32_t dup = l.duplicate_reg_mask();
-  int n = 0;
-  for (int r = 0; r < l.num_regs(); r += v) n += (uint32_t(r) & dup) == 0;
-  return n;
-}
-
 void Lowerer::lower_async_wait(const ir::Operation& op) {
-  int n = int(op.i0);
-  // Copy groups (the pipeliner's waits): on a target whose counter counts loads (AMD's
-  // vmcnt), the loads those groups issued.
-  if (op.i1 == ir::kWaitCountsCopies && hooks_.wait_counts_loads()) {
-    const ir::Block& block = *op.parent;
-    size_t at = 0;
-    while (block.ops[at].get() != &op) ++at;
-    n = loads_of_last_copies(block, at, n, 0);
-  }
-  hooks_.async_wait(b, n);
+  // (on AMD, the pipeliner's waits count loads by now: plan_wait_counts)
+  hooks_.async_wait(b, int(op.i0));
 }
 
 namespace {
@@ -460,94 +295,78 @@ std::pair<llvm::Value*, int64_t> split_nonnegative(llvm::Value* v, const llvm::D
   return {x, k};
 }
 
-// The value of `v` when it is a splat of an integer constant.
-std::optional<int64_t> splat_constant(const ir::Value* v) {
-  const ir::Operation* d = v->def;
-  if (!d || d->op != Op::splat || !d->operands[0]->def || d->operands[0]->def->op != Op::constant) return std::nullopt;
-  return d->operands[0]->def->i0;
-}
-}  // namespace
+// The offsets of a copy plan_copies sends through a resource (its affine_form: the
+// same cases), emitted in the copy layout `l`: a uniform i64 part (null: 0) for the
+// resource's base, and per register a non-negative part varying with the lane (null: 0)
+// and a constant for soffset.
+struct AffineOffsets {
+  llvm::Value* uniform = nullptr;
+  Values lane;
+  std::vector<int64_t> consts;
+};
 
-// An i32 index tile of the form a tile's offsets take (`(row0 + arange) * stride +
-// arange`, uniform scalars, constant non-negative strides), split so that a copy can take
-// the uniform part into its buffer resource, the constants into soffset and one small
-// non-negative offset a lane from a VGPR: nullopt for any other form, or where a lane's
-// part could exceed kBufferNumRecords.
-std::optional<Lowerer::AffineTile> Lowerer::affine_tile(const ir::Value* v, const Layout& l, int depth) {
+AffineOffsets emit_affine_offsets(Lowerer& L, const ir::Value* v, const Layout& l) {
   const ir::Operation* d = v->def;
-  if (depth > 32 || !d || !is_lazy(v) || v->type.dtype != DType::i32) return std::nullopt;
+  if (!d || !L.is_lazy(v)) throw compile_error("gpu lowering: a copy's offsets are not the form plan_copies accepted (a tl bug)");
+  llvm::IRBuilderBase& b = L.b;
   const size_t n = size_t(l.num_regs());
-  const int64_t limit = int64_t(kBufferNumRecords);
   auto add64 = [&](llvm::Value* x, llvm::Value* y) { return !x ? y : !y ? x : b.CreateAdd(x, y, "", false, true); };
-  auto lane_free = [&](const AffineTile& t) {
-    if (t.hi) return false;
-    for (size_t r = 0; r < n; ++r)
-      if (t.lane[r] || t.consts[r]) return false;
-    return true;
-  };
   switch (d->op) {
     case Op::splat: {
-      AffineTile t;
-      t.uniform = b.CreateSExt(scalar(d->operands[0]), b.getInt64Ty());
+      AffineOffsets t;
+      t.uniform = b.CreateSExt(L.scalar(d->operands[0]), b.getInt64Ty());
       t.lane.assign(n, nullptr);
       t.consts.assign(n, 0);
       return t;
     }
     case Op::arange: {
-      if (d->i0 < 0) return std::nullopt;
-      Values vals = get(v, l);
-      AffineTile t;
+      Values vals = L.get(v, l);
+      AffineOffsets t;
       t.lane.resize(n);
       t.consts.resize(n);
-      for (size_t r = 0; r < n; ++r) std::tie(t.lane[r], t.consts[r]) = split_nonnegative(vals[r], m_.getDataLayout());
-      t.hi = d->i1 - 1;
+      for (size_t r = 0; r < n; ++r) std::tie(t.lane[r], t.consts[r]) = split_nonnegative(vals[r], L.m_.getDataLayout());
       return t;
     }
     case Op::broadcast:
-      return affine_tile(d->operands[0], broadcast_source_layout(l, d->operands[0]->type.shape), depth + 1);
+      return emit_affine_offsets(L, d->operands[0], broadcast_source_layout(l, d->operands[0]->type.shape));
     case Op::reshape: case Op::expand_dims:
-      return affine_tile(d->operands[0], reshape_layout(l, d->operands[0]->type.shape), depth + 1);
+      return emit_affine_offsets(L, d->operands[0], reshape_layout(l, d->operands[0]->type.shape));
     case Op::add: {
-      auto x = affine_tile(d->operands[0], l, depth + 1), y = affine_tile(d->operands[1], l, depth + 1);
-      if (!x || !y || x->hi + y->hi > limit) return std::nullopt;
-      x->uniform = add64(x->uniform, y->uniform);
+      AffineOffsets x = emit_affine_offsets(L, d->operands[0], l), y = emit_affine_offsets(L, d->operands[1], l);
+      x.uniform = add64(x.uniform, y.uniform);
       for (size_t r = 0; r < n; ++r) {
-        llvm::Value *p = x->lane[r], *q = y->lane[r];
-        x->lane[r] = !p ? q : !q ? p : b.CreateAdd(p, q, "", true, true);
-        x->consts[r] += y->consts[r];
+        llvm::Value *p = x.lane[r], *q = y.lane[r];
+        x.lane[r] = !p ? q : !q ? p : b.CreateAdd(p, q, "", true, true);
+        x.consts[r] += y.consts[r];
       }
-      x->hi += y->hi;
       return x;
     }
     case Op::sub: {  // of a uniform amount
-      auto x = affine_tile(d->operands[0], l, depth + 1), y = affine_tile(d->operands[1], l, depth + 1);
-      if (!x || !y || !lane_free(*y)) return std::nullopt;
-      if (y->uniform) x->uniform = x->uniform ? b.CreateSub(x->uniform, y->uniform, "", false, true) : b.CreateNeg(y->uniform);
+      AffineOffsets x = emit_affine_offsets(L, d->operands[0], l), y = emit_affine_offsets(L, d->operands[1], l);
+      if (y.uniform) x.uniform = x.uniform ? b.CreateSub(x.uniform, y.uniform, "", false, true) : b.CreateNeg(y.uniform);
       return x;
     }
     case Op::mul: {
       for (int side = 0; side < 2; ++side) {
-        auto c = splat_constant(d->operands[size_t(1 - side)]);
+        auto c = ir::splat_int_constant(d->operands[size_t(1 - side)]);
         if (!c || *c < 0) continue;
-        auto x = affine_tile(d->operands[size_t(side)], l, depth + 1);
-        if (!x || (*c && x->hi > limit / *c)) return std::nullopt;
-        if (x->uniform) x->uniform = b.CreateMul(x->uniform, b.getInt64(uint64_t(*c)), "", false, true);
+        AffineOffsets x = emit_affine_offsets(L, d->operands[size_t(side)], l);
+        if (x.uniform) x.uniform = b.CreateMul(x.uniform, b.getInt64(uint64_t(*c)), "", false, true);
         for (size_t r = 0; r < n; ++r) {
-          if (x->lane[r]) x->lane[r] = b.CreateMul(x->lane[r], b.getInt32(uint32_t(*c)), "", true, true);
-          x->consts[r] *= *c;
+          if (x.lane[r]) x.lane[r] = b.CreateMul(x.lane[r], b.getInt32(uint32_t(*c)), "", true, true);
+          x.consts[r] *= *c;
         }
-        x->hi *= *c;
         return x;
       }
       // uniform * uniform
-      auto x = affine_tile(d->operands[0], l, depth + 1), y = affine_tile(d->operands[1], l, depth + 1);
-      if (!x || !y || !lane_free(*x) || !lane_free(*y) || !x->uniform || !y->uniform) return std::nullopt;
-      x->uniform = b.CreateMul(x->uniform, y->uniform, "", false, true);
+      AffineOffsets x = emit_affine_offsets(L, d->operands[0], l), y = emit_affine_offsets(L, d->operands[1], l);
+      x.uniform = b.CreateMul(x.uniform, y.uniform, "", false, true);
       return x;
     }
-    default: return std::nullopt;
+    default: throw compile_error("gpu lowering: a copy's offsets are not the form plan_copies accepted (a tl bug)");
   }
 }
+}  // namespace
 
 void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   const ir::Type& bt = op.operands[0]->type;
@@ -568,31 +387,27 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
                                     "only, as Gluon's); use tl::amd::global_load_to_shared",
                                     hooks_.target_name()),
                         op.loc.file, op.loc.line);
-  CopyPlan plan = plan_copy(op);
-  std::optional<Layout> l = plan.layout;
-  int bytes = plan.bytes;
-  int per = bytes / eb;
-  // An ordinary copy (AMD) through a buffer resource where its pointers allow: the
-  // uniform part of the offsets in the resource's base, the constants (the chunks' rows)
-  // in soffset, one small offset a lane (one per swizzle variant), and masked-off chunks
-  // at an offset past the bound, written as zeros with no branch. Else each chunk's 64-bit
-  // address, and a branch per masked chunk.
-  std::optional<AffineTile> affine;
+  if (!op.copy) throw compile_error("gpu lowering: a copy without a plan (plan_copies; a tl bug)");
+  const Layout& l = *op.layout;  // (what plan_copies chose; its operands are in it)
+  const int bytes = op.copy->chunk_bytes;
+  const int per = bytes / eb;
+  // A compiler copy (AMD) through a buffer resource where plan_copies said its pointers
+  // allow: the uniform part of the offsets in the resource's base, the constants (the
+  // chunks' rows) in soffset, one small offset a lane (one per swizzle variant), and
+  // masked-off chunks at an offset past the bound, written as zeros with no branch. Else
+  // each chunk's 64-bit address, and a branch per masked chunk.
+  std::optional<AffineOffsets> affine;
   llvm::Value* affine_rsrc = nullptr;
-  const auto& bw = caps.buffer_copy_widths;
-  if (op.i1 == ir::kCompilerCopy && caps.has_buffer_ops() && zero_filled(op) && std::find(bw.begin(), bw.end(), bytes) != bw.end() &&
-      ptr->def && ptr->def->op == Op::addptr && is_lazy(ptr) && ptr->def->operands[0]->def &&
-      ptr->def->operands[0]->def->op == Op::splat)
-    if ((affine = affine_tile(ptr->def->operands[1], *l)) && (affine->hi + 1) * eb <= int64_t(kBufferNumRecords)) {
-      llvm::Value* base = scalar(ptr->def->operands[0]->def->operands[0]);
-      if (affine->uniform) base = b.CreateGEP(ty, base, affine->uniform);
-      affine_rsrc = hooks_.buffer_resource(b, base, nullptr);
-    }
-  if (!affine_rsrc) affine.reset();
-  Values ptrs = buffer_copy || affine ? Values{} : get_converting(ptr, *l);
-  Values masks = mask ? get_converting(mask, *l) : Values{};
-  Values others = other ? get_converting(other, *l) : Values{};
-  Layout offsets = compose(st.offsets, *l, bt.shape);
+  if (op.copy->through_resource) {
+    affine = emit_affine_offsets(*this, ptr->def->operands[1], l);
+    llvm::Value* base = scalar(ptr->def->operands[0]->def->operands[0]);
+    if (affine->uniform) base = b.CreateGEP(ty, base, affine->uniform);
+    affine_rsrc = hooks_.buffer_resource(b, base, nullptr);
+  }
+  Values ptrs = buffer_copy || affine ? Values{} : get(ptr, l);
+  Values masks = mask ? get(mask, l) : Values{};
+  Values others = other ? get(other, l) : Values{};
+  Layout offsets = compose(st.offsets, l, bt.shape);
   int buffer = smem_buffer_of(op.operands[0]);
   auto ids = smem_plan_.buffers_of.find(op.operands[0]);
   if (ids != smem_plan_.buffers_of.end())
@@ -603,12 +418,12 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   // (zero warp images): only one of them copies, the others would write the same bytes
   // (a write-write race, which compute-sanitizer's racecheck reports). The predicate is
   // uniform in a wave, so AMD's wave-wide LDS DMA is issued or skipped whole.
-  llvm::Value* owner = owner_predicate(*l);
+  llvm::Value* owner = owner_predicate(l);
   // One chunk's copy: through its pointer, or (buffer_load_to_shared) through the buffer
   // resource; and the same writing zeros where the chunk's mask is false, with no branch,
   // where the copy can (nullptr where not: cp.async's src-size, a buffer load's offset
   // past the bound).
-  auto buffer_chunk = buffer_copy ? buffer_chunk_copier(op, *l, bytes) : nullptr;
+  auto buffer_chunk = buffer_copy ? buffer_chunk_copier(op, l, bytes) : nullptr;
   auto copy_chunk = [&](int r, llvm::Value* p) {
     return buffer_copy ? buffer_chunk(r, p, nullptr) : hooks_.copy_to_shared(b, ptrs[r], p, bytes);
   };
@@ -616,7 +431,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
     return buffer_copy ? buffer_chunk(r, p, masks[r]) : hooks_.copy_to_shared_or_zeros(b, ptrs[r], p, bytes, masks[r]);
   };
   auto copy_chunks = [&] {
-    for (int r = 0; r < l->num_regs(); r += per) {
+    for (int r = 0; r < l.num_regs(); r += per) {
       llvm::Value* p = b.CreateGEP(ty, base, element_index(offsets, r));
       if (affine) {
         llvm::Value* lane = affine->lane[size_t(r)];
@@ -631,7 +446,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
         continue;
       }
       // Zeros for masked-off chunks, and a copy that can write them itself: no branch.
-      if (zero_filled(op))
+      if (ir::copy_fills_zeros(op))
         if (llvm::Instruction* c = copy_chunk_or_zeros(r, p)) {
           smem_tag_copy(c, buffer);
           continue;
@@ -653,7 +468,7 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
       // The chunk still issues a load (of zeros, which the store above also wrote: the two
       // agree in whichever order they land), so that a wait counting this copy's loads
       // counts right when some are masked off.
-      if (zero_filled(op))
+      if (ir::copy_fills_zeros(op))
         if (llvm::Instruction* z = hooks_.copy_zeros_to_shared(b, p, bytes)) smem_tag_copy(z, buffer);
       b.CreateBr(done);
       b.SetInsertPoint(done);

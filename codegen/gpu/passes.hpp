@@ -18,6 +18,11 @@
 //                              (or from a conversion's) a K step at a time
 //   plan_shared_encodings      how each conversion through shared memory lies there
 //                              (order, vector unit, swizzle)
+//   plan_async_dots            sm_90: warpgroup dots left in flight across iterations
+//   plan_copies                each global_load_to_shared's copy layout, chunk width and
+//                              whether it goes through a buffer resource
+//   plan_wait_counts           AMD: the loads each of the pipeliner's waits leaves in
+//                              flight (vmcnt)
 // Private to codegen.
 #pragma once
 
@@ -81,8 +86,10 @@ void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t);
 
 // Decides each convert_layout's path (ir::ConvertPath); in loops, the target's
 // register-pressure rules (TargetCapabilities::register_pressure_rules) count a shuffle's
-// address registers against it.
+// address registers against it. plan_conversion_path: the same for one conversion made
+// later (plan_copies').
 void plan_conversion_paths(ir::Function& f, const PlanTarget& t);
+void plan_conversion_path(ir::Operation& conv, const PlanTarget& t);
 // How many convert_layouts take each path, indexed by ConvertPath (the compile report's).
 std::vector<int> conversion_path_counts(ir::Function& f);
 
@@ -91,11 +98,26 @@ std::vector<int> conversion_path_counts(ir::Function& f);
 // Also gives every buffer a warpgroup dot reads through descriptors its descriptor
 // encoding (on its shared_alloc; other buffers keep the lowering's default swizzle).
 void plan_shared_encodings(ir::Function& f, const PlanTarget& t);
+// The encoding of one conversion through shared memory (a later pass's: plan_copies').
+void plan_exchange_encoding(ir::Operation& conv, const PlanTarget& t);
 // Warpgroup dots in a pipelined loop whose buffers have a stage to spare (the pipeliner
 // gave them num_stages + 1) run asynchronously: marked ir::kAsyncDot, followed by a
 // dot_wait leaving one group in flight (Triton's wait(1)), and waited for fully after the
 // loop. Every warpgroup dot's shared operands get a fence_async_shared after the writes
 // before the barrier it waits at (the async proxy reads them). Returns the async dots.
 int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages);
+
+// Records on every global_load_to_shared its copy layout (Operation::layout) and plan
+// (Operation::copy: the bytes a lane moves per load, and on AMD whether a compiler copy
+// goes through a buffer resource it makes), and converts its pointers, mask and other to
+// that layout where they have another (plan_copies.cpp). A copy no width fits is a
+// compile error at its line. Returns the copies planned.
+int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
+
+// On targets whose copy waits count loads (AMD's vmcnt): every async_wait the pipeliner
+// counted in copy groups (ir::kWaitCountsCopies) records the loads that may stay in
+// flight instead (ir::kWaitCountsLoads), from the copy plans and the register loads'
+// layouts (plan_wait_counts.cpp). Runs after plan_copies.
+void plan_wait_counts(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
 
 }  // namespace tl::gpu

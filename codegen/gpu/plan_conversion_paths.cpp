@@ -6,13 +6,17 @@
 
 namespace tl::gpu {
 
+void plan_conversion_path(ir::Operation& conv, const PlanTarget& t) {
+  bool in_loop = false;
+  if (t.caps->register_pressure_rules)
+    for (const ir::Block* b = conv.parent; b && b->parent && !in_loop; b = b->parent->parent)
+      in_loop = b->parent->op == Op::for_ || b->parent->op == Op::while_;
+  conv.i0 = int64_t(conversion_path(*conv.operands[0]->layout, *conv.result()->layout, in_loop));
+}
+
 void plan_conversion_paths(ir::Function& f, const PlanTarget& t) {
   ir::walk(f.body, [&](ir::Operation& op) {
-    if (op.op != Op::convert_layout) return;
-    bool in_loop = false;
-    if (t.caps->register_pressure_rules)
-    for (const ir::Block* b = op.parent; b && b->parent && !in_loop; b = b->parent->parent) in_loop = b->parent->op == Op::for_ || b->parent->op == Op::while_;
-    op.i0 = int64_t(conversion_path(*op.operands[0]->layout, *op.result()->layout, in_loop));
+    if (op.op == Op::convert_layout) plan_conversion_path(op, t);
   });
 }
 

@@ -20,16 +20,18 @@
 
 namespace tl::gpu {
 
-void plan_shared_encodings(ir::Function& f, const PlanTarget& t) {
+void plan_exchange_encoding(ir::Operation& conv, const PlanTarget& t) {
+  if (conv.op != Op::convert_layout || ir::ConvertPath(conv.i0) != ir::ConvertPath::shared) return;
   const BankModel banks{t.caps->shared_banks, t.caps->shared_bank_bytes};
-  ir::walk(f.body, [&](ir::Operation& op) {
-    if (op.op != Op::convert_layout || ir::ConvertPath(op.i0) != ir::ConvertPath::shared) return;
-    ExchangePlan p = exchange_encoding(*op.operands[0]->layout, *op.result()->layout,
-                                       byte_width(op.result()->type.dtype), banks,
-                                       t.caps->has_transposed_shared_read(bit_width(op.result()->type.dtype)));
-    op.shared = p.encoding;
-    op.i1 = (op.i1 & ~ir::kTransposedRead) | (p.transposed_read ? ir::kTransposedRead : 0);
-  });
+  const DType dt = conv.result()->type.dtype;
+  ExchangePlan p = exchange_encoding(*conv.operands[0]->layout, *conv.result()->layout, byte_width(dt), banks,
+                                     t.caps->has_transposed_shared_read(bit_width(dt)));
+  conv.shared = p.encoding;
+  conv.i1 = (conv.i1 & ~ir::kTransposedRead) | (p.transposed_read ? ir::kTransposedRead : 0);
+}
+
+void plan_shared_encodings(ir::Function& f, const PlanTarget& t) {
+  ir::walk(f.body, [&](ir::Operation& op) { plan_exchange_encoding(op, t); });
   ir::walk(f.body, [&](ir::Operation& op) {
     if (op.op != Op::dot || !recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size).warpgroup()) return;
     for (int i = 0; i < 2; ++i)

@@ -8,6 +8,8 @@
 
 #include <algorithm>
 
+#include "tl/error.hpp"
+
 namespace tl::gpu {
 
 namespace {
@@ -50,6 +52,19 @@ int lanes_per_phase(int access_bytes, int wave, const BankModel& banks) {
   return std::clamp(banks.banks * banks.bank_bytes / std::max(access_bytes, banks.bank_bytes), 1, wave);
 }
 }  // namespace
+
+SharedTileLayout stage_tile_layout(const std::vector<int>& shape, const std::vector<const ir::Operation*>& allocs,
+                                   int elem_bytes, const BankModel& banks) {
+  const ir::SharedEncoding* enc = nullptr;
+  for (size_t i = 0; i < allocs.size(); ++i) {
+    const ir::SharedEncoding* e = allocs[i]->shared ? &*allocs[i]->shared : nullptr;
+    if (i > 0 && !(e == enc || (e && enc && *e == *enc)))
+      throw compile_error("gpu planning: one value may be shared buffers of different encodings (a tl bug)");
+    enc = e;
+  }
+  if (enc) return SharedTileLayout{shared_offsets(shape, *enc), enc->vec};
+  return shared_tile_layout(shape, elem_bytes, banks.banks * banks.bank_bytes);
+}
 
 LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding& e) {
   const int rank = int(shape.size());

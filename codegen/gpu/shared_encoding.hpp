@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "codegen/gpu/layout.hpp"
+#include "codegen/ir/ir.hpp"
 #include "codegen/ir/layout.hpp"
 
 namespace tl::gpu {
@@ -28,6 +29,14 @@ struct BankModel {
 
 // The encoding as a map: row-major flat element index -> offset in elements.
 LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding& e);
+
+// How a stage of a shared buffer (tl::shared) lies in shared memory: the encoding
+// plan_shared_encodings recorded on its shared_alloc (a warpgroup dot's operand), else
+// shared_tile_layout's swizzled row-major form for these banks. `allocs`: the
+// allocations the buffer value may be (passes::SharedBuffers), whose encodings must
+// agree. The one answer the copy planning and the lowering's stage accesses share.
+SharedTileLayout stage_tile_layout(const std::vector<int>& shape, const std::vector<const ir::Operation*>& allocs,
+                                   int elem_bytes, const BankModel& banks);
 
 // Triton's SwizzledSharedEncoding(perPhase, maxPhase) as a swizzle (ir::SharedEncoding).
 std::vector<uint32_t> phase_swizzle(int per_phase, int max_phase);

@@ -98,6 +98,7 @@ std::unique_ptr<Operation> clone(const Operation& op, ValueMap& map) {
   c->str = op.str;
   c->layout = op.layout;
   c->shared = op.shared;
+  c->copy = op.copy;
   // (GPU planning's marks travel with the values they describe.)
   auto copy_plan = [](const Value* from, Value* to) {
     to->layout = from->layout;
@@ -143,6 +144,18 @@ bool is_zero_constant(const Value* v) {
   while (v->def && (v->def->op == Op::splat || v->def->op == Op::broadcast)) v = v->def->operands[0];
   if (!v->def || v->def->op != Op::constant) return false;
   return v->def->i0 == 0 && v->def->f == 0.0 && !std::signbit(v->def->f);
+}
+
+bool copy_fills_zeros(const Operation& copy) {
+  return copy.operands.size() < 5 || is_zero_constant(copy.operands[4]);
+}
+
+std::optional<int64_t> splat_int_constant(const Value* v) {
+  const Operation* d = v->def;
+  if (!d || d->op != Op::splat || !d->operands[0]->def || d->operands[0]->def->op != Op::constant ||
+      !is_int(d->operands[0]->type.dtype))
+    return std::nullopt;
+  return d->operands[0]->def->i0;
 }
 
 Value* add_carried_value(Operation& for_op, Value* init, Value* yielded) {

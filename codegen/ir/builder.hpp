@@ -5,6 +5,8 @@
 // result and argument indices, one yield per region) are kept in one place.
 #pragma once
 
+#include <optional>
+
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -78,6 +80,12 @@ bool defined_inside(const Value* v, const Operation* op);
 // A constant zero (+0.0 for floats), splat or broadcast to a tile or not: what a load's
 // `other`, a copy's fill or a dot's accumulator is when it adds nothing.
 bool is_zero_constant(const Value* v);
+// Whether a global_load_to_shared writes zeros for its masked-off elements (no `other`,
+// or a zero one): what a copy can write without a branch (a buffer load past its bound,
+// AMD's zero copy).
+bool copy_fills_zeros(const Operation& copy);
+// The value of `v` when it is a splat of an integer constant (a tile's constant stride).
+std::optional<int64_t> splat_int_constant(const Value* v);
 
 // `for` loops: operands (lb, ub, step, inits...), body arguments (iv, carried...),
 // yield operands (carried...) and results (carried...) always line up.

@@ -217,10 +217,15 @@ class Printer {
                            op.i1 & kTransposedRead ? " read=transposed" : "",
                            op.i1 & kConversionReadByDot ? " read_by_dot" : "");
       case Op::global_load_to_shared:
-        return fmt::format("{}{}", op.i0 ? " into_last_read_stage" : "",
-                           op.i1 == kBufferAccess ? " buffer" : op.i1 == kCompilerCopy ? " compiler" : "");
+        return fmt::format("{}{}{}", op.i0 ? " into_last_read_stage" : "",
+                           op.i1 == kBufferAccess ? " buffer" : op.i1 == kCompilerCopy ? " compiler" : "",
+                           !op.copy ? ""
+                                    : fmt::format(" chunk={}B{}", op.copy->chunk_bytes,
+                                                  op.copy->through_resource ? " through_resource" : ""));
       case Op::barrier: return op.i0 ? " shared" : "";
-      case Op::async_wait: return fmt::format(" num_outstanding={}{}", op.i0, op.i1 ? " copies" : "");
+      case Op::async_wait:
+        return fmt::format(" num_outstanding={}{}", op.i0,
+                           op.i1 == kWaitCountsCopies ? " copies" : op.i1 == kWaitCountsLoads ? " loads" : "");
       default: return "";
     }
   }

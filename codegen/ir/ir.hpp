@@ -150,6 +150,15 @@ class Operation {
   // GPU planning: how the shared memory an op exchanges data through is laid out (a
   // convert_layout through shared memory).
   std::optional<SharedEncoding> shared;
+  // GPU planning (plan_copies): how a global_load_to_shared copies, in `layout`.
+  struct CopyPlan {
+    int chunk_bytes = 0;  // what one lane moves per load (AMD global_load_lds_dwordxN, cp.async's size)
+    // AMD: through a buffer resource holding the offsets' uniform part (their lane parts
+    // small and non-negative, their constants in soffset): masked-off chunks need no branch.
+    bool through_resource = false;
+    bool operator==(const CopyPlan&) const = default;
+  };
+  std::optional<CopyPlan> copy;
 
   Value* result(int i = 0) const { return results.at(i).get(); }
   Value* add_result(Type t);

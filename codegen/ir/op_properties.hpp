@@ -78,8 +78,13 @@ constexpr int64_t kCompilerCopy = 2;
 // `async_wait` with i1 == kWaitCountsCopies (made by the software pipeliner) counts
 // global_load_to_shared ops (copy groups, NVIDIA's commit groups) still in flight, not
 // AMD's raw vmcnt: the AMD lowering turns it into the vmcnt those copies' instructions
-// make (codegen/gpu/lower_shared.cpp). The user's tl::amd::async_wait(n) is raw (i1 0).
+// make: plan_wait_counts (codegen/gpu/plan_wait_counts.cpp) records it as
+// kWaitCountsLoads. The user's tl::amd::async_wait(n) is raw (i1 0).
 constexpr int64_t kWaitCountsCopies = 1;
+// `async_wait` with i1 == kWaitCountsLoads (GPU planning, plan_wait_counts): i0 is the
+// number of the target's memory loads (AMD's vmcnt) that may stay in flight, counted from
+// the copy plans and register loads the pipeliner's copy-group count let stay.
+constexpr int64_t kWaitCountsLoads = 2;
 // `global_load_to_shared` with i0 == kCopyIntoLastReadStage (made by the software
 // pipeliner, in its loop's body after the reads): the copy writes the stage the previous
 // iteration read (the one before it, where an asynchronous dot got its buffers a stage

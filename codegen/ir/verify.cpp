@@ -231,10 +231,19 @@ class Verifier {
                               "other must be a tile of the buffer's element type and the pointers' shape");
         expect(op.i1 == 0 || op.i1 == kCompilerCopy || (op.i1 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer copy's pointers must be addptr(splat(base), i32 offsets)");
+        // (plan_copies: the chunk one lane moves, a power of two of 4 bytes or more, in
+        // the copy layout the op records)
+        if (op.copy)
+          expect(op.layout && op.copy->chunk_bytes >= 4 && (op.copy->chunk_bytes & (op.copy->chunk_bytes - 1)) == 0 &&
+                     (!op.copy->through_resource || op.i1 == kCompilerCopy),
+                 op, "a planned copy has a layout, a power-of-two chunk of 4 bytes or more, and only a compiler copy "
+                     "goes through a resource it makes");
         break;
       }
       case Op::async_wait:
-        expect(nops == 0 && op.results.empty() && op.i0 >= 0 && (op.i1 == 0 || op.i1 == kWaitCountsCopies), op,
+        expect(nops == 0 && op.results.empty() && op.i0 >= 0 &&
+                   (op.i1 == 0 || op.i1 == kWaitCountsCopies || op.i1 == kWaitCountsLoads),
+               op,
                "async_wait takes no operands, has no result, a non-negative count and counts loads or copies");
         break;
       case Op::dot: {

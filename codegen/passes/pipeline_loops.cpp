@@ -378,8 +378,8 @@ class Pipeliner {
     return total <= o_.shared_bytes_limit;
   }
 
-  // Whether the GPU lowering can issue `load` as direct copies (lower_shared.cpp's
-  // plan_copy, approximated from the axis facts): no `other` but zero (AMD's copy fills
+  // Whether the GPU can issue `load` as direct copies (codegen/gpu/plan_copies.cpp's
+  // rule, approximated from the axis facts: layouts do not exist yet): no `other` but zero (AMD's copy fills
   // masked-off chunks with 0), and some width of the target's, 4 bytes and up, no wider
   // than a 16-byte swizzle vector, covered by the pointers' contiguity and alignment and
   // the mask's constancy along the last dim, with a wave's chunks in the tile.
@@ -647,7 +647,7 @@ class Pipeliner {
     // iteration i+n-1 (below). The register loads go before the wait, as Triton's AMD
     // pipeliner issues the next loads before waiting: they touch no shared memory, and
     // where the wait counts loads (AMD's vmcnt) they may stay in flight through it
-    // (codegen/gpu/lower_shared.cpp, loads_of_last_copies), where after it they would
+    // (codegen/gpu/plan_wait_counts.cpp), where after it they would
     // be waited for at the next iteration's top anyway.
     if (n == 2 || std::any_of(plans.begin(), plans.end(), [](auto& p) { return !p.store; })) compute_ahead(top);
     for (size_t i = 0; i < plans.size(); ++i) {

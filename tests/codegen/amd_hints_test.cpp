@@ -25,60 +25,9 @@ struct Config {
   int bm, bn, bk, group, stages, warps;
 };
 
-// Triton's tutorial 03 (python/tutorials/03-matrix-multiplication.py, `matmul_kernel`)
-// statement for statement, f16, with its tl.assume lines when `assumes`. The unit
-// strides along K (A) and N (B, C) are the constant 1, as a launch specializes them.
-// `small`: the matrices were passed as tl::buffers under 2 GiB (Triton's torch tensors:
-// `tt.pointer_range = 32`), not as raw pointers.
+// Triton's tutorial 03 with its tl.assume lines when `assumes` (traced_kernels.hpp).
 std::unique_ptr<ir::Function> tutorial03(const Config& c, bool assumes, bool small = true) {
-  return tltest::trace("matmul_kernel", [&](Trace& t) {
-    auto a_ptr = ptr_arg<ty::f16>(t, "a_ptr", true, small), b_ptr = ptr_arg<ty::f16>(t, "b_ptr", true, small);
-    auto c_ptr = ptr_arg<ty::f16>(t, "c_ptr", true, small);
-    auto M = scalar_arg<ty::i32>(t, "M", true), N = scalar_arg<ty::i32>(t, "N", true);
-    auto K = scalar_arg<ty::i32>(t, "K", true);
-    auto stride_am = scalar_arg<ty::i32>(t, "stride_am", true), stride_bk = scalar_arg<ty::i32>(t, "stride_bk", true);
-    auto stride_cm = scalar_arg<ty::i32>(t, "stride_cm", true);
-    const i32 stride_ak = 1, stride_bn = 1, stride_cn = 1;
-    const int BLOCK_SIZE_M = c.bm, BLOCK_SIZE_N = c.bn, BLOCK_SIZE_K = c.bk, GROUP_SIZE_M = c.group;
-    auto pid = tl::program_id(0);
-    auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
-    auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
-    auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
-    auto group_id = pid / num_pid_in_group;
-    auto first_pid_m = group_id * GROUP_SIZE_M;
-    auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_SIZE_M);
-    auto pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m);
-    auto pid_n = (pid % num_pid_in_group) / group_size_m;
-    if (assumes) {
-      tl::assume(pid_m >= 0);
-      tl::assume(pid_n >= 0);
-      tl::assume(stride_am > 0);
-      tl::assume(stride_ak > 0);
-      tl::assume(stride_bn > 0);
-      tl::assume(stride_bk > 0);
-      tl::assume(stride_cm > 0);
-      tl::assume(stride_cn > 0);
-    }
-    auto offs_am = (pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M)) % M;
-    auto offs_bn = (pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N)) % N;
-    auto offs_k = tl::arange(0, BLOCK_SIZE_K);
-    auto a_ptrs = a_ptr + (tl::expand_dims(offs_am, 1) * stride_am + tl::expand_dims(offs_k, 0) * stride_ak);
-    auto b_ptrs = b_ptr + (tl::expand_dims(offs_k, 1) * stride_bk + tl::expand_dims(offs_bn, 0) * stride_bn);
-    auto accumulator = tl::zeros<ty::f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
-    for (auto k : tl::range(0, tl::cdiv(K, BLOCK_SIZE_K))) {
-      auto a = tl::load(a_ptrs, tl::expand_dims(offs_k, 0) < K - k * BLOCK_SIZE_K, 0.0f);
-      auto b = tl::load(b_ptrs, tl::expand_dims(offs_k, 1) < K - k * BLOCK_SIZE_K, 0.0f);
-      accumulator = tl::dot(a, b, accumulator);
-      a_ptrs += BLOCK_SIZE_K * stride_ak;
-      b_ptrs += BLOCK_SIZE_K * stride_bk;
-    }
-    auto cc = accumulator.to<ty::f16>();
-    auto offs_cm = pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M);
-    auto offs_cn = pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
-    auto c_ptrs = c_ptr + stride_cm * tl::expand_dims(offs_cm, 1) + stride_cn * tl::expand_dims(offs_cn, 0);
-    auto c_mask = tl::expand_dims(offs_cm < M, 1) & tl::expand_dims(offs_cn < N, 0);
-    tl::store(c_ptrs, cc, c_mask);
-  });
+  return tltest::tutorial03_matmul_kernel(c.bm, c.bn, c.bk, c.group, assumes, small);
 }
 
 // Triton's tutorial 08 (python/tutorials/08-grouped-gemm.py, `grouped_matmul_kernel`),
@@ -164,43 +113,8 @@ int report(const codegen::CodeObject& co, const char* key) {
   return it == co.report.end() ? 0 : int(it->second);
 }
 
-// The loop's instructions: from the target of the longest backward branch to it.
-std::string loop_of(const std::string& dis) {
-  std::vector<std::pair<uint64_t, std::string>> lines;
-  std::regex addr_re(R"(// ([0-9A-F]+):)");
-  size_t start = 0;
-  while (start < dis.size()) {
-    size_t end = dis.find('\n', start);
-    if (end == std::string::npos) end = dis.size();
-    std::string line = dis.substr(start, end - start);
-    std::smatch m;
-    if (std::regex_search(line, m, addr_re)) lines.push_back({std::stoull(m[1].str(), nullptr, 16), line});
-    start = end + 1;
-  }
-  std::regex branch_re(R"(s_(?:c?branch\w*)\s+(\d+))");
-  uint64_t lo = 0, hi = 0;
-  for (auto& [addr, line] : lines) {
-    std::smatch m;
-    if (!std::regex_search(line, m, branch_re)) continue;
-    int simm = std::stoi(m[1].str());
-    if (simm < 32768) continue;
-    uint64_t target = addr + 4 + uint64_t(int64_t(simm - 65536) * 4);
-    if (hi - lo < addr - target) lo = target, hi = addr;
-  }
-  std::string loop;
-  for (auto& [addr, line] : lines)
-    if (addr >= lo && addr <= hi) loop += line + "\n";
-  return loop;
-}
-
-// The largest n of the loop's `s_waitcnt vmcnt(n)` (-1: none).
-int largest_vmcnt(const std::string& loop) {
-  int n = -1;
-  std::regex re(R"(vmcnt\((\d+)\))");
-  for (auto it = std::sregex_iterator(loop.begin(), loop.end(), re); it != std::sregex_iterator(); ++it)
-    n = std::max(n, std::stoi((*it)[1].str()));
-  return n;
-}
+std::string loop_of(const std::string& dis) { return tltest::amd_loop(dis); }
+using tltest::largest_vmcnt;
 
 // Tutorial 08's loaded sizes, leading dimensions and offsets hinted `tl::multiple_of(..,
 // 16)`: its 128x128x32 f16 tiles load 16 bytes a lane, and gfx942 compiles it to at most

@@ -81,43 +81,8 @@ codegen::CodeObject compile(const std::string& arch, ir::Function& f) {
   return codegen::compile(f, codegen::parse_target(arch), o);
 }
 
-// The disassembly split at the loop: what comes before the loop's first instruction
-// (the prologue), and the loop (from the target of its backward branch to that branch).
-// Each line ends in "// <address>: <encoding>"; a branch's operand is a signed 16-bit
-// count of dwords from the next instruction.
-struct Split {
-  std::string before, loop;
-};
-Split split_at_loop(const std::string& dis) {
-  std::vector<std::pair<uint64_t, std::string>> lines;
-  std::regex addr_re(R"(// ([0-9A-F]+):)");
-  size_t start = 0;
-  while (start < dis.size()) {
-    size_t end = dis.find('\n', start);
-    if (end == std::string::npos) end = dis.size();
-    std::string line = dis.substr(start, end - start);
-    std::smatch m;
-    if (std::regex_search(line, m, addr_re)) lines.push_back({std::stoull(m[1].str(), nullptr, 16), line});
-    start = end + 1;
-  }
-  std::regex branch_re(R"(s_(?:c?branch\w*)\s+(\d+))");
-  uint64_t lo = 0, hi = 0;
-  for (auto& [addr, line] : lines) {
-    std::smatch m;
-    if (!std::regex_search(line, m, branch_re)) continue;
-    int simm = std::stoi(m[1].str());
-    if (simm < 32768) continue;  // forward
-    uint64_t target = addr + 4 + uint64_t(int64_t(simm - 65536) * 4);
-    if (hi - lo < addr - target) lo = target, hi = addr;
-  }
-  Split s;
-  for (auto& [addr, line] : lines) (addr < lo ? s.before : addr <= hi ? s.loop : s.before) += line + "\n";
-  // (what follows the loop is not the prologue: keep only what precedes it)
-  s.before.clear();
-  for (auto& [addr, line] : lines)
-    if (addr < lo) s.before += line + "\n";
-  return s;
-}
+using Split = tltest::AmdLoopSplit;
+Split split_at_loop(const std::string& dis) { return tltest::amd_split_at_loop(dis); }
 
 int spills(const codegen::CodeObject& co) {
   int n = 0;

@@ -203,4 +203,62 @@ inline std::unique_ptr<tl::ir::Function> async_pipeline_kernel(bool relaxed, boo
   });
 }
 
+// Triton's tutorial 03 (python/tutorials/03-matrix-multiplication.py, `matmul_kernel`)
+// statement for statement, f16, with its tl.assume lines when `assumes`. The unit
+// strides along K (A) and N (B, C) are the constant 1, as a launch specializes them.
+// `small`: the matrices were passed as tl::buffers under 2 GiB (Triton's torch tensors:
+// `tt.pointer_range = 32`), not as raw pointers.
+inline std::unique_ptr<tl::ir::Function> tutorial03_matmul_kernel(int bm, int bn, int bk, int group, bool assumes,
+                                                                bool small = true) {
+  using namespace tl;
+  return trace("matmul_kernel", [&](tl::detail::Trace& t) {
+    auto a_ptr = ptr_arg<ty::f16>(t, "a_ptr", true, small), b_ptr = ptr_arg<ty::f16>(t, "b_ptr", true, small);
+    auto c_ptr = ptr_arg<ty::f16>(t, "c_ptr", true, small);
+    auto M = scalar_arg<ty::i32>(t, "M", true), N = scalar_arg<ty::i32>(t, "N", true);
+    auto K = scalar_arg<ty::i32>(t, "K", true);
+    auto stride_am = scalar_arg<ty::i32>(t, "stride_am", true), stride_bk = scalar_arg<ty::i32>(t, "stride_bk", true);
+    auto stride_cm = scalar_arg<ty::i32>(t, "stride_cm", true);
+    const i32 stride_ak = 1, stride_bn = 1, stride_cn = 1;
+    const int BLOCK_SIZE_M = bm, BLOCK_SIZE_N = bn, BLOCK_SIZE_K = bk, GROUP_SIZE_M = group;
+    auto pid = tl::program_id(0);
+    auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
+    auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
+    auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
+    auto group_id = pid / num_pid_in_group;
+    auto first_pid_m = group_id * GROUP_SIZE_M;
+    auto group_size_m = tl::minimum(num_pid_m - first_pid_m, GROUP_SIZE_M);
+    auto pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m);
+    auto pid_n = (pid % num_pid_in_group) / group_size_m;
+    if (assumes) {
+      tl::assume(pid_m >= 0);
+      tl::assume(pid_n >= 0);
+      tl::assume(stride_am > 0);
+      tl::assume(stride_ak > 0);
+      tl::assume(stride_bn > 0);
+      tl::assume(stride_bk > 0);
+      tl::assume(stride_cm > 0);
+      tl::assume(stride_cn > 0);
+    }
+    auto offs_am = (pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M)) % M;
+    auto offs_bn = (pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N)) % N;
+    auto offs_k = tl::arange(0, BLOCK_SIZE_K);
+    auto a_ptrs = a_ptr + (tl::expand_dims(offs_am, 1) * stride_am + tl::expand_dims(offs_k, 0) * stride_ak);
+    auto b_ptrs = b_ptr + (tl::expand_dims(offs_k, 1) * stride_bk + tl::expand_dims(offs_bn, 0) * stride_bn);
+    auto accumulator = tl::zeros<ty::f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
+    for (auto k : tl::range(0, tl::cdiv(K, BLOCK_SIZE_K))) {
+      auto a = tl::load(a_ptrs, tl::expand_dims(offs_k, 0) < K - k * BLOCK_SIZE_K, 0.0f);
+      auto b = tl::load(b_ptrs, tl::expand_dims(offs_k, 1) < K - k * BLOCK_SIZE_K, 0.0f);
+      accumulator = tl::dot(a, b, accumulator);
+      a_ptrs += BLOCK_SIZE_K * stride_ak;
+      b_ptrs += BLOCK_SIZE_K * stride_bk;
+    }
+    auto cc = accumulator.to<ty::f16>();
+    auto offs_cm = pid_m * BLOCK_SIZE_M + tl::arange(0, BLOCK_SIZE_M);
+    auto offs_cn = pid_n * BLOCK_SIZE_N + tl::arange(0, BLOCK_SIZE_N);
+    auto c_ptrs = c_ptr + stride_cm * tl::expand_dims(offs_cm, 1) + stride_cn * tl::expand_dims(offs_cn, 0);
+    auto c_mask = tl::expand_dims(offs_cm < M, 1) & tl::expand_dims(offs_cn < N, 0);
+    tl::store(c_ptrs, cc, c_mask);
+  });
+}
+
 }  // namespace tltest

@@ -1,0 +1,199 @@
+// plan_copies (passes.hpp): how every global_load_to_shared copies, recorded on the op
+// (`layout=...` and `chunk=16B [through_resource]` in TL_DUMP_IR) so that the wait
+// counts (plan_wait_counts) and the lowering read the one decision. Triton decides the
+// same in its AMD/NVIDIA async-copy lowering (the shared encoding's vector, the pointers'
+// contiguity, the mask's constancy); here it is a pass, after the shared encodings that
+// fix each stage's swizzle.
+//
+// The chunk: the widest direct-to-shared width of the target (AMD global_load_lds_dwordxN,
+// NVIDIA cp.async) that the pointers' contiguity and alignment, the mask's constancy along
+// the last dim and the stage's swizzle vector allow, with one wave's chunks fitting the
+// tile. The layout: what AMD's LDS DMA writes (copy_layout below), used on NVIDIA too, where
+// it makes each cp.async's 8-lane phase hit distinct banks. The copy's pointers, mask and
+// other are read in that layout: a value that has a layout of its own (not
+// rematerialized address math) gets a convert_layout to it, planned as every conversion is.
+//
+// Through a resource (AMD, the compiler's own copies): where the pointers are
+// addptr(splat(base), offsets) with offsets of the form a tile's offsets take (uniform
+// scalars, aranges from 0 up, constant non-negative strides: AffineForm below), the
+// uniform part goes into the buffer resource's base, the constants into soffset and one
+// small non-negative offset a lane into a VGPR, and a masked-off chunk's offset past the
+// bound reads zeros with no branch.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/gpu/layout.hpp"
+#include "codegen/gpu/passes.hpp"
+#include "codegen/gpu/shared_encoding.hpp"
+#include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/shared_buffers.hpp"
+#include "tl/error.hpp"
+
+namespace tl::gpu {
+
+namespace {
+
+// The layout a direct-to-shared copy must be issued in: what AMD's LDS DMA writes. One
+// instruction of a wave writes `per` elements a lane at base + lane * chunk, so the
+// stage's offsets (in elements) are, bit by bit: the chunk's elements (registers), then
+// the lanes, then the warps (copies where the tile is too small for them), then the
+// remaining registers. The element each hardware bit holds is found through the
+// inverse of the stage's swizzle (a bijection on the tile's flat indices), which puts
+// the swizzle into which global address each lane reads, not into where it writes.
+// nullopt when the tile is smaller than one wave's chunks.
+std::optional<Layout> copy_layout(const std::vector<int>& shape, const LinearMap& offsets, int per, int ws, int nw) {
+  int64_t numel = 1;
+  for (int d : shape) numel *= d;
+  int bits = log2_exact(numel), low = log2_exact(per), lane_bits = log2_exact(ws), warp_bits = log2_exact(nw);
+  if (bits < low + lane_bits) return std::nullopt;
+  std::vector<uint32_t> inverse(size_t(bits), 0);
+  for (uint32_t x = 0; x < uint32_t(numel); ++x) {
+    uint32_t y = offsets.apply(x);
+    if (y && (y & (y - 1)) == 0) inverse[size_t(log2_exact(y))] = x;
+  }
+  Layout l;
+  l.shape = shape;
+  int next = 0;
+  for (; next < low; ++next) l.reg.push_back(inverse[size_t(next)]);
+  for (int i = 0; i < lane_bits; ++i) l.lane.push_back(inverse[size_t(next++)]);
+  for (int i = 0; i < warp_bits; ++i) l.warp.push_back(next < bits ? inverse[size_t(next++)] : 0);
+  for (; next < bits; ++next) l.reg.push_back(inverse[size_t(next)]);
+  return l;
+}
+
+// What an i32 offset tile of a copy is, when it has the form a tile's offsets take:
+// hi bounds a lane's part plus its constant over the whole tile (the uniform part
+// aside), uniform says whether a uniform scalar part is present. Every node is
+// rematerialized address math (the lowering re-emits it in the copy layout to split it:
+// lower_shared.cpp's AffineOffsets follows these same cases).
+struct AffineForm {
+  int64_t hi = 0;
+  bool uniform = false;
+};
+
+std::optional<AffineForm> affine_form(const ir::Value* v, int depth = 0) {
+  const ir::Operation* d = v->def;
+  if (depth > 32 || !d || !v->rematerialized || v->type.dtype != DType::i32) return std::nullopt;
+  const int64_t limit = int64_t(kBufferNumRecords);
+  switch (d->op) {
+    case Op::splat: return AffineForm{0, true};
+    case Op::arange:
+      if (d->i0 < 0) return std::nullopt;
+      return AffineForm{d->i1 - 1, false};
+    case Op::broadcast: case Op::reshape: case Op::expand_dims: return affine_form(d->operands[0], depth + 1);
+    case Op::add: {
+      auto x = affine_form(d->operands[0], depth + 1), y = affine_form(d->operands[1], depth + 1);
+      if (!x || !y || x->hi + y->hi > limit) return std::nullopt;
+      return AffineForm{x->hi + y->hi, x->uniform || y->uniform};
+    }
+    case Op::sub: {  // of a uniform amount (a lane part of 0: hi 0, as the offsets are never negative)
+      auto x = affine_form(d->operands[0], depth + 1), y = affine_form(d->operands[1], depth + 1);
+      if (!x || !y || y->hi != 0) return std::nullopt;
+      return AffineForm{x->hi, x->uniform || y->uniform};
+    }
+    case Op::mul: {
+      for (int side = 0; side < 2; ++side) {
+        auto c = ir::splat_int_constant(d->operands[size_t(1 - side)]);
+        if (!c || *c < 0) continue;
+        auto x = affine_form(d->operands[size_t(side)], depth + 1);
+        if (!x || (*c && x->hi > limit / *c)) return std::nullopt;
+        return AffineForm{x->hi * *c, x->uniform};
+      }
+      // uniform * uniform
+      auto x = affine_form(d->operands[0], depth + 1), y = affine_form(d->operands[1], depth + 1);
+      if (!x || !y || x->hi != 0 || y->hi != 0 || !x->uniform || !y->uniform) return std::nullopt;
+      return AffineForm{0, true};
+    }
+    default: return std::nullopt;
+  }
+}
+
+// Whether compiler copy `op` with chunks of `bytes` goes through a resource it makes.
+bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const TargetCapabilities& caps) {
+  const auto& bw = caps.buffer_copy_widths;
+  if (op.i1 != ir::kCompilerCopy || !caps.has_buffer_ops() || !ir::copy_fills_zeros(op) ||
+      std::find(bw.begin(), bw.end(), bytes) == bw.end())
+    return false;
+  const ir::Value* ptr = op.operands[2];
+  if (!ptr->def || ptr->def->op != Op::addptr || !ptr->rematerialized || !ptr->def->operands[0]->def ||
+      ptr->def->operands[0]->def->op != Op::splat)
+    return false;
+  auto form = affine_form(ptr->def->operands[1]);
+  return form && (form->hi + 1) * eb <= int64_t(kBufferNumRecords);
+}
+
+void plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
+               const PlanTarget& t) {
+  const TargetCapabilities& caps = *t.caps;
+  const ir::Type& bt = op.operands[0]->type;
+  const ir::Value* ptr = op.operands[2];
+  const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
+  const DType dt = bt.dtype;
+  const int eb = byte_width(dt);
+  const SharedTileLayout st =
+      stage_tile_layout(bt.shape, buffers.of(op.operands[0]), eb, {caps.shared_banks, caps.shared_bank_bytes});
+  const int last = bt.rank() - 1;
+  const int contiguous = axis.vector_width(ptr, last, 16);  // elements, aligned to the access
+  const int64_t constancy = mask ? axis.mask_constancy(mask, last) : int64_t(1) << 30;
+  const int64_t tile_bytes = bt.numel() * eb;
+  std::vector<int> widths(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
+  std::sort(widths.rbegin(), widths.rend());
+  for (int w : widths) {
+    // AMD's 1- and 2-byte forms fill a whole dword of LDS per lane; 12 bytes is not a
+    // power-of-two chunk of a tile.
+    if (w < 4 || (w & (w - 1)) || w % eb) continue;
+    const int per = w / eb;
+    if (per > st.vec || per > contiguous || per > constancy || tile_bytes < int64_t(w) * t.wave_size) continue;
+    if (auto l = copy_layout(bt.shape, st.offsets, per, t.wave_size, t.num_warps)) {
+      op.layout = *l;
+      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, caps)};
+      return;
+    }
+  }
+  std::vector<std::string> ws_str;
+  for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
+  std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
+  throw compile_error(
+      fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
+                  "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
+                  "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
+                  "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
+                  "needs the tile to hold {} chunks",
+                  caps.arch, fmt::join(ws_str, ", "), ir::Type{dt, dt, bt.shape}.str(), eb, tile_bytes,
+                  contiguous * eb, mask_note, st.vec, t.wave_size, t.wave_size),
+      op.loc.file, op.loc.line);
+}
+
+}  // namespace
+
+int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t) {
+  const passes::SharedBuffers buffers(f);
+  std::vector<ir::Operation*> copies;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op == Op::global_load_to_shared) copies.push_back(&op);
+  });
+  for (ir::Operation* op : copies) {
+    plan_copy(*op, buffers, axis, t);
+    // The pointers, mask and other in the copy layout (operand_layout): a value with a
+    // layout of its own (not rematerialized address math, which is emitted in its user's
+    // layout) converts to it right before the copy. A buffer copy's pointers are the form
+    // that carries its base and offsets (buffer_operands), never read as pointers.
+    for (size_t k = 2; k < op->operands.size(); ++k) {
+      ir::Value* v = op->operands[k];
+      if (!v->layout || v->rematerialized || *v->layout == *op->layout) continue;
+      if (k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource)) continue;
+      ir::Builder b(*op->parent);
+      b.before(*op);
+      ir::Value* conv = b.create1(Op::convert_layout, {v}, v->type, op->loc);
+      conv->layout = *op->layout;
+      plan_conversion_path(*conv->def, t);
+      plan_exchange_encoding(*conv->def, t);
+      op->operands[k] = conv;
+    }
+  }
+  return int(copies.size());
+}
+
+}  // namespace tl::gpu

@@ -1,0 +1,158 @@
+// The copy and wait-count planning passes (codegen/gpu/plan_copies.cpp,
+// plan_wait_counts.cpp) as the IR records them, read from codegen::planned_program on
+// sm_90, gfx942 and gfx950 for Triton's tutorial matmul and attention as their
+// transcriptions write them: every global_load_to_shared the pipeliner made carries its
+// copy layout and chunk, AMD's waits carry the loads they leave in flight, and the
+// numbers the code object's instructions use are the ones recorded.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "bench/attention_tutorial.hpp"
+#include "codegen/amdgpu/code_object.hpp"
+#include "codegen/ir/op_properties.hpp"
+#include "codegen/target.hpp"
+#include "support/compile.hpp"
+#include "support/traced_kernels.hpp"
+
+namespace {
+
+using namespace tl;
+
+std::vector<ir::Operation*> ops_of(ir::Block& b, Op kind) {
+  std::vector<ir::Operation*> out;
+  ir::walk(b, [&](ir::Operation& op) {
+    if (op.op == kind) out.push_back(&op);
+  });
+  return out;
+}
+
+codegen::CompileOptions options(int warps, int stages) {
+  codegen::CompileOptions o;
+  o.num_warps = warps;
+  o.num_stages = stages;
+  return o;
+}
+
+// What every planned copy must satisfy: a layout over the buffer's tile whose registers
+// hold whole chunks (the chunk's elements are its first register bits), every lane and
+// warp of the program, and a chunk the target copies in one instruction.
+void expect_planned_copy(const ir::Operation& copy, const codegen::TargetDesc& target, int warps, const std::string& ir) {
+  ASSERT_TRUE(copy.copy.has_value()) << ir;
+  ASSERT_TRUE(copy.layout.has_value()) << ir;
+  const ir::Type& bt = copy.operands[0]->type;
+  const ir::Layout& l = *copy.layout;
+  EXPECT_EQ(l.shape, bt.shape) << ir;
+  EXPECT_EQ(int(l.lane.size()), __builtin_ctz(unsigned(target.wave_size))) << ir;
+  EXPECT_EQ(int(l.warp.size()), __builtin_ctz(unsigned(warps))) << ir;
+  const int per = copy.copy->chunk_bytes / byte_width(bt.dtype);
+  ASSERT_GE(per, 1);
+  // The chunk's elements: consecutive offsets along the last dim, in the low registers.
+  for (int i = 0; (1 << i) < per; ++i) EXPECT_EQ(l.reg[size_t(i)], 1u << i) << ir;
+  EXPECT_EQ(int64_t(l.num_regs()) * target.wave_size * warps, bt.numel()) << ir;
+  // Its operands are read in it: rematerialized address math, or converted to it.
+  for (size_t k = 2; k < copy.operands.size(); ++k) {
+    const ir::Value* v = copy.operands[k];
+    EXPECT_TRUE(v->rematerialized || (v->layout && *v->layout == l)) << ir;
+  }
+}
+
+TEST(CopyPlan, TutorialMatmulRecordsEveryCopyAndEveryWait) {
+  struct Case {
+    const char* arch;
+    int chunk_bytes;  // f16 A and B: cp.async.cg 16, gfx942's global_load_lds_dword 4, gfx950's dwordx4 16
+  };
+  for (const Case& c : {Case{"sm_90", 16}, Case{"gfx942", 4}, Case{"gfx950", 16}})
+    for (int stages : {2, 3}) {
+      SCOPED_TRACE(fmt::format("{} num_stages={}", c.arch, stages));
+      auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, /*assumes=*/true);
+      const auto target = codegen::parse_target(c.arch);
+      auto g = codegen::planned_program(*f, target, options(4, stages));
+      const std::string ir = g->str();
+      auto copies = ops_of(g->body, Op::global_load_to_shared);
+      ASSERT_GE(copies.size(), 2u) << ir;  // A and B before the loop, again inside it
+      for (const ir::Operation* copy : copies) {
+        expect_planned_copy(*copy, target, 4, ir);
+        EXPECT_EQ(copy->copy->chunk_bytes, c.chunk_bytes) << ir;
+      }
+      auto waits = ops_of(g->body, Op::async_wait);
+      ASSERT_FALSE(waits.empty()) << ir;
+      for (const ir::Operation* w : waits) {
+        // (the drain after the loop: nothing left in flight, 0 on every counter)
+        if (w->i1 == 0) {
+          EXPECT_EQ(w->i0, 0) << ir;
+          continue;
+        }
+        if (target.kind == codegen::TargetDesc::nvptx) {
+          // cp.async.wait_group counts the copy groups themselves.
+          EXPECT_EQ(w->i1, ir::kWaitCountsCopies) << ir;
+          EXPECT_LE(w->i0, stages - 1) << ir;
+        } else {
+          EXPECT_EQ(w->i1, ir::kWaitCountsLoads) << ir;
+          EXPECT_NE(ir.find(fmt::format("num_outstanding={} loads", w->i0)), std::string::npos) << ir;
+        }
+      }
+      EXPECT_NE(ir.find(fmt::format("chunk={}B", c.chunk_bytes)), std::string::npos) << ir;
+    }
+}
+
+// The loads a wait leaves in flight, recorded by plan_wait_counts, are what the loop's
+// s_waitcnt says: the copy that must have landed is exactly covered. gfx942 at 3 stages
+// (one copy group of A and B stays in flight: their 4-byte copies, 16 a lane at 128x64
+// f16 over 4 waves, and B's register loads through buffer loads issued after them).
+TEST(CopyPlan, AmdWaitCountIsTheVmcntTheLoopWaitsWith) {
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(arch);
+    auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, /*assumes=*/true);
+    auto planned = codegen::planned_program(*f, codegen::parse_target(arch), options(4, 3));
+    int recorded = -1;
+    for (ir::Operation* loop : ops_of(planned->body, Op::for_))
+      for (ir::Operation* w : ops_of(*loop->regions[0], Op::async_wait)) recorded = std::max<int>(recorded, int(w->i0));
+    ASSERT_GT(recorded, 0) << planned->str();
+    auto again = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
+    codegen::CompileOptions o = options(4, 3);
+    auto co = codegen::compile(*again, codegen::parse_target(arch), o);
+    const std::string loop = tltest::amd_loop(amd::disassemble(co.binary));
+    const int largest = tltest::largest_vmcnt(loop);
+    EXPECT_EQ(largest, recorded) << loop;
+  }
+}
+
+// The tutorial attention's K and V copies (NVIDIA, where the pipeliner stages them) carry
+// their plans; the dump shows them.
+TEST(CopyPlan, TutorialAttentionCopiesArePlannedOnSm90) {
+  attn::Config cfg;
+  cfg.block_m = 128;
+  cfg.block_n = 64;
+  cfg.num_warps = 4;
+  cfg.num_stages = 2;
+  auto f = attn::trace_ir(cfg, 128, false);
+  const auto target = codegen::parse_target("sm_90");
+  auto g = codegen::planned_program(*f, target, options(cfg.num_warps, cfg.num_stages));
+  const std::string ir = g->str();
+  auto copies = ops_of(g->body, Op::global_load_to_shared);
+  ASSERT_FALSE(copies.empty()) << ir;
+  for (const ir::Operation* copy : copies) {
+    expect_planned_copy(*copy, target, cfg.num_warps, ir);
+    EXPECT_EQ(copy->copy->chunk_bytes, 16) << ir;
+  }
+}
+
+// A planned copy's record is verified: a chunk that is not a power of two of 4 bytes or
+// more, or one without its layout, is a verifier error (a pass bug caught where it is made).
+TEST(CopyPlan, VerifierRejectsAMalformedPlan) {
+  auto f = tltest::tutorial03_matmul_kernel(64, 64, 32, 8, true);
+  auto g = codegen::planned_program(*f, codegen::parse_target("gfx950"), options(4, 2));
+  auto copies = ops_of(g->body, Op::global_load_to_shared);
+  ASSERT_FALSE(copies.empty());
+  copies[0]->copy->chunk_bytes = 12;
+  EXPECT_THROW(ir::verify(*g), compile_error);
+  copies[0]->copy->chunk_bytes = 16;
+  ir::verify(*g);
+  copies[0]->layout.reset();
+  EXPECT_THROW(ir::verify(*g), compile_error);
+}
+
+}  // namespace
