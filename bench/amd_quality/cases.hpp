@@ -536,7 +536,92 @@ inline Case attention_fwd_case(int w) {
   return c;
 }
 
-// The suite: 17 kernels, two tile configurations each.
+// samples/attention's backward kernels (dK/dV, dQ) at Triton's tutorial-06 backward tiles:
+// dK/dV 32 query rows an iteration over 128 keys a program, dQ 128 rows over 32 keys, 4
+// waves, bf16, num_stages 1 (the tutorial's HIP configurations pipeline nothing; tl's
+// loads are then still copied ahead in registers) on B*H = 32, S = 4096, causal as the
+// tutorial's backward is. The Triton twins are the same algorithm statement for statement;
+// bench/amd_quality/attention_bwd.py puts Triton's tutorial kernel itself beside them.
+// The check runs a small ragged causal GQA problem (the forward first, for LSE) against the
+// sample's double reference.
+inline Case attention_bwd_case(bool dkdv, int D, int stages) {
+  using E = tl::ty::bf16;
+  const int BM = dkdv ? 32 : 128, BN = dkdv ? 128 : 32, w = 4;
+  const int64_t BH = 32, S = 4096;
+  const char* family = dkdv ? "attention_bwd_dkdv" : "attention_bwd_dq";
+  Case c{family, fmt::format("{}.{}x{}_D{}_s{}_w{}", family, BM, BN, D, stages, w), w};
+  const int64_t programs = dkdv ? S / BN : S / BM;
+  c.params = {{"BLOCK_M", BM}, {"BLOCK_N", BN}, {"D", D},    {"CAUSAL", 1},
+              {"STAGES", stages}, {"S", S},     {"G", 1},    {"grid", {programs, BH}}};
+  c.problem = fmt::format("B*H={} S={} D={} causal bf16", BH, S, D);
+  const attention::Config cfg{BM, BN, w, stages, 0, 0};
+  const float scale = float(1 / std::sqrt(double(D)));
+  c.compile = [=](const std::string& target) {
+    auto o = attention::options_of(cfg);
+    if (dkdv)
+      return attention::bwd_dkdv_kernel<E>().compile(target, o, fake<tl::bf16>(0), fake<tl::bf16>(1), fake<tl::bf16>(2),
+                                                     fake<tl::bf16>(3), fake<tl::f32>(4), fake<tl::f32>(5),
+                                                     fake<tl::bf16>(6), fake<tl::bf16>(7), int(S), int(S), 1, scale, BM,
+                                                     BN, D, 1, stages);
+    return attention::bwd_dq_kernel<E>().compile(target, o, fake<tl::bf16>(0), fake<tl::bf16>(1), fake<tl::bf16>(2),
+                                                 fake<tl::bf16>(3), fake<tl::f32>(4), fake<tl::f32>(5),
+                                                 fake<tl::bf16>(6), int(S), int(S), 1, scale, BM, BN, D, 1, stages);
+  };
+  c.run = [=](tl::device dev, bool bench, const Timer* timer) {
+    attention::Problem p;
+    // Small: 2 query heads a key head, ragged S_q < S_k (the bottom-right diagonal).
+    p.B = bench ? BH : 1, p.H = bench ? 1 : 2, p.Hkv = 1, p.S_q = bench ? S : 100, p.S_k = bench ? S : 150, p.D = D;
+    p.causal = true;
+    auto in = attention::random_inputs<tl::bfloat16>(p, 157);
+    auto up = [&](const std::vector<tl::bfloat16>& h) {
+      auto b = dev.alloc<E>(h.size());
+      b.upload(h);
+      return b;
+    };
+    auto q = up(in.q), k = up(in.k), v = up(in.v), d_o = up(in.d_o);
+    auto o = dev.alloc<E>(size_t(p.q_elems())), dq = dev.alloc<E>(size_t(p.q_elems()));
+    auto dk = dev.alloc<E>(size_t(p.kv_elems())), dv = dev.alloc<E>(size_t(p.kv_elems()));
+    auto lse = dev.alloc<tl::ty::f32>(size_t(p.rows())), delta = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+    // The forward and the preprocess once, at configurations of their own; then the kernel.
+    attention::forward<E>(attention::Config{64, 64, 4, 1, 0, 0}, p, q, k, v, o, lse);
+    attention::backward<E>(cfg, cfg, p, q, k, v, o, d_o, lse, delta, dq, dk, dv);
+    const int Sq = int(p.S_q), Sk = int(p.S_k), G = int(p.G());
+    const float sc = float(p.scale());
+    auto launch = [&] {
+      if (dkdv)
+        attention::bwd_dkdv_kernel<E>()[attention::dkdv_grid(cfg, p)].on(dev).with(attention::options_of(cfg))(
+            q, k, v, d_o, lse, delta, dk, dv, Sq, Sk, G, sc, BM, BN, D, 1, stages);
+      else
+        attention::bwd_dq_kernel<E>()[attention::dq_grid(cfg, p)].on(dev).with(attention::options_of(cfg))(
+            q, k, v, d_o, lse, delta, dq, Sq, Sk, G, sc, BM, BN, D, 1, stages);
+    };
+    auto check = [&]() -> std::string {
+      if (bench) return "";  // the large problem is timed; the small one is checked
+      auto want = attention::reference(p, in, true);
+      auto one = [&](const char* what, const tl::buffer<E>& got, const std::vector<double>& w,
+                     const std::vector<double>& b) -> std::string {
+        auto e = attention::compare(got.download(), w, b);
+        return e.ok() ? "" : fmt::format("{}: {} wrong, {} NaN of {}, worst {} of the bound", what, e.bad, e.nan,
+                                         e.checked, e.worst);
+      };
+      if (!dkdv) return one("dQ", dq, want.dq, want.dq_bound);
+      auto e = one("dK", dk, want.dk, want.dk_bound);
+      return e.empty() ? one("dV", dv, want.dv, want.dv_bound) : e;
+    };
+    // Poisoned before the kernel runs again: the check reads what this launch wrote.
+    std::vector<tl::bfloat16> nan_q(size_t(p.q_elems()), tl::to_bf16(std::nan(""))),
+        nan_kv(size_t(p.kv_elems()), tl::to_bf16(std::nan("")));
+    if (dkdv) dk.upload(nan_kv), dv.upload(nan_kv);
+    else dq.upload(nan_q);
+    // dK/dV reads Q, dO, LSE, Delta once a key block and writes dK, dV; dQ reads K, V once
+    // a row block: the bytes of one pass over each, as the forward's case counts.
+    const double bytes = 2.0 * (2 * p.q_elems() + 4 * p.kv_elems()) + 8.0 * double(p.rows());
+    return detail::finish(dev, launch, check, bytes, timer);
+  };
+  return c;
+}
+
+// The suite: 19 kernels, two tile configurations each (the backward's two: D 64 and 128).
 inline std::vector<Case> cases() {
   return {
       softmax_case<tl::bf16>("softmax_short", 65536, 128, 128, 1),
@@ -573,6 +658,10 @@ inline std::vector<Case> cases() {
       segment_sum_case(16384, 4096, 1024, 4),
       attention_fwd_case(4),
       attention_fwd_case(8),
+      attention_bwd_case(true, 64, 1),
+      attention_bwd_case(true, 128, 1),
+      attention_bwd_case(false, 64, 1),
+      attention_bwd_case(false, 128, 1),
   };
 }
 

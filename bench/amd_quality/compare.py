@@ -86,7 +86,9 @@ def triton_compile(rec):
          # Triton's AMD kernels take LDS dynamically (metadata.shared): count both.
          "lds_bytes": max(field(asm, "group_segment_fixed_size"), int(k.metadata.shared)),
          "scratch_bytes": field(asm, "private_segment_fixed_size"), "compile_ms": ms}
-    r["occupancy"] = occupancy(arch, r["vgpr"], r["agpr"], r["sgpr"], r["lds_bytes"], rec["num_warps"])
+    # .vgpr_count is already the unified count (AGPRs in) on gfx90a+, as tl's report is:
+    # AGPRs are not added again (tl's own rule is called with 0 for them).
+    r["occupancy"] = occupancy(arch, r["vgpr"], 0, r["sgpr"], r["lds_bytes"], rec["num_warps"])
     r["counts"] = counts(asm)
     return r, asm
 
@@ -145,7 +147,7 @@ def main():
         flag = []
         if tv["spill_vgpr"] + tv["spill_sgpr"] + tv["scratch_bytes"] > 0:
             flag.append("**tl spills**")
-        more = tv["vgpr"] + tv["agpr"] - tr["vgpr"] - tr["agpr"]
+        more = tv["vgpr"] - tr["vgpr"]  # both unified counts, AGPRs included
         if more > 0:
             flag.append(f"**tl +{more} VGPRs**")
         if tv["occupancy"] < tr["occupancy"]:
@@ -166,7 +168,7 @@ def main():
         print(md[-1], flush=True)
     json.dump({"triton": triton.__version__, "rows": rows}, open(f"{args.out}/table.json", "w"), indent=1)
     plot(rows, f"{args.out}/plot.png")
-    above = [r for r in rows if r["tl"]["vgpr"] + r["tl"]["agpr"] > r["triton"]["vgpr"] + r["triton"]["agpr"]]
+    above = [r for r in rows if r["tl"]["vgpr"] > r["triton"]["vgpr"]]
     lines = [
         f"# AMD code quality: tl beside Triton {triton.__version__}, from code objects",
         "",

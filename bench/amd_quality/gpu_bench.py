@@ -70,6 +70,30 @@ def problem(case):
             ref = torch.softmax((q[0].double() @ k[0].double().T) * scale, -1) @ v[0].double()
             return rel(o[0], ref, 1e-2, 1e-2)
         return (q, k, v, o, lse, S, p["G"], scale), grid, check
+    if f in ("attention_bwd_dkdv", "attention_bwd_dq"):
+        S, D, BH = p["S"], p["D"], grid[1]
+        q, k, v, d_o = (rnd(BH, S, D).bfloat16() for _ in range(4))
+        scale = D ** -0.5
+        # LSE and Delta from the causal forward in double, a head at a time; the first head's
+        # gradients in double are the reference.
+        keep = torch.ones(S, S, device=dev, dtype=torch.bool).tril()
+        lse, delta = torch.empty(BH, S, device=dev), torch.empty(BH, S, device=dev)
+        for h in range(BH):
+            qh, kh, vh, doh = (t[h].double() for t in (q, k, v, d_o))
+            s = ((qh @ kh.T) * scale).masked_fill(~keep, float("-inf"))
+            lh = torch.logsumexp(s, -1)
+            pm = torch.exp(s - lh[:, None])
+            dh = ((pm @ vh) * doh).sum(-1)
+            lse[h], delta[h] = lh.float(), dh.float()
+            if h == 0:
+                ds = pm * (doh @ vh.T - dh[:, None])
+                ref = {"dq": ds @ kh * scale, "dk": ds.T @ qh * scale, "dv": pm.T @ doh}
+        if f == "attention_bwd_dkdv":
+            dk, dv = torch.empty_like(k), torch.empty_like(v)
+            check = lambda: max(rel(dk[0], ref["dk"], 5e-2, 2e-2), rel(dv[0], ref["dv"], 5e-2, 2e-2))
+            return (q, k, v, d_o, lse, delta, dk, dv, S, S, p["G"], scale), grid, check
+        dq = torch.empty_like(q)
+        return (q, k, v, d_o, lse, delta, dq, S, S, p["G"], scale), grid, lambda: rel(dq[0], ref["dq"], 5e-2, 2e-2)
     if f.startswith("softmax"):
         dt = DT[p["dtype"]]
         R, C = grid[0], p["cols"]

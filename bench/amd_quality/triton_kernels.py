@@ -223,6 +223,225 @@ def attention_fwd(Q, K, V, O, LSE, S, G, sm_scale, BLOCK_M: tl.constexpr, BLOCK_
     tl.store(LSE + bh * S + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453, mask=offs_m < S)
 
 
+@triton.jit
+def _dkdv_rows(dk, dv, k, v, Q, DO, LSE, Delta, bh, q_base, offs_n, offs_d, S_q, shift, qk_scale, lo, hi,
+               BLOCK_M: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr, STAGES: tl.constexpr):
+    # One run of query blocks of attention_bwd_dkdv (samples/attention's `rows`).
+    offs_mb = tl.arange(0, BLOCK_M)
+    for m in tl.range(lo, hi, BLOCK_M, num_stages=STAGES):
+        offs_m = m + offs_mb
+        m_ok = offs_m < S_q
+        qT = tl.load(Q + q_base + offs_m[None, :] * D + offs_d[:, None], mask=m_ok[None, :], other=0.0)
+        lse2 = tl.load(LSE + bh * S_q + offs_m, mask=m_ok, other=0.0) * 1.4426950408889634
+        qkT = tl.dot(k, qT)
+        pT = tl.math.exp2(qkT * qk_scale - lse2[None, :])
+        if MASKED:
+            pT = tl.where((offs_m + shift)[None, :] >= offs_n[:, None], pT, 0.0)
+        d_o = tl.load(DO + q_base + offs_m[:, None] * D + offs_d[None, :], mask=m_ok[:, None], other=0.0)
+        dv = tl.dot(pT.to(d_o.dtype), d_o, dv)
+        delta = tl.load(Delta + bh * S_q + offs_m, mask=m_ok, other=0.0)
+        dpT = tl.dot(v, tl.trans(d_o))
+        dsT = pT * (dpT - delta[None, :])
+        dk = tl.dot(dsT.to(d_o.dtype), tl.trans(qT), dk)
+    return dk, dv
+
+
+@triton.jit
+def attention_bwd_dkdv(Q, K, V, DO, LSE, Delta, DK, DV, S_q, S_k, G, sm_scale, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, D: tl.constexpr, CAUSAL: tl.constexpr, STAGES: tl.constexpr):
+    # samples/attention's dK/dV kernel (bwd_dkdv_body) statement for statement: Triton's
+    # tutorial-06 dK/dV loop (K, V and both accumulators in registers, Q^T and dO a block of
+    # rows an iteration) with the sample's GQA loop over the group's query heads, ragged
+    # rows and bottom-right causal masking.
+    n0 = tl.program_id(0) * BLOCK_N
+    bhkv = tl.program_id(1)
+    offs_n = n0 + tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, D)
+    kv_base = bhkv * S_k * D
+    kv_at = offs_n[:, None] * D + offs_d[None, :]
+    key_ok = (offs_n < S_k)[:, None]
+    k = tl.load(K + kv_base + kv_at, mask=key_ok, other=0.0)
+    v = tl.load(V + kv_base + kv_at, mask=key_ok, other=0.0)
+    dk = tl.zeros([BLOCK_N, D], tl.float32)
+    dv = tl.zeros([BLOCK_N, D], tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    shift = S_k - S_q
+    rows_end = tl.cdiv(S_q, BLOCK_M) * BLOCK_M
+    m_lo = 0
+    m_mid = 0
+    if CAUSAL:
+        m_lo = tl.minimum(tl.maximum(n0 - shift, 0) // BLOCK_M * BLOCK_M, rows_end)
+        m_mid = tl.minimum(m_lo + tl.cdiv(tl.maximum(n0 + BLOCK_N - shift - m_lo, 0), BLOCK_M) * BLOCK_M, rows_end)
+    for g in tl.range(0, G, 1, num_stages=1):
+        bh = bhkv * G + g
+        q_base = bh * S_q * D
+        if CAUSAL:
+            dk, dv = _dkdv_rows(dk, dv, k, v, Q, DO, LSE, Delta, bh, q_base, offs_n, offs_d, S_q, shift, qk_scale,
+                                m_lo, m_mid, BLOCK_M, D, True, STAGES)
+        dk, dv = _dkdv_rows(dk, dv, k, v, Q, DO, LSE, Delta, bh, q_base, offs_n, offs_d, S_q, shift, qk_scale,
+                            m_mid, rows_end, BLOCK_M, D, False, STAGES)
+    dk = dk * sm_scale
+    tl.store(DK + kv_base + kv_at, dk.to(DK.dtype.element_ty), mask=key_ok)
+    tl.store(DV + kv_base + kv_at, dv.to(DV.dtype.element_ty), mask=key_ok)
+
+
+@triton.jit
+def _dq_keys(dq, q, d_o, lse2, delta, K, V, kv_base, offs_m, offs_d, S_k, shift, qk_scale, lo, hi,
+             BLOCK_N: tl.constexpr, D: tl.constexpr, CAUSAL: tl.constexpr, MASKED: tl.constexpr,
+             STAGES: tl.constexpr):
+    # One run of key blocks of attention_bwd_dq (samples/attention's `keys`).
+    offs_n = tl.arange(0, BLOCK_N)
+    for n in tl.range(lo, hi, BLOCK_N, num_stages=STAGES):
+        kn = n + offs_n
+        t_at = kn[None, :] * D + offs_d[:, None]
+        if MASKED:
+            kT = tl.load(K + kv_base + t_at, mask=(kn < S_k)[None, :], other=0.0)
+            vT = tl.load(V + kv_base + t_at, mask=(kn < S_k)[None, :], other=0.0)
+        else:
+            kT = tl.load(K + kv_base + t_at)
+            vT = tl.load(V + kv_base + t_at)
+        qk = tl.dot(q, kT)
+        p = tl.math.exp2(qk * qk_scale - lse2[:, None])
+        if MASKED:
+            keep = (kn < S_k)[None, :]
+            if CAUSAL:
+                keep = keep & ((offs_m + shift)[:, None] >= kn[None, :])
+            p = tl.where(keep, p, 0.0)
+        dp = tl.dot(d_o, vT)
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(q.dtype), tl.trans(kT), dq)
+    return dq
+
+
+@triton.jit
+def attention_bwd_dq(Q, K, V, DO, LSE, Delta, DQ, S_q, S_k, G, sm_scale, BLOCK_M: tl.constexpr,
+                     BLOCK_N: tl.constexpr, D: tl.constexpr, CAUSAL: tl.constexpr, STAGES: tl.constexpr):
+    # samples/attention's dQ kernel (bwd_dq_body) statement for statement: the tutorial's dQ
+    # loop (Q, dO and dQ in registers, K^T and V^T a block of keys an iteration) with the
+    # forward's two key ranges (unmasked, then the diagonal and ragged blocks).
+    m0 = tl.program_id(0) * BLOCK_M
+    bh = tl.program_id(1)
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_d = tl.arange(0, D)
+    q_base = bh * S_q * D
+    kv_base = bh // G * S_k * D
+    m_ok = offs_m < S_q
+    q_at = offs_m[:, None] * D + offs_d[None, :]
+    q = tl.load(Q + q_base + q_at, mask=m_ok[:, None], other=0.0)
+    d_o = tl.load(DO + q_base + q_at, mask=m_ok[:, None], other=0.0)
+    lse2 = tl.load(LSE + bh * S_q + offs_m, mask=m_ok, other=0.0) * 1.4426950408889634
+    delta = tl.load(Delta + bh * S_q + offs_m, mask=m_ok, other=0.0)
+    dq = tl.zeros([BLOCK_M, D], tl.float32)
+    qk_scale = sm_scale * 1.4426950408889634
+    shift = S_k - S_q
+    full = S_k // BLOCK_N * BLOCK_N
+    lo = full
+    hi = S_k
+    if CAUSAL:
+        lo = tl.minimum(tl.maximum(m0 + shift, 0) // BLOCK_N * BLOCK_N, full)
+        hi = tl.minimum(tl.maximum(m0 + BLOCK_M + shift, 0), S_k)
+    dq = _dq_keys(dq, q, d_o, lse2, delta, K, V, kv_base, offs_m, offs_d, S_k, shift, qk_scale, 0, lo, BLOCK_N, D,
+                  CAUSAL, False, STAGES)
+    dq = _dq_keys(dq, q, d_o, lse2, delta, K, V, kv_base, offs_m, offs_d, S_k, shift, qk_scale, lo, hi, BLOCK_N, D,
+                  CAUSAL, True, STAGES)
+    dq = dq * sm_scale
+    tl.store(DQ + q_base + q_at, dq.to(DQ.dtype.element_ty), mask=m_ok[:, None])
+
+
+# Triton's tutorial-06 backward itself (python/tutorials/06-fused-attention.py, `_attn_bwd`):
+# one program computes dK/dV for BLOCK_N1 keys (the diagonal in BLOCK_M1 / BLK_SLICE_FACTOR
+# row steps, masked, then the rows below unmasked) and then dQ for BLOCK_M2 rows (the
+# diagonal in BLOCK_N2 / BLK_SLICE_FACTOR key steps, then the keys before it). Causal, S a
+# multiple of the blocks, K pre-scaled by sm_scale / ln 2 by the host and M the LSE in log2
+# units, so neither loop scales the scores. Written here from the tutorial's algorithm, with
+# the rows of the launch's two kernels of samples/attention beside it as the reference for
+# tl's dK/dV (the first half) and dQ (the second).
+@triton.jit
+def _tutorial_dkdv(dk, dv, Q, k, v, DO, M, Dl, offs_n, offs_d, start_m, steps, D: tl.constexpr,
+                   BLOCK_M1: tl.constexpr, MASK: tl.constexpr):
+    for i in range(steps):
+        offs_m = start_m + i * BLOCK_M1 + tl.arange(0, BLOCK_M1)
+        qT = tl.load(Q + offs_m[None, :] * D + offs_d[:, None])
+        lse = tl.load(M + offs_m)
+        pT = tl.math.exp2(tl.dot(k, qT) - lse[None, :])
+        if MASK:
+            pT = tl.where(offs_m[None, :] >= offs_n[:, None], pT, 0.0)
+        d_o = tl.load(DO + offs_m[:, None] * D + offs_d[None, :])
+        dv += tl.dot(pT.to(d_o.dtype), d_o)
+        delta = tl.load(Dl + offs_m)
+        dsT = pT * (tl.dot(v, tl.trans(d_o)) - delta[None, :])
+        dk += tl.dot(dsT.to(d_o.dtype), tl.trans(qT))
+    return dk, dv
+
+
+@triton.jit
+def _tutorial_dq(dq, q, d_o, lse, delta, K, V, offs_m, offs_d, start_n, steps, D: tl.constexpr,
+                 BLOCK_N2: tl.constexpr, MASK: tl.constexpr):
+    for i in range(steps):
+        offs_n = start_n + i * BLOCK_N2 + tl.arange(0, BLOCK_N2)
+        kT = tl.load(K + offs_n[None, :] * D + offs_d[:, None])
+        vT = tl.load(V + offs_n[None, :] * D + offs_d[:, None])
+        p = tl.math.exp2(tl.dot(q, kT) - lse)
+        if MASK:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        ds = p * (tl.dot(d_o, vT) - delta[:, None])
+        dq += tl.dot(ds.to(q.dtype), tl.trans(kT))
+    return dq
+
+
+@triton.jit
+def tutorial_attn_bwd(Q, K, V, sm_scale, DO, DQ, DK, DV, M, Dl, S, BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr,
+                      BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr, BLK_SLICE_FACTOR: tl.constexpr,
+                      D: tl.constexpr, PHASES: tl.constexpr):
+    # PHASES: 3 the tutorial's kernel (dK/dV then dQ), 1 its dK/dV half alone, 2 its dQ half.
+    pid = tl.program_id(0)
+    bh = tl.program_id(2)
+    base = (bh * S * D).to(tl.int64)
+    Q += base
+    K += base
+    V += base
+    DO += base
+    DQ += base
+    DK += base
+    DV += base
+    M += (bh * S).to(tl.int64)
+    Dl += (bh * S).to(tl.int64)
+    offs_d = tl.arange(0, D)
+    if PHASES & 1:
+        start_n = pid * BLOCK_N1
+        offs_n = start_n + tl.arange(0, BLOCK_N1)
+        kv_at = offs_n[:, None] * D + offs_d[None, :]
+        k = tl.load(K + kv_at)
+        v = tl.load(V + kv_at)
+        dk = tl.zeros([BLOCK_N1, D], tl.float32)
+        dv = tl.zeros([BLOCK_N1, D], tl.float32)
+        SLICE_M1: tl.constexpr = BLOCK_M1 // BLK_SLICE_FACTOR
+        steps = BLOCK_N1 // SLICE_M1
+        dk, dv = _tutorial_dkdv(dk, dv, Q, k, v, DO, M, Dl, offs_n, offs_d, start_n, steps, D, SLICE_M1, True)
+        start_m = start_n + steps * SLICE_M1
+        dk, dv = _tutorial_dkdv(dk, dv, Q, k, v, DO, M, Dl, offs_n, offs_d, start_m, (S - start_m) // BLOCK_M1, D,
+                                BLOCK_M1, False)
+        tl.store(DV + kv_at, dv.to(DV.dtype.element_ty))
+        tl.store(DK + kv_at, (dk * sm_scale).to(DK.dtype.element_ty))
+    if PHASES & 2:
+        start_m = pid * BLOCK_M2
+        offs_m = start_m + tl.arange(0, BLOCK_M2)
+        q_at = offs_m[:, None] * D + offs_d[None, :]
+        q = tl.load(Q + q_at)
+        d_o = tl.load(DO + q_at)
+        lse = tl.load(M + offs_m)[:, None]
+        delta = tl.load(Dl + offs_m)
+        dq = tl.zeros([BLOCK_M2, D], tl.float32)
+        SLICE_N2: tl.constexpr = BLOCK_N2 // BLK_SLICE_FACTOR
+        steps = BLOCK_M2 // SLICE_N2
+        end_n = start_m + BLOCK_M2 - steps * SLICE_N2
+        dq = _tutorial_dq(dq, q, d_o, lse, delta, K, V, offs_m, offs_d, end_n, steps, D, SLICE_N2, True)
+        steps = end_n // BLOCK_N2
+        dq = _tutorial_dq(dq, q, d_o, lse, delta, K, V, offs_m, offs_d, end_n - steps * BLOCK_N2, steps, D,
+                          BLOCK_N2, False)
+        tl.store(DQ + q_at, (dq * 0.6931471824645996).to(DQ.dtype.element_ty))
+
+
 def fp8_type(arch):
     """e4m3 as each target has it: gfx942's fnuz (fp8e4b8), the OCP format elsewhere."""
     return "fp8e4b8" if arch == "gfx942" else "fp8e4nv"
@@ -282,6 +501,27 @@ def signature(family, p, arch):
                                 "D": "constexpr", "CAUSAL": "constexpr", "STAGES": "constexpr"},
                 {"BLOCK_M": p["BLOCK_M"], "BLOCK_N": p["BLOCK_N"], "D": p["D"], "CAUSAL": False,
                  "STAGES": p["STAGES"]}, {"S": p["S"], "G": p["G"]})
+    bwd = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "DO": "*bf16", "LSE": "*fp32", "Delta": "*fp32"}
+    if family == "attention_bwd_dkdv":
+        return (attention_bwd_dkdv, {**bwd, "DK": "*bf16", "DV": "*bf16", "S_q": "i32", "S_k": "i32", "G": "i32",
+                                     "sm_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+                                     "D": "constexpr", "CAUSAL": "constexpr", "STAGES": "constexpr"},
+                {"BLOCK_M": p["BLOCK_M"], "BLOCK_N": p["BLOCK_N"], "D": p["D"], "CAUSAL": bool(p["CAUSAL"]),
+                 "STAGES": p["STAGES"]}, {"S_q": p["S"], "S_k": p["S"], "G": p["G"]})
+    if family == "attention_bwd_dq":
+        return (attention_bwd_dq, {**bwd, "DQ": "*bf16", "S_q": "i32", "S_k": "i32", "G": "i32",
+                                   "sm_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
+                                   "D": "constexpr", "CAUSAL": "constexpr", "STAGES": "constexpr"},
+                {"BLOCK_M": p["BLOCK_M"], "BLOCK_N": p["BLOCK_N"], "D": p["D"], "CAUSAL": bool(p["CAUSAL"]),
+                 "STAGES": p["STAGES"]}, {"S_q": p["S"], "S_k": p["S"], "G": p["G"]})
+    if family == "tutorial_attn_bwd":
+        return (tutorial_attn_bwd, {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "sm_scale": "fp32", "DO": "*bf16",
+                                    "DQ": "*bf16", "DK": "*bf16", "DV": "*bf16", "M": "*fp32", "Dl": "*fp32",
+                                    "S": "i32", "BLOCK_M1": "constexpr", "BLOCK_N1": "constexpr",
+                                    "BLOCK_M2": "constexpr", "BLOCK_N2": "constexpr", "BLK_SLICE_FACTOR": "constexpr",
+                                    "D": "constexpr", "PHASES": "constexpr"},
+                {k: p[k] for k in ("BLOCK_M1", "BLOCK_N1", "BLOCK_M2", "BLOCK_N2", "BLK_SLICE_FACTOR", "D",
+                                   "PHASES")}, {"S": p["S"]})
     raise KeyError(family)
 
 

@@ -327,6 +327,10 @@ void bwd_dq_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, 
   auto qk_scale = sm_scale * kLog2e;
   auto shift = S_k - S_q;
   KeyRange r = key_range(m0, S_q, S_k, BLOCK_M, BLOCK_N, CAUSAL);
+  // The row statistics as columns once, before the loops (as the tutorial makes m[:, None]):
+  // on AMD the loaded row vector and the scores' rows lie on different lanes and warps, so
+  // the column is a trip through shared memory, which a loop would pay each iteration.
+  auto lse2_col = tl::expand_dims(lse2, 1), delta_col = tl::expand_dims(delta, 1);
   auto keys = [&](const tl::i32& lo, const tl::i32& hi, bool masked) {
     for (auto n : tl::range(lo, hi, BLOCK_N, tl::num_stages(STAGES))) {
       auto kn = n + offs_n;
@@ -334,10 +338,10 @@ void bwd_dq_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, 
       auto kT = load_keys(K + kv_base + t_ptrs, kn, S_k, 0, masked);
       auto vT = load_keys(V + kv_base + t_ptrs, kn, S_k, 0, masked);
       auto qk = tl::dot(q, kT);
-      auto p = tl::exp2(qk * qk_scale - tl::expand_dims(lse2, 1));
+      auto p = tl::exp2(qk * qk_scale - lse2_col);
       if (masked) p = tl::where(visible(offs_m, kn, S_k, shift, CAUSAL), p, 0.0f);
       auto dp = tl::dot(d_o, vT);
-      auto ds = p * (dp - tl::expand_dims(delta, 1));
+      auto ds = p * (dp - delta_col);
       dq = tl::dot(ds.template to<E>(), tl::trans(kT), dq);
     }
   };
