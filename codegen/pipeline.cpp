@@ -176,12 +176,12 @@ std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc&
 
 namespace {
 
-// Whether the pipeliner gave some loop's buffers a stage more for an asynchronous dot (its
-// remark says so: pipeline_loops.cpp).
-bool async_dot_stages_added(const std::vector<std::string>& remarks) {
-  for (const std::string& r : remarks)
-    if (r.find("buffers a tile for the asynchronous dot") != std::string::npos) return true;
-  return false;
+// Whether the pipeliner gave some loop's buffers a stage more for an asynchronous dot (it
+// marks the loop: ir::kAsyncDotStage).
+bool async_dot_stages_added(ir::Function& f) {
+  bool added = false;
+  ir::walk(f.body, [&](ir::Operation& op) { added |= op.op == Op::for_ && op.i1 == ir::kAsyncDotStage; });
+  return added;
 }
 
 // Every pass, then the target's lowering and emission, on `f` (in place). `remarks`: the
@@ -261,7 +261,7 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
       out.phase_ms = profile.times();  // (the attempts that did not fit included)
       return out;
     } catch (const gpu::shared_memory_exceeded& e) {
-      if (o.async_dot_stages && async_dot_stages_added(remarks)) {
+      if (o.async_dot_stages && async_dot_stages_added(*attempt)) {
         o.async_dot_stages = false;
       } else if (staged > 1) {
         notes.push_back(fmt::format("pipelined: {} stages did not fit ({}): planned again with at most {}", staged,

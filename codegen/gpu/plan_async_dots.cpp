@@ -15,8 +15,9 @@
 //    copies issued in iteration i write stage (i + S - 1) mod B with S = num_stages: with
 //    B = S + 1 buffers that is the stage of iteration i-2, free; with B = S it would be
 //    i-1's, still being read. The pipeliner gives the buffers of a loop whose dots may
-//    run asynchronously one stage more (Triton's numBuffers + 1 for mma v3); a loop whose
-//    buffers did not get it keeps its dots synchronous here.
+//    run asynchronously one stage more (Triton's numBuffers + 1 for mma v3) and marks the
+//    loop (`for ... async_dot_stage`, ir::kAsyncDotStage); a loop without the mark keeps
+//    its dots synchronous here.
 // The async proxy: wgmma reads its operands through the async proxy, and the threads'
 // stores and cp.async copies write through the generic one; a fence.proxy.async by the
 // writing threads between their writes and the barrier orders them for the reader (PTX
@@ -41,8 +42,10 @@ bool only_use(ir::Block& body, const ir::Value* v, const ir::Operation* user, in
 
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.
 bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages) {
+  // (the pipeliner says whether it gave the loop's buffers the stage more: kAsyncDotStage;
+  // both operands must be read from those buffers, num_stages + 1 stages each)
   const int n = passes::loop_num_stages(loop, num_stages);
-  if (n < 2) return false;
+  if (n < 2 || loop.i1 != ir::kAsyncDotStage) return false;
   for (int i = 0; i < 2; ++i) {
     auto m = match_descriptor_operand(dot.operands[size_t(i)], i);
     if (!m || m->alloc->result()->type.stages != n + 1) return false;

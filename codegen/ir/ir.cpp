@@ -196,7 +196,9 @@ class Printer {
         return fmt::format(" \"{}\" constraints=\"{}\" pack={}{}", asm_text, op.str.substr(0, nl), op.i0,
                            op.i1 ? " pure" : "");
       }
-      case Op::for_: return op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "";
+      case Op::for_:
+        return fmt::format("{}{}", op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "",
+                           op.i1 == kAsyncDotStage ? " async_dot_stage" : "");
       case Op::div: return op.i0 ? " approx" : "";  // tl::fast_dividef
       case Op::hint: {
         const char* kinds[] = {"multiple_of", "max_contiguous", "max_constancy"};

@@ -64,7 +64,7 @@ OpProperties describe(Op op) {
     case Op::fence_async_shared: return {kSideEffects, 0};
     // i0: the ConvertPath a pass chose (op_properties.hpp); i1: kTransposedRead.
     case Op::convert_layout: return {kPure, kAttrI0 | kAttrI1};
-    case Op::for_: return {kHasRegions, kAttrI0};
+    case Op::for_: return {kHasRegions, kAttrI0 | kAttrI1};  // i0: num_stages; i1: kAsyncDotStage
     case Op::if_: return {kHasRegions, 0};
     case Op::while_: return {kHasRegions, 0};
     // i0: HintKind; ints: the fact per dimension. Pure: it is its operand; elementwise

@@ -85,6 +85,11 @@ constexpr int64_t kWaitCountsCopies = 1;
 // number of the target's memory loads (AMD's vmcnt) that may stay in flight, counted from
 // the copy plans and register loads the pipeliner's copy-group count let stay.
 constexpr int64_t kWaitCountsLoads = 2;
+// `for` with i1 == kAsyncDotStage (made by the software pipeliner): the loop's buffers
+// got a stage more than its num_stages for a dot that may stay in flight across
+// iterations (PipelineOptions::dot_may_run_async); plan_async_dots makes that dot
+// asynchronous. A recorded fact, so that nothing infers it from the buffers' stages.
+constexpr int64_t kAsyncDotStage = 1;
 // `global_load_to_shared` with i0 == kCopyIntoLastReadStage (made by the software
 // pipeliner, in its loop's body after the reads): the copy writes the stage the previous
 // iteration read (the one before it, where an asynchronous dot got its buffers a stage

@@ -314,6 +314,7 @@ class Verifier {
         break;
       case Op::for_: {
         expect(nops >= 3 && op.regions.size() == 1, op, "for takes lb, ub, step and inits");
+        expect(op.i1 == 0 || op.i1 == kAsyncDotStage, op, "a for's i1 is 0 or kAsyncDotStage");
         const Block& body = *op.regions[0];
         expect(body.args.size() == nops - 2, op, "for body arguments must be the iv and the carried values");
         const Operation* y = body.terminator();

@@ -515,6 +515,7 @@ class Pipeliner {
       if (fits_shared(stage_more)) buffers_ = n + 1;
     }
     ir::Operation* now = transform(loop, n, plans);
+    if (buffers_ > n) now->i1 = ir::kAsyncDotStage;
     ++pipelined_;
     int to_shared = int(std::count_if(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }));
     std::string line = fmt::format("{} yes ({} load{} into registers, {} into shared memory", head,

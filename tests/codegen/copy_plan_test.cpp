@@ -155,4 +155,30 @@ TEST(CopyPlan, VerifierRejectsAMalformedPlan) {
   EXPECT_THROW(ir::verify(*g), compile_error);
 }
 
+// The pipeliner records the stage more it gives a loop's buffers for a warpgroup dot it
+// may leave in flight (`for ... async_dot_stage`, num_stages + 1 stages a buffer), which
+// plan_async_dots reads instead of inferring it from the buffers' stages (the PTX of an
+// asynchronous dot: warpgroup_dot_test). No mark where no dot can run asynchronously
+// (AMD's MFMA), nor where the launch turns it off.
+TEST(CopyPlan, AsyncDotStageIsARecordedFactOfTheLoop) {
+  for (const char* arch : {"sm_90", "gfx942"})
+    for (bool allowed : {true, false}) {
+      SCOPED_TRACE(fmt::format("{} async_dot_stages={}", arch, allowed));
+      auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
+      codegen::CompileOptions o = options(4, 3);
+      o.async_dot_stages = allowed;
+      auto g = codegen::planned_program(*f, codegen::parse_target(arch), o);
+      const std::string ir = g->str();
+      auto loops = ops_of(g->body, Op::for_);
+      ASSERT_EQ(loops.size(), 1u) << ir;
+      const bool marked = allowed && std::string(arch) == "sm_90";
+      EXPECT_EQ(loops[0]->i1 == ir::kAsyncDotStage, marked) << ir;
+      EXPECT_EQ(ir.find("async_dot_stage") != std::string::npos, marked) << ir;
+      for (ir::Operation* alloc : ops_of(g->body, Op::shared_alloc))
+        EXPECT_EQ(alloc->result()->type.stages, marked ? 4 : 3) << ir;
+      if (!marked)
+        for (ir::Operation* d : ops_of(g->body, Op::dot)) EXPECT_NE(d->i1, ir::kAsyncDot) << ir;
+    }
+}
+
 }  // namespace
