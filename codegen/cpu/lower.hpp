@@ -133,7 +133,16 @@ class Lowerer {
   // ---- reductions and scans (reduce.cpp)
   void lower_reduce(const ir::Operation& op);
   void lower_scan(const ir::Operation& op);
+  // tl::reduce / tl::associative_scan: a left fold along the axis with the op's combine
+  // region inlined at each step (combine(acc, x[k]), in index order).
+  void lower_combine_reduce(const ir::Operation& op);
+  void lower_combine_scan(const ir::Operation& op);
+  std::vector<llvm::Value*> inline_combine(const ir::Block& region, const std::vector<llvm::Value*>& lhs,
+                                           const std::vector<llvm::Value*>& rhs);
   void lower_dot(const ir::Operation& op);  // dot.cpp
+  // ---- tl::sort and tl::histogram (sort.cpp)
+  void lower_sort(const ir::Operation& op);
+  void lower_histogram(const ir::Operation& op);
 
   // ---- debugging and faults (debug.cpp)
   void lower_assert(const ir::Operation& op);

@@ -86,6 +86,7 @@ std::vector<llvm::Value*> insert_dim(std::vector<llvm::Value*> dims, int axis, l
 }  // namespace
 
 void Lowerer::lower_reduce(const ir::Operation& op) {
+  if (!op.regions.empty()) return lower_combine_reduce(op);
   const ir::Value* x = op.operands[0];
   const ir::Value* r = op.result();
   const int axis = int(op.i0);
@@ -162,6 +163,7 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
 }
 
 void Lowerer::lower_scan(const ir::Operation& op) {
+  if (!op.regions.empty()) return lower_combine_scan(op);
   const ir::Value* x = op.operands[0];
   const ir::Value* r = op.result();
   const int axis = int(op.i0);
@@ -184,6 +186,122 @@ void Lowerer::lower_scan(const ir::Operation& op) {
     });
   });
   rep(r).buf = out;
+}
+
+// ------------------------------------------------------------------ combine regions
+
+std::vector<Value*> Lowerer::inline_combine(const ir::Block& region, const std::vector<Value*>& lhs,
+                                            const std::vector<Value*>& rhs) {
+  // The region's ops are scalars (SSA values): lowering them again at each combining
+  // point rebinds their values, as a call inlined there would.
+  for (size_t i = 0; i < lhs.size(); ++i) {
+    rep(region.args[i].get()).scalar = lhs[i];
+    rep(region.args[lhs.size() + i].get()).scalar = rhs[i];
+  }
+  lower_block(region);
+  std::vector<Value*> out;
+  for (const ir::Value* v : region.terminator()->operands) out.push_back(elem(v, Idx{}));
+  return out;
+}
+
+namespace {
+// One accumulator a operand of a combine, as stack slots (mem2reg makes them registers).
+struct CombineAcc {
+  std::vector<Value*> slots;
+  std::vector<Type*> types;
+};
+}  // namespace
+
+void Lowerer::lower_combine_reduce(const ir::Operation& op) {
+  const size_t n = op.operands.size();
+  const int axis = int(op.i0);
+  const std::vector<int>& S = op.operands[0]->type.shape;
+  const int len = S[axis];
+  const ir::Block& region = *op.regions[0];
+  const bool scalar_out = op.result()->type.is_scalar();
+  std::vector<Value*> out(n, nullptr);
+  if (!scalar_out)
+    for (size_t i = 0; i < n; ++i) out[i] = alloc_buffer(op.result(int(i))->type, "reduce");
+  CombineAcc acc;
+  for (size_t i = 0; i < n; ++i) {
+    acc.types.push_back(reg_type(op.operands[i]->type.dtype));
+    acc.slots.push_back(alloc_scalar(acc.types[i], "combine.acc"));
+  }
+  auto one_output = [&](const Idx& ri) {
+    // acc = x[0]; acc = combine(acc, x[k]) for k = 1 .. len-1: a left fold in index order.
+    Idx first = idx_from_dims(S, insert_dim(ri.dims, axis, b_.getInt64(0)));
+    for (size_t i = 0; i < n; ++i) b_.CreateStore(elem(op.operands[i], first), acc.slots[i]);
+    if (len > 1)
+      loop_nest({len - 1}, [&](const Idx& k) {
+        Idx xi = idx_from_dims(S, insert_dim(ri.dims, axis, b_.CreateAdd(k.dims[0], b_.getInt64(1), "", true, true)));
+        std::vector<Value*> lhs, rhs;
+        for (size_t i = 0; i < n; ++i) {
+          lhs.push_back(b_.CreateLoad(acc.types[i], acc.slots[i]));
+          rhs.push_back(elem(op.operands[i], xi));
+        }
+        std::vector<Value*> r = inline_combine(region, lhs, rhs);
+        for (size_t i = 0; i < n; ++i) b_.CreateStore(r[i], acc.slots[i]);
+      });
+    std::vector<Value*> res;
+    for (size_t i = 0; i < n; ++i) res.push_back(b_.CreateLoad(acc.types[i], acc.slots[i]));
+    return res;
+  };
+  if (scalar_out) {
+    std::vector<Value*> res = one_output(Idx{});
+    for (size_t i = 0; i < n; ++i) rep(op.result(int(i))).scalar = res[i];
+    return;
+  }
+  const std::vector<int>& R = op.result()->type.shape;
+  loop_nest(R, [&](const Idx& ri) {
+    std::vector<Value*> res = one_output(ri);
+    for (size_t i = 0; i < n; ++i) store_buf(out[i], op.result(int(i))->type.dtype, ri.flat, res[i]);
+  });
+  for (size_t i = 0; i < n; ++i) rep(op.result(int(i))).buf = out[i];
+}
+
+void Lowerer::lower_combine_scan(const ir::Operation& op) {
+  const size_t n = op.operands.size();
+  const int axis = int(op.i0);
+  const std::vector<int>& S = op.operands[0]->type.shape;
+  const int len = S[axis];
+  const ir::Block& region = *op.regions[0];
+  std::vector<Value*> out;
+  CombineAcc acc;
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(alloc_buffer(op.result(int(i))->type, "scan"));
+    acc.types.push_back(reg_type(op.operands[i]->type.dtype));
+    acc.slots.push_back(alloc_scalar(acc.types[i], "scan.acc"));
+  }
+  std::vector<int> outer = S;
+  outer[axis] = 1;
+  loop_nest(outer, [&](const Idx& oi) {
+    // out[0] = x[0]; out[k] = combine(out[k-1], x[k]).
+    std::vector<Value*> dims = oi.dims;
+    dims[axis] = b_.getInt64(0);
+    Idx first = idx_from_dims(S, dims);
+    for (size_t i = 0; i < n; ++i) {
+      Value* v = elem(op.operands[i], first);
+      b_.CreateStore(v, acc.slots[i]);
+      store_buf(out[i], op.operands[i]->type.dtype, first.flat, v);
+    }
+    if (len > 1)
+      loop_nest({len - 1}, [&](const Idx& k) {
+        std::vector<Value*> d = oi.dims;
+        d[axis] = b_.CreateAdd(k.dims[0], b_.getInt64(1), "", true, true);
+        Idx xi = idx_from_dims(S, d);
+        std::vector<Value*> lhs, rhs;
+        for (size_t i = 0; i < n; ++i) {
+          lhs.push_back(b_.CreateLoad(acc.types[i], acc.slots[i]));
+          rhs.push_back(elem(op.operands[i], xi));
+        }
+        std::vector<Value*> r = inline_combine(region, lhs, rhs);
+        for (size_t i = 0; i < n; ++i) {
+          b_.CreateStore(r[i], acc.slots[i]);
+          store_buf(out[i], op.operands[i]->type.dtype, xi.flat, r[i]);
+        }
+      });
+  });
+  for (size_t i = 0; i < n; ++i) rep(op.result(int(i))).buf = out[i];
 }
 
 }  // namespace tl::codegen::cpu

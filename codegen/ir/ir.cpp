@@ -177,8 +177,8 @@ class Printer {
       case Op::split: return op.i0 ? " hi" : " lo";
       case Op::flip: return fmt::format(" dim={}", op.i0);
       case Op::gather: return fmt::format(" axis={}", op.i0);
-      case Op::reduce: case Op::scan:
-        return fmt::format(" {} axis={}", reduce_name(op.i1), op.i0);
+      case Op::reduce: case Op::scan:  // (a combine region: the user's combine function)
+        return fmt::format(" {} axis={}", op.regions.empty() ? reduce_name(op.i1) : "combine", op.i0);
       case Op::atomic_rmw:
         return fmt::format(" {} {} {}", atomic_name(op.i0), sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));
       case Op::atomic_cas: return fmt::format(" {} {}", sem_name(op.i1 & 0xff), scope_name(op.i1 >> 8));

@@ -67,6 +67,38 @@ class Verifier {
 
   static bool same_shape(const Value* a, const Value* b) { return a->type.shape == b->type.shape; }
 
+  // A reduce or scan with a combine region (tl::reduce / tl::associative_scan): N operands
+  // of one shape, N results of their dtypes, a region of 2N scalar arguments (the left
+  // group's N, then the right group's) that yields N scalars, and nothing in it but pure
+  // elementwise work, which the targets inline at every combining step.
+  void check_combine(const Operation& op) {
+    const size_t n = op.operands.size();
+    expect(n >= 1 && op.results.size() == n && op.regions.size() == 1, op,
+           "a combine reduction or scan has N operands, N results and one region");
+    const Type& t0 = op.operands[0]->type;
+    expect(op.i0 >= 0 && op.i0 < t0.rank(), op, "reduction axis out of range");
+    std::vector<int> rs = t0.shape;
+    if (op.op == Op::reduce && !rs.empty()) rs.erase(rs.begin() + op.i0);
+    const Block& r = *op.regions[0];
+    expect(r.args.size() == 2 * n, op, "a combine region takes 2N arguments");
+    for (size_t i = 0; i < n; ++i) {
+      const DType d = op.operands[i]->type.dtype;
+      expect(op.operands[i]->type.shape == t0.shape, op, "a combine's operands have one shape");
+      expect(op.results[i]->type == Type{d, d, rs}, op, "a combine's result i has operand i's dtype and the reduced shape");
+      expect(r.args[i]->type == Type{d, d, {}} && r.args[n + i]->type == Type{d, d, {}}, op,
+             "a combine region's arguments are scalars of the operands' dtypes");
+    }
+    const Operation* y = r.terminator();
+    expect(y && y->operands.size() == n, op, "a combine region yields one scalar per operand");
+    for (size_t i = 0; i < n; ++i)
+      expect(y->operands[i]->type == r.args[i]->type, op, "a combine region yields scalars of the operands' dtypes");
+    for (auto& o : r.ops) {
+      const bool ok = o->op == Op::yield || o->op == Op::constant ||
+                      (has_trait(o->op, kPure) && has_trait(o->op, kElementwise) && o->regions.empty());
+      expect(ok, *o, "a combine region holds only pure elementwise operations");
+      for (auto& res : o->results) expect(res->type.is_scalar(), *o, "a combine region computes scalars");
+    }
+  }
   static bool power_of_two(int d) { return d > 0 && (d & (d - 1)) == 0; }
 
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.
@@ -272,6 +304,10 @@ class Verifier {
         expect(op.result()->layout.has_value(), op, "convert_layout's result has no layout");
         break;
       case Op::reduce: case Op::scan:
+        if (!op.regions.empty()) {
+          check_combine(op);
+          break;
+        }
         expect(nops == 1 && op.i0 >= 0 && op.i0 < op.operands[0]->type.rank(), op, "reduction axis out of range");
         break;
       case Op::join: {

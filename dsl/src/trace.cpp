@@ -10,6 +10,7 @@
 #include "dsl/src/trace.hpp"
 
 #include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
 
 #include <fmt/format.h>
 
@@ -149,6 +150,7 @@ ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& l
                                     op_name(op), made.file, made.line),
                         loc);
     }
+  check_combine(op, operands, loc);
   auto o = std::make_unique<ir::Operation>();
   o->op = op;
   o->operands = std::move(operands);
@@ -156,6 +158,52 @@ ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& l
   o->loc = {loc.file_name(), loc.line()};
   block_->ops.push_back(std::move(o));
   return block_->ops.back().get();
+}
+
+// The region of a tl::reduce / tl::associative_scan combine function (dsl/src/combine.cpp).
+bool is_combine_region(const ir::Block* b) {
+  return b && b->parent && !b->parent->regions.empty() && (b->parent->op == Op::reduce || b->parent->op == Op::scan);
+}
+
+// A combine function is traced once and inlined wherever the target combines two
+// partial results (a CPU loop, a GPU's registers, lanes and warps), any number of times
+// and in an order of the target's: only pure elementwise work on scalars can be.
+// What it makes stays inside it.
+void Trace::check_combine(Op op, const std::vector<ir::Value*>& operands, const Loc& loc) const {
+  for (const ir::Value* v : operands) {
+    const ir::Block* home = v->def ? v->def->parent : v->owner;
+    if (home != block_ && is_combine_region(home))
+      throw trace_error(fmt::format("{}: this reads a value made inside the combine function of the {} at {}:{}, "
+                                    "which exists only there (a tile assigned inside the combine?); take the "
+                                    "combined value from the operation's result",
+                                    op_name(op), home->parent->op == Op::reduce ? "tl::reduce" : "tl::associative_scan",
+                                    home->parent->loc.file, home->parent->loc.line),
+                        loc);
+  }
+  if (!is_combine_region(block_)) return;
+  for (const ir::Value* v : operands)
+    if (!v->type.is_scalar())
+      throw trace_error(fmt::format("{} of a {} inside a combine function, which combines scalars: it "
+                                    "may read only its scalar arguments, literals and scalars of the kernel, not a "
+                                    "tile from outside it",
+                                    op_name(op), v->type.str()),
+                        loc);
+  if (op == Op::yield || op == Op::constant) return;
+  if (op == Op::load || op == Op::store || op == Op::atomic_rmw || op == Op::atomic_cas || op == Op::shared_load ||
+      op == Op::shared_store || op == Op::global_load_to_shared)
+    throw trace_error(fmt::format("{} inside a combine function: a combine must be free of side effects (no loads, "
+                                  "stores or atomics): it runs any number of times, in an order of the target's",
+                                  op_name(op)),
+                      loc);
+  if (op == Op::for_ || op == Op::if_ || op == Op::while_)
+    throw trace_error("a combine function cannot contain tl::range, tl::while_ or tl::if_ (it is inlined at every "
+                      "combining step); write a choice with tl::where",
+                      loc);
+  if (!ir::has_trait(op, ir::kPure) || !ir::has_trait(op, ir::kElementwise) || op == Op::addptr)
+    throw trace_error(fmt::format("{} inside a combine function, which may only combine its scalar arguments with "
+                                  "elementwise operations (arithmetic, comparisons, tl::where, casts, math)",
+                                  op_name(op)),
+                      loc);
 }
 
 // Tiles are checked as they are made, so that the error names the line that made one too

@@ -116,6 +116,10 @@ class Trace {
   std::string dot_fp8_target_;
 
   void check_tile_size(Op op, const ir::Type& t, const Loc& loc) const;
+  void check_combine(Op op, const std::vector<ir::Value*>& operands, const Loc& loc) const;
 };
+
+// Whether `b` is the region of a tl::reduce / tl::associative_scan combine function.
+bool is_combine_region(const ir::Block* b);
 
 }  // namespace tl::detail

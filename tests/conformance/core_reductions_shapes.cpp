@@ -187,10 +187,79 @@ TEST(Core, Shapes) {
   EXPECT_TRUE(close(full.download(), w_full, 0, 0, "full"));
 }
 
-TEST(Core, ReduceCustomCombine) { CONFORMANCE_GAP("tl.reduce"); }
+// test_generic_reduction: var_mean of 512 values through one tl.reduce over (mean, m2,
+// weight) with _welford_combine.
+TEST(Core, ReduceCustomCombine) {
+  constexpr int SIZE = 512;
+  static auto k = tl::kernel("var_mean_kernel", [](tl::ptr<tl::f32> X, tl::ptr<tl::f32> out_mean,
+                                                   tl::ptr<tl::f32> out_var, int BLOCK) {
+    auto welford_combine = [](tl::f32 mean_1, tl::f32 m2_1, tl::f32 weight_1, tl::f32 mean_2, tl::f32 m2_2,
+                              tl::f32 weight_2) {
+      tl::f32 delta = mean_2 - mean_1;
+      tl::f32 new_weight = weight_1 + weight_2;
+      tl::f32 w2_over_w = tl::where(new_weight == 0.0f, 0.0f, weight_2 / new_weight);
+      return std::tuple{mean_1 + delta * w2_over_w, m2_1 + m2_2 + delta * delta * weight_1 * w2_over_w, new_weight};
+    };
+    auto xindex = tl::arange(0, BLOCK);
+    auto x = tl::load(X + xindex);
+    auto [mean, m2, weight] =
+        tl::reduce(std::tuple{x, tl::zeros<tl::f32>({BLOCK}), tl::full<tl::f32>({BLOCK}, 1)}, 0, welford_combine);
+    tl::store(out_mean, mean);
+    tl::store(out_var, m2 / weight);
+  });
+  auto hx = random_values<ty::f32>(SIZE, 0, 1);
+  auto X = upload<ty::f32>(hx);
+  auto M = output<ty::f32>(1), V = output<ty::f32>(1);
+  k[tl::grid(1)](X, M, V, SIZE);
+  double mean = 0, var = 0;
+  for (float v : hx) mean += v;
+  mean /= SIZE;
+  for (float v : hx) var += (v - mean) * (v - mean);
+  var /= SIZE;  // correction=0
+  EXPECT_TRUE(close(M.download(), {mean}, 1.3e-6, 1e-5, "mean"));
+  EXPECT_TRUE(close(V.download(), {var}, 1.3e-6, 1e-5, "var"));
+}
 TEST(Core, ArgmaxTieBreakRight) { CONFORMANCE_GAP("argmax/argmin options"); }
 TEST(Core, ReduceSmallIntegersSumInInt32) { CONFORMANCE_GAP("tl.sum dtype"); }
-TEST(Core, Scan2dAssociativeScan) { CONFORMANCE_GAP("tl.associative_scan"); }
+// test_scan2d's combine functions: cummax, linear_recurrence (on (x, y) pairs), and
+// get_first_element, over each axis of a 32 x 16 tile, forward and reverse.
+TEST(Core, Scan2dAssociativeScan) {
+  constexpr int M = 32, N = 16;
+  static auto k = tl::kernel("scan_kernel", [](tl::ptr<tl::f32> X, tl::ptr<tl::f32> Y, tl::ptr<tl::f32> Z, int axis,
+                                               bool reverse) {
+    auto offs = tl::expand_dims(tl::arange(0, M), 1) * N + tl::expand_dims(tl::arange(0, N), 0);
+    auto x = tl::load(X + offs), y = tl::load(Y + offs);
+    auto cummax = [](tl::f32 a, tl::f32 b) { return tl::maximum(a, b); };
+    auto linear_recurrence = [](tl::f32 a1, tl::f32 b1, tl::f32 a2, tl::f32 b2) {
+      return std::tuple{a1 * a2, b1 * a2 + b2};
+    };
+    auto get_first_element = [](tl::f32 a, tl::f32 b) { return a; };
+    tl::store(Z + offs, tl::associative_scan(x, axis, cummax, reverse));
+    tl::store(Z + M * N + offs, std::get<1>(tl::associative_scan(std::tuple{x, y}, axis, linear_recurrence, reverse)));
+    tl::store(Z + 2 * M * N + offs, tl::associative_scan(x, axis, get_first_element, reverse));
+  });
+  auto hx = random_values<ty::f32>(M * N, -1, 1), hy = random_values<ty::f32>(M * N, -1, 1);
+  auto X = upload<ty::f32>(hx), Y = upload<ty::f32>(hy);
+  for (int axis : {0, 1})
+    for (bool reverse : {false, true}) {
+      auto Z = output<ty::f32>(3 * M * N);
+      k[tl::grid(1)](X, Y, Z, axis, reverse);
+      std::vector<double> w(3 * M * N);
+      const int len = axis == 0 ? M : N, lines = axis == 0 ? N : M;
+      for (int l = 0; l < lines; ++l) {
+        double mx = 0, h = 0, first = 0;
+        for (int i = 0; i < len; ++i) {
+          const int t = reverse ? len - 1 - i : i;
+          const size_t e = size_t(axis == 0 ? t * N + l : l * N + t);
+          mx = i ? std::max(mx, double(hx[e])) : hx[e];
+          h = i ? h * hx[e] + hy[e] : hy[e];
+          first = i ? first : hx[e];
+          w[e] = mx, w[M * N + e] = h, w[2 * M * N + e] = first;
+        }
+      }
+      EXPECT_TRUE(close(Z.download(), w, 1e-5, 1e-5, "axis " + std::to_string(axis) + (reverse ? " reverse" : "")));
+    }
+}
 TEST(Core, Sort) { CONFORMANCE_GAP("tl.sort"); }
 TEST(Core, Histogram) { CONFORMANCE_GAP("tl.histogram"); }
 TEST(Core, Ravel) { CONFORMANCE_GAP("tl.ravel"); }

@@ -26,8 +26,6 @@ template <class X> concept has_descriptor = requires(X p, I n) { make_tensor_des
 template <class X> concept has_block_ptr = requires(X p, I n) { make_block_ptr(p, n, n, n, n, n); };
 template <class X> concept has_sort = requires(X x) { sort(x); };
 template <class X> concept has_histogram = requires(X x) { histogram(x, 8); };
-template <class X> concept has_reduce = requires(X x, X (*f)(X, X)) { reduce(x, 0, f); };
-template <class X> concept has_scan = requires(X x, X (*f)(X, X)) { associative_scan(x, 0, f); };
 template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
 template <class X> concept has_ravel = requires(X x) { ravel(x); };
 template <class X> concept has_swizzle2d = requires(X i) { swizzle2d(i, i, i, i, i); };
@@ -91,16 +89,10 @@ const std::vector<gap>& gaps() {
       {"tl.sort", "test_core `test_sort`, `test_topk`", missing, "no `tl.sort` (nor `tl.topk`)", "",
        PROBE(has_sort, probe::T)},
       {"tl.histogram", "test_core `test_histogram`", missing, "no `tl.histogram`", "", PROBE(has_histogram, probe::I)},
-      {"tl.reduce", "test_core `test_generic_reduction`, `test_reduce` (custom combine functions)", missing,
-       "no `tl.reduce` with a user combine function (only sum, max, min, argmax, argmin), nor multi-operand "
-       "(tuple) reductions",
-       "", PROBE(has_reduce, probe::T)},
       {"argmax/argmin options", "test_core `test_reduce1d` (`tie_break_left=False`)", missing,
        "`tl::argmax` / `tl::argmin` and `tl::max` / `tl::min` with `tl::return_indices` always take the first "
        "extreme (no `tie_break_left=False` / `return_indices_tie_break_left=False`)",
        "", nullptr},
-      {"tl.associative_scan", "test_core `test_scan2d` (cummax, linear recurrence, custom combine)", missing,
-       "no `tl.associative_scan` with a user combine function (only `tl.cumsum`)", "", PROBE(has_scan, probe::T)},
       {"propagate_nan", "test_core `test_maximum_minimum`", missing,
        "`tl.maximum` / `tl.minimum` take no `propagate_nan=tl.PropagateNan.ALL` (`tl::clamp` does)", "", nullptr},
       {"libdevice functions", "test_core `test_math_op` and libdevice's other functions", missing,

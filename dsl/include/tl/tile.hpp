@@ -16,6 +16,7 @@
 #include <initializer_list>
 #include <source_location>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -26,7 +27,7 @@
 
 namespace tl {
 
-namespace ir { class Value; }
+namespace ir { class Value; class Operation; class Block; }
 
 // The most elements one tile may have (Triton's TRITON_MAX_TENSOR_NUMEL): larger ones are
 // a tl::trace_error where they are made. docs/language.md, "Limits".
@@ -680,6 +681,123 @@ inline constexpr return_indices_t return_indices{};
 TL_REDUCE_INDICES(max, max, argmax)
 TL_REDUCE_INDICES(min, min, argmin)
 #undef TL_REDUCE_INDICES
+
+// ---------------------------------------------------------------------------------
+// Reductions and scans with the user's combine function (Triton's tl.reduce and
+// tl.associative_scan, combine_fn a C++ lambda):
+//
+//   auto m = tl::reduce(x, 0, [](tl::f32 a, tl::f32 b) { return tl::maximum(a, b); });
+//   auto [v, i] = tl::reduce(std::tuple{x, idx}, 1, [](tl::f32 va, tl::i32 ia, tl::f32 vb, tl::i32 ib) {
+//     tl::i1 take_a = (va > vb) | ((va == vb) & (ia < ib));
+//     return std::tuple{tl::where(take_a, va, vb), tl::where(take_a, ia, ib)};
+//   });
+//   auto [A, H] = tl::associative_scan(std::tuple{a, b}, 0, [](tl::f32 a1, tl::f32 b1, tl::f32 a2, tl::f32 b2) {
+//     return std::tuple{a1 * a2, a2 * b1 + b2};
+//   });
+//
+// Several tiles of one shape go in as a std::tuple and come out as one; the combine takes
+// the 2N scalars (the N of the left group, then the N of the right) and returns N scalars
+// of the operands' element types (one tile, or a std::tuple / std::pair of them). It is
+// traced once, into the op's region, and may use only pure elementwise operations on its
+// arguments, literals and scalars of the kernel: loads, stores, atomics, control flow and
+// tiles from outside it are errors at their line (docs/language.md, "Reductions and scans
+// with a combine function"). A reduction needs an associative and commutative combine (the
+// order it combines in is the target's); a scan only associative (out[i] combines x[0]..x[i]
+// left to right; reverse: x[n-1]..x[i], the later elements on the left).
+namespace detail {
+// The combine region being traced (dsl/src/combine.cpp): opens `op`'s region with 2N
+// scalar arguments, the insertion point inside it; finish() checks what the combine
+// returned, closes the region and gives the op's results. Destroyed unfinished (the
+// combine threw), it puts the insertion point back.
+class CombineRegion {
+ public:
+  enum Flags { kReverse = 1, kKeepDims = 2, kAllAxes = 4 };
+  CombineRegion(Op op, std::vector<ir::Value*> operands, int axis, int flags, const Loc& loc);
+  ~CombineRegion();
+  CombineRegion(const CombineRegion&) = delete;
+  CombineRegion& operator=(const CombineRegion&) = delete;
+  ir::Value* arg(size_t i) const { return args_.at(i); }
+  std::vector<ir::Value*> finish(const std::vector<ir::Value*>& yielded);
+
+ private:
+  ir::Operation* op_ = nullptr;
+  ir::Block* outer_ = nullptr;
+  std::vector<ir::Value*> args_;
+  int axis_ = 0, flags_ = 0, rank_ = 0;
+  std::vector<int> shape_;  // the operands' shape before any flattening
+  Loc loc_;
+  bool done_ = false;
+};
+template <class T> struct is_combine_result_tile : std::false_type {};
+template <class E> struct is_combine_result_tile<tile<E>> : std::true_type {};
+template <class R> void combine_results(const R& r, std::vector<ir::Value*>& out) {
+  if constexpr (is_combine_result_tile<R>::value) {
+    out.push_back(r.get());
+  } else {
+    static_assert(requires { std::tuple_size<R>::value; },
+                  "a combine function returns a tile, or a std::tuple / std::pair of tiles (one per operand)");
+    std::apply([&](const auto&... t) { (combine_results(t, out), ...); }, r);
+  }
+}
+template <class... E, class F, size_t... I>
+std::tuple<tile<E>...> run_combine(Op op, const std::tuple<tile<E>...>& in, int axis, int flags, F& combine,
+                                   const Loc& loc, std::index_sequence<I...>) {
+  static_assert(std::is_invocable_v<F&, tile<E>..., tile<E>...>,
+                "a combine function over N tiles takes 2N scalars: the left group's N, then the right group's");
+  CombineRegion region(op, {std::get<I>(in).get()...}, axis, flags, loc);
+  std::vector<ir::Value*> yielded;
+  combine_results(combine(tile<E>(region.arg(I))..., tile<E>(region.arg(sizeof...(E) + I))...), yielded);
+  std::vector<ir::Value*> out = region.finish(yielded);
+  return std::tuple<tile<E>...>(tile<E>(out[I])...);
+}
+template <class... E, class F>
+std::tuple<tile<E>...> combine_op(Op op, const std::tuple<tile<E>...>& in, int axis, int flags, F& combine,
+                                  const Loc& loc) {
+  return run_combine(op, in, axis, flags, combine, loc, std::index_sequence_for<E...>{});
+}
+}  // namespace detail
+
+// tl.reduce(input, axis, combine_fn[, keep_dims]): one tile, or a tuple of tiles.
+template <class E, class F> requires std::is_invocable_v<F&, tile<E>, tile<E>>
+tile<E> reduce(const tile<E>& a, int axis, F&& combine, Loc loc = Loc::current()) {
+  return std::get<0>(detail::combine_op(Op::reduce, std::tuple<tile<E>>(a), axis, 0, combine, loc));
+}
+template <class E, class F> requires std::is_invocable_v<F&, tile<E>, tile<E>>
+tile<E> reduce(const tile<E>& a, int axis, F&& combine, keep_dims_t, Loc loc = Loc::current()) {
+  return std::get<0>(
+      detail::combine_op(Op::reduce, std::tuple<tile<E>>(a), axis, detail::CombineRegion::kKeepDims, combine, loc));
+}
+// axis=None: over every axis (the tile flattened), a scalar.
+template <class E, class F> requires std::is_invocable_v<F&, tile<E>, tile<E>>
+tile<E> reduce(const tile<E>& a, F&& combine, Loc loc = Loc::current()) {
+  return std::get<0>(
+      detail::combine_op(Op::reduce, std::tuple<tile<E>>(a), 0, detail::CombineRegion::kAllAxes, combine, loc));
+}
+template <class... E, class F>
+std::tuple<tile<E>...> reduce(const std::tuple<tile<E>...>& in, int axis, F&& combine, Loc loc = Loc::current()) {
+  return detail::combine_op(Op::reduce, in, axis, 0, combine, loc);
+}
+template <class... E, class F>
+std::tuple<tile<E>...> reduce(const std::tuple<tile<E>...>& in, int axis, F&& combine, keep_dims_t,
+                              Loc loc = Loc::current()) {
+  return detail::combine_op(Op::reduce, in, axis, detail::CombineRegion::kKeepDims, combine, loc);
+}
+template <class... E, class F> requires(!std::is_convertible_v<F, int>)
+std::tuple<tile<E>...> reduce(const std::tuple<tile<E>...>& in, F&& combine, Loc loc = Loc::current()) {
+  return detail::combine_op(Op::reduce, in, 0, detail::CombineRegion::kAllAxes, combine, loc);
+}
+// tl.associative_scan(input, axis, combine_fn, reverse): inclusive, the result of the
+// input's shape; reverse scans from the end.
+template <class E, class F> requires std::is_invocable_v<F&, tile<E>, tile<E>>
+tile<E> associative_scan(const tile<E>& a, int axis, F&& combine, bool reverse = false, Loc loc = Loc::current()) {
+  return std::get<0>(detail::combine_op(Op::scan, std::tuple<tile<E>>(a), axis,
+                                        reverse ? detail::CombineRegion::kReverse : 0, combine, loc));
+}
+template <class... E, class F>
+std::tuple<tile<E>...> associative_scan(const std::tuple<tile<E>...>& in, int axis, F&& combine, bool reverse = false,
+                                        Loc loc = Loc::current()) {
+  return detail::combine_op(Op::scan, in, axis, reverse ? detail::CombineRegion::kReverse : 0, combine, loc);
+}
 
 // Matrix multiply (Triton's tl.dot): a [M, K] by b [K, N], f32 accumulation for bf16,
 // f16, FP8 and f32 operands and i32 for i8 (the accumulator type, `dot_acc_t`). M, N and
