@@ -384,11 +384,14 @@ class LayoutPlanner {
       }
       case Op::store: return store(o);
       case Op::atomic_rmw: case Op::atomic_cas: return atomic(o);
-      case Op::reduce: {
+      case Op::reduce: {  // (a combine's N results: all in the layout of the first operand's)
         if (o.result()->type.is_scalar()) return;
-        return set(o.result(), reduce_layout(plan_.of(o.operands[0]), int(o.i0)));
+        for (auto& r : o.results) set(r.get(), reduce_layout(plan_.of(o.operands[0]), int(o.i0)));
+        return;
       }
-      case Op::scan: return set(o.result(), plan_.of(o.operands[0]));
+      case Op::scan:
+        for (auto& r : o.results) set(r.get(), plan_.of(o.operands[0]));
+        return;
       case Op::dot: return set(o.result(), plan_.dots_.at(&o).acc);
       // Elementwise, with every result in the one layout (one asm gives them together).
       case Op::inline_asm_elementwise:

@@ -44,6 +44,9 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     case Op::cat: return cat_source_layout(*op.result()->layout);
     case Op::split: return split_source_layout(*v->layout, *op.result()->layout);
     case Op::flip: return op.result()->layout;
+    // A combine's operands (tl::reduce / tl::associative_scan of a tuple) are read
+    // together, element by element: all in the first one's layout.
+    case Op::reduce: case Op::scan: return index > 0 ? op.operands[0]->layout : std::nullopt;
     // A copy's pointers, mask and other: its copy layout, once plan_copies chose it (which
     // converts them itself: it runs after this pass); a buffer copy's pointers only carry
     // its base and offsets.

@@ -179,6 +179,11 @@ class Lowerer {
   // ---- reductions (lower_reduce.cpp)
   void lower_reduce(const ir::Operation& op);
   void lower_scan(const ir::Operation& op);
+  // tl::reduce / tl::associative_scan: the same steps with the op's combine region
+  // inlined at each (lower_combine.cpp).
+  void lower_combine_reduce(const ir::Operation& op);
+  void lower_combine_scan(const ir::Operation& op);
+  Values inline_combine(const ir::Block& region, const Values& lhs, const Values& rhs);
 
   // ---- layout conversion and shared memory (convert_layout.cpp)
   // A convert_layout by the path and encoding its op records (lower_convert_layout).

@@ -94,6 +94,7 @@ static Acc combine(Lowerer& L, ReduceKind k, DType t, const Acc& a, const Acc& c
 }
 
 void Lowerer::lower_reduce(const ir::Operation& op) {
+  if (!op.regions.empty()) return lower_combine_reduce(op);
   const ir::Value* src = op.operands[0];
   int axis = int(op.i0);
   auto kind = ReduceKind(op.i1);
@@ -326,6 +327,7 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Reduce
 }
 
 void Lowerer::lower_scan(const ir::Operation& op) {
+  if (!op.regions.empty()) return lower_combine_scan(op);
   const ir::Value* src = op.operands[0];
   int axis = int(op.i0);
   DType t = src->type.dtype;
