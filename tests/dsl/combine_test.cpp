@@ -351,3 +351,62 @@ TEST(Combine, ScanAndReduceOfADotAccumulator) {
   }
   EXPECT_EQ(OUT.download(), want);
 }
+
+// 16- and 64-bit operands (16-bit lanes shuffled in 32-bit registers, 64-bit ones as two
+// halves; their shared-memory parts aligned to their size): an f16 maximum along axis 1
+// and running sum along axis 0 of small integers (exact in f16), and the wrapping affine
+// scan in i64 over 512 steps, with an f64 running maximum beside it (a tuple of two
+// widths).
+TEST(Combine, SixteenAndSixtyFourBitOperands) {
+  constexpr int R = 16, C = 64, L = 512;
+  auto k = tl::kernel("combine_widths", [](tl::ptr<tl::f16> x, tl::ptr<tl::f16> y, tl::ptr<tl::i64> a,
+                                           tl::ptr<tl::i64> b, tl::ptr<tl::f64> d, tl::ptr<tl::i64> h,
+                                           tl::ptr<tl::f64> dm) {
+    auto o = offsets2(R, C, C);
+    auto t = tl::load(x + o);
+    tl::store(y + tl::arange(0, R), tl::reduce(t, 1, [](tl::f16 p, tl::f16 q) { return tl::maximum(p, q); }));
+    tl::store(y + R + o, tl::associative_scan(t, 0, [](tl::f16 p, tl::f16 q) { return p + q; }));
+    auto l = tl::arange(0, L);
+    auto [pa, ph, pd] = tl::associative_scan(
+        std::tuple{tl::load(a + l), tl::load(b + l), tl::load(d + l)}, 0,
+        [](tl::i64 a1, tl::i64 b1, tl::f64 d1, tl::i64 a2, tl::i64 b2, tl::f64 d2) {
+          return std::tuple{a1 * a2, a2 * b1 + b2, tl::maximum(d1, d2)};
+        });
+    tl::store(h + l, ph);
+    tl::store(dm + l, pd);
+  });
+  auto hx = random_ints(R * C, -8, 8);
+  std::vector<tl::half> x16;
+  for (int v : hx) x16.push_back(tl::to_f16(v));
+  auto ha = random_ints(L, -100000, 100000), hb = random_ints(L, -2000000000, 2000000000);
+  std::vector<int64_t> a64, b64;
+  for (int i = 0; i < L; ++i) a64.push_back(int64_t(ha[i]) * 40503), b64.push_back(int64_t(hb[i]) << 20);
+  std::vector<double> d64;
+  for (float v : random_floats(L, -1e6f, 1e6f)) d64.push_back(double(v) * 1.0000001);
+  auto X = upload<ty::f16>(x16);
+  auto A = upload<ty::i64>(a64), B = upload<ty::i64>(b64);
+  auto D = upload<ty::f64>(d64);
+  auto Y = test_device().alloc<ty::f16>(R + R * C);
+  auto H = test_device().alloc<ty::i64>(L);
+  auto DM = test_device().alloc<ty::f64>(L);
+  poison(Y), poison(H), poison(DM);
+  k[tl::grid(1)](X, Y, A, B, D, H, DM);
+  compiles_for_gpus_at({4}, k, X, Y, A, B, D, H, DM);  // (every scan and reduction here crosses warps at 4)
+  std::vector<double> want(R + R * C);
+  for (int r = 0; r < R; ++r) want[r] = *std::max_element(hx.begin() + r * C, hx.begin() + (r + 1) * C);
+  for (int c = 0; c < C; ++c) {
+    double s = 0;
+    for (int r = 0; r < R; ++r) s += hx[r * C + c], want[R + r * C + c] = s;
+  }
+  EXPECT_TRUE(near(Y.download(), want, 0, 0));
+  std::vector<int64_t> wh(L);
+  std::vector<double> wd(L);
+  uint64_t s = 0;
+  double m = d64[0];
+  for (int i = 0; i < L; ++i) {
+    s = uint64_t(a64[i]) * s + uint64_t(b64[i]), wh[i] = int64_t(s);
+    m = std::max(m, d64[i]), wd[i] = m;
+  }
+  EXPECT_EQ(H.download(), wh);
+  EXPECT_EQ(DM.download(), wd);
+}
