@@ -289,6 +289,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::while_: return lower_while(op);
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
+    case Op::sort: return lower_sort(op);
+    case Op::histogram: return lower_histogram(op);
     case Op::dot: return lower_dot(op);
     case Op::assert_: return lower_assert(op);
     case Op::print: return lower_print(op);

@@ -19,6 +19,7 @@ const char* op_name(Op op) {
     case Op::expand_dims: return "expand_dims"; case Op::reshape: return "reshape";
     case Op::trans: return "trans"; case Op::join: return "join"; case Op::split: return "split";
     case Op::cat: return "cat"; case Op::flip: return "flip"; case Op::gather: return "gather";
+    case Op::sort: return "sort"; case Op::histogram: return "histogram";
     case Op::add: return "add"; case Op::sub: return "sub";
     case Op::mul: return "mul"; case Op::div: return "div"; case Op::rem: return "rem";
     case Op::min: return "min"; case Op::max: return "max"; case Op::band: return "and";
@@ -177,6 +178,7 @@ class Printer {
       case Op::split: return op.i0 ? " hi" : " lo";
       case Op::flip: return fmt::format(" dim={}", op.i0);
       case Op::gather: return fmt::format(" axis={}", op.i0);
+      case Op::sort: return fmt::format(" dim={}{}", op.i0, op.i1 ? " descending" : "");
       case Op::reduce: case Op::scan:  // (a combine region: the user's combine function)
         return fmt::format(" {} axis={}", op.regions.empty() ? reduce_name(op.i1) : "combine", op.i0);
       case Op::atomic_rmw:

@@ -22,6 +22,8 @@ OpProperties describe(Op op) {
     case Op::join: case Op::cat: return {kPure, 0};
     case Op::split: case Op::flip: return {kPure, kAttrI0};
     case Op::gather: return {kPure, kAttrI0};  // i0: the axis
+    case Op::sort: return {kPure, kAttrI0 | kAttrI1};  // i0: the dim; i1: descending
+    case Op::histogram: return {kPure, 0};  // the bins are the result's shape
     // i1: kIndexArithmetic (op_properties.hpp), set by mark_index_arithmetic.
     case Op::add: case Op::sub: case Op::mul: case Op::shl: return {kPureElementwise, kAttrI1};
     case Op::div: return {kPureElementwise, kAttrI0};  // i0: approximate (tl::fast_dividef)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <unordered_set>
 
 #include "codegen/ir/ir.hpp"
@@ -348,6 +349,25 @@ class Verifier {
         expect(nops == 1 && op.result()->type == op.operands[0]->type && op.i0 >= 0 && op.i0 < op.result()->type.rank(),
                op, "flip keeps its operand's type; its dim must be in range");
         break;
+      case Op::sort: {
+        bool ok = (nops == 1 || nops == 2) && op.results.size() == nops && op.i0 >= 0 &&
+                  op.i0 < op.operands[0]->type.rank() && (op.i1 == 0 || op.i1 == 1);
+        for (size_t k = 0; ok && k < nops; ++k) ok = op.result(int(k))->type == op.operands[k]->type;
+        ok = ok && (nops == 1 || (op.operands[1]->type.dtype == DType::i32 &&
+                                  op.operands[1]->type.shape == op.operands[0]->type.shape));
+        ok = ok && std::has_single_bit(unsigned(op.operands[0]->type.shape[size_t(op.i0)]));
+        expect(ok, op, "sort takes keys and an optional i32 tile of their shape, one result of each's type; its dim in range, a power of two");
+        break;
+      }
+      case Op::histogram: {
+        bool ok = (nops == 1 || nops == 2) && op.results.size() == 1 && is_int(op.operands[0]->type.dtype) &&
+                  !op.operands[0]->type.is_ptr() && !op.operands[0]->type.is_scalar() &&
+                  op.result()->type.dtype == DType::i32 && op.result()->type.rank() == 1;
+        ok = ok && (nops == 1 || (op.operands[1]->type.dtype == DType::i1 &&
+                                  op.operands[1]->type.shape == op.operands[0]->type.shape));
+        expect(ok, op, "histogram takes an integer tile and an optional i1 mask of its shape; its result is i32 [num_bins]");
+        break;
+      }
       case Op::for_: {
         expect(nops >= 3 && op.regions.size() == 1, op, "for takes lb, ub, step and inits");
         expect(op.i1 == 0 || op.i1 == kAsyncDotStage, op, "a for's i1 is 0 or kAsyncDotStage");

@@ -558,7 +558,8 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
     case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
       return in(0);
     // The elements of one tile or two, moved: their values are their operands'.
-    case Op::split: case Op::flip: case Op::gather: return in(0);
+    case Op::split: case Op::flip: case Op::gather: case Op::sort: return in(0);  // (sort: its keys)
+    case Op::histogram: return fit(0, o.operands[0]->type.numel(), t);  // counts of the elements
     case Op::join: case Op::cat: return fit(std::min(in(0).lo, in(1).lo), std::max(in(0).hi, in(1).hi), t);
     case Op::hint: return in(0);
     case Op::add: return fit_arith(i128(in(0).lo) + in(1).lo, i128(in(0).hi) + in(1).hi, t);

@@ -34,7 +34,7 @@ TEST(Gaps, ProbedOperationsAreStillMissing) {
     EXPECT_FALSE(g.landed()) << "tl declares what gap '" << g.id << "' lists as missing: transcribe " << g.where
                              << " and remove the gap from tests/conformance/gaps.cpp";
   }
-  EXPECT_GT(probed, 10);
+  EXPECT_GE(probed, 5);  // (the probes work at all; the count falls as gaps close: 8 after tl.sort/tl.histogram)
 }
 
 // The mechanisms that keep the table honest fail where they should: a test naming an id
@@ -45,8 +45,8 @@ const conformance::gap kSyntheticKnownFailure = {"synthetic", "this test", confo
 TEST(Gaps, MisnamedGapsAndPassingKnownFailuresFail) {
   EXPECT_EQ(conformance::find_gap("no such gap"), nullptr);
   EXPECT_NONFATAL_FAILURE(conformance::note_partial("no such gap"), "is not a partial gap");
-  EXPECT_NONFATAL_FAILURE(conformance::note_partial("tl.sort"), "is not a partial gap");  // a missing one
-  EXPECT_NONFATAL_FAILURE(conformance::expect_known_failure("tl.sort", [] {}), "is not a known failure");
+  EXPECT_NONFATAL_FAILURE(conformance::note_partial("tl.swizzle2d"), "is not a partial gap");  // a missing one
+  EXPECT_NONFATAL_FAILURE(conformance::expect_known_failure("tl.swizzle2d", [] {}), "is not a known failure");
   EXPECT_NONFATAL_FAILURE(conformance::run_as_known_failure(kSyntheticKnownFailure, [] {}), "passes now");
 }
 

@@ -24,8 +24,6 @@ template <class X> concept has_softmax = requires(X x) { softmax(x, 0); };
 template <class X> concept has_dot_scaled = requires(X a, I s) { dot_scaled(a, s, "e4m3", a, s, "e4m3"); };
 template <class X> concept has_descriptor = requires(X p, I n) { make_tensor_descriptor(p, n, n, n); };
 template <class X> concept has_block_ptr = requires(X p, I n) { make_block_ptr(p, n, n, n, n, n); };
-template <class X> concept has_sort = requires(X x) { sort(x); };
-template <class X> concept has_histogram = requires(X x) { histogram(x, 8); };
 template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
 template <class X> concept has_ravel = requires(X x) { ravel(x); };
 template <class X> concept has_swizzle2d = requires(X i) { swizzle2d(i, i, i, i, i); };
@@ -86,9 +84,6 @@ const std::vector<gap>& gaps() {
       {"tl.make_block_ptr", "test_core `test_block_ptr`-style loads (old tutorials 06/08)", missing,
        "no block pointers: `tl.make_block_ptr`, `tl.advance`, `boundary_check`, `padding_option`", "",
        PROBE(has_block_ptr, probe::P)},
-      {"tl.sort", "test_core `test_sort`, `test_topk`", missing, "no `tl.sort` (nor `tl.topk`)", "",
-       PROBE(has_sort, probe::T)},
-      {"tl.histogram", "test_core `test_histogram`", missing, "no `tl.histogram`", "", PROBE(has_histogram, probe::I)},
       {"argmax/argmin options", "test_core `test_reduce1d` (`tie_break_left=False`)", missing,
        "`tl::argmax` / `tl::argmin` and `tl::max` / `tl::min` with `tl::return_indices` always take the first "
        "extreme (no `tie_break_left=False` / `return_indices_tie_break_left=False`)",

@@ -17,6 +17,15 @@ enum class Op : uint8_t {
   // but along i0, the axis); out[..., i, ...] = src[..., index[..., i, ...], ...] along i0,
   // the result of index's shape.
   gather,
+  // Triton's tl.sort (a bitonic network): operands the keys and, optionally, an i32 tile of
+  // their shape sorted with them (the indices of tl::topk / return_indices); one result per
+  // operand, of its type. i0: the dim; i1: 1 = descending. Keys order as numbers with every
+  // NaN above +inf (-0.0 == +0.0); equal keys order by the second operand, ascending.
+  sort,
+  // Triton's tl.histogram: operands an integer tile and, optionally, an i1 mask of its
+  // shape; the result is i32 [num_bins], the count of each value in [0, num_bins) among
+  // the elements the mask keeps (values outside are not counted).
+  histogram,
   // elementwise
   add, sub, mul, div, rem, min, max, band, bor, bxor, shl, shr,
   neg, bnot, exp, exp2, log, log2, sqrt, rsqrt, abs, sin, cos, erf, floor, ceil,

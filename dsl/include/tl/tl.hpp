@@ -11,3 +11,4 @@
 #include "tl/random.hpp"
 #include "tl/math.hpp"
 #include "tl/inline_asm.hpp"
+#include "tl/sort.hpp"

@@ -1,0 +1,116 @@
+// tl::sort, tl::topk and tl::histogram (tl/sort.hpp): the checks at the user's line and
+// the ops they trace. sort and histogram are ops of their own (Op::sort, Op::histogram),
+// lowered per target; topk is a sort of (value, index) pairs and the first k kept.
+#include <fmt/format.h>
+
+#include <bit>
+
+#include "dsl/src/trace.hpp"
+#include "tl/sort.hpp"
+
+namespace tl::detail {
+
+using ir::Value;
+
+namespace {
+
+Trace& T(const Loc& loc) { return Trace::current(loc); }
+
+// The dim as an index (negative counts from the end), checked.
+int checked_dim(const Value* a, int dim, const char* fn, const Loc& loc) {
+  const int r = a->type.rank();
+  if (r == 0) throw trace_error(fmt::format("{}: cannot sort a scalar", fn), loc);
+  const int d = dim < 0 ? dim + r : dim;
+  if (d < 0 || d >= r) throw trace_error(fmt::format("{}: dim {} is out of range for a rank-{} tile", fn, dim, r), loc);
+  const DType t = a->type.dtype;
+  if (a->type.is_ptr() || is_fp8(t) || t == DType::i1)
+    throw trace_error(fmt::format("{}: cannot sort {} elements (integers and f16/bf16/f32/f64 only; cast first)", fn, name(t)),
+                      loc);
+  const int n = a->type.shape[size_t(d)];
+  if (!std::has_single_bit(unsigned(n)))  // (every tile dim is; kept for the rule's sake)
+    throw trace_error(fmt::format("{}: the dim's length {} is not a power of two (Triton's bitonic sort needs one)", fn, n),
+                      loc);
+  return d;
+}
+
+// 0, 1, ..., n - 1 along dim d of `shape`, the same in every other position (i32).
+Value* positions(const Shape& shape, int d, const Loc& loc) {
+  Shape along(shape.size(), 1);
+  along[size_t(d)] = shape[size_t(d)];
+  return broadcast_to(reshape(arange(0, shape[size_t(d)], loc), along, loc), shape, loc);
+}
+
+// The first k along dim d: the tile seen as [outer, n / k, k * inner], every chunk but
+// the first zeroed and the chunks xor-summed (exact for any bits; on GPUs chunks a thread
+// holds cost nothing, others a shuffle or shared memory, as a reduction goes).
+Value* first_k(Value* v, int k, int d, const Loc& loc) {
+  const Shape s = v->type.shape;
+  const int n = s[size_t(d)];
+  if (k == n) return v;
+  int64_t outer = 1, inner = 1;
+  for (int e = 0; e < d; ++e) outer *= s[size_t(e)];
+  for (size_t e = size_t(d) + 1; e < s.size(); ++e) inner *= s[e];
+  const DType t = v->type.dtype;
+  const DType bits = bit_width(t) == 64 ? DType::i64 : bit_width(t) == 32 ? DType::i32 : bit_width(t) == 16 ? DType::i16 : DType::i8;
+  Value* x = is_float(t) ? cast(v, bits, true, loc) : v;
+  const Shape chunks = {int(outer), n / k, int(k * inner)};
+  x = reshape(x, chunks, loc);
+  Value* first = compare(CmpPred::eq, broadcast_to(reshape(arange(0, n / k, loc), {1, n / k, 1}, loc), chunks, loc),
+                         constant(DType::i32, 0, 0, loc), loc);
+  x = where(first, x, constant(x->type.dtype, 0, 0, loc), loc);
+  x = reduce(ReduceKind::xor_sum, x, 1, loc);
+  Shape out = s;
+  out[size_t(d)] = k;
+  x = reshape(x, out, loc);
+  return is_float(t) ? cast(x, t, true, loc) : x;
+}
+
+}  // namespace
+
+std::pair<Value*, Value*> sort(Value* a, int dim, bool descending, bool with_indices, const Loc& loc) {
+  const int d = checked_dim(a, dim, "tl::sort", loc);
+  std::vector<Value*> operands = {a};
+  if (with_indices) operands.push_back(positions(a->type.shape, d, loc));
+  ir::Operation* op = T(loc).emit(Op::sort, operands, loc);
+  op->i0 = d;
+  op->i1 = descending ? 1 : 0;
+  Value* v = op->add_result(a->type);
+  Value* i = with_indices ? op->add_result(operands[1]->type) : nullptr;
+  return {v, i};
+}
+
+std::pair<Value*, Value*> topk(Value* a, int k, int dim, bool with_indices, const Loc& loc) {
+  const int d = checked_dim(a, dim, "tl::topk", loc);
+  const int n = a->type.shape[size_t(d)];
+  if (k <= 0 || k > n)
+    throw trace_error(fmt::format("tl::topk: k = {} must be from 1 to the dim's length {}", k, n), loc);
+  if (!std::has_single_bit(unsigned(k)))
+    throw trace_error(fmt::format("tl::topk: k = {} is not a power of two (the result's dim is k, and tile dims are "
+                                  "powers of two): take tl::topk(x, {}) and mask the store to the first {}",
+                                  k, std::bit_ceil(unsigned(k)), k),
+                      loc);
+  // The indices make the order total, so equal values keep their index order; asked or
+  // not, they cost a second register a value through the network.
+  auto [v, i] = sort(a, d, /*descending=*/true, /*with_indices=*/true, loc);
+  return {first_k(v, k, d, loc), with_indices ? first_k(i, k, d, loc) : nullptr};
+}
+
+Value* histogram(Value* x, int num_bins, Value* mask, const Loc& loc) {
+  const DType t = x->type.dtype;
+  if (x->type.is_scalar()) throw trace_error("tl::histogram: needs a tile, got a scalar", loc);
+  if (!is_int(t) || x->type.is_ptr())
+    throw trace_error(fmt::format("tl::histogram: needs an integer tile, got {} (convert the values to bin numbers first)",
+                                  x->type.scalar().str()), loc);
+  if (num_bins <= 0 || !std::has_single_bit(unsigned(num_bins)))
+    throw trace_error(fmt::format("tl::histogram: num_bins = {} must be a positive power of two (the result is a tile "
+                                  "of num_bins)", num_bins), loc);
+  std::vector<Value*> operands = {x};
+  if (mask) {
+    if (mask->type.dtype != DType::i1)
+      throw trace_error(fmt::format("tl::histogram: the mask must be an i1 tile, got {}", mask->type.scalar().str()), loc);
+    operands.push_back(broadcast_to(mask, x->type.shape, loc));
+  }
+  return T(loc).emit1(Op::histogram, operands, ir::Type{DType::i32, DType::i32, {num_bins}}, loc);
+}
+
+}  // namespace tl::detail
