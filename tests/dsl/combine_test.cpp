@@ -410,3 +410,40 @@ TEST(Combine, SixteenAndSixtyFourBitOperands) {
   EXPECT_EQ(H.download(), wh);
   EXPECT_EQ(DM.download(), wd);
 }
+
+// A combine that reads scalars of the kernel (not tiles): inside a tl::range loop, rows
+// are summed on even iterations and maximized on odd ones through one combine choosing by
+// a loop-dependent i1 and scaling by a kernel argument; the loop carries a tile combined
+// by a scan too.
+TEST(Combine, CombineReadsScalarsOfTheKernelInALoop) {
+  constexpr int R = 8, C = 128;
+  auto k = tl::kernel("combine_in_loop", [](tl::ptr<tl::f32> x, tl::ptr<tl::f32> out, tl::f32 scale) {
+    auto carried = tl::zeros<ty::f32>({C});
+    for (auto i : tl::range(0, R)) {
+      auto row = tl::load(x + i * C + tl::arange(0, C));
+      tl::i1 even = i % 2 == 0;
+      tl::store(out + i, tl::reduce(row, 0, [&](tl::f32 a, tl::f32 b) {
+                  return tl::where(even, a + b, tl::maximum(a, b)) * 1.0f;
+                }) * scale);
+      carried = carried + tl::associative_scan(row, 0, [&](tl::f32 a, tl::f32 b) { return tl::where(even, a + b, b); });
+    }
+    tl::store(out + R + tl::arange(0, C), carried);
+  });
+  auto hx = random_floats(R * C);
+  auto X = upload<ty::f32>(hx);
+  auto OUT = test_device().alloc<ty::f32>(R + C);
+  poison(OUT);
+  k[tl::grid(1)](X, OUT, 0.5f);
+  compiles_for_gpus_at({1, 4}, k, X, OUT, 0.5f);
+  std::vector<double> want(R + C, 0.0);
+  for (int i = 0; i < R; ++i) {
+    double s = 0, m = hx[i * C], run = 0;
+    for (int c = 0; c < C; ++c) {
+      s += hx[i * C + c], m = std::max(m, double(hx[i * C + c]));
+      run = i % 2 == 0 ? run + hx[i * C + c] : hx[i * C + c];
+      want[R + c] += run;
+    }
+    want[i] = (i % 2 == 0 ? s : m) * 0.5;
+  }
+  EXPECT_TRUE(near(OUT.download(), want, 1e-5, 1e-4));
+}
