@@ -392,6 +392,16 @@ class LayoutPlanner {
       case Op::scan:
         for (auto& r : o.results) set(r.get(), plan_.of(o.operands[0]));
         return;
+      // sort works in its operand's layout where that holds the sorted dim bit by bit
+      // (lower_sort.cpp), else in the shape's default (blocked: it always does); its
+      // indices travel in the same registers.
+      case Op::sort: {
+        Layout l = plan_.of(o.operands[0]);
+        if (!dim_bit_holders(l, int(o.i0))) l = plan_.shape_default(o.result()->type.shape);
+        for (size_t i = 0; i < o.results.size(); ++i) set(o.result(int(i)), l);
+        return;
+      }
+      case Op::histogram: return set(o.result(), plan_.shape_default(o.result()->type.shape));
       case Op::dot: return set(o.result(), plan_.dots_.at(&o).acc);
       // Elementwise, with every result in the one layout (one asm gives them together).
       case Op::inline_asm_elementwise:

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <set>
 
 #include "tl/error.hpp"
@@ -22,6 +23,31 @@ int dim_offset(const std::vector<int>& shape, int d) {
   int off = 0;
   for (int e = int(shape.size()) - 1; e > d; --e) off += log2_exact(shape[e]);
   return off;
+}
+
+std::optional<std::vector<HardwareBit>> dim_bit_holders(const Layout& l, int dim) {
+  const int off = dim_offset(l.shape, dim);
+  const int bits = log2_exact(l.shape[size_t(dim)]);
+  const uint32_t dim_mask = ((1u << bits) - 1) << off;
+  std::vector<std::optional<HardwareBit>> holder(static_cast<size_t>(bits));
+  auto claim = [&](HardwareBit::Kind kind, const std::vector<uint32_t>& images) {
+    for (size_t i = 0; i < images.size(); ++i) {
+      if (!(images[i] & dim_mask)) continue;
+      if (std::popcount(images[i]) != 1) return false;  // a bit of the dim mixed with another
+      auto& h = holder[size_t(std::countr_zero(images[i]) - off)];
+      if (h) return false;  // two hardware bits for one coordinate bit
+      h = HardwareBit{kind, int(i)};
+    }
+    return true;
+  };
+  if (!claim(HardwareBit::reg, l.reg) || !claim(HardwareBit::lane, l.lane) || !claim(HardwareBit::warp, l.warp))
+    return std::nullopt;
+  std::vector<HardwareBit> out;
+  for (auto& h : holder) {
+    if (!h) return std::nullopt;
+    out.push_back(*h);
+  }
+  return out;
 }
 
 int dim_of_bit(const std::vector<int>& shape, int bit) {

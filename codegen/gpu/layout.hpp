@@ -97,6 +97,18 @@ Layout broadcast_source_layout(const Layout& out, const std::vector<int>& src_sh
 // thread of `dst` needs an element that thread does not hold in `src`.
 std::optional<std::vector<int>> register_only_conversion(const Layout& src, const Layout& dst);
 
+// The hardware bit that holds each bit of dim `dim`'s coordinate (index k: coordinate bit
+// k), where every hardware bit holds either no bit of that dim or exactly one and nothing
+// of another dim beside it, and each of its bits has one such holder (blocked layouts
+// always; what tl::sort's lowering goes through bit by bit: a register bit is a pair of
+// registers, a lane bit an xor shuffle, a warp bit a trip through shared memory). nullopt
+// when the layout is not of that form.
+struct HardwareBit {
+  enum Kind : uint8_t { reg, lane, warp } kind;
+  int index;  // the bit of the register index, lane id or warp id
+};
+std::optional<std::vector<HardwareBit>> dim_bit_holders(const Layout& l, int dim);
+
 // Length of the run of registers 0, 1, 2, ... that hold consecutive elements along
 // flat-index stride `stride` (the vectorizable run); a power of two.
 int contiguous_run(const Layout& l, uint32_t stride);

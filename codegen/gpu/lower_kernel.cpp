@@ -259,6 +259,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::atomic_rmw: case Op::atomic_cas: return lower_atomic(op);
     case Op::reduce: return lower_reduce(op);
     case Op::scan: return lower_scan(op);
+    case Op::sort: return lower_sort(op);
+    case Op::histogram: return lower_histogram(op);
     case Op::assert_: return lower_assert(op);
     case Op::assume:
       // The user's promise feeds tl's own analyses (axis_analysis.cpp), which is where it

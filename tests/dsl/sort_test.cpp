@@ -1,10 +1,12 @@
 // tl::sort, tl::topk and tl::histogram (Triton's tl.sort / tl.topk / tl.histogram), run on
 // the test device (the CPU in CI; TL_DEVICE=cuda or hip on a GPU) against std::stable_sort
 // and plain C++ counting on random inputs with many duplicates, negative values and (f32)
-// NaNs and signed zeros; outputs poisoned first.
+// NaNs and signed zeros; outputs poisoned first. Each kernel is also compiled for gfx942,
+// gfx950 and sm_90 at 1, 4 and 8 warps (no GPU here: TL_DEVICE runs them).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
 #include <vector>
 
@@ -15,6 +17,12 @@ namespace ty = tl::ty;
 
 namespace {
 
+// (A few kernels a test: each compile takes a good part of a second, a 1x1024 sort with
+// indices at one warp, 32 of each a lane on NVIDIA through 55 steps, four.)
+template <class K, class... A> void compiles_for_gpus(std::initializer_list<int> warps, K& k, const A&... args) {
+  for (const char* arch : {"gfx942", "gfx950", "sm_90"})
+    for (int w : warps) EXPECT_NO_THROW((void)k.compile(arch, {.num_warps = w}, args...)) << arch << " " << w;
+}
 
 // Host values of each element type, and the key the reference sorts by.
 template <class E> using host_t = typename tl::buffer<tl::elem_t<E>>::host_t;
@@ -87,6 +95,8 @@ template <class E> void check_sort(int R, int C, int rows, int dim, bool desc, b
   auto I = test_device().alloc<tl::i32>(size_t(R * C));
   poison(Y), poison(I);
   k[tl::grid(1)](X, Y, I, rows, R, C, dim, desc, with_idx);
+  if (gpus && R * C > 512) compiles_for_gpus({4, 8}, k, X, Y, I, rows, R, C, dim, desc, with_idx);
+  else if (gpus) compiles_for_gpus({1, 4, 8}, k, X, Y, I, rows, R, C, dim, desc, with_idx);
   auto y = Y.download();
   auto idx = I.download();
   const int lines = dim == 1 ? rows : C, n = dim == 1 ? C : R;
@@ -165,6 +175,7 @@ template <class E> void check_topk(int R, int n, int rows, bool gpus) {
     auto I = test_device().alloc<tl::i32>(size_t(R * K));
     poison(Y), poison(Y2), poison(I);
     k[tl::grid(1)](X, Y, I, Y2, rows, R, n, K);
+    if (gpus && K == 8) compiles_for_gpus({4}, k, X, Y, I, Y2, rows, R, n, K);
     auto y = Y.download(), y2 = Y2.download();
     auto idx = I.download();
     for (int row = 0; row < rows; ++row) {
@@ -244,6 +255,7 @@ template <class E> void check_histogram(int per, int bins, int programs, bool gp
   auto FIRST = test_device().alloc<tl::i32>(size_t(bins));
   poison(FIRST);
   k[tl::grid(programs)](X, KEEP, OUT, FIRST, n, per, bins);
+  if (gpus) compiles_for_gpus({1, 4, 8}, k, X, KEEP, OUT, FIRST, n, per, bins);
   std::vector<int32_t> want(size_t(bins), 0), want_first(size_t(bins), 0);
   for (int i = 0; i < n; ++i)
     if (hkeep[size_t(i)] != 0 && raw[size_t(i)] >= 0 && raw[size_t(i)] < bins) ++want[size_t(raw[size_t(i)])];
