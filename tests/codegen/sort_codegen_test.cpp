@@ -96,18 +96,26 @@ TEST(SortCodegen, RowsWithinAWarpMoveNothingThroughSharedMemory) {
   EXPECT_EQ(tltest::ptxas_errors(ptx(nv)), "");
 }
 
-// topk of expert logits (MoE routing: [16 tokens, 64 experts], k = 8): assembles everywhere.
+// topk of expert logits in the MoE routing benchmark's shapes (bench/moe_topk_bench.cpp:
+// 2048 logits a program, [32, 64] and [16, 128], k = 8): assembles everywhere, no spills.
 TEST(SortCodegen, TopkCompiles) {
-  auto f = trace("topk_route", [&](detail::Trace& t) {
-    auto x = ptr_arg<ty::f32>(t, "x", true);
-    auto y = ptr_arg<ty::f32>(t, "y", true);
-    auto idx = ptr_arg<ty::i32>(t, "idx", true);
-    auto [v, i] = tl::topk(tl::load(x + offsets2(16, 64)), 8, tl::return_indices);
-    tl::store(y + offsets2(16, 8), v);
-    tl::store(idx + offsets2(16, 8), i);
-  });
-  for (const char* arch : {"gfx942", "gfx950"}) EXPECT_EQ(tltest::compile_for(arch, *f, 4).report.at("spill_vgpr"), 0) << arch;
-  EXPECT_EQ(tltest::ptxas_errors(ptx(tltest::compile_for("sm_90", *f, 4))), "");
+  for (auto [T, E] : {std::pair{32, 64}, {16, 128}}) {
+    auto f = trace("topk_route", [&](detail::Trace& t) {
+      auto x = ptr_arg<ty::f32>(t, "x", true);
+      auto y = ptr_arg<ty::f32>(t, "y", true);
+      auto idx = ptr_arg<ty::i32>(t, "idx", true);
+      auto [v, i] = tl::topk(tl::load(x + offsets2(T, E)), 8, tl::return_indices);
+      tl::store(y + offsets2(T, 8), v);
+      tl::store(idx + offsets2(T, 8), i);
+    });
+    for (const char* arch : {"gfx942", "gfx950"}) {
+      auto co = tltest::compile_for(arch, *f, 4);
+      EXPECT_EQ(co.report.at("spill_vgpr"), 0) << arch;
+      std::printf("topk 8 of [%d, %d] f32 + indices, 4 warps, %s: %d VGPRs, %d LDS bytes\n", T, E, arch,
+                  int(co.report.at("vgpr")), int(co.report.at("lds_bytes")));
+    }
+    EXPECT_EQ(tltest::ptxas_errors(ptx(tltest::compile_for("sm_90", *f, 4))), "");
+  }
 }
 
 // The histogram counts with shared-memory atomics (ds_add_u32 on AMD, atom/red.shared on
