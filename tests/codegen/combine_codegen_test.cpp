@@ -97,6 +97,8 @@ TEST(CombineCodegen, WelfordIsShufflesWithinAWarpAndOneExchangeAcrossWarps) {
     auto four = tltest::compile_for(arch, *welford_rows(1, 1024), 4);
     EXPECT_GT(four.report.at("lds_bytes"), 0) << arch;
     EXPECT_EQ(four.report.at("spill_vgpr"), 0) << arch;
+    std::printf("%s Welford: [4, 256] at 1 warp %d VGPRs; [1, 1024] at 4 warps %d VGPRs, %d bytes of LDS\n", arch,
+                int(one.report.at("vgpr")), int(four.report.at("vgpr")), int(four.report.at("lds_bytes")));
   }
   auto one = tltest::compile_for("sm_90", *f, 1);
   EXPECT_EQ(count(ptx(one), "st.shared"), 0);
@@ -137,4 +139,46 @@ TEST(CombineCodegen, RecurrenceScanShufflesWithinAWarp) {
   EXPECT_GT(count(ptx(one), "shfl.sync.bfly"), 0);
   auto four = tltest::compile_for("sm_90", *recurrence(1024), 4);
   EXPECT_EQ(count(ptx(four), ".local"), 0);
+}
+
+// The verifier holds a combine region to its rules (docs/ir.md): one yield value a
+// operand, of its dtype, 2N scalar arguments, nothing in it but pure elementwise ops.
+// Each rule broken by hand in a traced argmax-by-combine fails verification at the line.
+TEST(CombineIr, VerifierChecksTheRegion) {
+  auto broken = [](auto&& mutate) {
+    auto f = row_argmax(true, 16, 64);
+    ir::Operation* red = nullptr;
+    ir::walk(f->body, [&](ir::Operation& op) {
+      if (op.op == Op::reduce && !op.regions.empty()) red = &op;
+    });
+    EXPECT_NE(red, nullptr);
+    EXPECT_NO_THROW(ir::verify(*f));
+    mutate(*red);
+    try {
+      ir::verify(*f);
+    } catch (const tl::compile_error& e) {
+      EXPECT_GT(e.line(), 0u);
+      return std::string(e.what());
+    }
+    return std::string("verified");
+  };
+  EXPECT_NE(broken([](ir::Operation& r) { r.regions[0]->terminator()->operands.pop_back(); }).find(
+                "yields one scalar per operand"),
+            std::string::npos);
+  EXPECT_NE(broken([](ir::Operation& r) {
+              auto* y = r.regions[0]->terminator();
+              std::swap(y->operands[0], y->operands[1]);
+            }).find("yields scalars of the operands' dtypes"),
+            std::string::npos);
+  EXPECT_NE(broken([](ir::Operation& r) { r.regions[0]->add_arg(ir::Type{DType::f32, DType::f32, {}}); })
+                .find("a combine region takes 2N arguments"),
+            std::string::npos);
+  EXPECT_NE(broken([](ir::Operation& r) {
+              for (auto& o : r.regions[0]->ops)
+                if (o->op == Op::select) {
+                  o->op = Op::atomic_rmw;
+                  break;
+                }
+            }).find("holds only pure elementwise operations"),
+            std::string::npos);
 }
