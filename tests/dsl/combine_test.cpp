@@ -121,9 +121,15 @@ TEST(Combine, ArgmaxByCombineIsArgmax) {
     auto [v1, i1] = tl::reduce(std::tuple{t, col}, 1, argmax_combine<tl::f32>);
     auto [v0, i0] = tl::reduce(std::tuple{ti, row}, 0, argmax_combine<tl::i32>);
     auto [va, ia] = tl::reduce(std::tuple{t, o}, argmax_combine<tl::f32>);
+    // The index first (on GPUs index math without a layout of its own: the loaded
+    // values are read in the layout planned for it).
+    auto [i1b, v1b] = tl::reduce(std::tuple{col, t}, 1, [](tl::i32 ia, tl::f32 va, tl::i32 ib, tl::f32 vb) {
+      auto [v, i] = argmax_combine<tl::f32>(va, ia, vb, ib);
+      return std::tuple{i, v};
+    });
     auto rr = tl::arange(0, R), cc = tl::arange(0, C);
     tl::store(out + rr, i1);
-    tl::store(out + R + rr, tl::argmax(t, 1));
+    tl::store(out + R + rr, tl::argmax(t, 1) + (i1b - i1) * 1000 + (v1b != v1).to<ty::i32>() * 100000);
     tl::store(out + 2 * R + cc, i0);
     tl::store(out + 2 * R + C + cc, tl::argmax(ti, 0));
     tl::store(out + 2 * R + 2 * C, ia);
