@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "codegen/compile_profile.hpp"
+#include "codegen/compile_worker.hpp"
 #include "codegen/cpu/limits.hpp"
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/ir/ir.hpp"
@@ -338,7 +339,9 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   }
   ir::Function& fn = *f;
   const std::vector<ir::SrcLoc> traced_locations = op_locations(fn);  // (compile() rewrites fn)
-  codegen::CodeObject code = codegen::compile(fn, target, opts);
+  // GPU compiles in a worker process: LLVM failing fatally there is a compile_error, not
+  // the end of this process (codegen/compile_worker.hpp).
+  codegen::CodeObject code = codegen::compile_guarded(fn, target, opts);
   ++g_compiles;
   code.phase_ms.insert(code.phase_ms.begin(), {codegen::kPhaseTrace, trace_ms});
   {
