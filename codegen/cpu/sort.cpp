@@ -93,9 +93,9 @@ void Lowerer::lower_sort(const ir::Operation& op) {
       Value* j = b_.CreateSub(b_.CreateSub(s, b_.getInt64(1)), step);  // s-1 down to 0
       Value* p = b_.CreateAdd(j, b_.getInt64(off));                      // the flat-index bit
       Value* low_mask = b_.CreateSub(b_.CreateShl(b_.getInt64(1), p), b_.getInt64(1));
-      loop_nest({int(keys->type.numel() / 2)}, [&](const Idx& pair) {
+      // (A plain loop: loop_nest's would ask for vectorization, gathers and scatters here.)
+      counted_loop(*this, b_.getInt64(0), b_.getInt64(keys->type.numel() / 2), [&](Value* e) {
         // The pair's lower element: the pair index with a 0 inserted at bit p.
-        Value* e = pair.flat;
         Value* lo = b_.CreateOr(b_.CreateShl(b_.CreateLShr(e, p), b_.CreateAdd(p, b_.getInt64(1))),
                                 b_.CreateAnd(e, low_mask));
         Value* hi = b_.CreateOr(lo, b_.CreateShl(b_.getInt64(1), p));
@@ -105,8 +105,11 @@ void Lowerer::lower_sort(const ir::Operation& op) {
         Value* c = load_buf(kb, t, hi);
         Value* pa = with_payload ? load_buf(pb, pt, lo) : nullptr;
         Value* pc = with_payload ? load_buf(pb, pt, hi) : nullptr;
-        // The lower position takes the first of the pair in its block's direction.
-        Value* swap = b_.CreateSelect(reversed, precedes(a, c, pa, pc), precedes(c, a, pc, pa));
+        // The lower position takes the first of the pair in its block's direction: swap
+        // when the upper precedes the lower (the lower the upper, in a reversed block).
+        Value* swap = precedes(b_.CreateSelect(reversed, a, c), b_.CreateSelect(reversed, c, a),
+                               with_payload ? b_.CreateSelect(reversed, pa, pc) : nullptr,
+                               with_payload ? b_.CreateSelect(reversed, pc, pa) : nullptr);
         store_buf(kb, t, lo, b_.CreateSelect(swap, c, a));
         store_buf(kb, t, hi, b_.CreateSelect(swap, a, c));
         if (with_payload) {

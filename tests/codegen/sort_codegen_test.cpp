@@ -118,6 +118,29 @@ TEST(SortCodegen, TopkCompiles) {
   }
 }
 
+// Sorts of what other ops lay out their own way: a dot's accumulator (MFMA / wgmma
+// layouts; converted to a blocked layout first where a dim bit is not one hardware bit),
+// a bf16 tile sorted along dim 0, and a sort inside a loop whose result is carried.
+TEST(SortCodegen, SortsOfDotResultsAndInLoopsCompile) {
+  auto f = trace("sort_mixed", [&](detail::Trace& t) {
+    auto a = ptr_arg<ty::f16>(t, "a", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto z = ptr_arg<ty::bf16>(t, "z", true);
+    auto n = tltest::scalar_arg<ty::i32>(t, "n", true);
+    auto acc = tl::dot(tl::load(a + offsets2(64, 32)), tl::load(a + offsets2(32, 64)));
+    auto [v, i] = tl::sort(acc, 1, true, tl::return_indices);
+    tl::store(y + offsets2(64, 64), v + i.to<ty::f32>());
+    auto b = tl::load(z + offsets2(32, 16));
+    for (auto k : tl::range(0, n, 1)) b = tl::sort(b, 0, false) + tl::full<ty::bf16>({32, 16}, 1.0);
+    tl::store(z + offsets2(32, 16), b);
+  });
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    auto co = tltest::compile_for(arch, *f, 4);
+    EXPECT_EQ(co.report.at("spill_vgpr"), 0) << arch;
+  }
+  EXPECT_EQ(tltest::ptxas_errors(ptx(tltest::compile_for("sm_90", *f, 4))), "");
+}
+
 // The histogram counts with shared-memory atomics (ds_add_u32 on AMD, atom/red.shared on
 // NVIDIA), relaxed, at workgroup scope: no cache write-back or invalidate.
 TEST(SortCodegen, HistogramCountsWithSharedAtomics) {
