@@ -231,7 +231,29 @@ struct Built {
   nlohmann::json meta;
   std::string key;
   bool hit = false;  // from the disk cache; else compiled and not yet stored (store())
+  std::shared_ptr<void> key_hold;  // hold_key's, until the entry is stored
 };
+
+// Builds of one cache key in this process, one at a time: the first compiles, loads and
+// stores the entry, and the others, waiting, then find it on disk. Specializations are per
+// kernel object and per device, so the same program's first launches on several GPUs of
+// one target at once (a thread per device), or from two kernel objects of one body, would
+// otherwise each compile it. Held from the disk lookup until the entry is stored (the
+// caller drops Built::key_hold); traces, and so a launch nested in one, come before it.
+std::shared_ptr<void> hold_key(const std::string& key) {
+  static std::mutex mu;
+  static std::unordered_map<std::string, std::weak_ptr<std::mutex>> held;
+  std::shared_ptr<std::mutex> m;
+  {
+    std::lock_guard lock(mu);
+    if (held.size() > 4096) std::erase_if(held, [](const auto& kv) { return kv.second.expired(); });
+    std::weak_ptr<std::mutex>& w = held[key];
+    m = w.lock();
+    if (!m) w = m = std::make_shared<std::mutex>();
+  }
+  m->lock();
+  return std::shared_ptr<void>(m.get(), [m](void*) { m->unlock(); });
+}
 
 // Stores a compiled (or amended) specialization in the disk cache.
 void store(const Built& b) { cache::DiskCache::global().store(runtime::kernel_entry(b.key, b.meta, b.code)); }
@@ -317,6 +339,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
     XXH128_hash_t h = XXH3_128bits(full.data(), full.size());
     key = fmt::format("{:016x}{:016x}", h.high64, h.low64);
   }
+  std::shared_ptr<void> key_hold = hold_key(key);
   auto& disk = cache::DiskCache::global();
   if (!env::flag("TL_ALWAYS_COMPILE")) {
     // Every field is checked as the entry is read: one the checker refuses is removed and
@@ -334,7 +357,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
       nlohmann::json meta = e->meta;
       code->remarks = remarks_for_trace(code->remarks, meta.value("remark_ops", nlohmann::json()), op_locations(*f));
       meta["remarks"] = code->remarks;
-      return {std::move(*code), std::move(meta), key, true};
+      return {std::move(*code), std::move(meta), key, true, std::move(key_hold)};
     }
   }
   ir::Function& fn = *f;
@@ -360,7 +383,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   origin.compiler = compiler_identity();
   nlohmann::json meta = runtime::kernel_meta(origin, code);
   meta["remark_ops"] = remark_ops(code.remarks, traced_locations);
-  return {std::move(code), std::move(meta), key, false};
+  return {std::move(code), std::move(meta), key, false, std::move(key_hold)};
 }
 
 }  // namespace
