@@ -18,7 +18,7 @@
 // TL_COMPILE_IN_PROCESS=1) hold a shared guard that fork() takes exclusively. A child
 // that still hangs is killed after TL_COMPILE_TIMEOUT_S seconds (default 600).
 //
-// The fork copies the process's page tables: about 11-14 ms of CPU a compile for a process
+// The fork copies the process's page tables: about 11-16 ms a compile for a process
 // of this size (bench/results/compile-isolation-2026-11-28), more for one that maps tens of
 // GB of host memory; such a process may set TL_COMPILE_IN_PROCESS=1.
 #pragma once
