@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -147,6 +148,15 @@ std::string encode(const CodeObject& c) {
   _exit(0);
 }
 
+// Closes the descriptors lo..hi: close_range(2) by its number (glibc wraps it only from
+// 2.34, and the bundle runs on other machines), else one by one.
+void close_fds(unsigned lo, unsigned hi) {
+  if (lo > hi) return;
+  if (::syscall(SYS_close_range, lo, hi, 0) == 0) return;
+  const long most = ::sysconf(_SC_OPEN_MAX);
+  for (unsigned fd = lo; fd <= hi && long(fd) < (most > 0 ? most : 65536); ++fd) ::close(int(fd));
+}
+
 // --- the parent ------------------------------------------------------------------------
 
 [[noreturn]] void rethrow(const nlohmann::json& e) {
@@ -251,8 +261,8 @@ CodeObject compile_in_worker(ir::Function& f, const TargetDesc& target, const Co
       // Only the result pipe and stdio stay open: a pipe of another thread's worker held
       // here would keep that worker's parent from seeing its end.
       const int fd = ::fcntl(result[1], F_DUPFD, 3);
-      ::close_range(3, fd - 1, 0);
-      ::close_range(fd + 1, ~0U, 0);
+      close_fds(3, unsigned(fd) - 1);
+      close_fds(unsigned(fd) + 1, ~0U);
       child_main(fd, f, target, opts);
     }
   }
