@@ -6,11 +6,7 @@
 # beside Triton (no-regression figures).
 #   OUT=... bash bench/gpu_language.sh            (TL_SKIP_BENCH=1: the tests only)
 set -uo pipefail
-OUT=${OUT:-bench/results}
-mkdir -p /tmp/tl "$OUT" && tar -C /tmp/tl -xJf .bundle/tl.tar.xz
-OUT=$(cd "$OUT" && pwd)
-export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda TL_TEST_DATA_DIR=/tmp/tl/data
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%Y-%m-%dT%H:%MZ; } | tee "$OUT/machine.txt"
+source "$(dirname "$0")/gpu_env.sh"
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 for t in ${TL_GPU_TESTS:-while_test random_test hints_test pointer_values_test conformance_test semantics_test trace_errors_test \
          misuse_catalogue_test pipeline_test matmul_tutorial_test attention_test dot_test ops_test}; do

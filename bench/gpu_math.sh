@@ -7,11 +7,7 @@
 # ieee; the dot suites), then the GELU-tanh / SwiGLU benchmark beside Triton.
 #   OUT=... bash bench/gpu_math.sh            (TL_SKIP_BENCH=1: the tests only)
 set -uo pipefail
-OUT=${OUT:-bench/results}
-mkdir -p /tmp/tl "$OUT" && tar -C /tmp/tl -xJf .bundle/tl.tar.xz
-OUT=$(cd "$OUT" && pwd)
-export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda TL_TEST_DATA_DIR=/tmp/tl/data
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%Y-%m-%dT%H:%MZ; } | tee "$OUT/machine.txt"
+source "$(dirname "$0")/gpu_env.sh"
 TL_MATH_EXHAUSTIVE=1 timeout 600 /tmp/tl/bin/math_test 2>&1 | tee "$OUT/math_gpu.txt" | grep -a "\[ math \]\|FAILED\|PASSED"
 for t in ${TL_GPU_TESTS:-dot_precision_test dot_test warpgroup_dot_test conformance_test}; do
   echo "== $t" >> "$OUT/gpu_tests.log"

@@ -6,11 +6,7 @@
 # the histogram's atomics), then the MoE top-k routing benchmark beside Triton.
 #   OUT=... bash bench/gpu_sort.sh            (TL_SKIP_BENCH=1: the tests only)
 set -uo pipefail
-OUT=${OUT:-bench/results}
-mkdir -p /tmp/tl "$OUT" && tar -C /tmp/tl -xJf .bundle/tl.tar.xz
-OUT=$(cd "$OUT" && pwd)
-export LD_LIBRARY_PATH=/tmp/tl/lib TL_CACHE_DIR=/tmp/tl-cache TL_DEVICE=cuda TL_TEST_DATA_DIR=/tmp/tl/data
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; date -u +%Y-%m-%dT%H:%MZ; } | tee "$OUT/machine.txt"
+source "$(dirname "$0")/gpu_env.sh"
 {
   timeout 600 /tmp/tl/bin/sort_test --gtest_brief=1; echo "sort_test exit $?"
   timeout 600 /tmp/tl/bin/conformance_test --gtest_filter='Core.Sort:Core.Topk:Core.Histogram' --gtest_brief=1

@@ -117,6 +117,7 @@ class AmdgpuTarget final : public codegen::Target {
     }
 
     out.kernel_symbol = lowered_.kernel_symbol;
+    out.remarks.insert(out.remarks.end(), lowered_.remarks.begin(), lowered_.remarks.end());
     out.format = "hsaco";
     out.binary = std::move(*hsaco);
     out.block_threads = lowered_.block_threads;

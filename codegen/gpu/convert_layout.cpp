@@ -30,6 +30,14 @@ void Lowerer::smem_setup() {
   for (size_t i = 0; i < bufs.size(); ++i)
     for (size_t j = 0; j < bufs.size(); ++j)
       if (i != j && bufs[i].shares_bytes_with(bufs[j])) smem_overlaps_[i].push_back(int(j));
+  // The scratch region may share the bytes of buffers not live where it is used (the
+  // allocator's scratch_offset): any buffer reaching above its start, as its end is only
+  // known once every use has reserved its bytes.
+  for (size_t j = 0; j < bufs.size(); ++j)
+    if (bufs[j].offset + bufs[j].bytes > smem_plan_.scratch_offset) {
+      smem_overlaps_[j].push_back(int(bufs.size()));
+      smem_overlaps_[bufs.size()].push_back(int(j));
+    }
   // One alias scope per buffer in one domain: an access carries its buffer's scope and
   // `noalias` of every other, so LLVM (and the AMDGPU backend's SIInsertWaitcnts, which
   // asks alias analysis whether an LDS read may depend on an earlier LDS DMA) knows that
@@ -106,18 +114,25 @@ void Lowerer::lower_shared_alloc(const ir::Operation& op) {
 }
 
 int64_t Lowerer::smem_total() const {
-  return smem_bytes_ ? smem_plan_.scratch_offset + smem_bytes_ : smem_plan_.buffer_bytes;
+  return smem_bytes_ ? std::max(smem_plan_.buffer_bytes, smem_plan_.scratch_offset + smem_bytes_)
+                     : smem_plan_.buffer_bytes;
 }
 
 void Lowerer::smem_reserve(int64_t bytes) {
+  // (the allocator placed the scratch region for the ops uses_scratch names: another
+  // would use bytes a live buffer may hold)
+  if (lowering_op_ && !uses_scratch(*lowering_op_))
+    throw compile_error(fmt::format("gpu lowering: '{}' uses the scratch region, which the shared-memory allocator "
+                                    "does not expect of it (uses_scratch; a tl bug)",
+                                    op_name(lowering_op_->op)));
   smem_bytes_ = std::max(smem_bytes_, (bytes + 15) / 16 * 16);
   // The target's whole budget, dynamic shared memory included: the array becomes
   // dynamic past the static limit (Lowerer::run).
   int64_t limit = hooks_.capabilities().shared_bytes_per_program;
   if (smem_total() > limit)
-    throw shared_memory_exceeded(fmt::format("gpu lowering: {} bytes of shared memory needed ({} for shared buffers, {} for "
-                                    "layout conversions), more than the {} a program may use on {}; use smaller "
-                                    "tiles",
+    throw shared_memory_exceeded(fmt::format("gpu lowering: {} bytes of shared memory needed ({} for the shared buffers "
+                                    "live where layout conversions and reductions exchange data, {} for their scratch), "
+                                    "more than the {} a program may use on {}; use smaller tiles",
                                     smem_total(), smem_plan_.scratch_offset, smem_bytes_, limit,
                                     hooks_.target_name()));
 }

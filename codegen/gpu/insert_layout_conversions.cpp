@@ -114,17 +114,50 @@ int insert_layout_conversions(ir::Function& f, const PlanTarget& t) {
   // first dominates the rest).
   auto distinct_regs = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
   std::map<std::tuple<const ir::Value*, std::string, const ir::Block*>, ir::Value*> made;
+  int64_t buffer_bytes = 0;  // every shared buffer's, as if all were live at once
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op != Op::shared_alloc) return;
+    const ir::Type& bt = op.result()->type;
+    buffer_bytes += bt.numel() * bt.stages * byte_width(bt.dtype);
+  });
   int inserted = 0;
   for (const Need& n : needs) {
     ir::Value* v = n.op->operands[n.operand];
     const ir::Block* home = v->def ? v->def->parent : v->owner;
     ir::Operation* at = n.op;
+    bool hoisted = false;
     if (distinct_regs(n.want) <= distinct_regs(*v->layout))
-      while (at->parent != home && at->parent->parent) at = at->parent->parent;
+      while (at->parent != home && at->parent->parent) {
+        at = at->parent->parent;
+        hoisted = true;
+      }
+    // A conversion through shared memory hoisted out of a loop or branch past a
+    // shared_alloc, in a program whose buffers and this conversion's scratch together
+    // exceed the target's shared memory, goes right after the value's definition where
+    // every read of the value is inside that loop or branch: the source dies where the
+    // converted tile is born (no register cost either way), and its scratch is used
+    // before the buffers allocated later are live (a hand-staged kernel's tl::shared
+    // stages, whose bytes the allocator then lets the scratch share: shared_memory.cpp).
+    // Any other stays before the loop: moved, it gains nothing and perturbs LLVM's
+    // schedule (fp8_decode's spilling candidates spilled more).
+    const int64_t scratch = v->type.numel() * byte_width(v->type.dtype);
+    bool after_def = false;
+    if (hoisted && v->def && buffer_bytes + scratch > t.caps->shared_bytes_per_program &&
+        conversion_path_at(*v->layout, n.want, home, t) == ir::ConvertPath::shared) {
+      bool alloc_between = false, past_def = false;
+      for (auto& o : home->ops) {
+        if (o.get() == at) break;
+        if (o.get() == v->def) past_def = true;
+        else if (past_def && o->op == Op::shared_alloc) alloc_between = true;
+      }
+      after_def = alloc_between;
+      for (auto& [user, index] : ir::uses_of(f.body, v)) after_def &= ir::is_inside(user->parent, at);
+    }
     ir::Value*& conv = made[{v, n.want.str(), at->parent}];
     if (!conv) {
       ir::Builder b(*at->parent);
-      b.before(*at);
+      if (after_def) b.after(*v->def);
+      else b.before(*at);
       conv = b.create1(Op::convert_layout, {v}, v->type, n.op->loc);
       conv->layout = n.want;
       ++inserted;

@@ -184,6 +184,9 @@ class Lowerer {
   void lower_combine_reduce(const ir::Operation& op);
   void lower_combine_scan(const ir::Operation& op);
   Values inline_combine(const ir::Block& region, const Values& lhs, const Values& rhs);
+  // ---- tl::sort and tl::histogram (lower_sort.cpp)
+  void lower_sort(const ir::Operation& op);
+  void lower_histogram(const ir::Operation& op);
 
   // ---- layout conversion and shared memory (convert_layout.cpp)
   // A convert_layout by the path and encoding its op records (lower_convert_layout).
@@ -200,6 +203,9 @@ class Lowerer {
   // An access to one of several user buffers (a loop or branch picks which): no scope.
   static constexpr int kUnknownBuffer = -2;
   void smem_setup();  // plans the buffers, before anything is lowered
+  // The op lower_block is lowering (smem_reserve checks that the allocator expected it to
+  // use the scratch region: uses_scratch).
+  const ir::Operation* lowering_op_ = nullptr;
   // A pointer into the scratch region at `byte_offset`; the base of user buffer `buffer`.
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
   llvm::Value* smem_buffer_base(int buffer);

@@ -107,7 +107,16 @@ LoweringResult Lowerer::run() {
     smem_ = g;
   }
   hooks_.finish_kernel(*fn_, info_);
-  return LoweringResult{name, threads_, int(total), int(dynamic_bytes)};
+  LoweringResult result{name, threads_, int(total), int(dynamic_bytes), {}};
+  // The scratch region placed in bytes of buffers not live where it is used (the
+  // allocator's scratch_offset): what let the program fit, said where the user looks.
+  if (smem_bytes_ && smem_plan_.scratch_offset < smem_plan_.buffer_bytes)
+    result.remarks.push_back(fmt::format(
+        "shared memory: the {} bytes of scratch that layout conversions and reductions exchange data through share "
+        "bytes with tl::shared buffers not live where they are used ({} bytes at offset {}, {} of buffers): {} bytes "
+        "in all",
+        smem_bytes_, smem_bytes_, smem_plan_.scratch_offset, smem_plan_.buffer_bytes, total));
+  return result;
 }
 
 LoweringResult lower_kernel(const ir::Function& f, llvm::Module& module, const codegen::CompileOptions& opts,
@@ -239,7 +248,10 @@ void Lowerer::lower_block(const ir::Block& blk) {
   for (auto& op : blk.ops) {
     if (op->op == Op::yield) continue;
     try {
+      const ir::Operation* outer = lowering_op_;
+      lowering_op_ = op.get();
       lower_op(*op);
+      lowering_op_ = outer;
     } catch (const shared_memory_exceeded& e) {
       // The scratch a conversion or a reduction reserves (smem_reserve) is over the
       // budget: name the op that needs it (the innermost op: a loop's body names its own).

@@ -20,6 +20,7 @@ struct LoweringResult {
   int block_threads = 0;
   int shared_bytes = 0;          // shared memory (LDS) the kernel uses, static and dynamic
   int dynamic_shared_bytes = 0;  // of which the launch must provide (past the static limit)
+  std::vector<std::string> remarks;  // (for the compile's remarks: how shared memory was laid out)
 };
 
 // Lowers `f` into `module` (whose triple and data layout the target has already set).

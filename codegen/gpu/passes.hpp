@@ -90,6 +90,8 @@ void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t);
 // later (plan_copies').
 void plan_conversion_paths(ir::Function& f, const PlanTarget& t);
 void plan_conversion_path(ir::Operation& conv, const PlanTarget& t);
+// The path a conversion from `from` to `to` placed in block `where` gets (the rule above).
+ir::ConvertPath conversion_path_at(const Layout& from, const Layout& to, const ir::Block* where, const PlanTarget& t);
 // How many convert_layouts take each path, indexed by ConvertPath (the compile report's).
 std::vector<int> conversion_path_counts(ir::Function& f);
 

@@ -6,12 +6,16 @@
 
 namespace tl::gpu {
 
-void plan_conversion_path(ir::Operation& conv, const PlanTarget& t) {
+ir::ConvertPath conversion_path_at(const Layout& from, const Layout& to, const ir::Block* where, const PlanTarget& t) {
   bool in_loop = false;
   if (t.caps->register_pressure_rules)
-    for (const ir::Block* b = conv.parent; b && b->parent && !in_loop; b = b->parent->parent)
+    for (const ir::Block* b = where; b && b->parent && !in_loop; b = b->parent->parent)
       in_loop = b->parent->op == Op::for_ || b->parent->op == Op::while_;
-  conv.i0 = int64_t(conversion_path(*conv.operands[0]->layout, *conv.result()->layout, in_loop));
+  return conversion_path(from, to, in_loop);
+}
+
+void plan_conversion_path(ir::Operation& conv, const PlanTarget& t) {
+  conv.i0 = int64_t(conversion_path_at(*conv.operands[0]->layout, *conv.result()->layout, conv.parent, t));
 }
 
 void plan_conversion_paths(ir::Function& f, const PlanTarget& t) {

@@ -37,6 +37,8 @@
 #include <numeric>
 #include <set>
 
+#include "codegen/gpu/layout.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/shared_buffers.hpp"
 #include "tl/error.hpp"
 
@@ -51,12 +53,14 @@ struct Analysis {
   // value -> the ops using it
   std::unordered_map<const ir::Value*, std::vector<const ir::Operation*>> users;
   std::vector<const ir::Operation*> allocs;
+  std::vector<int64_t> scratch_points;  // where an op may use the scratch region
   int64_t next = 0;
 
   void number(const ir::Block& b) {
     for (auto& op : b.ops) {
       int64_t pos = next++;
       if (op->op == Op::shared_alloc) allocs.push_back(op.get());
+      if (uses_scratch(*op)) scratch_points.push_back(pos);
       for (const ir::Value* v : op->operands) users[v].push_back(op.get());
       for (auto& r : op->regions) number(*r);
       span[op.get()] = {pos, next - 1};
@@ -98,6 +102,31 @@ void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const An
 }
 
 }  // namespace
+
+namespace {
+// Whether a warp basis of `l` moves along dim `axis`: a reduction over it crosses warps.
+bool spans_warps_along(const Layout& l, int axis) {
+  for (uint32_t image : l.warp)
+    for (int bit = 0; (image >> bit) != 0; ++bit)
+      if ((image >> bit & 1) && dim_of_bit(l.shape, bit) == axis) return true;
+  return false;
+}
+}  // namespace
+
+bool uses_scratch(const ir::Operation& op) {
+  switch (op.op) {
+    case Op::convert_layout: return ir::ConvertPath(op.i0) == ir::ConvertPath::shared;
+    // (a reduction within warps is shuffles; one across them exchanges partials)
+    case Op::reduce: {
+      const std::optional<Layout>& l = op.operands[0]->layout;
+      return !l || spans_warps_along(*l, int(op.i0));
+    }
+    case Op::scan: case Op::gather: case Op::sort: case Op::histogram: return true;
+    case Op::join: case Op::split: case Op::cat: case Op::flip: return true;
+    case Op::atomic_rmw: case Op::atomic_cas: return !op.results.empty();
+    default: return false;
+  }
+}
 
 int SharedMemoryPlan::index_of(const ir::Operation* alloc) const {
   for (size_t k = 0; k < buffers.size(); ++k)
@@ -159,7 +188,16 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
     plan.buffer_bytes = std::max(plan.buffer_bytes, at + buf.bytes);
     placed.push_back(k);
   }
-  plan.scratch_offset = align_up(plan.buffer_bytes, std::max<int64_t>(16, row));
+  // The scratch region above every buffer live where it may be used (Triton gives each
+  // scratch use its own short-lived buffer; one region reused by every use, above the
+  // buffers any of them meets, is the same where the buffers live throughout, and where
+  // they do not, such as a hand-staged kernel's tl::shared buffers allocated after its
+  // Q block is converted, it lets the scratch share their bytes).
+  int64_t above = 0;
+  for (int64_t point : a.scratch_points)
+    for (const SharedBuffer& buf : plan.buffers)
+      if (buf.first <= point && point <= buf.last) above = std::max(above, buf.offset + buf.bytes);
+  plan.scratch_offset = align_up(above, std::max<int64_t>(16, row));
   return plan;
 }
 

@@ -1,8 +1,9 @@
 // The shared-memory allocator (Triton's AllocationAnalysis): where each shared_alloc's
 // buffer lives in the program's shared memory (LDS on AMD), so that buffers live at the
 // same time never share a byte and buffers that are never live together may. The GPU
-// lowering runs it before lowering starts; the layout conversions' scratch region
-// follows the buffers (SharedMemoryPlan::scratch_offset). See shared_memory.cpp.
+// lowering runs it before lowering starts; the layout conversions' scratch region goes
+// above the buffers live where it is used (SharedMemoryPlan::scratch_offset). See
+// shared_memory.cpp.
 #pragma once
 
 #include <cstdint>
@@ -43,12 +44,22 @@ struct SharedMemoryPlan {
   // Every value of shared-buffer type (a shared_alloc's result, a loop-carried argument
   // or result, a branch result) -> the buffers it may be (indices into `buffers`).
   std::unordered_map<const ir::Value*, std::vector<int>> buffers_of;
-  int64_t buffer_bytes = 0;    // the end of the highest buffer
-  int64_t scratch_offset = 0;  // where the layout conversions' scratch region starts
+  int64_t buffer_bytes = 0;  // the end of the highest buffer
+  // Where the scratch region (layout conversions, cross-warp reductions and scans,
+  // gathers, sorts) starts: above every buffer live at an op that may use it
+  // (uses_scratch), so that it may share bytes with buffers that are not, which the
+  // lowering separates from it by barriers. Its size is the lowering's (the largest use).
+  int64_t scratch_offset = 0;
 
   // The buffer a shared_alloc defines, or -1.
   int index_of(const ir::Operation* alloc) const;
 };
+
+// Whether the GPU lowering of `op` may use the scratch region (Lowerer::smem_reserve,
+// which checks it): a conversion through shared memory, a cross-warp reduction or scan
+// (tl::reduce / tl::associative_scan included), a gather, a join/split/cat/flip moving
+// data across warps, a sort or histogram, a tile atomic whose old values are read.
+bool uses_scratch(const ir::Operation& op);
 
 // Live ranges and offsets of every shared_alloc in `f`. Throws tl::compile_error naming
 // the line of the first allocation (in placement order) that would end past the

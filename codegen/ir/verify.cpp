@@ -100,6 +100,7 @@ class Verifier {
       for (auto& res : o->results) expect(res->type.is_scalar(), *o, "a combine region computes scalars");
     }
   }
+
   static bool power_of_two(int d) { return d > 0 && (d & (d - 1)) == 0; }
 
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.

@@ -517,6 +517,7 @@ class NvptxTarget final : public codegen::Target {
       pm.run(m);
     }
     out.kernel_symbol = lowered_.kernel_symbol;
+    out.remarks.insert(out.remarks.end(), lowered_.remarks.begin(), lowered_.remarks.end());
     out.format = "ptx";
     out.binary.assign(buf.begin(), buf.end());
     out.block_threads = lowered_.block_threads;

@@ -11,6 +11,7 @@
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/shared_memory.hpp"
 #include "codegen/ir/builder.hpp"
+#include "codegen/ir/op_properties.hpp"
 #include "codegen/target.hpp"
 #include "tl/error.hpp"
 
@@ -79,7 +80,37 @@ TEST(SharedMemoryAllocator, BuffersLiveTogetherDoNotOverlap) {
   EXPECT_TRUE(of(plan, a).live_with(of(plan, b)));
   EXPECT_FALSE(of(plan, a).shares_bytes_with(of(plan, b)));
   EXPECT_EQ(plan.buffer_bytes, 2048);
-  EXPECT_EQ(plan.scratch_offset, 2048);  // the conversions' scratch follows the buffers
+  EXPECT_EQ(plan.scratch_offset, 0);  // no op here uses the scratch region: it may share any bytes
+}
+
+// The scratch region (conversions through shared memory, cross-warp reductions) goes
+// above the buffers live where an op uses it, and only those: a conversion before a
+// buffer is allocated may use the buffer's bytes (a hand-staged kernel converting its Q
+// block before its tl::shared stages exist), one while it is live may not.
+TEST(SharedMemoryAllocator, ScratchGoesAboveOnlyTheBuffersLiveWhereItIsUsed) {
+  for (bool conversion_first : {true, false}) {
+    SCOPED_TRACE(conversion_first ? "conversion before the buffer" : "conversion while it is live");
+    Program p;
+    auto convert = [&] {
+      ir::Value* c = p.b.constant(DType::f32, 1.0, at(5));
+      ir::Value* t = p.b.create1(Op::splat, {c}, ir::Type{DType::f32, DType::f32, {16, 16}}, at(5));
+      ir::Value* conv = p.b.create1(Op::convert_layout, {t}, t->type, at(5));
+      ir::Layout rows, cols;  // (any two layouts of the tile: every element in one thread's registers)
+      rows.shape = cols.shape = {16, 16};
+      for (uint32_t bit = 0; bit < 8; ++bit) rows.reg.push_back(1u << bit), cols.reg.push_back(1u << (7 - bit));
+      t->layout = rows;
+      conv->layout = cols;
+      conv->def->i0 = int64_t(ir::ConvertPath::shared);
+      EXPECT_TRUE(gpu::uses_scratch(*conv->def));
+    };
+    if (conversion_first) convert();
+    ir::Value* a = p.alloc(DType::f32, {16, 16}, 1, 10);  // 1 KiB
+    if (!conversion_first) convert();
+    p.use({a});
+    auto plan = p.plan();
+    EXPECT_EQ(plan.buffer_bytes, 1024);
+    EXPECT_EQ(plan.scratch_offset, conversion_first ? 0 : 1024);
+  }
 }
 
 TEST(SharedMemoryAllocator, BuffersNeverLiveTogetherShareBytes) {
@@ -180,7 +211,7 @@ TEST(SharedMemoryAllocator, OffsetsAreAligned) {
     EXPECT_EQ(b.align, b.bytes >= 128 ? 128 : 16) << b.alloc->loc.line;
   }
   EXPECT_EQ(plan.buffer_bytes, 656);
-  EXPECT_EQ(plan.scratch_offset, 768);  // the scratch region starts on a bank row too
+  EXPECT_EQ(plan.scratch_offset, 0);  // (no op here uses the scratch region)
 }
 
 // 64 KiB and 16 KiB live together: 80 KiB. gfx942 has 64 KiB of LDS per workgroup,
