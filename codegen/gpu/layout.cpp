@@ -50,6 +50,12 @@ std::optional<std::vector<HardwareBit>> dim_bit_holders(const Layout& l, int dim
   return out;
 }
 
+bool along_axis(const Layout& l, uint32_t image, int axis) {
+  for (int bit = 0; (image >> bit) != 0; ++bit)
+    if ((image >> bit & 1) && dim_of_bit(l.shape, bit) == axis) return true;
+  return false;
+}
+
 int dim_of_bit(const std::vector<int>& shape, int bit) {
   int off = 0;
   for (int d = int(shape.size()) - 1; d >= 0; --d) {

@@ -33,6 +33,9 @@ int log2_exact(int64_t n);
 int dim_offset(const std::vector<int>& shape, int d);
 // The dim whose field holds flat-index bit `bit`.
 int dim_of_bit(const std::vector<int>& shape, int bit);
+// Whether a register, lane or warp image of `l` (a flat-index basis) moves along dim
+// `axis`: a reduction or scan over that axis combines across it.
+bool along_axis(const Layout& l, uint32_t image, int axis);
 // Coordinate of `flat` along dim d.
 uint32_t coord(const std::vector<int>& shape, uint32_t flat, int d);
 

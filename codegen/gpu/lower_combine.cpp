@@ -24,13 +24,6 @@ namespace {
 using Tuple = std::vector<llvm::Value*>;  // one value per operand
 using CombineFn = std::function<Tuple(const Tuple&, const Tuple&)>;
 
-bool along_axis(const Layout& l, uint32_t image, int axis) {
-  if (image == 0) return false;
-  for (int bit = 0; (image >> bit) != 0; ++bit)
-    if ((image >> bit & 1) && dim_of_bit(l.shape, bit) == axis) return true;
-  return false;
-}
-
 Tuple select(llvm::IRBuilderBase& b, llvm::Value* c, const Tuple& x, const Tuple& y) {
   Tuple r(x.size());
   for (size_t k = 0; k < x.size(); ++k) r[k] = b.CreateSelect(c, x[k], y[k]);

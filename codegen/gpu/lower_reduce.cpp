@@ -28,13 +28,6 @@ struct Acc {
 
 bool narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
 
-bool along_axis(const Layout& l, uint32_t image, int axis) {
-  if (image == 0) return false;
-  for (int bit = 0; (image >> bit) != 0; ++bit)
-    if ((image >> bit & 1) && dim_of_bit(l.shape, bit) == axis) return true;
-  return false;
-}
-
 }  // namespace
 
 // Shuffles any scalar type through 32-bit lane exchanges (a pointer as its address).

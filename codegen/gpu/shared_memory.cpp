@@ -103,23 +103,14 @@ void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const An
 
 }  // namespace
 
-namespace {
-// Whether a warp basis of `l` moves along dim `axis`: a reduction over it crosses warps.
-bool spans_warps_along(const Layout& l, int axis) {
-  for (uint32_t image : l.warp)
-    for (int bit = 0; (image >> bit) != 0; ++bit)
-      if ((image >> bit & 1) && dim_of_bit(l.shape, bit) == axis) return true;
-  return false;
-}
-}  // namespace
-
 bool uses_scratch(const ir::Operation& op) {
   switch (op.op) {
     case Op::convert_layout: return ir::ConvertPath(op.i0) == ir::ConvertPath::shared;
     // (a reduction within warps is shuffles; one across them exchanges partials)
     case Op::reduce: {
       const std::optional<Layout>& l = op.operands[0]->layout;
-      return !l || spans_warps_along(*l, int(op.i0));
+      return !l || std::any_of(l->warp.begin(), l->warp.end(),
+                               [&](uint32_t image) { return along_axis(*l, image, int(op.i0)); });
     }
     case Op::scan: case Op::gather: case Op::sort: case Op::histogram: return true;
     case Op::join: case Op::split: case Op::cat: case Op::flip: return true;
