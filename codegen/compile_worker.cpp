@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -126,6 +127,10 @@ std::string encode(const CodeObject& c) {
   g_fatal_file = f.loc.file ? f.loc.file : "";
   g_fatal_line = f.loc.line;
   llvm::install_fatal_error_handler(on_llvm_fatal, nullptr);
+  // A crash in the worker ends it by its signal, which the parent reports: the handlers
+  // the application (a crash reporter) or a sanitizer installed would run in a copy of
+  // the application instead, and exit with a status that hides what happened.
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT}) ::signal(sig, SIG_DFL);
   try {
     inject_test_fault();
     CodeObject c = compile(f, target, opts);
