@@ -287,6 +287,11 @@ llvm::Value* AmdgpuHooks::math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) {
   return b.CreateUnaryIntrinsic(Intr::exp2, b.CreateFMul(x, llvm::ConstantFP::get(b.getFloatTy(), M_LOG2E)));
 }
 
+// v_rcp_f32 (1 ulp) alone: an fdiv with approximate flags adds the subnormal scaling.
+llvm::Value* AmdgpuHooks::approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value* y) {
+  return b.CreateIntrinsic(Intr::amdgcn_rcp, {b.getFloatTy()}, {y});
+}
+
 void AmdgpuHooks::trap(llvm::IRBuilderBase& b, unsigned line) {
   // The failing line goes to a global the runtime (or a debugger) can read with
   // hipModuleGetGlobal("tl_assert_line"); s_trap then ends the dispatch with an error,

@@ -32,6 +32,7 @@ struct KernelInfo {
   bool uses_num_programs = false;
   bool uses_trap = false;
   bool uses_matrix_instructions = false;  // a tl::dot (AMD: accumulators may use AGPRs)
+  int max_regs_per_value = 0;             // the most registers (elements) one tile value has in a thread
 };
 
 // Calls the LLVM intrinsic `name` (overloaded on `overloads`) with `args` (defined in
@@ -199,6 +200,11 @@ class GpuHooks {
   // Elementwise math on f32 (or f64) where the target has its own implementation;
   // nullptr means "use LLVM's intrinsic".
   virtual llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) { return nullptr; }
+  // 1/y of an f32 y with |y| in [2^-126, 2^126] by the target's reciprocal instruction alone
+  // (about an ulp: NVIDIA rcp.approx.ftz.f32, AMD v_rcp_f32), no range fix-ups: the IR's
+  // `div rcp` (i0 = 2), which tl's math library refines with a Newton step (tanh,
+  // sigmoid). nullptr: an fdiv with approximate-function flags.
+  virtual llvm::Value* approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value* y) { return nullptr; }
 
   // FP8 conversions where the hardware has them; nullptr selects the portable software
   // path (codegen/gpu/fp8.cpp). `bits` is i8; f32 in and out. Saturation and NaN

@@ -179,6 +179,8 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
     case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
     case Op::div: {
       if (!fl) return codegen::integer_binary(b, op.op, sg, a[0], a[1]);
+      if (op.i0 == 2 && a[1]->getType()->isFloatTy())  // `div rcp`: x times the raw reciprocal
+        if (llvm::Value* rc = hooks_.approx_reciprocal(b, a[1])) return b.CreateFMul(a[0], rc);
       llvm::Value* q = b.CreateFDiv(a[0], a[1]);
       if (op.i0) {
         // tl::fast_dividef: approximate-function and reciprocal flags, which NVPTX selects

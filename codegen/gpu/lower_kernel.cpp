@@ -153,6 +153,7 @@ void Lowerer::set_natural(const ir::Value* v, Regs r) {
   if (!(r.layout == plan_.of(v)))
     throw compile_error(fmt::format("gpu lowering: a {} made in {} where the layout plan says {}", v->type.str(),
                                     r.layout.str(), plan_.of(v).str()));
+  info_.max_regs_per_value = std::max(info_.max_regs_per_value, int(r.v.size()));
   natural_[v] = std::move(r);
 }
 

@@ -74,8 +74,15 @@ class NvptxHooks final : public gpu::GpuHooks {
     // ptxas 13.0 (and the driver's JIT) gives some large kernels 32 registers and a stack:
     // the attention sample's causal forward at 128x64, 4 warps, took 32 registers and 18 KB
     // of spill stores (7.8 TFLOP/s on the H100) where the budget gives 255 and 1.6 KB.
+    // Kernels whose tiles are small (at most kSmallTile elements a thread in any value:
+    // elementwise and row-wise kernels, no dot accumulators) state none: ptxas's own choice
+    // (Triton's, which states none) keeps them at full occupancy, what a streaming kernel's
+    // loads in flight need. GELU-tanh over bf16 at 8 elements a thread: 32 registers, 64
+    // warps an SM; given 255, ptxas interleaved all 8 elements in 48 (40 warps).
+    constexpr int kSmallTile = 16;
     const int budget = std::min(255, 65536 / std::max(1, info.block_threads) / 8 * 8);
-    fn.addFnAttr("nvvm.maxnreg", fmt::format("{}", budget));
+    if (info.uses_matrix_instructions || info.max_regs_per_value > kSmallTile)
+      fn.addFnAttr("nvvm.maxnreg", fmt::format("{}", budget));
     fn.addFnAttr(llvm::Attribute::NoUnwind);
   }
   llvm::Value* thread_id(llvm::IRBuilderBase& b) override {
@@ -217,6 +224,11 @@ class NvptxHooks final : public gpu::GpuHooks {
       case Op::rsqrt: return b.CreateIntrinsic(Intr::nvvm_rsqrt_approx_f, kNoTypes, {x});
       default: return nullptr;
     }
+  }
+  // One MUFU.RCP: the .ftz form has none of rcp.approx.f32's subnormal and huge-operand
+  // scaling (five instructions more), which `div rcp`'s operand range does not need.
+  llvm::Value* approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value* y) override {
+    return b.CreateIntrinsic(Intr::nvvm_rcp_approx_ftz_f, kNoTypes, {y});
   }
   // sm_89+ (the capability table's hardware_fp8): OCP FP8 to f16 in hardware
   // (cvt.rn.f16x2.e4m3x2 / e5m2x2), exact, and f16 to f32 exact too: a few instructions

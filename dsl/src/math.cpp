@@ -52,6 +52,17 @@ struct M {
   V sub(V a, V b) const { return binary(Op::sub, a, b, loc); }
   V mul(V a, V b) const { return binary(Op::mul, a, b, loc); }
   V div(V a, V b) const { return binary(Op::div, a, b, loc); }
+  // num / den for den in [1, 2]: num times the target's reciprocal instruction (`div rcp`,
+  // within about an ulp of 1/den; the CPU divides), refined by one Newton step on the
+  // quotient (its residual num - den q0 exact in an fma): within a hair of half an ulp of
+  // the exact quotient, in four operations where NVIDIA's IEEE division is a dozen with a
+  // branch to a slow path around them (what GELU and SiLU spent, bench/activation_bench).
+  V div_by_1_to_2(V num, V den) const {
+    V rc = binary(Op::div, f(1.0), den, loc);
+    rc->def->i0 = 2;
+    V q0 = mul(num, rc);
+    return fma(fma(neg(den), q0, num), rc, q0);
+  }
   V min(V a, V b) const { return binary(Op::min, a, b, loc); }
   V max(V a, V b) const { return binary(Op::max, a, b, loc); }
   V band(V a, V b) const { return binary(Op::band, a, b, loc); }
@@ -117,17 +128,25 @@ struct ExpParts {
   V k;  // i32
   V p;  // f32
 };
-ExpParts exp_parts(const M& m, V x) {
-  V xc = m.min(m.max(x, m.f(-104.0)), m.f(90.0));
-  V kf = m.floor(m.fma(xc, m.f(kLog2e), m.f(0.5)));
-  V r = m.fma(kf, m.f(-kLn2Hi), xc);
+// The reduction of an x already in [-104, 90] (or NaN, which gives a NaN p). k comes from
+// adding 1.5 * 2^23: the sum's low mantissa bits are round(x log2 e) as an integer, so
+// the rounding, the float k and the integer k are three operations (a floor and a
+// saturating conversion were nine on NVIDIA).
+ExpParts exp_reduce(const M& m, V x) {
+  constexpr double kShift = 0x1.8p23;
+  V kb = m.fma(x, m.f(kLog2e), m.f(kShift));
+  V kf = m.sub(kb, m.f(kShift));
+  V k = m.sub(m.bits(kb), m.i(0x4b400000));  // bits of 1.5 * 2^23
+  V r = m.fma(kf, m.f(-kLn2Hi), x);
   r = m.fma(kf, m.f(-kLn2Lo), r);
-  // e^r - 1 = r + r^2 (1/2 + r/6 + ...): Taylor to r^8, whose remainder is below 2e-10
-  // relative for |r| <= 0.35.
-  V q = m.poly(r, {1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320});
-  V p = m.fma(m.mul(r, r), q, r);
-  return {m.to(kf, DType::i32), p};
+  // e^r - 1 = r + r^2 q(r), q fitted on |r| <= 0.3467 (minimax for the absolute error of
+  // r^2 q with f32 coefficients: 5.2e-10, 0.03 of an ulp of e^r's relative error where
+  // the result is e^r - 1 itself).
+  V q = m.poly(r, {5.000000000e-01, 1.666666716e-01, 4.166646302e-02, 8.333286270e-03, 1.393367071e-03,
+                   1.990761375e-04});
+  return {k, m.fma(m.mul(r, r), q, r)};
 }
+ExpParts exp_parts(const M& m, V x) { return exp_reduce(m, m.min(m.max(x, m.f(-104.0)), m.f(90.0))); }
 
 V exp_f32(const M& m, V x) {
   ExpParts e = exp_parts(m, x);
@@ -174,30 +193,38 @@ V cosh_f32(const M& m, V x) {
 
 V tanh_f32(const M& m, V x) {
   // From E = e^(-2|x|) = 2^k (1 + p), one exponential and one division for both forms:
-  // |x| < 0.55: tanh|x| = -t / (t + 2), t = E - 1 (from the parts, as expm1), in (-0.67, 0]
-  //   where the quotient is far from 1 and needs t's relative accuracy;
-  // beyond: (1 - E) / (1 + E) with E <= 1/3, both terms near 1 and rounded to their own
-  //   half ulp (the first form lost two ulp there: -t and t + 2 round near 1 and 2).
-  V a = m.abs(x);
-  ExpParts e = exp_parts(m, m.mul(a, m.f(-2.0)));
-  V pk = m.pow2(m.max(e.k, m.i(-40)));
+  // tanh|x| = -t / (t + 2) with t = E - 1 = 2^k p + (2^k - 1), rounded once (an fma;
+  // 2^k - 1 is exact, k in [-29, 0]):
+  // |x| < 0.55: t in (-0.67, 0], where the quotient is far from 1 and needs t's relative
+  //   accuracy, and t + 2 rounds to its half ulp;
+  // beyond: the denominator as 2^k p + (2^k + 1), rounded once (t + 2 would round t twice:
+  //   two ulp lost near 1).
+  // |x| is taken no further than 10 (tanh rounds to 1 from 9.01 on), so k >= -29 and the
+  // reduction needs no clamp of its own; a NaN goes through the arithmetic (the clamp is a
+  // select, not maxNum) and comes out NaN. -0 and +0 give t = 0 and keep their sign.
+  V y = m.mul(m.abs(x), m.f(-2.0));
+  y = m.sel(m.lt(y, m.f(-20.0)), m.f(-20.0), y);
+  ExpParts e = exp_reduce(m, y);
+  V pk = m.pow2(e.k);
   V t = m.fma(pk, e.p, m.sub(pk, m.f(1.0)));
-  V E = m.scale(m.add(m.f(1.0), e.p), e.k);
-  V small = m.lt(a, m.f(0.55));
-  V num = m.sel(small, m.neg(t), m.sub(m.f(1.0), E));
-  V den = m.sel(small, m.add(t, m.f(2.0)), m.add(m.f(1.0), E));
-  V r = m.copysign(m.div(num, den), x);
-  r = m.sel(m.eq(x, m.f(0.0)), x, r);  // -0 stays -0
-  return m.sel(m.isnan(x), x, r);
+  V den = m.sel(m.lt(y, m.f(-1.1)), m.fma(pk, e.p, m.add(pk, m.f(1.0))), m.add(t, m.f(2.0)));
+  return m.copysign(m.div_by_1_to_2(t, den), x);  // (den in [1, 2])
 }
 
 V sigmoid_f32(const M& m, V x) {
   // 1 / (1 + e^-x) for x >= 0, and e^x / (1 + e^x) below: e = e^-|x| <= 1 either way, so
   // the sum does not overflow and the tail keeps its precision down to the subnormals.
-  V e = exp_f32(m, m.neg(m.abs(x)));
+  // e = 2^k (1 + p) for k in [-150, 0]: scaled by 2^(k+64), a normal number, in one fma,
+  // then by 2^-64, exact unless e is subnormal, where it rounds into the subnormals (the
+  // fma's rounding 2^-24 relative is far below their ulp). A NaN stays NaN through the
+  // select clamp.
+  V y = m.neg(m.abs(x));
+  y = m.sel(m.lt(y, m.f(-104.0)), m.f(-104.0), y);
+  ExpParts ep = exp_reduce(m, y);
+  V pk = m.pow2(m.add(ep.k, m.i(64)));
+  V e = m.mul(m.fma(pk, ep.p, pk), m.f(0x1p-64));
   V num = m.sel(m.ge(x, m.f(0.0)), m.f(1.0), e);
-  V r = m.div(num, m.add(m.f(1.0), e));
-  return m.sel(m.isnan(x), x, r);
+  return m.div_by_1_to_2(num, m.add(m.f(1.0), e));  // (1 + e in [1, 2])
 }
 
 V log1p_f32(const M& m, V x) {
