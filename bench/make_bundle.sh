@@ -12,7 +12,7 @@ TESTS=(ops_test trace_errors_test numeric_test driver_test misuse_catalogue_test
        fp8_quant_test shared_test buffer_ops_test async_copy_test pipeline_test nvidia_report_test rmsnorm_tune_test
        dot_test warpgroup_dot_test gemm_test fp8_decode_test attention_test matmul_tutorial_test cpu_launch_test
        attention_sample_test semantics_test tl-fuzz-differential while_test
-       hints_test pointer_values_test conformance_test random_test math_test dot_precision_test shape_ops_test
+       hints_test pointer_values_test conformance_test random_test math_test math_f64_test dot_precision_test shape_ops_test
        cache_modifier_test inline_asm_test combine_test sort_test hand_staged_attention_test
        multi_gpu_test compile_worker_test compile_profile_test)
 cmake --build "$BUILD" -j"$(nproc)" --target tl tl-bench-gpu tl-bench-fp8-quant tl-bench-activation tl-bench-moe-topk tl-bench-pipeline tl-amd-quality tl-bench-tune \

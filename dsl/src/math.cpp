@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <vector>
 
 #include "dsl/src/trace.hpp"
 #include "tl/math.hpp"
@@ -565,6 +566,170 @@ V pow_core(const M& m, V x, V y) {
   return m.sel(m.bor(m.eq(y, m.d(0.0)), m.eq(x, m.f(1.0))), m.f(1.0), r);
 }
 
+// ---------------------------------------------------------------- f64
+// The same algorithms in f64 arithmetic (tl's own code on every target: GPUs have no f64
+// libm and LLVM lowers no f64 transcendental for NVPTX or AMDGPU): exp (and from it
+// expm1, tanh, sigmoid, sinh, cosh), and the logarithm (log, log2, log1p). Polynomials
+// are Taylor / atanh series taken far enough that their remainder is below 2^-60.
+constexpr double kLn2Hi64 = 0x1.62e42fee00000p-1;  // 32 significant bits: k * kLn2Hi64 exact for |k| < 2^21
+constexpr double kLn2Lo64 = 0x1.a39ef35793c76p-33;
+
+V bits64(const M& m, V x) { return cast(x, DType::i64, true, m.loc); }
+V from_bits64(const M& m, V i) { return cast(i, DType::f64, true, m.loc); }
+// 2^k for an i64 tile k in [-1022, 1023]; y * 2^k for k in [-2044, 2046], rounded once.
+V pow2_64(const M& m, V k) { return from_bits64(m, m.shl(m.add(k, m.i64(1023)), m.i64(52))); }
+V scale64(const M& m, V y, V k) {
+  V k1 = m.shr(k, m.i64(1));
+  return m.mul(m.mul(y, pow2_64(m, k1)), pow2_64(m, m.sub(k, k1)));
+}
+V copysign64(const M& m, V mag, V sgn) {
+  return from_bits64(m, m.bor(m.band(bits64(m, mag), m.i64(INT64_MAX)), m.band(bits64(m, sgn), m.i64(INT64_MIN))));
+}
+V isnan64(const M& m, V x) { return m.ne(x, x); }
+
+// x in [-746, 710] (or NaN): x = k ln2 + r, |r| <= ln2/2, k from the low bits of
+// x log2 e + 1.5 * 2^52, e^r - 1 = r + r^2 q(r) with q Taylor's to r^11 (remainder
+// 4e-18 of e^r).
+ExpParts exp_reduce64(const M& m, V x) {
+  constexpr double kShift = 0x1.8p52;
+  V kb = m.fma(x, m.d(kLog2e), m.d(kShift));
+  V kf = m.sub(kb, m.d(kShift));
+  V k = m.sub(bits64(m, kb), m.i64(0x4338000000000000));
+  V r = m.fma(kf, m.d(-kLn2Hi64), x);
+  r = m.fma(kf, m.d(-kLn2Lo64), r);
+  std::vector<double> c;
+  double fact = 2;
+  for (int n = 2; n <= 13; ++n, fact *= n) c.push_back(1.0 / fact);
+  V q = m.d(c.back());
+  for (size_t j = c.size() - 1; j-- > 0;) q = m.fma(q, r, m.d(c[j]));
+  return {k, m.fma(m.mul(r, r), q, r)};
+}
+ExpParts exp_parts64(const M& m, V x) { return exp_reduce64(m, m.min(m.max(x, m.d(-746.0)), m.d(710.0))); }
+
+V exp_f64(const M& m, V x) {
+  ExpParts e = exp_parts64(m, x);
+  return m.sel(isnan64(m, x), x, scale64(m, m.add(m.d(1.0), e.p), e.k));
+}
+
+V expm1_f64(const M& m, V x) {
+  // as expm1_f32: 2^k p + (2^k - 1) in one fma (2^k - 1 exact for k in [-53, 53], within a
+  // quarter ulp of the result to k = 58); k no lower than -60 (the result is -1 there),
+  // and from x = 40 on the -1 is below 2^-57 of e^x.
+  ExpParts e = exp_parts64(m, x);
+  V t = pow2_64(m, m.max(e.k, m.i64(-60)));
+  V small = m.fma(t, e.p, m.sub(t, m.d(1.0)));
+  V big = scale64(m, m.add(m.d(1.0), e.p), e.k);
+  V r = m.sel(m.gt(x, m.d(40.0)), big, small);
+  r = m.sel(m.eq(x, m.d(0.0)), x, r);
+  return m.sel(isnan64(m, x), x, r);
+}
+
+V tanh_f64(const M& m, V x) {
+  // tanh_f32's forms with an IEEE division; |x| taken to 20 (tanh rounds to 1 from 19.1).
+  V y = m.mul(m.abs(x), m.d(-2.0));
+  y = m.sel(m.lt(y, m.d(-40.0)), m.d(-40.0), y);
+  ExpParts e = exp_reduce64(m, y);
+  V pk = pow2_64(m, e.k);
+  V t = m.fma(pk, e.p, m.sub(pk, m.d(1.0)));
+  V den = m.sel(m.lt(y, m.d(-1.1)), m.fma(pk, e.p, m.add(pk, m.d(1.0))), m.add(t, m.d(2.0)));
+  return copysign64(m, m.div(t, den), x);
+}
+
+V sigmoid_f64(const M& m, V x) {
+  // sigmoid_f32's: e = e^-|x| = 2^(k+600) (1 + p) 2^-600, rounding once into the subnormals.
+  V y = m.neg(m.abs(x));
+  y = m.sel(m.lt(y, m.d(-746.0)), m.d(-746.0), y);
+  ExpParts ep = exp_reduce64(m, y);
+  V pk = pow2_64(m, m.add(ep.k, m.i64(600)));
+  V e = m.mul(m.fma(pk, ep.p, pk), m.d(0x1p-600));
+  V num = m.sel(m.ge(x, m.d(0.0)), m.d(1.0), e);
+  return m.div(num, m.add(m.d(1.0), e));
+}
+
+V half_exp_abs64(const M& m, V a) {
+  ExpParts e = exp_reduce64(m, m.min(a, m.d(711.0)));  // sinh / cosh overflow from 710.48
+  return scale64(m, m.add(m.d(1.0), e.p), m.sub(e.k, m.i64(1)));
+}
+V sinh_f64(const M& m, V x) {
+  // |x| < 1: Taylor to x^21 (remainder below 4e-23); beyond e^|x|/2 - 1/(4 e^|x|/2).
+  V a = m.abs(x);
+  V z = m.mul(x, x);
+  std::vector<double> c;
+  double fact = 6;
+  for (int n = 3; n <= 21; n += 2, fact *= double(n) * double(n - 1)) c.push_back(1.0 / fact);
+  V S = m.d(c.back());
+  for (size_t j = c.size() - 1; j-- > 0;) S = m.fma(S, z, m.d(c[j]));
+  V small = m.fma(m.mul(x, z), S, x);
+  V h = half_exp_abs64(m, a);
+  V big = copysign64(m, m.sub(h, m.div(m.d(0.25), h)), x);
+  return m.sel(isnan64(m, x), x, m.sel(m.lt(a, m.d(1.0)), small, big));
+}
+V cosh_f64(const M& m, V x) {
+  V h = half_exp_abs64(m, m.abs(x));
+  return m.sel(isnan64(m, x), x, m.add(h, m.div(m.d(0.25), h)));
+}
+
+// log(1 + f) for f = m - 1, m in [sqrt(2)/2, sqrt(2)): f - f^2/2 + s (f^2/2 + R), s = f / (2 + f),
+// R = 2 s^2/3 + ... + 2 s^22/23 (|s| <= 0.172: remainder below 1e-19).
+V log1pf_series64(const M& m, V f) {
+  V hfsq = m.mul(m.d(0.5), m.mul(f, f));
+  V s = m.div(f, m.add(m.d(2.0), f));
+  V z = m.mul(s, s);
+  V R = m.d(2.0 / 23);
+  for (int n = 21; n >= 3; n -= 2) R = m.fma(R, z, m.d(2.0 / n));
+  R = m.mul(z, R);
+  return m.add(m.sub(m.mul(s, m.add(hfsq, R)), hfsq), f);
+}
+// x = 2^k m with m in [sqrt(2)/2, sqrt(2)) (subnormals scaled by 2^54 first).
+constexpr int64_t kOne64 = 0x3ff0000000000000, kSqrtHalf64 = 0x3fe6a09e667f3bcd;
+V log_core64(const M& m, V x, V& dk) {
+  V tiny = m.lt(x, m.d(0x1p-1022));
+  V xs = m.sel(tiny, m.mul(x, m.d(0x1p54)), x);
+  V ix = m.add(bits64(m, xs), m.i64(kOne64 - kSqrtHalf64));
+  V k = m.sub(m.shr(ix, m.i64(52)), m.sel(tiny, m.i64(1023 + 54), m.i64(1023)));
+  V f = m.sub(from_bits64(m, m.add(m.band(ix, m.i64(0xfffffffffffff)), m.i64(kSqrtHalf64))), m.d(1.0));
+  dk = m.to(k, DType::f64);
+  return log1pf_series64(m, f);
+}
+V log_specials64(const M& m, V x, V r) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  r = m.sel(m.eq(x, m.d(0.0)), m.d(-inf), r);
+  r = m.sel(m.lt(x, m.d(0.0)), m.d(std::numeric_limits<double>::quiet_NaN()), r);
+  r = m.sel(m.eq(x, m.d(inf)), x, r);
+  return m.sel(isnan64(m, x), x, r);
+}
+V log_f64(const M& m, V x) {
+  V dk;
+  V l = log_core64(m, x, dk);
+  return log_specials64(m, x, m.fma(dk, m.d(kLn2Hi64), m.fma(dk, m.d(kLn2Lo64), l)));
+}
+V log2_f64(const M& m, V x) {
+  V dk;
+  V l = log_core64(m, x, dk);
+  // log2(e) in two parts: the product rounded about once, k + that once more
+  V t = m.fma(l, m.d(0x1.71547652b82fep0), m.mul(l, m.d(0x1.777d0ffda0d24p-56)));
+  return log_specials64(m, x, m.add(dk, t));
+}
+V log1p_f64(const M& m, V x) {
+  // log1p_f32's decomposition: 1 + x = u = 2^k m, log1p x = k ln2 + log(1 + f) + c, c
+  // what the rounding of 1 + x lost, relative to u.
+  V u = m.add(m.d(1.0), x);
+  V iu = m.add(bits64(m, u), m.i64(kOne64 - kSqrtHalf64));
+  V k = m.sub(m.shr(iu, m.i64(52)), m.i64(1023));
+  V f = m.sub(from_bits64(m, m.add(m.band(iu, m.i64(0xfffffffffffff)), m.i64(kSqrtHalf64))), m.d(1.0));
+  V c = m.sel(m.ge(k, m.i64(2)), m.sub(m.d(1.0), m.sub(u, x)), m.sub(x, m.sub(u, m.d(1.0))));
+  c = m.div(c, u);
+  V dk = m.to(k, DType::f64);
+  V r = m.add(log1pf_series64(m, f), m.fma(dk, m.d(kLn2Lo64), c));
+  r = m.fma(dk, m.d(kLn2Hi64), r);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  r = m.sel(m.eq(x, m.d(inf)), x, r);
+  r = m.sel(m.eq(x, m.d(-1.0)), m.d(-inf), r);
+  r = m.sel(m.lt(x, m.d(-1.0)), m.d(std::numeric_limits<double>::quiet_NaN()), r);
+  r = m.sel(m.eq(x, m.d(0.0)), x, r);
+  return m.sel(isnan64(m, x), x, r);
+}
+
 const char* fn_name(math_fn fn) {
   switch (fn) {
     case math_fn::tanh: return "tanh";
@@ -589,8 +754,9 @@ V as_f32(V x, const char* what, const char* operand, const Loc& loc) {
     throw trace_error(fmt::format("tl::{}: the {} is a tile of pointers; it needs f32, f16 or bf16", what, operand), loc);
   DType d = x->type.dtype;
   if (d == DType::f64)
-    throw trace_error(fmt::format("tl::{} on f64 is not supported yet (tl's math library is f32, f16 and bf16); "
-                                  "convert with .to<tl::f32>()", what), loc);
+    throw trace_error(fmt::format("tl::{} on f64 is not supported yet (f64: tanh, sigmoid, expm1, log1p, sinh, cosh, "
+                                  "exp, log, log2; the rest is f32, f16 and bf16); convert with .to<tl::f32>()", what),
+                      loc);
   if (is_fp8(d))
     throw trace_error(fmt::format("tl::{} on {}: FP8 is a storage type; convert with .to<tl::f32>() first", what, name(d)),
                       loc);
@@ -606,6 +772,18 @@ V back(V r, DType d, const Loc& loc) { return d == DType::f32 ? r : cast(r, d, f
 
 Value* math_unary(math_fn fn, Value* x, const Loc& loc) {
   const char* what = fn_name(fn);
+  if (!x->type.is_ptr() && x->type.dtype == DType::f64) {
+    M m{loc};
+    switch (fn) {
+      case math_fn::tanh: return tanh_f64(m, x);
+      case math_fn::sigmoid: return sigmoid_f64(m, x);
+      case math_fn::log1p: return log1p_f64(m, x);
+      case math_fn::expm1: return expm1_f64(m, x);
+      case math_fn::sinh: return sinh_f64(m, x);
+      case math_fn::cosh: return cosh_f64(m, x);
+      default: break;  // as_f32 says f64 is not supported for it
+    }
+  }
   V xf = as_f32(x, what, "tile", loc);
   M m{loc};
   V r = nullptr;
@@ -675,6 +853,10 @@ namespace tl::detail {
 // and pointers go to the IR's op, which says what is wrong with them.
 Value* precise_math(Op op, Value* x, const Loc& loc) {
   const DType d = x->type.dtype;
+  if (!x->type.is_ptr() && d == DType::f64 && (op == Op::exp || op == Op::log || op == Op::log2)) {
+    M m{loc};
+    return op == Op::exp ? exp_f64(m, x) : op == Op::log ? log_f64(m, x) : log2_f64(m, x);
+  }
   if (x->type.is_ptr() || !is_float(d) || is_fp8(d) || d == DType::f64) return unary(op, x, loc);
   V xf = d == DType::f32 ? x : cast(x, DType::f32, false, loc);
   M m{loc};

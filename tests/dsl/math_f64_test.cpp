@@ -1,0 +1,207 @@
+// tl's f64 math (dsl/src/math.cpp's f64 compositions: exp, log, log2, tanh, sigmoid, expm1,
+// log1p, sinh, cosh) against long double references (x87's 64-bit significand: its own
+// error is 2^-11 of an f64 ulp): the maximum error in f64 ulp on random bit patterns over
+// each function's range, uniform values where the error peaks, and the edges (+-0,
+// subnormals, DBL_MIN / DBL_MAX, +-inf, NaN), asserted against docs/language.md's bounds;
+// special values exactly. Outputs poisoned before each run. The same code runs on every
+// target (GPUs have no f64 libm): TL_DEVICE=cuda|hip runs this on the device, and the
+// compile tests below check the sm_90 / gfx942 / gfx950 code calls nothing.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "codegen/amdgpu/code_object.hpp"
+#include "support/compile.hpp"
+#include "support/reference.hpp"
+
+using namespace tltest;
+namespace ty = tl::ty;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// |got - want| in f64 ulps at want (the subnormal spacing below 2^-1022); NaN against a
+// number, or a wrong infinity, is infinitely far.
+double ulp_error(double got, long double want) {
+  if (std::isnan(want)) return std::isnan(got) ? 0 : INFINITY;
+  if (std::isnan(got)) return INFINITY;
+  if (std::isinf(want) || std::fabs(want) > (long double)std::numeric_limits<double>::max()) {
+    if (std::isinf(got)) return (got > 0) == (want > 0) ? 0 : INFINITY;
+    return double(std::fabs((long double)got - want) / std::ldexp(1.0L, 971));
+  }
+  if (std::isinf(got)) return INFINITY;
+  int e;
+  std::frexp(std::fabs(want), &e);
+  long double ulp = std::ldexp(1.0L, std::max(e - 53, -1074));
+  return double(std::fabs((long double)got - want) / ulp);
+}
+
+std::vector<double> random_bits(size_t n, double max_abs) {
+  std::vector<double> v;
+  std::uniform_int_distribution<uint64_t> d;
+  while (v.size() < n) {
+    double f = std::bit_cast<double>(d(rng()));
+    if (std::isfinite(f) && std::fabs(f) <= max_abs) v.push_back(f);
+  }
+  return v;
+}
+std::vector<double> uniform(size_t n, double lo, double hi) {
+  std::vector<double> v(n);
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (auto& x : v) x = d(rng());
+  return v;
+}
+std::vector<double> edges() {
+  const double m = std::numeric_limits<double>::max(), mn = std::numeric_limits<double>::min();
+  return {0.0, -0.0, 4.9e-324, -4.9e-324, 1e-310, -1e-310, mn, -mn, 1e-200, -1e-200, 0.5, -0.5, 1.0, -1.0,
+          2.0, -2.0, m, -m, kInf, -kInf, kNaN};
+}
+std::vector<double> concat(std::initializer_list<std::vector<double>> parts) {
+  std::vector<double> r;
+  for (auto& p : parts) r.insert(r.end(), p.begin(), p.end());
+  return r;
+}
+
+constexpr int kBlock = 512;
+template <class F> std::vector<double> run(const std::string& name, const std::vector<double>& xs) {
+  static auto k = tl::kernel("math_f64_" + name, [](tl::ptr<tl::f64> x, tl::ptr<tl::f64> y, tl::i32 n) {
+    auto i = tl::program_id(0) * kBlock + tl::arange(0, kBlock);
+    auto m = i < n;
+    tl::store(y + i, F{}(tl::load(x + i, m, 0.0)), m);
+  });
+  const int n = int(xs.size());
+  auto X = upload<ty::f64>(xs);
+  auto Y = test_device().alloc<ty::f64>(size_t(n));
+  poison(Y);
+  k[tl::grid(tl::cdiv(n, kBlock))](X, Y, n);
+  return Y.download();
+}
+
+#define TL_FN64(NAME) \
+  struct NAME##_fn { tl::f64 operator()(const tl::f64& x) const { return tl::NAME(x); } }
+TL_FN64(exp);
+TL_FN64(log);
+TL_FN64(log2);
+TL_FN64(tanh);
+TL_FN64(sigmoid);
+TL_FN64(expm1);
+TL_FN64(log1p);
+TL_FN64(sinh);
+TL_FN64(cosh);
+#undef TL_FN64
+
+template <class F> void check(const std::string& name, long double (*ref)(long double), const std::vector<double>& xs,
+                              double bound) {
+  auto got = run<F>(name, xs);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double e = ulp_error(got[i], ref((long double)xs[i]));
+    if (!(e <= worst)) worst = e, at = i;
+  }
+  std::printf("[ math ] tl::%-8s f64 max error %.3f ulp (bound %.1f) at x = %.17g: got %.17g\n", name.c_str(), worst,
+              bound, xs[at], got[at]);
+  EXPECT_LE(worst, bound) << name << " at x = " << std::hexfloat << xs[at];
+}
+
+template <class F> void check_specials(const std::string& name, const std::vector<std::pair<double, double>>& cases) {
+  std::vector<double> xs;
+  for (auto& c : cases) xs.push_back(c.first);
+  auto got = run<F>(name, xs);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    double want = cases[i].second;
+    bool same = std::isnan(want) ? std::isnan(got[i]) : got[i] == want && std::signbit(got[i]) == std::signbit(want);
+    EXPECT_TRUE(same) << "tl::" << name << "(" << cases[i].first << ") = " << got[i] << ", want " << want;
+  }
+}
+
+constexpr size_t kRandom = 1 << 15;
+
+long double sigmoid_ref(long double x) { return 1.0L / (1.0L + std::exp(-x)); }
+
+}  // namespace
+
+// The bounds are docs/language.md's f64 row: the maxima measured here, rounded up.
+TEST(MathF64, ExpLogLog2) {
+  check<exp_fn>("exp", [](long double x) { return std::exp(x); },
+                concat({random_bits(kRandom, 750), uniform(kRandom, -745, 709.8), uniform(kRandom, -1, 1), edges()}),
+                1.5);
+  check<log_fn>("log", [](long double x) { return std::log(x); },
+                concat({random_bits(kRandom, kInf), uniform(kRandom, 0.5, 2), edges()}), 1.5);
+  check<log2_fn>("log2", [](long double x) { return std::log2(x); },
+                 concat({random_bits(kRandom, kInf), uniform(kRandom, 0.5, 2), edges()}), 2.0);
+  check_specials<exp_fn>("exp", {{0.0, 1.0}, {-0.0, 1.0}, {kInf, kInf}, {-kInf, 0.0}, {kNaN, kNaN}, {710.0, kInf},
+                                 {-746.0, 0.0}});
+  check_specials<log_fn>("log", {{1.0, 0.0}, {0.0, -kInf}, {-0.0, -kInf}, {-1.0, kNaN}, {kInf, kInf}, {kNaN, kNaN}});
+  check_specials<log2_fn>("log2", {{1.0, 0.0}, {8.0, 3.0}, {0x1p-1074, -1074.0}, {0.0, -kInf}, {-2.0, kNaN}});
+}
+
+TEST(MathF64, TanhSigmoid) {
+  check<tanh_fn>("tanh", [](long double x) { return std::tanh(x); },
+                 concat({random_bits(kRandom, 40), uniform(kRandom, -2, 2), uniform(kRandom, -20, 20), edges()}), 3.0);
+  check<sigmoid_fn>("sigmoid", sigmoid_ref,
+                    concat({random_bits(kRandom, 800), uniform(kRandom, -40, 40), uniform(kRandom, -745, -700),
+                            edges()}), 3.0);
+  check_specials<tanh_fn>("tanh", {{0.0, 0.0}, {-0.0, -0.0}, {kInf, 1.0}, {-kInf, -1.0}, {kNaN, kNaN},
+                                   {1e-310, 1e-310}, {-1e-310, -1e-310}, {30.0, 1.0}});
+  check_specials<sigmoid_fn>("sigmoid", {{0.0, 0.5}, {kInf, 1.0}, {-kInf, 0.0}, {kNaN, kNaN}, {-800.0, 0.0}});
+}
+
+TEST(MathF64, Expm1Log1pSinhCosh) {
+  check<expm1_fn>("expm1", [](long double x) { return std::expm1(x); },
+                  concat({random_bits(kRandom, 720), uniform(kRandom, -1, 1), uniform(kRandom, -45, 45), edges()}), 2.5);
+  check<log1p_fn>("log1p", [](long double x) { return std::log1p(x); },
+                  concat({random_bits(kRandom, kInf), uniform(kRandom, -1, 1), edges()}), 2.0);
+  check<sinh_fn>("sinh", [](long double x) { return std::sinh(x); },
+                 concat({random_bits(kRandom, 720), uniform(kRandom, -3, 3), edges()}), 2.0);
+  check<cosh_fn>("cosh", [](long double x) { return std::cosh(x); },
+                 concat({random_bits(kRandom, 720), uniform(kRandom, -3, 3), edges()}), 2.0);
+  check_specials<expm1_fn>("expm1", {{0.0, 0.0}, {-0.0, -0.0}, {kInf, kInf}, {-kInf, -1.0}, {kNaN, kNaN}});
+  check_specials<log1p_fn>("log1p", {{0.0, 0.0}, {-0.0, -0.0}, {-1.0, -kInf}, {-2.0, kNaN}, {kInf, kInf}});
+  check_specials<sinh_fn>("sinh", {{0.0, 0.0}, {-0.0, -0.0}, {kInf, kInf}, {-kInf, -kInf}, {kNaN, kNaN}, {711.0, kInf}});
+  check_specials<cosh_fn>("cosh", {{0.0, 1.0}, {kInf, kInf}, {-kInf, kInf}, {kNaN, kNaN}, {-711.0, kInf}});
+}
+
+namespace {
+auto& every_f64() {
+  static auto k = tl::kernel("codegen_math_f64", [](tl::ptr<tl::f64> x, tl::ptr<tl::f64> out) {
+    auto i = tl::program_id(0) * 256 + tl::arange(0, 256);
+    auto v = tl::load(x + i);
+    tl::f64 r = tl::exp(v) + tl::log(v) + tl::log2(v) + tl::tanh(v) + tl::sigmoid(v);
+    tl::store(out + i, r + tl::expm1(v) + tl::log1p(v) + tl::sinh(v) + tl::cosh(v));
+  });
+  return k;
+}
+std::string f64_isa(const std::string& arch) {
+  auto p = reinterpret_cast<double*>(uintptr_t(1) << 20);
+  return isa_of_compiled(every_f64().compile(arch, {.num_warps = 4}, p, p));
+}
+int matches(const std::string& text, const std::string& re) {
+  std::regex r(re);
+  return int(std::distance(std::sregex_iterator(text.begin(), text.end(), r), std::sregex_iterator()));
+}
+}  // namespace
+
+// GPUs have no f64 libm: the f64 functions are tl's own arithmetic, nothing to call or
+// resolve (an AMD code object is linked with --no-undefined), and f64 instructions do it.
+TEST(MathF64, GpuCodeCallsNothing) {
+  std::string ptx = f64_isa("sm_90");
+  EXPECT_EQ(matches(ptx, R"(\.extern\s+\.func)"), 0) << ptx;
+  EXPECT_EQ(matches(ptx, R"(\bcall(\.uni)?\b)"), 0) << ptx;
+  EXPECT_GT(count(ptx, "fma.rn.f64"), 0) << ptx;
+  EXPECT_GT(count(ptx, "div.rn.f64"), 0) << ptx;
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    SCOPED_TRACE(arch);
+    std::string dis;
+    ASSERT_NO_THROW(dis = f64_isa(arch));
+    EXPECT_EQ(matches(dis, R"(\bs_(swappc|setpc|call)_b64\b)"), 0) << dis;
+    EXPECT_GT(count(dis, "v_fma_f64"), 0) << dis;
+  }
+}
