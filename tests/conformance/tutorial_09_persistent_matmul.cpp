@@ -4,9 +4,12 @@
 // loads, once for the epilogue through `tile_id_c`, the tutorial's work-around), offsets
 // clamped with `tl.where(offs_am < M, offs_am, 0)` and hinted with
 // `tl.max_contiguous(tl.multiple_of(...))`, K-tail masks, f16 operands and output.
-// The TMA and descriptor kernels of the tutorial (`matmul_kernel_tma`,
-// `matmul_kernel_tma_persistent`, `matmul_kernel_descriptor_persistent`) are the gap
-// "tensor descriptors"; `flatten=True` is the gap "tl.range flatten".
+// `matmul_kernel_descriptor_persistent`: the same loop over tiles with A, B (given as
+// [N, K], `b.T` in the dot) and C through device-side tensor descriptors, the epilogue
+// with and without EPILOGUE_SUBTILE (the accumulator reshaped to [BM, 2, BN / 2],
+// permuted, tl::split into two halves, each stored through a [BM, BN / 2] descriptor).
+// The TMA kernels (`matmul_kernel_tma`, `matmul_kernel_tma_persistent`: descriptors made
+// on the host) are the gap "tensor descriptors"; `flatten=True` is the gap "tl.range flatten".
 #include <algorithm>
 #include <utility>
 
@@ -113,6 +116,97 @@ template <class T> void matmul_persistent(int M, int N, int K, bool b_transposed
   if (tl::is_fp8(tl::elem_t<T>::dtype)) atol += 0x1p-9;
   EXPECT_TRUE(close(c.download(), want, 2 * epsilon_of(tl::elem_t<T>::dtype), atol, "c"))
       << M << "x" << N << "x" << K << " " << tl::name(tl::elem_t<T>::dtype);
+}
+
+// @triton.jit def matmul_kernel_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K,
+//     BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, EPILOGUE_SUBTILE, NUM_SMS, ...)
+template <class T> auto& matmul_kernel_descriptor_persistent() {
+  static auto k = tl::kernel(
+    "matmul_kernel_descriptor_persistent",
+    [](tl::ptr<T> a_ptr, tl::ptr<T> b_ptr, tl::ptr<T> c_ptr,  //
+       tl::i32 M, tl::i32 N, tl::i32 K,  //
+       int BLOCK_SIZE_M, int BLOCK_SIZE_N, int BLOCK_SIZE_K, int GROUP_SIZE_M, bool EPILOGUE_SUBTILE, int NUM_SMS) {
+      auto start_pid = tl::program_id(0);
+      auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
+      auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
+      auto k_tiles = tl::cdiv(K, BLOCK_SIZE_K);
+      auto num_tiles = num_pid_m * num_pid_n;
+
+      auto a_desc = tl::make_tensor_descriptor(a_ptr, {M, K}, {K, 1}, {BLOCK_SIZE_M, BLOCK_SIZE_K});
+      auto b_desc = tl::make_tensor_descriptor(b_ptr, {N, K}, {K, 1}, {BLOCK_SIZE_N, BLOCK_SIZE_K});
+      auto c_desc = tl::make_tensor_descriptor(c_ptr, {M, N}, {N, 1},
+                                               {BLOCK_SIZE_M, EPILOGUE_SUBTILE ? BLOCK_SIZE_N / 2 : BLOCK_SIZE_N});
+
+      // tile_id_c is used in the epilogue to break the dependency between
+      // the prologue and the epilogue
+      auto tile_id_c = start_pid - NUM_SMS;
+      auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
+
+      for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS)) {  // flatten=FLATTEN, warp_specialize=False
+        auto [pid_m, pid_n] = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
+        auto offs_am = pid_m * BLOCK_SIZE_M;
+        auto offs_bn = pid_n * BLOCK_SIZE_N;
+
+        auto accumulator = tl::zeros<tl::f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
+        for (auto ki : tl::range(k_tiles)) {
+          auto offs_k = ki * BLOCK_SIZE_K;
+          auto a = a_desc.load({offs_am, offs_k});
+          auto b = b_desc.load({offs_bn, offs_k});
+          accumulator = tl::dot(a, tl::trans(b), accumulator);
+        }
+
+        tile_id_c += NUM_SMS;
+        auto [pid_m_c, pid_n_c] = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
+        auto offs_cm = pid_m_c * BLOCK_SIZE_M;
+        auto offs_cn = pid_n_c * BLOCK_SIZE_N;
+
+        if (EPILOGUE_SUBTILE) {
+          auto acc = tl::reshape(accumulator, {BLOCK_SIZE_M, 2, BLOCK_SIZE_N / 2});
+          acc = tl::trans(acc, {0, 2, 1});  // tl.permute
+          auto [acc0, acc1] = tl::split(acc);
+          c_desc.store({offs_cm, offs_cn}, acc0.template to<T>());
+          c_desc.store({offs_cm, offs_cn + BLOCK_SIZE_N / 2}, acc1.template to<T>());
+        } else {
+          c_desc.store({offs_cm, offs_cn}, accumulator.template to<tl::elem_t<T>>());
+        }
+      }
+    });
+  return k;
+}
+
+// def matmul_descriptor_persistent(a, b, warp_specialize): b given as [N, K].
+template <class T> void matmul_descriptor_persistent(int M, int N, int K, int NUM_SMS, bool subtile) {
+  const int BM = 32, BN = 64, BK = 32, GROUP = 2;
+  auto ha = random_values<T>(size_t(M) * K, -1, 1), hb = random_values<T>(size_t(N) * K, -1, 1);
+  auto a = upload<T>(ha), b = upload<T>(hb);
+  auto c = output<T>(size_t(M) * N);
+  int grid = std::min(NUM_SMS, int(tl::cdiv(M, BM) * tl::cdiv(N, BN)));
+  matmul_kernel_descriptor_persistent<T>()[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
+      a, b, c, M, N, K, BM, BN, BK, GROUP, subtile, NUM_SMS);
+  std::vector<double> want(size_t(M) * N);
+  double atol = 0;
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double acc = 0, mag = 0;
+      for (int k = 0; k < K; ++k) {
+        double x = to_double(ha[size_t(i) * K + k]) * to_double(hb[size_t(j) * K + k]);
+        acc += x, mag += std::fabs(x);
+      }
+      want[size_t(i) * N + j] = acc;
+      atol = std::max(atol, mag * K * 0x1p-23 + 0x1p-24);
+    }
+  EXPECT_TRUE(close(c.download(), want, 2 * epsilon_of(tl::elem_t<T>::dtype), atol, "c"))
+      << M << "x" << N << "x" << K << (subtile ? " EPILOGUE_SUBTILE" : "");
+}
+
+TEST(Tutorial09, DescriptorPersistentMatmul) {
+  conformance::note_partial("tl.range flatten");
+  conformance::note_partial("tensor descriptors");
+  // 3 x 2 = 6 tiles, ragged in M, N and K (the descriptors' bounds mask the edges; K's
+  // last block reads zeros), over NUM_SMS = 4 programs; with and without the subtiled
+  // epilogue.
+  for (bool subtile : {false, true}) matmul_descriptor_persistent<tl::f16>(90, 120, 72, 4, subtile);
+  matmul_descriptor_persistent<tl::bf16>(64, 128, 64, 3, true);
 }
 
 TEST(Tutorial09, PersistentMatmul) {

@@ -12,3 +12,4 @@
 #include "tl/math.hpp"
 #include "tl/inline_asm.hpp"
 #include "tl/sort.hpp"
+#include "tl/descriptor.hpp"

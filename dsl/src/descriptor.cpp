@@ -1,0 +1,168 @@
+// Tensor descriptors (tl/descriptor.hpp): Triton's checks at the user's line, and the
+// accesses a load or store traces. No op of their own: a block access is the buffer form
+// of tl::amd::buffer_load/buffer_store (amd_ops.cpp), whose semantics every target has,
+//
+//   base'   = base + sum_d offsets[d] * strides[d]             (a scalar pointer, i64 math)
+//   offs    = sum_d arange(block[d]) (along dim d) * strides[d]  (i32, within the block)
+//   mask    = and_d (0 <= offsets[d] + arange(block[d]) < shape[d])
+//   load(addptr(splat(base'), offs), mask, 0)  marked kBufferAccess
+//
+// so that AMD makes it a buffer load through a resource at base' (one scalar base, one
+// offset VGPR, masked-off lanes past the resource's end), NVIDIA and the CPU the masked
+// load through pointers. The mask is an `and` of one compare pair per dim, broadcast: a
+// thread compares each row and each column it holds once, not each element, and the axis
+// analysis reads the last dim's compares as constant over aligned runs where the shape and
+// offsets allow (a shape divisible by 16 keeps 16-byte accesses).
+#include <fmt/format.h>
+
+#include <bit>
+
+#include "codegen/ir/op_properties.hpp"
+#include "dsl/src/trace.hpp"
+#include "tl/amd.hpp"
+#include "tl/descriptor.hpp"
+
+namespace tl::detail {
+
+using ir::Value;
+
+namespace {
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// An entry as a scalar of type t: a C++ integer becomes a constant, a tile must be a
+// scalar integer (cast to t).
+Value* scalar_index(const index_arg& a, DType t, const char* fn, const char* what, size_t i, const Loc& loc) {
+  if (!a.v) return constant(t, 0, a.c, loc);
+  if (!a.v->type.is_scalar() || a.v->type.is_ptr() || !is_int(a.v->type.dtype) || a.v->type.dtype == DType::i1)
+    throw trace_error(fmt::format("{}: {}[{}] must be a scalar integer or a C++ integer, got {}", fn, what, i,
+                                  a.v->type.str()), loc);
+  return a.v->type.dtype == t ? a.v : cast(a.v, t, false, loc);
+}
+
+// The constant value of a C++ integer or a constant scalar tile, if it is one.
+std::optional<int64_t> constant_of(const index_arg& a) {
+  if (!a.v) return a.c;
+  const ir::Operation* d = a.v->def;
+  if (d && d->op == Op::constant && is_int(a.v->type.dtype)) return d->i0;
+  return std::nullopt;
+}
+
+void check_offsets(const Shape& block, const std::vector<index_arg>& offsets, const char* fn, const Loc& loc) {
+  if (offsets.size() != block.size())
+    throw trace_error(fmt::format("{}: {} offset{} for a descriptor of {} dim{} (block {})", fn, offsets.size(),
+                                  offsets.size() == 1 ? "" : "s", block.size(), block.size() == 1 ? "" : "s",
+                                  shape_str(block)), loc);
+}
+
+// base', offs and mask of the block at `offsets` (see the top of this file).
+struct BlockAccess {
+  Value* base;
+  Value* offsets;
+  Value* mask;
+};
+BlockAccess block_access(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
+                         const char* fn, const Loc& loc) {
+  check_offsets(block, offsets, fn, loc);
+  const size_t rank = block.size();
+  Value* move = nullptr;  // sum_d offsets[d] * strides[d], i64
+  Value* offs = nullptr;
+  Value* mask = nullptr;
+  for (size_t i = 0; i < rank; ++i) {
+    Value* off = scalar_index(offsets[i], DType::i32, fn, "offsets", i, loc);
+    Value* step = binary(Op::mul, cast(off, DType::i64, false, loc), d.strides[i], loc);
+    move = move ? binary(Op::add, move, step, loc) : step;
+    // arange(block[i]) along dim i of the block
+    Shape along(rank, 1);
+    along[i] = block[i];
+    Value* a = reshape(arange(0, block[i], loc), along, loc);
+    // (the last stride is 1; the others fit i32 where a block spans under 2 GiB)
+    Value* term = i + 1 == rank ? a : binary(Op::mul, a, cast(d.strides[i], DType::i32, false, loc), loc);
+    offs = offs ? binary(Op::add, offs, term, loc) : term;
+    Value* idx = binary(Op::add, a, off, loc);
+    Value* in = compare(CmpPred::lt, idx, d.shape[i], loc);
+    // A C++ offset known non-negative needs no lower bound.
+    std::optional<int64_t> c = constant_of(offsets[i]);
+    if (!c || *c < 0) in = binary(Op::band, compare(CmpPred::ge, idx, constant(DType::i32, 0, 0, loc), loc), in, loc);
+    mask = mask ? binary(Op::band, mask, in, loc) : in;
+  }
+  return {binary(Op::addptr, d.base, move, loc), broadcast_to(offs, block, loc), broadcast_to(mask, block, loc)};
+}
+
+}  // namespace
+
+descriptor_parts make_tensor_descriptor(Value* base, const std::vector<index_arg>& shape,
+                                        const std::vector<index_arg>& strides, const Shape& block, const Loc& loc) {
+  const char* fn = "tl::make_tensor_descriptor";
+  if (!base->type.is_ptr() || !base->type.is_scalar())
+    throw trace_error(fmt::format("{}: the base must be a scalar pointer, got {}", fn, base->type.str()), loc);
+  const DType e = base->type.pointee;
+  if (e == DType::ptr || e == DType::i1)
+    throw trace_error(fmt::format("{}: a descriptor of {} elements (numbers only, as Triton's)", fn, name(e)), loc);
+  const size_t rank = block.size();
+  if (rank < 1 || rank > 3)
+    throw trace_error(fmt::format("{}: the block {} has {} dims; descriptors have 1 to 3 (tl's tiles)", fn,
+                                  shape_str(block), rank), loc);
+  if (shape.size() != rank || strides.size() != rank)
+    throw trace_error(fmt::format("{}: {} shape entries and {} strides for a block of {} dims {}", fn, shape.size(),
+                                  strides.size(), rank, shape_str(block)), loc);
+  int64_t elements = 1;
+  for (int b : block) {
+    if (b < 1 || !std::has_single_bit(unsigned(b)))
+      throw trace_error(fmt::format("{}: block_shape {}: every dim must be a power of two, got {}", fn,
+                                    shape_str(block), b), loc);
+    elements *= b;
+  }
+  if (elements > max_tile_elements)
+    throw trace_error(fmt::format("{}: block_shape {} has {} elements, more than a tile's {}", fn, shape_str(block),
+                                  elements, max_tile_elements), loc);
+  const int eb = byte_width(e);
+  if (int64_t(block.back()) * eb < 16)
+    throw trace_error(fmt::format("{}: the block's last dim must span at least 16 bytes, got {} x {} = {} bytes",
+                                  fn, block.back(), eb, block.back() * eb), loc);
+  std::optional<int64_t> last = constant_of(strides.back());
+  if (!last || *last != 1)
+    throw trace_error(last ? fmt::format("{}: the last stride must be 1 (the last dim contiguous), got {}", fn, *last)
+                           : fmt::format("{}: the last stride must be a C++ 1 (the last dim contiguous), got a run-time "
+                                         "value", fn), loc);
+  descriptor_parts p;
+  // The promises of a descriptor (Triton's, TMA's): the base and every stride but the
+  // last are multiples of 16 bytes. Recorded as hints, they give the block's rows 16-byte
+  // accesses.
+  p.base = hint(base, HintKind::multiple_of, {16}, loc);
+  for (size_t i = 0; i < rank; ++i) {
+    p.shape.push_back(scalar_index(shape[i], DType::i32, fn, "shape", i, loc));
+    Value* s = scalar_index(strides[i], DType::i64, fn, "strides", i, loc);
+    std::optional<int64_t> c = constant_of(strides[i]);
+    if (c && *c < 0) throw trace_error(fmt::format("{}: strides[{}] is {}; strides are non-negative", fn, i, *c), loc);
+    if (c && i + 1 < rank && (*c * eb) % 16 != 0)
+      throw trace_error(fmt::format("{}: strides[{}] = {} is {} bytes, not a multiple of 16", fn, i, *c, *c * eb), loc);
+    if (!c && i + 1 < rank && eb < 16) s = hint(s, HintKind::multiple_of, {16 / eb}, loc);
+    p.strides.push_back(s);
+  }
+  return p;
+}
+
+Value* descriptor_load(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
+                       const access_options& opts, const Loc& loc) {
+  BlockAccess a = block_access(d, block, offsets, "tensor_descriptor::load", loc);
+  // A masked-off element reads 0, as TMA's zero padding (on AMD the buffer's own 0: a
+  // zero `other` costs no select there).
+  return buffer_load(a.base, a.offsets, a.mask, constant(d.base->type.pointee, 0, 0, loc), opts, loc);
+}
+
+void descriptor_store(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
+                      Value* value, const access_options& opts, const Loc& loc) {
+  const char* fn = "tensor_descriptor::store";
+  const DType e = d.base->type.pointee;
+  if (value->type.is_ptr() || value->type.dtype != e)
+    throw trace_error(fmt::format("{}: the value is {}, the descriptor's elements are {} (convert with .to<>())", fn,
+                                  value->type.str(), name(e)), loc);
+  if (value->type.shape != block)
+    throw trace_error(fmt::format("{}: the value's shape {} is not the block's {}", fn, shape_str(value->type.shape),
+                                  shape_str(block)), loc);
+  BlockAccess a = block_access(d, block, offsets, fn, loc);
+  buffer_store(a.base, a.offsets, value, a.mask, opts, loc);
+}
+
+}  // namespace tl::detail
