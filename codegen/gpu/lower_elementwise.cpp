@@ -22,6 +22,7 @@ llvm::Type* Lowerer::reg_type(DType t) {
     case DType::i1: return b.getInt1Ty();
     case DType::i8: case DType::u8: return b.getInt8Ty();
     case DType::f8e4m3fn: case DType::f8e5m2: case DType::f8e4m3fnuz: case DType::f8e5m2fnuz: return b.getInt8Ty();
+    case DType::f4e2m1: case DType::e8m0: return b.getInt8Ty();  // OCP MX bytes (converted while tracing)
     case DType::i16: case DType::u16: return b.getInt16Ty();
     case DType::i32: case DType::u32: return b.getInt32Ty();
     case DType::i64: case DType::u64: return b.getInt64Ty();

@@ -37,7 +37,7 @@ CombineRegion::CombineRegion(Op op, std::vector<Value*> operands, int axis, int 
     const Type& ty = operands[i]->type;
     if (ty.is_scalar())
       throw trace_error(fmt::format("{}: operand {} is a scalar; it takes tiles", fn, i), loc);
-    if (ty.is_ptr() || is_fp8(ty.dtype) || ty.dtype == DType::i1)
+    if (ty.is_ptr() || is_fp8(ty.dtype) || is_mx(ty.dtype) || ty.dtype == DType::i1)
       throw trace_error(fmt::format("{}: operand {} holds {} elements, which a combine cannot take (cast first)", fn, i,
                                     name(ty.dtype)),
                         loc);

@@ -172,4 +172,41 @@ uint8_t to_fp8(DType fp8, double x) {
   return static_cast<uint8_t>(encode(float_format(fp8), x, true));
 }
 
+// ---- OCP MX ----
+namespace {
+constexpr double kE2m1[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+}
+
+double e2m1_to_double(uint8_t code) {
+  double v = kE2m1[code & 7];
+  return code & 8 ? -v : v;
+}
+
+uint8_t to_e2m1(double x) {
+  const uint8_t sign = std::signbit(x) ? 8 : 0;
+  const double a = std::fabs(x);
+  if (!(a <= 6)) return sign | 7;  // past the largest, infinities and NaN: saturate
+  // The nearest of the eight magnitudes; a tie goes to the even code (mantissa bit 0).
+  uint8_t best = 0;
+  for (uint8_t c = 1; c < 8; ++c) {
+    double d = std::fabs(kE2m1[c] - a), db = std::fabs(kE2m1[best] - a);
+    if (d < db || (d == db && (c & 1) == 0)) best = c;
+  }
+  return sign | best;
+}
+
+double e8m0_to_double(uint8_t code) {
+  return code == 255 ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, int(code) - 127);
+}
+
+uint8_t to_e8m0(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x) & 0x7fffffffu;
+  if (bits > 0x7f800000u) return 255;  // NaN
+  const uint32_t exp = bits >> 23, man = bits & 0x7fffffu;
+  // The exponent's implicit leading 1 is the odd last bit of a normal value, so a tie
+  // (mantissa exactly half) rounds up; below 2^-126 there is none and a tie stays.
+  const bool up = exp == 0 ? man > 0x400000u : man >= 0x400000u;
+  return uint8_t(std::min<uint32_t>(exp + (up ? 1 : 0), 254));
+}
+
 }  // namespace tl

@@ -87,6 +87,10 @@ Value* constant(DType t, double f, int64_t i, const Loc& loc) {
                                     i, name(t), name(t)),
                         loc);
   }
+  // An MX storage type has no arithmetic: a number given for one is its code, a byte.
+  if (is_mx(t) && !(f == double(i) && i >= 0 && i <= 255))
+    throw trace_error(fmt::format("the number {} is not a code of {} (a byte, 0 to 255); make the value in f32 and "
+                                  "convert it with .to<tl::{}>()", f, name(t), name(t)), loc);
   Value* v = T(loc).emit1(Op::constant, {}, Type{t, t, {}}, loc);
   v->def->f = is_float(t) ? f : double(i);
   // A float constant's i0 is its truncation where that is an int64 (NaN, infinities and
@@ -108,6 +112,7 @@ Value* cast(Value* a, DType to, bool bitcast, const Loc& loc) {
                                   "i64 or u64 only)", a->type.str(), name(to)), loc);
   if (bitcast && bit_width(a->type.dtype) != bit_width(to))
     throw trace_error(fmt::format("bitcast from {} to {} changes the width", name(a->type.dtype), name(to)), loc);
+  if (!bitcast && (is_mx(a->type.dtype) || is_mx(to))) return mx_convert(a, to, loc);
   return T(loc).emit1(bitcast ? Op::bitcast : Op::cast, {a}, a->type.with_dtype(to), loc);
 }
 
@@ -134,6 +139,14 @@ Value* pointer_cast(Value* a, DType to, const pointer_desc& p, const Loc& loc) {
   return T(loc).emit1(Op::cast, {a}, result, loc);
 }
 
+// The MX storage types are codes: their values exist only once converted (a promotion
+// would convert them implicitly, and f4e2m1's conversion changes the shape).
+static void reject_mx(const char* what, DType d, const Loc& loc) {
+  if (is_mx(d))
+    throw trace_error(fmt::format("{} on {}: {} is a storage type; convert with .to<tl::f32>() first", what, name(d),
+                                  name(d)), loc);
+}
+
 static void check_binary_dtypes(Op op, DType d, const Loc& loc) {
   const char* n = op_name(op);
   switch (op) {
@@ -158,6 +171,7 @@ Value* binary(Op op, Value* a, Value* b, const Loc& loc) {
   }
   if (a->type.is_ptr() || b->type.is_ptr())
     throw trace_error(fmt::format("'{}' is not defined on pointers", op_name(op)), loc);
+  for (Value* v : {a, b}) reject_mx(fmt::format("'{}'", op_name(op)).c_str(), v->type.dtype, loc);
   DType d = promote(a->type.dtype, b->type.dtype);
   check_binary_dtypes(op, d, loc);
   Shape s = broadcast_shape(a->type.shape, b->type.shape, op_name(op), loc);
@@ -170,6 +184,7 @@ Value* unary(Op op, Value* a, const Loc& loc) {
   DType d = a->type.dtype;
   if (a->type.is_ptr()) throw trace_error(fmt::format("'{}' is not defined on pointers", op_name(op)), loc);
   if (is_fp8(d)) throw trace_error(fmt::format("'{}' on {}: convert FP8 with .to<tl::f32>() first", op_name(op), name(d)), loc);
+  reject_mx(fmt::format("'{}'", op_name(op)).c_str(), d, loc);
   switch (op) {
     case Op::neg: case Op::abs:
       if (d == DType::i1) throw trace_error(fmt::format("'{}' on i1", op_name(op)), loc);
@@ -189,6 +204,7 @@ Value* compare(CmpPred p, Value* a, Value* b, const Loc& loc) {
   Shape s = broadcast_shape(a->type.shape, b->type.shape, "comparison", loc);
   if (a->type.is_ptr() != b->type.is_ptr()) throw trace_error("a pointer can only be compared with a pointer", loc);
   if (!a->type.is_ptr()) {
+    for (Value* v : {a, b}) reject_mx("a comparison", v->type.dtype, loc);
     DType d = promote(a->type.dtype, b->type.dtype);
     if (is_fp8(d)) throw trace_error("comparisons on FP8: convert with .to<tl::f32>() first", loc);
     a = cast(a, d, false, loc);
@@ -202,6 +218,7 @@ Value* compare(CmpPred p, Value* a, Value* b, const Loc& loc) {
 }
 
 Value* fma(Value* a, Value* b, Value* c, const Loc& loc) {
+  for (Value* v : {a, b, c}) reject_mx("tl::fma", v->type.dtype, loc);
   DType d = promote(promote(a->type.dtype, b->type.dtype), c->type.dtype);
   if (!is_float(d) || is_fp8(d)) throw trace_error("tl::fma needs f16, bf16, f32 or f64 operands", loc);
   Shape s = broadcast_shape(broadcast_shape(a->type.shape, b->type.shape, "tl::fma", loc), c->type.shape, "tl::fma", loc);
@@ -412,7 +429,7 @@ Value* reduce(ReduceKind k, Value* a, int axis, const Loc& loc) {
   const char* fn = names[int(k)];
   int ax = normalize_axis(axis, a->type.rank(), fn, loc);
   DType d = a->type.dtype;
-  if (a->type.is_ptr() || is_fp8(d) || d == DType::i1)
+  if (a->type.is_ptr() || is_fp8(d) || is_mx(d) || d == DType::i1)
     throw trace_error(fmt::format("{}: cannot reduce {} elements (cast first)", fn, name(d)), loc);
   if (k == ReduceKind::xor_sum && !is_int(d))
     throw trace_error(fmt::format("tl::xor_sum: needs an integer tile, got {}", name(d)), loc);
@@ -428,7 +445,7 @@ Value* reduce(ReduceKind k, Value* a, int axis, const Loc& loc) {
 Value* cumsum(Value* a, int axis, const Loc& loc) {
   int ax = normalize_axis(axis, a->type.rank(), "tl::cumsum", loc);
   DType d = a->type.dtype;
-  if (a->type.is_ptr() || is_fp8(d) || d == DType::i1)
+  if (a->type.is_ptr() || is_fp8(d) || is_mx(d) || d == DType::i1)
     throw trace_error(fmt::format("tl::cumsum: cannot scan {} elements (cast first)", name(d)), loc);
   Value* r = T(loc).emit1(Op::scan, {a}, a->type, loc);
   r->def->i0 = ax;
@@ -452,6 +469,9 @@ Value* dot(Value* a, Value* b, Value* acc, const Loc& loc) {
   if (b->type.shape[0] != K)
     throw trace_error(fmt::format("tl::dot: a [M, K] and b [K, N] disagree on K ({})", both()), loc);
   const DType da = a->type.dtype, db = b->type.dtype;
+  if (is_mx(da) || is_mx(db))
+    throw trace_error(fmt::format("tl::dot: {} operands are block-scaled; multiply them with tl::dot_scaled ({})",
+                                  name(is_mx(da) ? da : db), both()), loc);
   bool ok = da == db ? (da == DType::bf16 || da == DType::f16 || da == DType::f32 || da == DType::i8 || is_fp8(da))
                      : same_fp8_family(da, db);
   if (!ok)

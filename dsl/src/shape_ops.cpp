@@ -154,7 +154,7 @@ Value* scan(ReduceKind k, Value* a, int axis, bool reverse, const Loc& loc) {
   int ax = axis < 0 ? axis + r : axis;
   if (ax < 0 || ax >= r) throw trace_error(fmt::format("{}: axis {} is out of range for a rank-{} tile", fn, axis, r), loc);
   DType d = a->type.dtype;
-  if (a->type.is_ptr() || is_fp8(d) || d == DType::i1)
+  if (a->type.is_ptr() || is_fp8(d) || is_mx(d) || d == DType::i1)
     throw trace_error(fmt::format("{}: cannot scan {} elements (cast first)", fn, name(d)), loc);
   // A reverse scan is the forward scan of the flipped tile, flipped back (what Triton's
   // reverse=True computes: out[i] combines a[i], a[i+1], ..., in that order).

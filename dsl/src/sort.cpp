@@ -23,7 +23,7 @@ int checked_dim(const Value* a, int dim, const char* fn, const Loc& loc) {
   const int d = dim < 0 ? dim + r : dim;
   if (d < 0 || d >= r) throw trace_error(fmt::format("{}: dim {} is out of range for a rank-{} tile", fn, dim, r), loc);
   const DType t = a->type.dtype;
-  if (a->type.is_ptr() || is_fp8(t) || t == DType::i1)
+  if (a->type.is_ptr() || is_fp8(t) || is_mx(t) || t == DType::i1)
     throw trace_error(fmt::format("{}: cannot sort {} elements (integers and f16/bf16/f32/f64 only; cast first)", fn, name(t)),
                       loc);
   const int n = a->type.shape[size_t(d)];

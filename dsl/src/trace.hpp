@@ -122,4 +122,8 @@ class Trace {
 // Whether `b` is the region of a tl::reduce / tl::associative_scan combine function.
 bool is_combine_region(const ir::Block* b);
 
+// A conversion to or from an OCP MX storage type (f4e2m1, e8m0), traced as integer and
+// shape ops every target lowers (dsl/src/mx_formats.cpp).
+ir::Value* mx_convert(ir::Value* a, DType to, const Loc& loc);
+
 }  // namespace tl::detail

@@ -16,12 +16,19 @@ enum class DType : uint8_t {
   f8e5m2,      // OCP FP8: IEEE-like with inf and NaN, max 57344
   f8e4m3fnuz,  // gfx942 FP8: bias 8, max 240, single NaN at 0x80, no -0
   f8e5m2fnuz,  // gfx942 FP8: bias 16, max 57344, single NaN at 0x80, no -0
+  // OCP MX storage types (docs/language.md, "Block-scaled formats"): bytes that only load,
+  // store, move and convert; arithmetic on them is a trace error.
+  f4e2m1,      // two FP4 e2m1 values a byte (element 2i in the low nibble), packed along the last dim
+  e8m0,        // an MX scale: 2^(code - 127), code 255 NaN; no sign, no zero
   ptr,         // a global-memory pointer; the pointee is carried beside the dtype
 };
 
 constexpr bool is_float(DType t) { return t >= DType::f16 && t <= DType::f8e5m2fnuz; }
 constexpr bool is_fp8(DType t) { return t >= DType::f8e4m3fn && t <= DType::f8e5m2fnuz; }
 constexpr bool is_int(DType t) { return t <= DType::u64; }
+// The OCP MX storage types: a tile of them is bytes (an f4e2m1 tile of [M, K / 2] holds
+// M x K FP4 values).
+constexpr bool is_mx(DType t) { return t == DType::f4e2m1 || t == DType::e8m0; }
 constexpr bool is_signed(DType t) { return t >= DType::i8 && t <= DType::i64; }
 constexpr bool is_unsigned(DType t) { return t >= DType::u8 && t <= DType::u64; }
 
@@ -30,6 +37,7 @@ constexpr int bit_width(DType t) {
     case DType::i1: return 1;
     case DType::i8: case DType::u8: return 8;
     case DType::f8e4m3fn: case DType::f8e5m2: case DType::f8e4m3fnuz: case DType::f8e5m2fnuz: return 8;
+    case DType::f4e2m1: case DType::e8m0: return 8;  // a packed pair, a scale: a byte each
     case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 16;
     case DType::i32: case DType::u32: case DType::f32: return 32;
     case DType::i64: case DType::u64: case DType::f64: case DType::ptr: return 64;
@@ -46,7 +54,8 @@ constexpr std::string_view name(DType t) {
     case DType::f16: return "f16"; case DType::bf16: return "bf16"; case DType::f32: return "f32";
     case DType::f64: return "f64"; case DType::f8e4m3fn: return "f8e4m3fn";
     case DType::f8e5m2: return "f8e5m2"; case DType::f8e4m3fnuz: return "f8e4m3fnuz";
-    case DType::f8e5m2fnuz: return "f8e5m2fnuz"; case DType::ptr: return "ptr";
+    case DType::f8e5m2fnuz: return "f8e5m2fnuz"; case DType::f4e2m1: return "f4e2m1";
+    case DType::e8m0: return "e8m0"; case DType::ptr: return "ptr";
   }
   return "?";
 }
@@ -74,6 +83,10 @@ constexpr DType promote(DType a, DType b) {
 struct bfloat16 { uint16_t bits = 0; };
 struct half { uint16_t bits = 0; };
 template <DType D> struct float8 { uint8_t bits = 0; };
+// The MX storage types' bytes: two e2m1 codes (element 2i in bits 0-3, 2i + 1 in bits 4-7,
+// as OCP MX and PyTorch's float4_e2m1fn_x2 store them) and one e8m0 scale code.
+struct float4_e2m1x2 { uint8_t bits = 0; };
+struct float8_e8m0 { uint8_t bits = 0; };
 
 // Element tags: the compile-time element type of a tile, `tl::tile<ty::f32>`.
 namespace ty {
@@ -98,6 +111,8 @@ struct f8e4m3fn : elem<DType::f8e4m3fn, float8<DType::f8e4m3fn>> {};
 struct f8e5m2 : elem<DType::f8e5m2, float8<DType::f8e5m2>> {};
 struct f8e4m3fnuz : elem<DType::f8e4m3fnuz, float8<DType::f8e4m3fnuz>> {};
 struct f8e5m2fnuz : elem<DType::f8e5m2fnuz, float8<DType::f8e5m2fnuz>> {};
+struct f4e2m1 : elem<DType::f4e2m1, float4_e2m1x2> {};
+struct e8m0 : elem<DType::e8m0, float8_e8m0> {};
 template <class E> struct ptr {
   static constexpr DType dtype = DType::ptr;
   using pointee = E;
@@ -122,6 +137,8 @@ template <> struct from_dtype<DType::f8e4m3fn> { using type = f8e4m3fn; };
 template <> struct from_dtype<DType::f8e5m2> { using type = f8e5m2; };
 template <> struct from_dtype<DType::f8e4m3fnuz> { using type = f8e4m3fnuz; };
 template <> struct from_dtype<DType::f8e5m2fnuz> { using type = f8e5m2fnuz; };
+template <> struct from_dtype<DType::f4e2m1> { using type = f4e2m1; };
+template <> struct from_dtype<DType::e8m0> { using type = e8m0; };
 
 template <class A, class B>
 using promote_t = typename from_dtype<promote(A::dtype, B::dtype)>::type;

@@ -76,4 +76,22 @@ uint8_t to_fp8(DType fp8, double x);
 // tl::f16 are the tile aliases of tl/tile.hpp.)
 template <DType D> float8<D> fp8(double x) { return float8<D>{to_fp8(D, x)}; }
 
+// ---- the OCP MX storage types (tl::f4e2m1, tl::e8m0), as the device converts them ----
+// An e2m1 code (the low 4 bits of `code`): 0, 0.5, 1, 1.5, 2, 3, 4, 6, and code | 8 their
+// negatives (8 is -0). Exact.
+double e2m1_to_double(uint8_t code);
+// x as an e2m1 code: RNE, SATURATING (+-inf and past +-6 give +-6); e2m1 has no NaN, a NaN
+// gives +-6 too; -0.0 gives 8.
+uint8_t to_e2m1(double x);
+// Two values packed as OCP MX stores them: `first` in bits 0-3, `second` in bits 4-7.
+inline float4_e2m1x2 fp4x2(double first, double second) {
+  return float4_e2m1x2{uint8_t(to_e2m1(first) | (to_e2m1(second) << 4))};
+}
+// 2^(code - 127); code 255 is NaN (OCP). Exact.
+double e8m0_to_double(uint8_t code);
+// An f32 as an e8m0 code, as PyTorch's float8_e8m0fnu: the sign ignored, the exponent
+// rounded up when the mantissa is at least half (more than half below 2^-126), clamped to
+// 0 (2^-127) below and SATURATING at 254 (2^127, infinities too); NaN gives 255.
+uint8_t to_e8m0(float x);
+
 }  // namespace tl

@@ -291,6 +291,10 @@ template <class E> class tile : public detail::TileBase {
   tile(S s, detail::Loc loc = detail::Loc::current()) : TileBase(detail::literal_constant(E::dtype, s, loc)) {}
 
   // Conversions: round to nearest even for narrowing floats, saturating for FP8.
+  // f4e2m1 packs two values a byte along the last dim: its conversions to and from f32,
+  // bf16 and f16 double or halve that dim ([M, K / 2] f4e2m1 <-> [M, K] f32), saturating
+  // at +-6; e8m0 converts a scale code to 2^(code - 127) and back (docs/language.md,
+  // "Block-scaled formats").
   // Pointers (Triton's int_to_ptr / ptr_to_int): `.to<tl::ptr<T>>()` of an i64 or u64
   // tile takes its values as addresses, `.to<tl::i64>()` of a pointer tile gives them.
   template <class T> tile<elem_t<T>> to(detail::Loc loc = detail::Loc::current()) const {
@@ -452,6 +456,8 @@ using f8e4m3fn = tile<ty::f8e4m3fn>;
 using f8e5m2 = tile<ty::f8e5m2>;
 using f8e4m3fnuz = tile<ty::f8e4m3fnuz>;
 using f8e5m2fnuz = tile<ty::f8e5m2fnuz>;
+using f4e2m1 = tile<ty::f4e2m1>;  // [.., n] holds [.., 2n] FP4 values
+using e8m0 = tile<ty::e8m0>;
 
 // ---------------------------------------------------------------------------------
 // Creation and shape operations.

@@ -1,0 +1,146 @@
+// The OCP MX formats while tracing: conversions of tl::f4e2m1 (two e2m1 values a byte) and
+// tl::e8m0 (scale codes), traced as integer, float and shape ops that every target
+// already lowers.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "dsl/src/trace.hpp"
+
+namespace tl::detail {
+
+using ir::Value;
+
+namespace {
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// A scalar of dtype t broadcast by the binary op it meets.
+Value* k(DType t, int64_t v, const Loc& loc) { return constant(t, double(v), v, loc); }
+Value* u32(int64_t v, const Loc& loc) { return k(DType::u32, v, loc); }
+Value* i32(int64_t v, const Loc& loc) { return k(DType::i32, v, loc); }
+
+Value* band(Value* a, Value* b, const Loc& loc) { return binary(Op::band, a, b, loc); }
+Value* bor(Value* a, Value* b, const Loc& loc) { return binary(Op::bor, a, b, loc); }
+Value* shl(Value* a, Value* b, const Loc& loc) { return binary(Op::shl, a, b, loc); }
+Value* shr(Value* a, Value* b, const Loc& loc) { return binary(Op::shr, a, b, loc); }
+Value* add(Value* a, Value* b, const Loc& loc) { return binary(Op::add, a, b, loc); }
+Value* lt(Value* a, Value* b, const Loc& loc) { return compare(CmpPred::lt, a, b, loc); }
+Value* eq(Value* a, Value* b, const Loc& loc) { return compare(CmpPred::eq, a, b, loc); }
+// where() needs both branches of the condition's shape.
+Value* select(Value* c, Value* a, Value* b, const Loc& loc) {
+  return ::tl::detail::where(c, broadcast_to(a, c->type.shape, loc), broadcast_to(b, c->type.shape, loc), loc);
+}
+
+// The leading dims folded into one, so that the packing's join or split (one more dim)
+// stays within the three dims a tile may have.
+Value* as_2d(Value* a, const Loc& loc) {
+  const Shape& s = a->type.shape;
+  int rows = 1;
+  for (size_t i = 0; i + 1 < s.size(); ++i) rows *= s[i];
+  return reshape(a, {rows, s.back()}, loc);
+}
+
+// e2m1 codes (u8, one a byte) as f32: 0.5 * m below 1, else 2^(e - 1) (1 + m / 2), built
+// as f32 bits: the exponent and mantissa fields are the code's shifted.
+Value* e2m1_codes_to_f32(Value* codes, const Loc& loc) {
+  Value* c = cast(codes, DType::u32, false, loc);
+  Value* em = band(c, u32(7, loc), loc);
+  Value* subnormal = binary(Op::mul, band(em, u32(1, loc), loc), u32(0x3F000000, loc), loc);  // 0 or 0.5
+  Value* normal = add(shl(em, u32(22, loc), loc), u32(0x3F000000, loc), loc);
+  Value* mag = select(lt(em, u32(2, loc), loc), subnormal, normal, loc);
+  Value* sign = shl(band(c, u32(8, loc), loc), u32(28, loc), loc);
+  return cast(bor(mag, sign, loc), DType::f32, true, loc);
+}
+
+// f32 as e2m1 codes (u8), rounded to nearest even and saturating at +-6 (a NaN too),
+// exactly, from the f32's bits: an integer round at the mantissa bit e2m1 keeps.
+Value* f32_to_e2m1_codes(Value* x, const Loc& loc) {
+  Value* bits = cast(x, DType::u32, true, loc);
+  Value* a = band(bits, u32(0x7FFFFFFF, loc), loc);
+  Value* exp = binary(Op::sub, cast(shr(a, u32(23, loc), loc), DType::i32, false, loc), i32(127, loc), loc);
+  // 1 <= |x|: the f32 mantissa rounded to its top bit, the carry into the exponent
+  // included ((biased exponent << 1 | m) - (126 << 1) is e2m1's code); past 6 saturates.
+  Value* odd = band(shr(a, u32(22, loc), loc), u32(1, loc), loc);
+  Value* r = add(add(a, u32(0x1FFFFF, loc), loc), odd, loc);
+  Value* normal = binary(Op::min, binary(Op::sub, shr(r, u32(22, loc), loc), u32(252, loc), loc), u32(7, loc), loc);
+  // 1/4 < |x| < 1 (exponent -2 or -1): the code is |x| / 0.5 rounded to nearest even, the
+  // significand (with its leading 1) shifted right by 22 - exponent.
+  Value* sig = bor(band(a, u32(0x7FFFFF, loc), loc), u32(0x800000, loc), loc);
+  Value* s = select(lt(exp, i32(-1, loc), loc), u32(24, loc), u32(23, loc), loc);
+  Value* half = binary(Op::sub, shl(u32(1, loc), binary(Op::sub, s, u32(1, loc), loc), loc), u32(1, loc), loc);
+  Value* sub = shr(add(add(sig, half, loc), band(shr(sig, s, loc), u32(1, loc), loc), loc), s, loc);
+  // |x| <= 1/4 rounds to 0 (a tie at 1/4 to the even code 0).
+  Value* mag = select(lt(exp, i32(0, loc), loc), sub, normal, loc);
+  mag = select(lt(u32(0x3E800000, loc), a, loc), mag, u32(0, loc), loc);
+  Value* sign = band(shr(bits, u32(28, loc), loc), u32(8, loc), loc);
+  return cast(bor(mag, sign, loc), DType::u8, false, loc);
+}
+
+// e8m0 codes as f32: 2^(code - 127), bits code << 23; code 0 (2^-127) is f32's subnormal
+// 0x00400000, code 255 NaN.
+Value* e8m0_to_f32(Value* scale, const Loc& loc) {
+  Value* c = cast(cast(scale, DType::u8, true, loc), DType::u32, false, loc);
+  Value* bits = shl(c, u32(23, loc), loc);
+  bits = select(eq(c, u32(0, loc), loc), u32(0x00400000, loc), bits, loc);
+  bits = select(eq(c, u32(255, loc), loc), u32(0x7FC00000, loc), bits, loc);
+  return cast(bits, DType::f32, true, loc);
+}
+
+// f32 as e8m0 codes, PyTorch's float8_e8m0fnu rule (tl/numeric.hpp, to_e8m0): the
+// exponent field, up by one when the mantissa is at least half (more than half for f32's
+// subnormals, whose implicit bit is 0), saturating at 254; NaN 255; the sign ignored.
+Value* f32_to_e8m0(Value* x, const Loc& loc) {
+  Value* a = band(cast(x, DType::u32, true, loc), u32(0x7FFFFFFF, loc), loc);
+  Value* exp = shr(a, u32(23, loc), loc);
+  Value* man = band(a, u32(0x7FFFFF, loc), loc);
+  Value* up = select(eq(exp, u32(0, loc), loc), compare(CmpPred::gt, man, u32(0x400000, loc), loc),
+                     compare(CmpPred::ge, man, u32(0x400000, loc), loc), loc);
+  Value* code = binary(Op::min, add(exp, cast(up, DType::u32, false, loc), loc), u32(254, loc), loc);
+  code = select(lt(u32(0x7F800000, loc), a, loc), u32(255, loc), code, loc);
+  return cast(cast(code, DType::u8, false, loc), DType::e8m0, true, loc);
+}
+
+bool narrow_or_f32(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+}  // namespace
+
+Value* mx_convert(Value* a, DType to, const Loc& loc) {
+  const DType from = a->type.dtype;
+  auto refuse = [&] {
+    return trace_error(fmt::format("conversion of {} to {}: {} converts only to and from f32, bf16 and f16 (bitcast "
+                                   "to u8 for its codes)", name(from), name(to), name(is_mx(from) ? from : to)), loc);
+  };
+  if (is_mx(from) && is_mx(to)) throw refuse();
+  const DType other = is_mx(from) ? to : from;
+  if (!narrow_or_f32(other)) throw refuse();
+  if (from == DType::e8m0) return cast(e8m0_to_f32(a, loc), to, false, loc);
+  if (to == DType::e8m0) return f32_to_e8m0(cast(a, DType::f32, false, loc), loc);
+
+  const Shape& s = a->type.shape;
+  if (s.empty())
+    throw trace_error(fmt::format("conversion of {} to {}: an f4e2m1 scalar would be half a byte; convert a tile "
+                                  "whose last dim holds the pairs", name(from), name(to)), loc);
+  if (from == DType::f4e2m1) {
+    // Each byte's low nibble is the element before its high one (OCP MX's order).
+    Value* bytes = as_2d(cast(a, DType::u8, true, loc), loc);
+    Value* lo = band(bytes, k(DType::u8, 15, loc), loc);
+    Value* hi = shr(bytes, k(DType::u8, 4, loc), loc);
+    Value* codes = interleave(lo, hi, loc);
+    Shape out = s;
+    out.back() *= 2;
+    return cast(reshape(e2m1_codes_to_f32(codes, loc), out, loc), to, false, loc);
+  }
+  if (s.back() < 2)
+    throw trace_error(fmt::format("conversion of {} {} to f4e2m1: two values make a byte, the last dim must be even",
+                                  name(from), shape_str(s)), loc);
+  Value* codes = f32_to_e2m1_codes(as_2d(cast(a, DType::f32, false, loc), loc), loc);
+  const int rows = codes->type.shape[0], n = codes->type.shape[1];
+  auto [lo, hi] = split(reshape(codes, {rows, n / 2, 2}, loc), loc);
+  Value* bytes = bor(lo, shl(hi, k(DType::u8, 4, loc), loc), loc);
+  Shape out = s;
+  out.back() /= 2;
+  return cast(reshape(bytes, out, loc), DType::f4e2m1, true, loc);
+}
+
+}  // namespace tl::detail
