@@ -81,6 +81,7 @@ std::unique_ptr<Api> Api::load(const char* path) {
     return nullptr;
   }
   resolve(lib, api->cuModuleGetLoadingMode, "cuModuleGetLoadingMode");
+  resolve(lib, api->cuLaunchKernelEx, "cuLaunchKernelEx");
   return api;
 }
 

@@ -58,6 +58,28 @@ constexpr int CU_JIT_LOG_VERBOSE = 12;
 constexpr int CU_MODULE_EAGER_LOADING = 1;
 constexpr int CU_MODULE_LAZY_LOADING = 2;
 
+// cuLaunchKernelEx's configuration (cuda.h's CUlaunchConfig, CUlaunchAttribute), with the
+// one attribute tl sets: programmatic stream serialization (programmatic dependent
+// launch, tl's launch_pdl). The attribute's value is a 64-byte union in cuda.h.
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+struct CUlaunchAttribute {
+  int id = 0;
+  char pad_[4] = {};
+  union Value {
+    char pad[64];
+    int programmatic_stream_serialization_allowed;
+  } value{};
+};
+static_assert(sizeof(CUlaunchAttribute) == 72, "cuda.h's CUlaunchAttribute is 72 bytes");
+struct CUlaunchConfig {
+  unsigned grid_x = 1, grid_y = 1, grid_z = 1;
+  unsigned block_x = 1, block_y = 1, block_z = 1;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+  CUlaunchAttribute* attrs = nullptr;
+  unsigned num_attrs = 0;
+};
+
 // What ptxas says about one kernel in the JIT's info log (CU_JIT_LOG_VERBOSE), the
 // figures no function attribute gives: "<n> bytes stack frame, <s> bytes spill stores,
 // <l> bytes spill loads" under "Function properties for <kernel>". Fields the log lacks
@@ -153,6 +175,9 @@ class Api {
   CUresult (*cuLaunchKernel)(CUfunction f, unsigned grid_x, unsigned grid_y, unsigned grid_z,
                              unsigned block_x, unsigned block_y, unsigned block_z,
                              unsigned shared_bytes, CUstream stream, void** params, void** extra) = nullptr;
+  // Optional (CUDA 12.0+): launches with attributes; null on older drivers, where a
+  // programmatic dependent launch is launched plainly.
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig* config, CUfunction f, void** params, void** extra) = nullptr;
   CUresult (*cuFuncSetAttribute)(CUfunction f, int attrib, int value) = nullptr;
   CUresult (*cuFuncGetAttribute)(int* value, int attrib, CUfunction f) = nullptr;
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;

@@ -27,6 +27,10 @@ class CudaDevice : public Device {
     target_.kind = codegen::TargetDesc::nvptx;
     target_.arch = info_.arch();
     target_.wave_size = info_.warp_size;
+    // Programmatic dependent launch: compute capability 9.0 and later, with a driver that
+    // has cuLaunchKernelEx (CUDA 12.0+). Elsewhere launch_pdl launches plainly, as Triton
+    // ignores it where it is unsupported.
+    programmatic_launch_ = info_.cc_major >= 9 && api_.cuLaunchKernelEx != nullptr;
   }
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string name() const override { return info_.name; }
@@ -120,12 +124,35 @@ class CudaDevice : public Device {
   void launch(LoadedKernel& k, const LaunchDims& d, const ArgSlots& args, void* stream) override {
     api_.bind(ordinal_);
     // Each slot holds its argument in its low bytes, which is what the driver reads
-    // for a parameter of any size up to 8 bytes (little-endian).
-    std::vector<void*> params(args.size());
+    // for a parameter of any size up to 8 bytes (little-endian). The pointers to them sit
+    // on the stack for the usual argument counts (no allocation at a launch).
+    constexpr size_t kInline = 32;
+    void* inline_params[kInline];
+    std::vector<void*> more;
+    void** params = inline_params;
+    if (args.size() > kInline) more.resize(args.size()), params = more.data();
     for (size_t i = 0; i < args.size(); ++i) params[i] = const_cast<uint64_t*>(&args[i]);
     auto& ck = static_cast<CudaKernel&>(k);
-    api_.check(api_.cuLaunchKernel(ck.fn(), d.grid[0], d.grid[1], d.grid[2], d.block_threads, 1, 1, d.shared_bytes,
-                                   static_cast<cuda::CUstream>(stream), params.data(), nullptr),
+    const auto s = static_cast<cuda::CUstream>(stream);
+    if (d.programmatic_dependent && programmatic_launch_) {
+      // Programmatic stream serialization: the kernel may start once every program of the
+      // previous one has run griddepcontrol.launch_dependents (or exited); its
+      // griddepcontrol.wait then waits for that kernel's completion and memory.
+      cuda::CUlaunchAttribute attr;
+      attr.id = cuda::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmatic_stream_serialization_allowed = 1;
+      cuda::CUlaunchConfig config;
+      config.grid_x = d.grid[0], config.grid_y = d.grid[1], config.grid_z = d.grid[2];
+      config.block_x = d.block_threads;
+      config.shared_bytes = d.shared_bytes;
+      config.stream = s;
+      config.attrs = &attr;
+      config.num_attrs = 1;
+      api_.check(api_.cuLaunchKernelEx(&config, ck.fn(), params, nullptr), "cuLaunchKernelEx");
+      return;
+    }
+    api_.check(api_.cuLaunchKernel(ck.fn(), d.grid[0], d.grid[1], d.grid[2], d.block_threads, 1, 1, d.shared_bytes, s,
+                                   params, nullptr),
                "cuLaunchKernel");
   }
 
@@ -134,6 +161,7 @@ class CudaDevice : public Device {
   int ordinal_;
   cuda::DeviceInfo info_;
   codegen::TargetDesc target_;
+  bool programmatic_launch_ = false;
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 // else an AMD GPU, else an NVIDIA GPU, else the CPU.
 #include <fmt/format.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "runtime/device.hpp"
@@ -39,18 +40,28 @@ device detect() {
 }
 }  // namespace
 
+// Bumped by set_default_device: a thread's copy of the default device is good while the
+// generation it was taken at is current, so a launch without a named device takes no lock.
+static std::atomic<uint64_t> g_default_generation{1};
+
 device default_device() {
+  thread_local device t_cached;
+  thread_local uint64_t t_generation = 0;
+  if (t_generation == g_default_generation.load(std::memory_order_acquire)) return t_cached;
   std::lock_guard lock(g_mu);
   if (!g_default) {
     g_default = detect();
     env::debug("default device: {} ({})", g_default.name(), g_default.target());
   }
+  t_cached = g_default;
+  t_generation = g_default_generation.load(std::memory_order_relaxed);
   return g_default;
 }
 
 void set_default_device(device d) {
   std::lock_guard lock(g_mu);
   g_default = std::move(d);
+  g_default_generation.fetch_add(1, std::memory_order_release);
 }
 
 device cpu_device() {

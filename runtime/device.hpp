@@ -30,6 +30,9 @@ struct LaunchDims {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block_threads = 1;
   uint32_t shared_bytes = 0;
+  // launch_options::launch_pdl: the launch may overlap the previous one on its stream
+  // (programmatic dependent launch). Devices without it launch plainly.
+  bool programmatic_dependent = false;
 };
 
 // One 8-byte slot per kernel argument, in signature order. Pointers are device

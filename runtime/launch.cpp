@@ -386,11 +386,62 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
   return {std::move(code), std::move(meta), key, false, std::move(key_hold)};
 }
 
+
+// A launch's key for the cached path: the device, the launch options that shape the code
+// (TL_BOUNDS_CHECK's effect included), what each run-time argument specializes to and the
+// constants' bytes. Everything spec_key holds follows from these, so one launch key names
+// one specialization; it is made without the target's strings or fmt.
+void launch_key(std::string& k, const LaunchRequest& r, const runtime::Device* dev) {
+  k.clear();
+  auto put = [&](const auto& v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  const launch_options& o = *r.opts;
+  put(dev);
+  const int32_t fields[] = {o.num_warps, o.num_stages, o.waves_per_eu, o.matrix_instr_nonkdim, o.kpack, o.mma_version};
+  put(fields);
+  bool bounds = o.bounds_check;
+  if (!bounds && dev->kind() == runtime::DeviceKind::cpu) {
+    // (env::flag's rule, without its string: read at every launch, as compile_options does)
+    const char* v = std::getenv("TL_BOUNDS_CHECK");
+    bounds = v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0 && std::strcmp(v, "off") != 0;
+  }
+  k += bounds ? 'b' : '-';
+  for (const ArgValue& a : r.args)
+    if (!a.trace_time) k += specialized_as(a);
+  k += '|';
+  k.append(r.constants);
+}
+
 }  // namespace
+
+// A launch key with its ready specialization and the launch shape it takes.
+struct KernelBase::Hot {
+  std::string key;
+  Specialization* spec = nullptr;  // owned by Impl::specs, which never drops a ready one
+  uint32_t block_threads = 0;
+  uint32_t shared_bytes = 0;
+};
 
 struct KernelBase::Impl {
   std::shared_mutex mu;
   std::unordered_map<std::string, std::shared_ptr<Specialization>> specs;
+  // Every launch key seen with a ready specialization (under mu; the views are of the
+  // entries' own keys, which never move), and the last few launched, read without a lock:
+  // the cached path compares the launch's key with these and launches.
+  std::unordered_map<std::string_view, std::unique_ptr<Hot>> hot;
+  static constexpr int kRecent = 4;
+  std::array<std::atomic<const Hot*>, kRecent> recent{};
+  std::atomic<unsigned> next_recent{0};
+
+  const Hot* find_recent(std::string_view key) const {
+    for (const auto& slot : recent) {
+      const Hot* e = slot.load(std::memory_order_acquire);
+      if (e && e->key == key) return e;
+    }
+    return nullptr;
+  }
+  void make_recent(const Hot* e) {
+    recent[next_recent.fetch_add(1, std::memory_order_relaxed) % kRecent].store(e, std::memory_order_release);
+  }
 };
 
 KernelBase::KernelBase(std::string name, std::source_location loc)
@@ -399,7 +450,7 @@ KernelBase::KernelBase(std::string name, std::source_location loc)
 }
 KernelBase::~KernelBase() = default;
 
-void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& trace) {
+void KernelBase::launch(const LaunchRequest& r, trace_ref trace) {
   const grid& g = *r.g;
   auto fail = [&](std::string what) { throw launch_error(std::move(what), g.loc.file_name(), g.loc.line()); };
   for (int i = 0; i < 3; ++i) {
@@ -410,15 +461,56 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
     int64_t limit = i == 0 ? 0x7fffffffLL : 65535;
     if (v > limit) fail(fmt::format("kernel '{}': grid dimension {} is {}, above the limit {}", name_, "xyz"[i], v, limit));
   }
-  for (size_t i = 0; i < r.args.size(); ++i)
-    if (r.args[i].is_pointer && r.args[i].bits == 0) fail(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
-
-  runtime::Device& dev = *r.dev.impl();
-  // A freed buffer's pointer would have the kernel write memory that is no longer the
-  // buffer's: refused, checked or not, while the device can tell (runtime/cpu_device.cpp).
-  for (size_t i = 0; i < r.args.size(); ++i)
-    if (r.args[i].is_pointer && dev.freed(reinterpret_cast<const void*>(r.args[i].bits)))
+  runtime::Device& dev = *r.dev->impl();
+  for (size_t i = 0; i < r.args.size(); ++i) {
+    if (!r.args[i].is_pointer) continue;
+    if (r.args[i].bits == 0) fail(fmt::format("kernel '{}': pointer argument {} is null", name_, i));
+    // A freed buffer's pointer would have the kernel write memory that is no longer the
+    // buffer's: refused, checked or not, while the device can tell (runtime/cpu_device.cpp).
+    if (dev.freed(reinterpret_cast<const void*>(r.args[i].bits)))
       fail(fmt::format("kernel '{}': pointer argument {} points into a buffer that was freed", name_, i));
+  }
+
+  // The cached path: the launch's key among the last few launched, without a lock; then
+  // among all this kernel's, under a shared lock; else the specialization is built.
+  thread_local std::string t_key;
+  launch_key(t_key, r, &dev);
+  const Hot* hot = impl_->find_recent(t_key);
+  if (!hot) hot = specialize(r, trace, t_key);
+
+  runtime::LaunchDims dims;
+  dims.grid[0] = g.x;
+  dims.grid[1] = g.y;
+  dims.grid[2] = g.z;
+  dims.block_threads = hot->block_threads;
+  dims.shared_bytes = hot->shared_bytes;
+  dims.programmatic_dependent = r.opts->launch_pdl;
+  // (Reused: packing the arguments allocates nothing once the thread has launched.)
+  thread_local runtime::ArgSlots t_slots;
+  t_slots.clear();
+  for (const ArgValue& a : r.args)
+    if (!a.trace_time) t_slots.push_back(a.bits);
+  g_launches.fetch_add(1, std::memory_order_relaxed);
+  dev.launch(*hot->spec->loaded, dims, t_slots, r.stream);
+}
+
+// The launch's specialization where the lock-free look-up missed: this kernel's launch
+// keys under a shared lock, else trace and compile it (once, whoever launches it first) and
+// record its launch key. `launch_key_bytes` is the thread's key buffer: copied first, as a
+// trace may launch other kernels.
+const KernelBase::Hot* KernelBase::specialize(const LaunchRequest& r, trace_ref trace, const std::string& launch_key_bytes) {
+  const std::string lkey = launch_key_bytes;
+  {
+    std::shared_lock lock(impl_->mu);
+    auto it = impl_->hot.find(lkey);
+    if (it != impl_->hot.end()) {
+      impl_->make_recent(it->second.get());
+      return it->second.get();
+    }
+  }
+  const grid& g = *r.g;
+  auto fail = [&](std::string what) { throw launch_error(std::move(what), g.loc.file_name(), g.loc.line()); };
+  runtime::Device& dev = *r.dev->impl();
   codegen::TargetDesc target = dev.target();
   check_options(*r.opts, name_, g.loc, target);
   codegen::CompileOptions opts = compile_options(*r.opts, target);
@@ -448,7 +540,7 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
     if (!spec->ready) {
       try {
         Building guard(building);
-        Built b = build(name_, loc_, r.args, r.constants, trace, target, opts);
+        Built b = build(name_, loc_, r.args, std::string(r.constants), std::function<void()>(trace), target, opts);
         spec->loaded = dev.load(b.code);
         add_resources_and_store(b, spec->loaded.get());
         spec->code = std::move(b.code);
@@ -460,20 +552,22 @@ void KernelBase::launch(const LaunchRequest& r, const std::function<void()>& tra
       }
     }
   }
-  runtime::LaunchDims dims;
-  dims.grid[0] = g.x;
-  dims.grid[1] = g.y;
-  dims.grid[2] = g.z;
-  dims.block_threads = spec->code.block_threads;
-  // Shared memory the kernel declares statically is in its code object; only a
-  // kernel asking for dynamic shared memory gets some at launch.
-  auto dyn = spec->code.report.find("dynamic_shared_bytes");
-  dims.shared_bytes = dyn == spec->code.report.end() ? 0 : uint32_t(dyn->second);
-  runtime::ArgSlots slots;
-  for (const ArgValue& a : r.args)
-    if (!a.trace_time) slots.push_back(a.bits);
-  ++g_launches;
-  dev.launch(*spec->loaded, dims, slots, r.stream);
+  std::unique_lock lock(impl_->mu);
+  auto it = impl_->hot.find(lkey);
+  if (it == impl_->hot.end()) {
+    auto e = std::make_unique<Hot>();
+    e->key = lkey;
+    e->spec = spec.get();
+    e->block_threads = spec->code.block_threads;
+    // Shared memory the kernel declares statically is in its code object; only a
+    // kernel asking for dynamic shared memory gets some at launch.
+    auto dyn = spec->code.report.find("dynamic_shared_bytes");
+    e->shared_bytes = dyn == spec->code.report.end() ? 0 : uint32_t(dyn->second);
+    std::string_view view = e->key;
+    it = impl_->hot.emplace(view, std::move(e)).first;
+  }
+  impl_->make_recent(it->second.get());
+  return it->second.get();
 }
 
 namespace {

@@ -284,6 +284,9 @@ void Lowerer::lower_op(const ir::Operation& op) {
   switch (op.op) {
     case Op::yield: return;  // the enclosing for/if reads it
     case Op::barrier: return;  // a CPU program is one thread: nothing to wait for
+    // A CPU launch starts after the previous one has returned: nothing to wait for, nothing
+    // to let start early.
+    case Op::gdc_wait: case Op::gdc_launch_dependents: return;
     case Op::for_: return lower_for(op);
     case Op::if_: return lower_if(op);
     case Op::while_: return lower_while(op);

@@ -151,6 +151,11 @@ class GpuHooks {
   // fence.proxy.async.shared::cta: this thread's shared-memory writes before it are
   // ordered before later reads through the async proxy (a wgmma's descriptors).
   virtual void fence_async_shared(llvm::IRBuilderBase& b) {}
+  // Programmatic dependent launch (tl::gdc_wait / gdc_launch_dependents): NVIDIA sm_90+'s
+  // griddepcontrol. Nothing where the target has none: its launches never overlap the
+  // previous one (AMD, older NVIDIA).
+  virtual void grid_dependency_wait(llvm::IRBuilderBase& b) {}
+  virtual void grid_dependency_launch_dependents(llvm::IRBuilderBase& b) {}
 
   // NVIDIA's ldmatrix.x4 (.trans): four 8x8 matrices of 16-bit elements from shared
   // memory, lane l giving the address of row l % 8 of matrix l / 8 (16 contiguous bytes);

@@ -295,6 +295,8 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::join: case Op::split: case Op::cat: case Op::flip: case Op::gather: return lower_move_op(op);
     case Op::dot_wait: return lower_dot_wait(op);
     case Op::fence_async_shared: return lower_fence_async_shared(op);
+    case Op::gdc_wait: return hooks_.grid_dependency_wait(b);
+    case Op::gdc_launch_dependents: return hooks_.grid_dependency_launch_dependents(b);
     case Op::inline_asm_elementwise: return lower_inline_asm(op);
     case Op::constant:
       return set_scalar(op.result(), constant(op.result()->type.dtype, op.f, op.i0));

@@ -43,6 +43,7 @@ const char* op_name(Op op) {
     case Op::if_: return "if"; case Op::yield: return "yield"; case Op::assert_: return "assert";
     case Op::print: return "print"; case Op::while_: return "while"; case Op::hint: return "hint";
     case Op::assume: return "assume"; case Op::inline_asm_elementwise: return "inline_asm_elementwise";
+    case Op::gdc_wait: return "gdc_wait"; case Op::gdc_launch_dependents: return "gdc_launch_dependents";
   }
   return "?";
 }

@@ -79,6 +79,9 @@ OpProperties describe(Op op) {
     // i0 = 1: inserted by insert_barriers, for shared memory only (tl::barrier() also
     // promises global memory).
     case Op::barrier: return {kSideEffects, kAttrI0};
+    // Programmatic dependent launch: orders this program against other grids' memory
+    // (gdc_wait) or the next grid's start: never moved, merged or dropped.
+    case Op::gdc_wait: case Op::gdc_launch_dependents: return {kSideEffects, 0};
     case Op::assert_: case Op::print: return {kSideEffects, kAttrStr};
     // The assembly may read memory (Triton's is_pure speaks of effects only), so two equal
     // calls merge only with no write between them, like loads; a pure one (i1 = 1) may be

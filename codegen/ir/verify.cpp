@@ -232,6 +232,9 @@ class Verifier {
       case Op::barrier:
         expect(nops == 0 && op.results.empty(), op, "barrier takes no operands and has no results");
         break;
+      case Op::gdc_wait: case Op::gdc_launch_dependents:
+        expect(nops == 0 && op.results.empty(), op, "gdc_wait / gdc_launch_dependents take no operands and have no results");
+        break;
       case Op::shared_alloc:
         expect(nops == 0 && op.results.size() == 1 && op.result()->type.is_shared(), op,
                "shared_alloc takes no operands and has one shared-buffer result");

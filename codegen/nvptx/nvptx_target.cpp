@@ -442,6 +442,15 @@ class NvptxHooks final : public gpu::GpuHooks {
   void fence_async_shared(llvm::IRBuilderBase& b) override {
     gpu::call_intrinsic(b, "llvm.nvvm.fence.proxy.async.shared_cta", {}, {});
   }
+  // griddepcontrol.wait / .launch_dependents (PTX 7.8, sm_90+). Before sm_90 a launch never
+  // overlaps the previous one (the runtime launches it plainly), so nothing is owed.
+  bool has_grid_dependency_control() const { return std::atoi(desc_.arch.c_str() + 3) >= 90; }
+  void grid_dependency_wait(llvm::IRBuilderBase& b) override {
+    if (has_grid_dependency_control()) b.CreateIntrinsic(Intr::nvvm_griddepcontrol_wait, kNoTypes, {});
+  }
+  void grid_dependency_launch_dependents(llvm::IRBuilderBase& b) override {
+    if (has_grid_dependency_control()) b.CreateIntrinsic(Intr::nvvm_griddepcontrol_launch_dependents, kNoTypes, {});
+  }
 
   // mma.sync (LLVM 22's llvm.nvvm.mma.*, fragments in codegen/gpu/dot_layout.cpp): A in
   // four 32-bit registers, B in two, C/D four f32 or s32. Two 16-bit elements a register

@@ -573,6 +573,10 @@ void device_print(const std::string& prefix, Value* v, const Loc& loc) {
 
 void barrier(const Loc& loc) { T(loc).emit(Op::barrier, {}, loc); }
 
+// Programmatic dependent launch: an effect the IR keeps where the user wrote it (in a loop
+// or a branch too: griddepcontrol may run any number of times, only the first counts).
+void gdc(Op op, const Loc& loc) { T(loc).emit(op, {}, loc); }
+
 // Compiler hints (Triton's tl.multiple_of / max_contiguous / max_constancy): the value
 // itself, with a fact per dimension that axis analysis takes as given. Triton refuses
 // what its AxisInfo cannot use: values that are not positive, a count other than the

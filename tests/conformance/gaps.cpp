@@ -65,10 +65,6 @@ const std::vector<gap>& gaps() {
        "(`(s.to(i32) << 23).bitcast(f32)`), rounded to bf16 (exact), then `tl.dot`; the fp4 (e2m1) and mixed "
        "variants are skipped",
        PROBE(has_dot_scaled, probe::T)},
-      {"PDL", "11 programmatic dependent launch", partial,
-       "no programmatic dependent launch: `tl.extra.cuda.gdc_wait()`, `gdc_launch_dependents()`, the launch's "
-       "`launch_pdl=True`",
-       "`add_kernel` with USE_GDC=False is transcribed and run; USE_GDC=True skips", nullptr},
       // ---- spellings the tutorials need (the tutorial runs, spelled otherwise) ----
       {"x[:, None]", "every tutorial (`offs_am[:, None]`, `rk[None, :]`)", partial,
        "no subscript syntax on tiles: `x[:, None]` / `x[None, :]` (C++ has no such slices)",

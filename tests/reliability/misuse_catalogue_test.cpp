@@ -128,6 +128,9 @@ std::vector<Case> catalogue() {
   c.push_back({"assume of a non-scalar", [] { auto k = tl::kernel("h5", [](F32 x) { tl::assume(tl::arange(0, 8) >= 0); tl::store(x, tl::f32(1.0f)); }); go(k); }, __LINE__, "tl::assume: the condition must be a scalar i1, got tile<8xi1>", Trace});
   // --- synchronization ---
   c.push_back({"barrier outside a kernel", [] { tl::barrier(); }, __LINE__, "only be used inside a kernel", Trace});
+  c.push_back({"gdc_wait outside a kernel", [] { tl::gdc_wait(); }, __LINE__, "only be used inside a kernel", Trace});
+  c.push_back({"gdc_launch_dependents outside a kernel", [] { tl::gdc_launch_dependents(); }, __LINE__, "only be used inside a kernel", Trace});
+  c.push_back({"gdc_wait inside a combine function", [] { auto k = tl::kernel("gdc1", [](F32 x) { tl::store(x, tl::reduce(tl::zeros<tl::f32>({8}), 0, [](tl::f32 a, tl::f32 b) { tl::gdc_wait(); return a + b; })); }); go(k); }, __LINE__, "gdc_wait inside a combine function", Trace});
   // --- tiles declared without a value (`tl::f32 v;`) ---
   c.push_back({"tile never given a value, read", [] { auto k = tl::kernel("u1", [](F32 x) { tl::f32 v; tl::store(x + tl::arange(0, 8), v + 1.0f); }); go(k); }, __LINE__, "use of a tile that was never given a value", Trace});
   c.push_back({"tile never given a value, as a loop bound", [] { auto k = tl::kernel("u2", [](F32 x) { tl::i32 n; for (auto i : tl::range(0, n)) tl::store(x + i, tl::f32(1.0f)); }); go(k); }, __LINE__, "use of a tile that was never given a value", Trace});

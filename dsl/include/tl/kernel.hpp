@@ -15,6 +15,7 @@
 #include <source_location>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -151,6 +152,12 @@ struct launch_options {
   // mma.sync, 3 forces wgmma (a compile error at a dot it cannot take). Other targets
   // ignore it.
   int mma_version = 0;
+  // Programmatic dependent launch (Triton's launch_pdl=True, tutorial 11): this launch may
+  // start before the previous kernel on its stream has finished, and overlaps its tail; the
+  // kernel calls tl::gdc_wait() before touching what that kernel writes. NVIDIA sm_90 and
+  // later (cuLaunchKernelEx with programmatic stream serialization); ignored elsewhere, as
+  // Triton ignores it where the GPU lacks it. Not part of the compiled code.
+  bool launch_pdl = false;
 };
 
 // A user stream: hipStream_t or CUstream (ignored on the CPU).
@@ -179,10 +186,22 @@ struct ArgValue {
 struct LaunchRequest {
   const grid* g;
   const launch_options* opts;
-  device dev;
+  const device* dev;
   void* stream;
   std::span<const ArgValue> args;
-  std::string constants;  // bytes of the trace-time constants, part of the specialization key
+  std::string_view constants;  // bytes of the trace-time constants, part of the specialization key
+};
+
+// The launch's trace callback, called only when the specialization is not cached yet: a
+// reference to the launcher's lambda, so that a cached launch allocates nothing (a
+// std::function of the lambda's captures would, at every launch).
+struct trace_ref {
+  const void* fn;
+  void (*call)(const void*);
+  void operator()() const { call(fn); }
+  template <class L> static trace_ref of(const L& l) {
+    return {&l, [](const void* p) { (*static_cast<const L*>(p))(); }};
+  }
 };
 
 // What every kernel has, whatever its C++ signature: the specialization cache and
@@ -195,7 +214,9 @@ class KernelBase {
   const std::string& name() const { return name_; }
 
   // Trace callback: declares the arguments (declare_argument) and runs the user's body.
-  void launch(const LaunchRequest& r, const std::function<void()>& trace);
+  // The cached path (runtime/launch.cpp) is one lock-free look-up of the launch's key among
+  // the last specializations launched, then the device's launch: no allocation, no lock.
+  void launch(const LaunchRequest& r, trace_ref trace);
   // Traces and compiles without running (for --report and ahead-of-time use); returns
   // the cache entry's metadata as JSON text.
   std::string compile_only(const std::string& target, const launch_options& opts, std::span<const ArgValue> args,
@@ -207,6 +228,8 @@ class KernelBase {
 
  private:
   struct Impl;
+  struct Hot;  // a launch key and its ready specialization (runtime/launch.cpp)
+  const Hot* specialize(const LaunchRequest& r, trace_ref trace, const std::string& launch_key);
   std::string name_;
   std::source_location loc_;
   std::unique_ptr<Impl> impl_;
@@ -258,9 +281,9 @@ template <class F> struct signature : signature<decltype(&F::operator())> {};
 template <class C, class R, class... P> struct signature<R (C::*)(P...) const> { using params = std::tuple<std::decay_t<P>...>; };
 template <class C, class R, class... P> struct signature<R (C::*)(P...)> { using params = std::tuple<std::decay_t<P>...>; };
 
-template <class T> void append_constant(std::string& key, const T& v) {
+template <class T> void append_constant(char* at, const T& v) {
   static_assert(std::is_trivially_copyable_v<T>, "tl: trace-time constants must be plain values (int, bool, enums, floats)");
-  key.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  std::memcpy(at, &v, sizeof(T));
 }
 
 }  // namespace detail
@@ -296,8 +319,11 @@ template <class F> class kernel_t : public detail::KernelBase {
   template <class... A> void run(const grid& g, const launch_options& o, const device& d, void* s, A&&... args) {
     static_assert(sizeof...(A) == arity, "tl launch: wrong number of arguments for this kernel");
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
-    detail::LaunchRequest r{&g, &o, d ? d : default_device(), s, prep.values, std::move(prep.constants)};
-    launch(r, [&] { trace(std::make_index_sequence<arity>{}, args...); });
+    device fallback;
+    if (!d) fallback = default_device();
+    detail::LaunchRequest r{&g, &o, d ? &d : &fallback, s, prep.values, prep.constant_bytes()};
+    auto traced = [&] { trace(std::make_index_sequence<arity>{}, args...); };
+    launch(r, detail::trace_ref::of(traced));
   }
 
   // Compiles for `target` ("gfx942", "sm_90", "cpu") without launching; returns the
@@ -305,21 +331,34 @@ template <class F> class kernel_t : public detail::KernelBase {
   template <class... A> std::string compile(const std::string& target, const launch_options& o, A&&... args) {
     static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
-    return compile_only(target, o, prep.values, prep.constants,
+    return compile_only(target, o, prep.values, std::string(prep.constant_bytes()),
                         [&] { trace(std::make_index_sequence<arity>{}, args...); });
   }
   // Compiles for the device `dev` runs kernels on, without launching.
   template <class... A> std::string compile(const device& dev, const launch_options& o, A&&... args) {
     static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
-    return compile_only(dev, o, prep.values, prep.constants,
+    return compile_only(dev, o, prep.values, std::string(prep.constant_bytes()),
                         [&] { trace(std::make_index_sequence<arity>{}, args...); });
   }
 
  private:
+  // The trace-time constants' bytes, known at compile time: they are packed into an array
+  // on the stack (no allocation at a launch).
+  template <class P> static constexpr size_t constant_size() {
+    if constexpr (detail::is_tile<P>::value) return 0;
+    else return sizeof(P);
+  }
+  template <size_t... I> static constexpr size_t all_constant_sizes(std::index_sequence<I...>) {
+    return (size_t(0) + ... + constant_size<std::tuple_element_t<I, params>>());
+  }
+  static constexpr size_t kConstantBytes = all_constant_sizes(std::make_index_sequence<arity>{});
+
   struct Prepared {
     std::array<detail::ArgValue, arity> values{};
-    std::string constants;
+    std::array<char, kConstantBytes> constants;
+    size_t constants_size = 0;
+    std::string_view constant_bytes() const { return {constants.data(), constants_size}; }
   };
 
   template <size_t... I, class... A> Prepared prepare(std::index_sequence<I...>, const A&... args) {
@@ -333,7 +372,8 @@ template <class F> class kernel_t : public detail::KernelBase {
     } else {
       static_assert(std::is_convertible_v<const A&, P>, "tl launch: argument does not convert to the constant parameter's type");
       p.values[I].trace_time = true;
-      detail::append_constant(p.constants, P(a));
+      detail::append_constant(p.constants.data() + p.constants_size, P(a));
+      p.constants_size += sizeof(P);
     }
   }
 

@@ -86,6 +86,14 @@ enum class Op : uint8_t {
   // LLVM constraint string, a newline, then the asm template; i0: pack (elements one
   // invocation takes from each operand); i1: 1 = pure (no effect beyond its results).
   inline_asm_elementwise,
+  // Programmatic dependent launch (Triton's tl.extra.cuda.gdc_wait / gdc_launch_dependents;
+  // PTX griddepcontrol on sm_90 and later). gdc_wait: the program waits until every grid
+  // this launch depends on has completed and its memory writes are visible.
+  // gdc_launch_dependents: this program lets the launch that depends on this one start
+  // (once every program has said so or finished). No operands, no result; the targets
+  // without programmatic launch (AMD, the CPU, NVIDIA before sm_90) emit nothing, which is
+  // exact there: their launches start after the previous one has finished.
+  gdc_wait, gdc_launch_dependents,
   // debugging
   assert_, print,
 };

@@ -187,6 +187,7 @@ ir::Value* precise_math(Op op, ir::Value* x, const Loc& loc);
 void device_assert(ir::Value* cond, const std::string& msg, const Loc& loc);
 void device_print(const std::string& prefix, ir::Value* v, const Loc& loc);
 void barrier(const Loc& loc);
+void gdc(Op op, const Loc& loc);  // gdc_wait or gdc_launch_dependents
 // Compiler hints (dsl/src/ops.cpp): x with a fact recorded, and a promised scalar i1.
 ir::Value* hint(ir::Value* x, HintKind kind, const std::vector<int64_t>& values, const Loc& loc);
 void assume(ir::Value* cond, const Loc& loc);
@@ -1145,5 +1146,18 @@ template <class E> void device_print(const std::string& prefix, const tile<E>& v
 // every thread after it (Triton's debug_barrier, CUDA's __syncthreads). On the CPU a
 // program is one thread, so it orders nothing and costs nothing.
 inline void barrier(Loc loc = Loc::current()) { detail::barrier(loc); }
+
+// Programmatic dependent launch (Triton's tl.extra.cuda.gdc_wait and gdc_launch_dependents,
+// tutorial 11), for kernels launched with `.with({.launch_pdl = true})`, which may start
+// before the previous kernel on the stream has finished:
+// gdc_wait() waits until that kernel has completed and its writes are visible: call it
+// before the first read of anything the previous kernel writes (and before the first
+// write of anything it reads). gdc_launch_dependents() lets the next kernel launched with
+// launch_pdl start while this one runs (a hint: once every program has called it or
+// exited); what this kernel writes after it is still seen by the next one's gdc_wait().
+// PTX griddepcontrol on NVIDIA sm_90 and later; elsewhere (AMD, the CPU, older NVIDIA) no
+// launch overlaps the previous one, and both are no-ops.
+inline void gdc_wait(Loc loc = Loc::current()) { detail::gdc(Op::gdc_wait, loc); }
+inline void gdc_launch_dependents(Loc loc = Loc::current()) { detail::gdc(Op::gdc_launch_dependents, loc); }
 
 }  // namespace tl
