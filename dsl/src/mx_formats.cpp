@@ -1,9 +1,16 @@
 // The OCP MX formats while tracing: conversions of tl::f4e2m1 (two e2m1 values a byte) and
-// tl::e8m0 (scale codes), traced as integer, float and shape ops that every target
-// already lowers.
+// tl::e8m0 (scale codes), and tl::dot_scaled (Triton's tl.dot_scaled).
+//
+// Both are traced as integer, float and shape ops that every target already lowers, as
+// Triton lowers tl.dot_scaled where the hardware has no scaled matrix instruction
+// (DecomposeScaledBlocked): each operand upcast to bf16 with its scales, then a tl::dot.
+// An e2m1 value times a power of two, an e4m3 or e5m2 one too, is a bf16 value (1, 3 or
+// 2 mantissa bits, bf16's exponent range is f32's), so the upcast is exact but where the
+// scaled value leaves bf16's range, and the dot's products are exact in its f32 sums.
 #include <fmt/format.h>
 
 #include <string>
+#include <tuple>
 
 #include "dsl/src/trace.hpp"
 
@@ -141,6 +148,87 @@ Value* mx_convert(Value* a, DType to, const Loc& loc) {
   Shape out = s;
   out.back() /= 2;
   return cast(reshape(bytes, out, loc), DType::f4e2m1, true, loc);
+}
+
+// ------------------------------------------------------------------- tl::dot_scaled
+
+namespace {
+
+enum class MxFormat { e2m1, e4m3, e5m2, bf16 };
+
+MxFormat parse_format(std::string_view f, const char* which, const Loc& loc) {
+  if (f == "e2m1") return MxFormat::e2m1;
+  if (f == "e4m3") return MxFormat::e4m3;
+  if (f == "e5m2") return MxFormat::e5m2;
+  if (f == "bf16") return MxFormat::bf16;
+  throw trace_error(fmt::format("tl::dot_scaled: unknown format \"{}\" for {} (formats: \"e2m1\", \"e4m3\", "
+                                "\"e5m2\", \"bf16\")", f, which), loc);
+}
+
+// The operand's dtype as its format names it (u8 stands for the codes of any 8-bit one,
+// as Triton's uint8 operands).
+DType format_dtype(MxFormat f) {
+  switch (f) {
+    case MxFormat::e2m1: return DType::f4e2m1;
+    case MxFormat::e4m3: return DType::f8e4m3fn;
+    case MxFormat::e5m2: return DType::f8e5m2;
+    case MxFormat::bf16: return DType::bf16;
+  }
+  return DType::bf16;
+}
+
+// x [rows, K (/ 2 for e2m1)] packed along its last dim, as bf16 [rows, K], times its scales
+// [rows, K / 32] where it has them.
+Value* upcast(Value* x, MxFormat f, Value* scale, const Loc& loc) {
+  const DType want = format_dtype(f);
+  if (x->type.dtype != want) x = cast(x, want, true, loc);  // u8 codes
+  if (!scale) return cast(x, DType::bf16, false, loc);
+  Value* v = cast(x, DType::f32, false, loc);
+  const int rows = v->type.shape[0], K = v->type.shape[1];
+  Value* blocks = reshape(v, {rows, K / 32, 32}, loc);
+  Value* scaled = binary(Op::mul, blocks, expand_dims(e8m0_to_f32(scale, loc), 2, loc), loc);
+  return cast(reshape(scaled, {rows, K}, loc), DType::bf16, false, loc);
+}
+
+}  // namespace
+
+Value* dot_scaled(Value* a, Value* a_scale, std::string_view a_format, Value* b, Value* b_scale,
+                  std::string_view b_format, Value* acc, const Loc& loc) {
+  const MxFormat fa = parse_format(a_format, "a", loc), fb = parse_format(b_format, "b", loc);
+  auto operands = [&] { return fmt::format("a is {} \"{}\", b is {} \"{}\"", a->type.str(), a_format, b->type.str(),
+                                           b_format); };
+  for (auto [x, f, which] : {std::tuple{a, fa, "a"}, std::tuple{b, fb, "b"}}) {
+    const DType want = format_dtype(f), d = x->type.dtype;
+    if (x->type.is_ptr() || x->type.rank() != 2)
+      throw trace_error(fmt::format("tl::dot_scaled: the operands must be 2-D tiles ({})", operands()), loc);
+    if (d != want && !(d == DType::u8 && bit_width(want) == 8))
+      throw trace_error(fmt::format("tl::dot_scaled: format \"{}\" takes {}{} tiles, {} is {} ({})",
+                                    which == std::string_view("a") ? a_format : b_format, name(want),
+                                    bit_width(want) == 8 ? " (or u8 codes)" : "", which, name(d), operands()), loc);
+  }
+  // e2m1 packs two values a byte along K: a [M, K / 2], b [K / 2, N].
+  const int M = a->type.shape[0], N = b->type.shape[1];
+  const int K = a->type.shape[1] * (fa == MxFormat::e2m1 ? 2 : 1);
+  const int Kb = b->type.shape[0] * (fb == MxFormat::e2m1 ? 2 : 1);
+  if (K != Kb)
+    throw trace_error(fmt::format("tl::dot_scaled: a holds {} elements along K and b {} ({}; \"e2m1\" packs two a "
+                                  "byte along K)", K, Kb, operands()), loc);
+  if (K % 32 != 0)
+    throw trace_error(fmt::format("tl::dot_scaled: K = {} is not a multiple of 32, the elements one scale covers ({})",
+                                  K, operands()), loc);
+  for (auto [s, rows, which] : {std::tuple{a_scale, M, "a_scale"}, std::tuple{b_scale, N, "b_scale"}}) {
+    if (!s) continue;
+    const Shape want{rows, K / 32};
+    if (s->type.is_ptr() || (s->type.dtype != DType::e8m0 && s->type.dtype != DType::u8) || s->type.shape != want)
+      throw trace_error(fmt::format("tl::dot_scaled: {} must be e8m0 (or u8) {}, one scale per 32 elements of K for "
+                                    "each {}, got {} ({})", which, shape_str(want),
+                                    which == std::string_view("a_scale") ? "row of a" : "column of b", s->type.str(),
+                                    operands()), loc);
+  }
+  Value* a16 = upcast(a, fa, a_scale, loc);
+  // b is [K, N] packed along K: upcast as [N, K], the scales' orientation.
+  Value* b16 = trans(upcast(trans(b, {}, loc), fb, b_scale, loc), {}, loc);
+  return dot(a16, b16, acc, loc);
 }
 
 }  // namespace tl::detail

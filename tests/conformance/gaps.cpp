@@ -21,7 +21,6 @@ using I = tl::i32;
 using P = tl::ptr<tl::f32>;
 template <class X> concept has_log10 = requires(X x) { log10(x); };
 template <class X> concept has_softmax = requires(X x) { softmax(x, 0); };
-template <class X> concept has_dot_scaled = requires(X a, I s) { dot_scaled(a, s, "e4m3", a, s, "e4m3"); };
 template <class X> concept has_block_ptr = requires(X p, I n) { make_block_ptr(p, n, n, n, n, n); };
 template <class X> concept has_zeros_like = requires(X x) { zeros_like(x); };
 template <class X> concept has_ravel = requires(X x) { ravel(x); };
@@ -57,14 +56,11 @@ const std::vector<gap>& gaps() {
       {"tl.range flatten", "09 persistent matmul (`matmul_kernel_persistent`)", partial,
        "no `tl.range(..., flatten=True)` (the outer tile loop and the K loop flattened into one pipelined loop)",
        "transcribed without flatten; same results", nullptr},
-      {"tl.dot_scaled", "10 block-scaled matmul", partial,
-       "no `tl.dot_scaled` (MX formats: per-32-element e8m0 scales, `\"e4m3\"`, `\"e5m2\"`, `\"e2m1\"`), no e8m0 "
-       "or fp4 (e2m1) element types, and the tutorial's 5-D scale layouts come through tensor descriptors",
-       "the mxfp8 (\"e4m3\" x \"e4m3\") case runs with scales in a plain [rows, K / 32] layout, the scaled dot "
-       "written as Triton lowers `tl.dot_scaled` where the hardware has no scaled MMA: each operand times its scales "
-       "(`(s.to(i32) << 23).bitcast(f32)`), rounded to bf16 (exact), then `tl.dot`; the fp4 (e2m1) and mixed "
-       "variants are skipped",
-       PROBE(has_dot_scaled, probe::T)},
+      {"tl.dot_scaled", "10 block-scaled matmul (`nvfp4`)", partial,
+       "`tl.dot_scaled` takes the MX formats (\"e2m1\", \"e4m3\", \"e5m2\", \"bf16\": e8m0 scales over 32 "
+       "elements); not nvfp4 (e2m1 with e4m3 scales over 16 elements, Blackwell's), the FP6 formats "
+       "(\"e2m3\", \"e3m2\") or \"fp16\"",
+       "the mxfp8, mxfp4 and mixed cases run with `tl::dot_scaled`; nvfp4 is skipped", nullptr},
       // ---- spellings the tutorials need (the tutorial runs, spelled otherwise) ----
       {"x[:, None]", "every tutorial (`offs_am[:, None]`, `rk[None, :]`)", partial,
        "no subscript syntax on tiles: `x[:, None]` / `x[None, :]` (C++ has no such slices)",

@@ -181,6 +181,9 @@ ir::Value* scan(ReduceKind k, ir::Value* a, int axis, bool reverse, const Loc& l
 // a [M, K] . b [K, N] + acc [M, N] (acc null: zeros of the accumulator type).
 ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, const Loc& loc);
 ir::Value* dot(ir::Value* a, ir::Value* b, ir::Value* acc, input_precision p, const Loc& loc);
+// Triton's tl.dot_scaled (dsl/src/dot_scaled.cpp); a null scale is Triton's None.
+ir::Value* dot_scaled(ir::Value* a, ir::Value* a_scale, std::string_view a_format, ir::Value* b, ir::Value* b_scale,
+                      std::string_view b_format, ir::Value* acc, const Loc& loc);
 // tl::exp, log, log2, sin and cos of a float tile, to the bound docs/language.md states
 // (dsl/src/math.cpp); f64 and other dtypes go to the IR's op `op` as before.
 ir::Value* precise_math(Op op, ir::Value* x, const Loc& loc);
@@ -827,6 +830,30 @@ tile<C> dot(const tile<A>& a, const tile<B>& b, const tile<C>& acc, input_precis
 template <class A, class B>
 tile<dot_acc_t<A>> dot(const tile<A>& a, const tile<B>& b, input_precision p, Loc loc = Loc::current()) {
   return tile<dot_acc_t<A>>(detail::dot(a.get(), b.get(), nullptr, p, loc));
+}
+
+// Block-scaled matrix multiply (Triton's tl.dot_scaled, OCP MX formats): acc + (a * 2^(a_scale
+// - 127)) . (b * 2^(b_scale - 127)), each scale over 32 consecutive elements along K.
+// Formats: "e2m1" (a an f4e2m1 or u8 tile [M, K / 2], b [K / 2, N], both packed along K),
+// "e4m3", "e5m2" (f8e4m3fn / f8e5m2, or u8 holding their codes), "bf16", "fp16". Scales:
+// e8m0 (or u8) tiles a_scale [M, K / 32] and b_scale [N, K / 32], or nullptr (Triton's None:
+// that operand unscaled). Where no scaled matrix instruction exists each operand is
+// upcast to bf16 with its scale (exact but for bf16's range) and multiplied by tl::dot.
+struct mx_scale {
+  ir::Value* v = nullptr;
+  mx_scale(std::nullptr_t) {}
+  mx_scale(const tile<ty::e8m0>& s) : v(s.get()) {}
+  mx_scale(const tile<ty::u8>& s) : v(s.get()) {}
+};
+template <class A, class B>
+tile<ty::f32> dot_scaled(const tile<A>& a, mx_scale a_scale, std::string_view a_format, const tile<B>& b,
+                         mx_scale b_scale, std::string_view b_format, const tile<ty::f32>& acc, Loc loc = Loc::current()) {
+  return tile<ty::f32>(detail::dot_scaled(a.get(), a_scale.v, a_format, b.get(), b_scale.v, b_format, acc.get(), loc));
+}
+template <class A, class B>
+tile<ty::f32> dot_scaled(const tile<A>& a, mx_scale a_scale, std::string_view a_format, const tile<B>& b,
+                         mx_scale b_scale, std::string_view b_format, Loc loc = Loc::current()) {
+  return tile<ty::f32>(detail::dot_scaled(a.get(), a_scale.v, a_format, b.get(), b_scale.v, b_format, nullptr, loc));
 }
 
 // ---------------------------------------------------------------------------------
