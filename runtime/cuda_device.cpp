@@ -3,6 +3,7 @@
 
 #include "runtime/cuda_api.hpp"
 #include "runtime/device.hpp"
+#include "runtime/env.hpp"
 #include "tl/error.hpp"
 
 namespace tl::runtime {
@@ -30,7 +31,8 @@ class CudaDevice : public Device {
     // Programmatic dependent launch: compute capability 9.0 and later, with a driver that
     // has cuLaunchKernelEx (CUDA 12.0+). Elsewhere launch_pdl launches plainly, as Triton
     // ignores it where it is unsupported.
-    programmatic_launch_ = info_.cc_major >= 9 && api_.cuLaunchKernelEx != nullptr;
+    // TL_NO_PDL=1 launches every kernel plainly (to measure what PDL gains, or rule it out).
+    programmatic_launch_ = info_.cc_major >= 9 && api_.cuLaunchKernelEx != nullptr && !env::flag("TL_NO_PDL");
   }
   DeviceKind kind() const override { return DeviceKind::cuda; }
   std::string name() const override { return info_.name; }

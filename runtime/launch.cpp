@@ -9,7 +9,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <shared_mutex>
 #include <string_view>
@@ -391,9 +393,29 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
 // (TL_BOUNDS_CHECK's effect included), what each run-time argument specializes to and the
 // constants' bytes. Everything spec_key holds follows from these, so one launch key names
 // one specialization; it is made without the target's strings or fmt.
-void launch_key(std::string& k, const LaunchRequest& r, const runtime::Device* dev) {
-  k.clear();
-  auto put = [&](const auto& v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+// The key is made on the stack (a heap string past 256 bytes of constants and arguments).
+class KeyBytes {
+ public:
+  void append(const void* p, size_t len) {
+    if (!heap_ && n_ + len <= sizeof(inline_)) {
+      std::memcpy(inline_ + n_, p, len);
+      n_ += len;
+      return;
+    }
+    if (!heap_) heap_.emplace(inline_, n_);
+    heap_->append(static_cast<const char*>(p), len);
+  }
+  void push_back(char c) { append(&c, 1); }
+  std::string_view view() const { return heap_ ? std::string_view(*heap_) : std::string_view(inline_, n_); }
+
+ private:
+  char inline_[256];
+  size_t n_ = 0;
+  std::optional<std::string> heap_;
+};
+
+void launch_key(KeyBytes& k, const LaunchRequest& r, const runtime::Device* dev) {
+  auto put = [&](const auto& v) { k.append(&v, sizeof v); };
   const launch_options& o = *r.opts;
   put(dev);
   const int32_t fields[] = {o.num_warps, o.num_stages, o.waves_per_eu, o.matrix_instr_nonkdim, o.kpack, o.mma_version};
@@ -404,11 +426,11 @@ void launch_key(std::string& k, const LaunchRequest& r, const runtime::Device* d
     const char* v = std::getenv("TL_BOUNDS_CHECK");
     bounds = v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0 && std::strcmp(v, "off") != 0;
   }
-  k += bounds ? 'b' : '-';
+  k.push_back(bounds ? 'b' : '-');
   for (const ArgValue& a : r.args)
-    if (!a.trace_time) k += specialized_as(a);
-  k += '|';
-  k.append(r.constants);
+    if (!a.trace_time) k.push_back(specialized_as(a));
+  k.push_back('|');
+  k.append(r.constants.data(), r.constants.size());
 }
 
 }  // namespace
@@ -473,10 +495,10 @@ void KernelBase::launch(const LaunchRequest& r, trace_ref trace) {
 
   // The cached path: the launch's key among the last few launched, without a lock; then
   // among all this kernel's, under a shared lock; else the specialization is built.
-  thread_local std::string t_key;
-  launch_key(t_key, r, &dev);
-  const Hot* hot = impl_->find_recent(t_key);
-  if (!hot) hot = specialize(r, trace, t_key);
+  KeyBytes key;
+  launch_key(key, r, &dev);
+  const Hot* hot = impl_->find_recent(key.view());
+  if (!hot) hot = specialize(r, trace, std::string(key.view()));
 
   runtime::LaunchDims dims;
   dims.grid[0] = g.x;
@@ -496,10 +518,8 @@ void KernelBase::launch(const LaunchRequest& r, trace_ref trace) {
 
 // The launch's specialization where the lock-free look-up missed: this kernel's launch
 // keys under a shared lock, else trace and compile it (once, whoever launches it first) and
-// record its launch key. `launch_key_bytes` is the thread's key buffer: copied first, as a
-// trace may launch other kernels.
-const KernelBase::Hot* KernelBase::specialize(const LaunchRequest& r, trace_ref trace, const std::string& launch_key_bytes) {
-  const std::string lkey = launch_key_bytes;
+// record its launch key.
+const KernelBase::Hot* KernelBase::specialize(const LaunchRequest& r, trace_ref trace, const std::string& lkey) {
   {
     std::shared_lock lock(impl_->mu);
     auto it = impl_->hot.find(lkey);

@@ -15,19 +15,25 @@ namespace tltest {
 
 class NullLaunchDevice : public tl::runtime::Device {
  public:
-  explicit NullLaunchDevice(std::shared_ptr<tl::runtime::Device> cpu) : cpu_(std::move(cpu)) {}
+  // gpu_like: what a launch on a GPU device asks of it, for timing (bench/launch_bench.cpp):
+  // it says it is a CUDA device (so TL_BOUNDS_CHECK, a CPU setting, is not read) and knows
+  // of no freed buffers (the CPU's quarantine look-up per pointer is the CPU's cost).
+  explicit NullLaunchDevice(std::shared_ptr<tl::runtime::Device> cpu, bool gpu_like = false)
+      : cpu_(std::move(cpu)), gpu_like_(gpu_like) {}
   // One on the CPU device of this process, as a tl::device.
-  static tl::device make() {
-    return tl::device(std::make_shared<NullLaunchDevice>(tl::runtime::make_cpu_device()));
+  static tl::device make(bool gpu_like = false) {
+    return tl::device(std::make_shared<NullLaunchDevice>(tl::runtime::make_cpu_device(), gpu_like));
   }
 
-  tl::runtime::DeviceKind kind() const override { return cpu_->kind(); }
+  tl::runtime::DeviceKind kind() const override {
+    return gpu_like_ ? tl::runtime::DeviceKind::cuda : cpu_->kind();
+  }
   std::string name() const override { return "null launches on " + cpu_->name(); }
   tl::codegen::TargetDesc target() const override { return cpu_->target(); }
   int compute_units() const override { return cpu_->compute_units(); }
   void* alloc(size_t bytes) override { return cpu_->alloc(bytes); }
   void free(void* p) override { cpu_->free(p); }
-  bool freed(const void* p) const override { return cpu_->freed(p); }
+  bool freed(const void* p) const override { return !gpu_like_ && cpu_->freed(p); }
   void copy_to_device(void* dst, const void* src, size_t bytes) override { cpu_->copy_to_device(dst, src, bytes); }
   void copy_to_host(void* dst, const void* src, size_t bytes) override { cpu_->copy_to_host(dst, src, bytes); }
   void copy_device_to_device(void* dst, const void* src, size_t bytes) override {
@@ -50,6 +56,7 @@ class NullLaunchDevice : public tl::runtime::Device {
 
  private:
   std::shared_ptr<tl::runtime::Device> cpu_;
+  bool gpu_like_ = false;
 };
 
 }  // namespace tltest
