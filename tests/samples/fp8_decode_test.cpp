@@ -341,4 +341,23 @@ TEST(Fp8DecodeSample, ConvertsTwoElementsAnInstruction) {
   }
 }
 
+// On sm_90 the combine is a programmatic dependent launch of the partial kernel: the
+// partial kernel lets it start after its main loop (griddepcontrol.launch_dependents after
+// the loop's last mma, only where a combine is launched), the combine waits before its
+// first load (griddepcontrol.wait), and its launch asks for PDL.
+TEST(Fp8DecodeSample, CombineIsADependentLaunchOnSm90) {
+  fp8_decode::Problem p{1, 32768, 64, 8, 128};
+  const fp8_decode::Config c{64, 3, 2, 1, 1};
+  const std::string partial = tltest::isa_of_compiled(fp8_decode::compile_partial<tl::f8e4m3fn>(c, "sm_90", p));
+  EXPECT_EQ(tltest::count(partial, "griddepcontrol.launch_dependents;"), 1) << partial;
+  EXPECT_GT(partial.find("griddepcontrol.launch_dependents;"), partial.rfind("mma.sync"));
+  EXPECT_LT(partial.find("griddepcontrol.launch_dependents;"), partial.find("st.global"));
+  const std::string merging = tltest::isa_of_compiled(fp8_decode::compile_partial<tl::f8e4m3fn>(c, "sm_90", p, 8));
+  EXPECT_EQ(tltest::count(merging, "griddepcontrol"), 0);
+  const std::string combine = tltest::isa_of_compiled(fp8_decode::compile_combine("sm_90", p, 64));
+  EXPECT_EQ(tltest::count(combine, "griddepcontrol.wait;"), 1) << combine;
+  EXPECT_LT(combine.find("griddepcontrol.wait;"), combine.find("ld.global"));
+  EXPECT_TRUE(fp8_decode::combine_options(p, 64).launch_pdl);
+}
+
 }  // namespace
