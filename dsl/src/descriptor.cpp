@@ -100,8 +100,8 @@ descriptor_parts make_tensor_descriptor(Value* base, const std::vector<index_arg
   if (e == DType::ptr || e == DType::i1)
     throw trace_error(fmt::format("{}: a descriptor of {} elements (numbers only, as Triton's)", fn, name(e)), loc);
   const size_t rank = block.size();
-  if (rank < 1 || rank > 3)
-    throw trace_error(fmt::format("{}: the block {} has {} dims; descriptors have 1 to 3 (tl's tiles)", fn,
+  if (rank < 1 || rank > 5)
+    throw trace_error(fmt::format("{}: the block {} has {} dims; descriptors have 1 to 5", fn,
                                   shape_str(block), rank), loc);
   if (shape.size() != rank || strides.size() != rank)
     throw trace_error(fmt::format("{}: {} shape entries and {} strides for a block of {} dims {}", fn, shape.size(),

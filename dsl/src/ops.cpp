@@ -21,7 +21,7 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 bool pow2(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
 
 void check_shape(const Shape& s, const char* what, const Loc& loc) {
-  if (s.size() > 3) throw trace_error(fmt::format("{}: tiles have at most 3 dimensions, got {}", what, shape_str(s)), loc);
+  if (s.size() > 5) throw trace_error(fmt::format("{}: tiles have at most 5 dimensions (Triton's limit), got {}", what, shape_str(s)), loc);
   for (int d : s)
     if (!pow2(d))
       throw trace_error(fmt::format("{}: every dimension must be a power of two, got {}", what, shape_str(s)), loc);

@@ -17,7 +17,7 @@ std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, 
 Trace& T(const Loc& loc) { return Trace::current(loc); }
 
 void check_rank(const Shape& s, const char* fn, const Loc& loc) {
-  if (s.size() > 3) throw trace_error(fmt::format("{}: tiles have at most 3 dimensions, the result would be {}", fn, shape_str(s)), loc);
+  if (s.size() > 5) throw trace_error(fmt::format("{}: tiles have at most 5 dimensions (Triton's limit), the result would be {}", fn, shape_str(s)), loc);
 }
 
 // The element types must agree exactly: these ops move elements, they do not promote.

@@ -46,7 +46,7 @@ const std::vector<gap>& gaps() {
        "device-side descriptors (`tl::make_tensor_descriptor`, `desc.load/store`) exist, lowered to buffer "
        "accesses on AMD and masked accesses elsewhere; not yet: descriptors made on the host (Triton's "
        "`TensorDescriptor` kernel argument, `matmul_kernel_tma*`), TMA on Hopper, `padding_option=\"nan\"`, "
-       "`tl._experimental_descriptor_load/store`, and descriptors of more than 3 dims",
+       "`tl._experimental_descriptor_load/store`",
        "09's `matmul_kernel_descriptor_persistent` runs as written (with and without EPILOGUE_SUBTILE); 06 and "
        "09's TMA kernels load and store through pointer tiles at the descriptor's offsets",
        nullptr},
@@ -118,8 +118,6 @@ const std::vector<gap>& gaps() {
        "`tl.sum` of 8- and 16-bit integers sums in (u)int32 in Triton and returns that type; tl's returns the "
        "input type; no `dtype=` argument",
        "", nullptr},
-      {"tiles of more than 3 dims", "test_core `test_trans_4d`, `test_reshape` (4-D, 5-D); 10 (5-D scale layouts)",
-       missing, "tiles have at most 3 dimensions", "", nullptr},
       {"tl.broadcast(x, y)", "test_core `test_broadcast`", partial,
        "no two-operand `tl.broadcast(x, y)` returning both broadcast", "written `tl::broadcast_to(y, x.shape())`",
        nullptr},

@@ -121,10 +121,10 @@ TEST(TraceErrors, IntegerOnlyOperatorOnFloats) {
 TEST(TraceErrors, TooManyDimensions) {
   const unsigned line = __LINE__ + 2;
   auto k = tl::kernel("e_rank", [](tl::ptr<tl::f32> x) {
-    auto z = tl::zeros<tl::f32>({2, 2, 2, 2});
-    tl::store(x + tl::arange(0, 16), tl::reshape(z, {16}));
+    auto z = tl::zeros<tl::f32>({2, 2, 2, 2, 2, 2});
+    tl::store(x + tl::arange(0, 64), tl::reshape(z, {64}));
   });
-  expect_trace_error(k, line, "at most 3 dimensions");
+  expect_trace_error(k, line, "at most 5 dimensions");
 }
 
 // What C++ itself rejects: a store through a non-pointer, pointer times float,

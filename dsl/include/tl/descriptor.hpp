@@ -8,7 +8,7 @@
 // A descriptor names a strided tensor in memory (base, shape, strides) and the block it
 // moves; a load reads the block whose first element sits at `offsets`, elements outside
 // the shape read 0, and a store writes only the elements inside it. Triton's rules, checked
-// where the descriptor is made: 1 to 3 dims (tl's tiles), a C++ 1 as the last stride (the
+// where the descriptor is made: 1 to 5 dims, a C++ 1 as the last stride (the
 // last dim is contiguous), block dims powers of two with at least 16 bytes along the last,
 // no i1 elements. Its promises, as for TMA: the base and every stride but the last are
 // multiples of 16 bytes (the compiler reads them as such: a false promise is undefined),
