@@ -246,3 +246,63 @@ TEST(Tiles5d, DescriptorsOfFourAndFiveDims) {
     compiles_for_gpus(k, In, Out, Back, Dims(shape), Dims(as), Dims(block));
   }
 }
+
+// The shape operations of issue 41 at 4 and 5 dims: join of two 4-D tiles into a 5-D one
+// and tl::split back (a round trip), flip along an inner dim, tl::sort along dim 2 and
+// argmax along dim 3 of a 4-D tile.
+TEST(Tiles5d, JoinSplitFlipSortArgmax) {
+  const Shape shape{2, 2, 8, 16};
+  const int64_t n = numel(shape);
+  auto k = tl::kernel("tiles5d_shape_ops", [](tl::ptr<ty::f32> x, tl::ptr<ty::f32> y, tl::ptr<ty::f32> rt,
+                                              tl::ptr<ty::f32> flipped, tl::ptr<ty::f32> sorted, tl::ptr<ty::i32> am,
+                                              Dims shape_) {
+    const Shape shape = shape_;
+    const Shape st = dense_strides(shape);
+    auto a = tl::load(x + offsets_nd(shape, st));
+    auto b = tl::load(y + offsets_nd(shape, st));
+    auto [a2, b2] = tl::split(tl::join(a, b));  // [2, 2, 8, 16, 2] and back
+    tl::store(rt + offsets_nd(shape, st), a2 * 2.0f + b2);
+    tl::store(flipped + offsets_nd(shape, st), tl::flip(a, 2));
+    tl::store(sorted + offsets_nd(shape, st), tl::sort(a, 2));
+    Shape kept = shape;
+    kept[3] = 1;
+    tl::store(am + offsets_nd(kept, dense_strides(kept)), tl::argmax(a, 3, tl::keep_dims));
+  });
+  auto hx = random_floats(size_t(n), -4, 4), hy = random_floats(size_t(n), -4, 4);
+  auto X = upload<ty::f32>(hx), Y = upload<ty::f32>(hy);
+  auto RT = test_device().alloc<ty::f32>(size_t(n)), F = test_device().alloc<ty::f32>(size_t(n)),
+       S = test_device().alloc<ty::f32>(size_t(n));
+  auto AM = test_device().alloc<ty::i32>(size_t(n / shape[3]));
+  poison(RT), poison(F), poison(S), poison(AM);
+  k[tl::grid(1)](X, Y, RT, F, S, AM, Dims(shape));
+  std::vector<float> wrt(static_cast<size_t>(n)), wf(static_cast<size_t>(n)), ws = hx;
+  std::vector<int32_t> wam(static_cast<size_t>(n / shape[3]));
+  const Shape st = dense_strides(shape);
+  for (int64_t i = 0; i < n; ++i) {
+    wrt[size_t(i)] = float(double(hx[size_t(i)]) * 2.0 + double(hy[size_t(i)]));
+    auto idx = unflatten(i, shape);
+    idx[2] = shape[2] - 1 - idx[2];
+    int64_t at = 0;
+    for (size_t e = 0; e < 4; ++e) at += int64_t(idx[e]) * st[e];
+    wf[size_t(i)] = hx[size_t(at)];
+  }
+  for (int a = 0; a < shape[0]; ++a)
+    for (int b = 0; b < shape[1]; ++b)
+      for (int d = 0; d < shape[3]; ++d) {  // sort along dim 2: stride st[2]
+        std::vector<float> line;
+        for (int c = 0; c < shape[2]; ++c) line.push_back(hx[size_t(a * st[0] + b * st[1] + c * st[2] + d)]);
+        std::sort(line.begin(), line.end());
+        for (int c = 0; c < shape[2]; ++c) ws[size_t(a * st[0] + b * st[1] + c * st[2] + d)] = line[size_t(c)];
+      }
+  for (int64_t r = 0; r < n / shape[3]; ++r) {  // argmax along the last dim (first of equals)
+    int best = 0;
+    for (int d = 1; d < shape[3]; ++d)
+      if (hx[size_t(r * shape[3] + d)] > hx[size_t(r * shape[3] + best)]) best = d;
+    wam[size_t(r)] = best;
+  }
+  EXPECT_EQ(RT.download(), wrt);
+  EXPECT_EQ(F.download(), wf);
+  EXPECT_EQ(S.download(), ws);
+  EXPECT_EQ(AM.download(), wam);
+  compiles_for_gpus(k, X, Y, RT, F, S, AM, Dims(shape));
+}
