@@ -57,6 +57,7 @@ gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   c.buffer_copy_widths = {4};
   c.copy_waits_count_loads = true;  // s_waitcnt vmcnt
   c.register_pressure_rules = true;
+  c.padded_shared = true;
   // Word 3 of the V# for raw buffer access: DATA_FORMAT = 4 (32 bit, bits 18:15) and
   // NUM_FORMAT = 7 (float, bits 14:12). The raw buffer instructions ignore both, but
   // DATA_FORMAT must not be 0 (Triton: "ignored, must be nonzero"; accesses through a

@@ -129,6 +129,11 @@ struct TargetCapabilities {
   // its own layout where the wanted one holds more registers. AMD only so far: NVIDIA keeps
   // the code its H100 figures were measured with until they are measured there.
   bool register_pressure_rules = false;
+  // Whether an exchange through shared memory may be padded (ir::SharedEncoding::padding,
+  // Triton's PaddedSharedEncoding) where that costs fewer accesses, conflicts and
+  // address registers than any swizzle (exchange_encoding). AMD, as Triton pads only
+  // there; NVIDIA keeps the swizzles its H100 figures were measured with.
+  bool padded_shared = false;
 
   // FP8 formats the hardware converts to and from f32.
   std::vector<DType> hardware_fp8;

@@ -189,13 +189,18 @@ int group_size(const Layout& l, unsigned eb) {
 }
 }  // namespace
 
-void Lowerer::smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems, int group) {
+llvm::Value* Lowerer::padded_element_index(const Layout& l, int r, const Padding& pad) {
+  return layout_padded_element_index(b, l, thread_index(l), r, pad);
+}
+
+void Lowerer::smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems, int group,
+                              const Padding& pad) {
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   int g = group > 0 ? group : group_size(l, eb);
   uint32_t dup = l.duplicate_reg_mask();
   for (int r = 0; r < l.num_regs(); r += g) {
     if (r & dup) continue;  // a copy of another register
-    llvm::Value* idx = element_index(l, r);
+    llvm::Value* idx = padded_element_index(l, r, pad);
     if (base_elems) idx = b.CreateAdd(idx, b.getInt32(uint32_t(base_elems)), "", true, true);
     llvm::Value* p = smem_ptr(b.CreateMul(idx, b.getInt32(eb), "", true, true));
     if (g == 1) {
@@ -234,16 +239,17 @@ Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, c
                                           const ir::SharedEncoding& enc, bool transposed_read) {
   llvm::Type* ty = mem_type(t);
   const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  smem_reserve(from.numel() * eb);
+  smem_reserve(shared_elements(from.numel(), enc) * eb);
   // Each side moves its registers at the encoding's offsets, as many a vector as its
   // layout holds consecutively along the fastest dim (shared_access_group).
   const LinearMap offsets = shared_offsets(from.shape, enc);
   Values mem;
   for (llvm::Value* x : v) mem.push_back(to_mem(x, t));
   smem_before_write();
-  smem_store_tile(mem, compose(offsets, from, from.shape), ty, 0, shared_access_group(from, enc, int(eb)));
+  smem_store_tile(mem, compose(offsets, from, from.shape), ty, 0, shared_access_group(from, enc, int(eb)),
+                  enc.padding);
   barrier();
-  Exchange x{to, {}, ty, t, 0, transposed_read};
+  Exchange x{to, {}, ty, t, 0, transposed_read, enc.padding};
   if (transposed_read) {
     // One read fills 8 bytes of registers of `to`, its lanes addressing through the layout
     // transposed_read_layout gives (plan_shared_encodings checked it applies).
@@ -264,7 +270,8 @@ void Lowerer::exchange_read(const Exchange& x, int first, int count, Values& out
   const uint32_t dup = x.to.duplicate_reg_mask();
   for (int r = first / g * g; r < last; r += g) {
     if ((r & dup) || out[size_t(r)]) continue;
-    llvm::Value* p = smem_ptr(b.CreateMul(element_index(x.addr, r), b.getInt32(eb), "", true, true));
+    llvm::Value* idx = padded_element_index(x.addr, r, x.pad);
+    llvm::Value* p = smem_ptr(b.CreateMul(idx, b.getInt32(eb), "", true, true));
     llvm::Value* vec;
     if (x.transposed) {
       vec = hooks_.load_shared_transposed(b, p, int(8 * eb));

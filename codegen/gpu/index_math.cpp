@@ -89,7 +89,26 @@ llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const
   return v;
 }
 
-std::vector<uint32_t> evaluate_emitted_indices(const Layout& l) {
+llvm::Value* layout_padded_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r,
+                                        const Padding& pad) {
+  if (pad.empty()) return layout_element_index(b, l, thread, r);
+  // padded(t ^ x | a) = padded(t ^ x) + padded(a): a, the register's bits no lane or warp
+  // sets, shares no bit with t ^ x (shared_encoding.hpp's padded_offset).
+  const uint32_t rp = l.reg_part(uint32_t(r)), x = rp & thread.bits, a = rp & ~thread.bits;
+  llvm::Value* v = thread.value ? thread.value : b.getInt32(0);
+  if (x) v = b.CreateXor(v, b.getInt32(x));
+  llvm::Value* padded = v;
+  for (auto [interval, amount] : pad) {
+    llvm::Value* blocks = b.CreateLShr(v, uint64_t(log2_exact(interval)));
+    padded = b.CreateAdd(padded, b.CreateMul(blocks, b.getInt32(uint32_t(amount)), "", true, true), "", true, true);
+  }
+  if (a) padded = b.CreateAdd(padded, b.getInt32(padded_offset(a, pad)), "", true, true);
+  return padded;
+}
+
+std::vector<uint32_t> evaluate_emitted_indices(const Layout& l) { return evaluate_emitted_padded_indices(l, {}); }
+
+std::vector<uint32_t> evaluate_emitted_padded_indices(const Layout& l, const Padding& pad) {
   // Constant lane and warp ids: the builder folds every instruction the lowering would
   // emit, so the result is exactly what that code computes.
   llvm::LLVMContext ctx;
@@ -101,7 +120,7 @@ std::vector<uint32_t> evaluate_emitted_indices(const Layout& l) {
     for (int ln = 0; ln < lanes; ++ln) {
       IndexPart t = layout_thread_index(b, l, b.getInt32(uint32_t(ln)), b.getInt32(uint32_t(w)));
       for (int r = 0; r < regs; ++r) {
-        auto* c = llvm::cast<llvm::ConstantInt>(layout_element_index(b, l, t, r));
+        auto* c = llvm::cast<llvm::ConstantInt>(layout_padded_element_index(b, l, t, r, pad));
         out.push_back(uint32_t(c->getZExtValue()));
       }
     }

@@ -28,6 +28,7 @@
 #include "codegen/gpu/layout.hpp"
 #include "codegen/gpu/layout_plan.hpp"
 #include "codegen/gpu/lowering.hpp"
+#include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/gpu/shared_memory.hpp"
 #include "codegen/passes/axis_analysis.hpp"
 
@@ -57,6 +58,11 @@ IndexPart combine_index(llvm::IRBuilderBase& b, const IndexPart& x, const IndexP
 // The lane and warp part of `l`'s flat index, and the index of register r on top of it.
 IndexPart layout_thread_index(llvm::IRBuilderBase& b, const Layout& l, llvm::Value* lane, llvm::Value* warp);
 llvm::Value* layout_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r);
+// The same through a padded encoding (`l`: the layout through its linear map): the
+// thread's padded offset plus the register's own constant (padded_offset), so that
+// registers differing only in bits no lane or warp sets share one address.
+llvm::Value* layout_padded_element_index(llvm::IRBuilderBase& b, const Layout& l, const IndexPart& thread, int r,
+                                        const Padding& pad);
 // v as x + k: the constants added (add, or a disjoint or) on top of a part LLVM knows is
 // non-negative, so that x * eb is a valid byte offset on its own (a buffer access's
 // offset, the constants going to the instruction's immediate or soffset).
@@ -239,8 +245,12 @@ class Lowerer {
   // Writes each thread's registers of `l` to the scratch region at their flat index
   // (vectorized), and reads back the elements `to` wants.
   // `l` gives each register's offset in elements; `group` registers a vector store (0:
-  // the run of registers at consecutive offsets, up to 16 bytes).
-  void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0, int group = 0);
+  // the run of registers at consecutive offsets, up to 16 bytes); `pad`: the offsets are
+  // a padded encoding's linear ones (padded_element_index).
+  void smem_store_tile(const Values& v, const Layout& l, llvm::Type* ty, int64_t base_elems = 0, int group = 0,
+                       const Padding& pad = {});
+  // element_index through a padded encoding (layout_padded_element_index).
+  llvm::Value* padded_element_index(const Layout& l, int r, const Padding& pad);
   Values smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_elems = 0);
   // An exchange through the scratch region (a convert_layout through shared memory):
   // written at once, then read into `to`'s registers, all at once or a range at a time
@@ -252,6 +262,7 @@ class Lowerer {
     DType t = DType::f32;
     int group = 1;  // registers a read
     bool transposed = false;
+    Padding pad;  // the encoding's padding (addr: the offsets before it)
   };
   Exchange exchange_write(const Values& v, const Layout& from, const Layout& to, DType t,
                           const ir::SharedEncoding& enc, bool transposed_read);

@@ -62,6 +62,9 @@ SharedTileLayout stage_tile_layout(const std::vector<int>& shape, const std::vec
       throw compile_error("gpu planning: one value may be shared buffers of different encodings (a tl bug)");
     enc = e;
   }
+  // (padding is planned for exchanges only: a stage's accesses use the linear map)
+  if (enc && !enc->padding.empty())
+    throw compile_error("gpu planning: a shared buffer with a padded encoding (a tl bug)");
   if (enc) return SharedTileLayout{shared_offsets(shape, *enc), enc->vec};
   return shared_tile_layout(shape, elem_bytes, banks.banks * banks.bank_bytes);
 }
@@ -95,6 +98,11 @@ LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding
   return m;
 }
 
+int64_t shared_elements(int64_t numel, const ir::SharedEncoding& e) {
+  // The last element's padded offset, plus one: no padding after the tile's end.
+  return numel > 0 ? int64_t(padded_offset(uint32_t(numel - 1), e.padding)) + 1 : numel;
+}
+
 std::vector<uint32_t> phase_swizzle(int per_phase, int max_phase) {
   std::vector<uint32_t> s(size_t(log2_exact(per_phase)), 0);
   for (int k = 0; k < log2_exact(max_phase); ++k) s.push_back(1u << k);
@@ -106,8 +114,29 @@ int shared_access_group(const Layout& l, const ir::SharedEncoding& e, int elem_b
   return std::max(1, std::min({run, e.vec, std::max(1, 16 / elem_bytes), l.num_regs()}));
 }
 
+namespace {
+// The conflict degree of one phase: the most distinct words of one bank its lanes touch,
+// each lane `bytes` from its start (in bytes). `words`: scratch, reused across calls.
+int phase_ways(const std::vector<int64_t>& starts, int bytes, const BankModel& banks, std::vector<int64_t>& words) {
+  words.clear();  // bank << 40 | word
+  for (int64_t start : starts)
+    for (int64_t w = start / banks.bank_bytes; w <= (start + bytes - 1) / banks.bank_bytes; ++w)
+      words.push_back(int64_t(w % banks.banks) << 40 | w);
+  std::sort(words.begin(), words.end());
+  words.erase(std::unique(words.begin(), words.end()), words.end());
+  int ways = 0;
+  for (size_t i = 0; i < words.size();) {
+    size_t j = i;
+    while (j < words.size() && words[j] >> 40 == words[i] >> 40) ++j;
+    ways = std::max(ways, int(j - i));
+    i = j;
+  }
+  return ways;
+}
+}  // namespace
+
 SharedAccessCost shared_access_cost(const Layout& l, const LinearMap& offsets, int group, int elem_bytes,
-                                    const BankModel& banks) {
+                                    const BankModel& banks, const Padding& pad) {
   SharedAccessCost c;
   const int wave = 1 << l.lane.size();
   const int bytes = group * elem_bytes;
@@ -126,22 +155,51 @@ SharedAccessCost shared_access_cost(const Layout& l, const LinearMap& offsets, i
     }
   std::sort(xors.begin(), xors.end());
   c.addresses = int(std::unique(xors.begin(), xors.end()) - xors.begin());
-  // One phase of the first access: the lanes 0 .. phase_lanes-1 of warp 0.
-  std::vector<std::pair<int, int64_t>> words;  // (bank, word) touched
-  for (int lane = 0; lane < phase_lanes; ++lane) {
-    const int64_t start = int64_t(offsets.apply(l.thread_part(uint32_t(lane), 0))) * elem_bytes;
-    for (int64_t w = start / banks.bank_bytes; w <= (start + bytes - 1) / banks.bank_bytes; ++w)
-      words.emplace_back(int(w % banks.banks), w);
+  // Warp 0's lanes' offsets (the map is linear: a register's part is XORed in).
+  std::vector<uint32_t> lane_offsets(static_cast<size_t>(wave));
+  for (int lane = 0; lane < wave; ++lane) lane_offsets[size_t(lane)] = offsets.apply(l.thread_part(uint32_t(lane), 0));
+  std::vector<int64_t> starts, words;
+  auto ways_of = [&](uint32_t reg_offset, int first_lane) {
+    starts.clear();
+    for (int lane = first_lane; lane < first_lane + phase_lanes; ++lane)
+      starts.push_back(int64_t(padded_offset(lane_offsets[size_t(lane)] ^ reg_offset, pad)) * elem_bytes);
+    return phase_ways(starts, bytes, banks, words);
+  };
+  if (pad.empty()) {
+    // One phase of the first access: the lanes 0 .. phase_lanes-1 of warp 0.
+    c.worst_ways = ways_of(0, 0);
+    c.wavefronts = c.accesses * (wave / phase_lanes) * c.worst_ways;
+    return c;
   }
-  std::sort(words.begin(), words.end());
-  words.erase(std::unique(words.begin(), words.end()), words.end());
-  for (size_t i = 0; i < words.size();) {
-    size_t j = i;
-    while (j < words.size() && words[j].first == words[i].first) ++j;
-    c.worst_ways = std::max(c.worst_ways, int(j - i));
-    i = j;
+  // Padding is not linear: every phase of every access of warp 0. A register's offset with
+  // no bit in common with the lanes' shifts each lane's padded offset by its own padded
+  // offset (padded_offset); a shift by whole bank words only renumbers the banks, so such
+  // accesses have the conflicts of the first, shifted by the rest (in bytes) of a word.
+  const int phases = wave / phase_lanes;
+  std::vector<std::vector<int>> by_rest(size_t(banks.bank_bytes));  // ways a phase, by the shift's rest
+  auto shifted_ways = [&](int rest, int first_lane) {
+    starts.clear();
+    for (int lane = first_lane; lane < first_lane + phase_lanes; ++lane)
+      starts.push_back(int64_t(padded_offset(lane_offsets[size_t(lane)], pad)) * elem_bytes + rest);
+    return phase_ways(starts, bytes, banks, words);
+  };
+  for (int r = 0; r < l.num_regs(); r += group) {
+    if (r & dup) continue;
+    const uint32_t reg_offset = offsets.apply(l.reg_part(uint32_t(r)));
+    std::vector<int> exact;
+    const std::vector<int>* ways = nullptr;
+    if (reg_offset & thread_bits) {
+      for (int p = 0; p < phases; ++p) exact.push_back(ways_of(reg_offset, p * phase_lanes));
+      ways = &exact;
+    } else {
+      const int rest = int(int64_t(padded_offset(reg_offset, pad)) * elem_bytes % banks.bank_bytes);
+      std::vector<int>& w = by_rest[size_t(rest)];
+      if (w.empty())
+        for (int p = 0; p < phases; ++p) w.push_back(shifted_ways(rest, p * phase_lanes));
+      ways = &w;
+    }
+    for (int x : *ways) c.worst_ways = std::max(c.worst_ways, x), c.wavefronts += x;
   }
-  c.wavefronts = c.accesses * (wave / phase_lanes) * c.worst_ways;
   return c;
 }
 
@@ -245,7 +303,7 @@ std::vector<uint32_t> two_sided_swizzle(const std::vector<Side>& sides, const ir
 }  // namespace
 
 ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_bytes, const BankModel& banks,
-                               bool transposed_reads) {
+                               bool transposed_reads, int64_t max_padding) {
   const std::vector<int>& shape = src.shape;
   const int rank = int(shape.size());
   const int widest = std::max(1, 16 / elem_bytes);
@@ -269,28 +327,34 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
   }
   if (dims.empty()) return best;
   int64_t best_cost = -1;
+  // An access is an instruction plus its wavefronts; a read narrower than a register
+  // also costs the instruction that packs its result with its neighbour's (a 16-bit
+  // dot operand lives two to a register); each distinct address a swizzle makes is a
+  // register (LLVM hoists them out of loops: live throughout), weighed as 2 accesses.
+  // Heavier weights trade them for bank conflicts or 2-byte reads: at 8, tutorial-06
+  // attention at 64x64 on gfx942 takes 146 VGPRs instead of 160 but attention's K^T
+  // reads become 2-way at D = 64; at 32, 128x64 on 8 waves takes 169 instead of 236,
+  // with 2- to 4-way reads. Conflict-free reads win here until a GPU says otherwise.
+  constexpr int64_t kAddressWeight = 2;
+  // A padded encoding must beat the best swizzle by this much: saving a few address
+  // registers, it cost more SGPRs than it saved VGPRs (gfx942's attention dQ at D = 64: 85
+  // to 106 SGPRs, 10 spilled, for a 64:+4 padding of K^T); attention's V at 8 waves
+  // saves 30 addresses (242 VGPRs to 172).
+  constexpr int64_t kPaddingMargin = 8 * kAddressWeight;
   auto consider = [&](const ir::SharedEncoding& e) {
     const LinearMap off = shared_offsets(shape, e);
-    // An access is an instruction plus its wavefronts; a read narrower than a register
-    // also costs the instruction that packs its result with its neighbour's (a 16-bit
-    // dot operand lives two to a register); each distinct address a swizzle makes is a
-    // register (LLVM hoists them out of loops: live throughout), weighed as 2 accesses.
-    // Heavier weights trade them for bank conflicts or 2-byte reads: at 8, tutorial-06
-    // attention at 64x64 on gfx942 takes 146 VGPRs instead of 160 but attention's K^T
-    // reads become 2-way at D = 64; at 32, 128x64 on 8 waves takes 169 instead of 236,
-    // with 2- to 4-way reads. Conflict-free reads win here until a GPU says otherwise.
-    constexpr int64_t kAddressWeight = 2;
     auto cost = [&](const Layout& l, int group, bool read) {
-      SharedAccessCost c = shared_access_cost(l, off, group, elem_bytes, banks);
+      SharedAccessCost c = shared_access_cost(l, off, group, elem_bytes, banks, e.padding);
       const bool packs = read && group * elem_bytes < 4;
       return int64_t(c.accesses) * (packs ? 2 : 1) + c.wavefronts + kAddressWeight * int64_t(c.addresses);
     };
     const int64_t write = cost(src, shared_access_group(src, e, elem_bytes), false);
+    if (best_cost >= 0 && write + (e.padding.empty() ? 0 : kPaddingMargin) >= best_cost) return;  // cannot win
     const int64_t read = cost(dst, shared_access_group(dst, e, elem_bytes), true);
     std::optional<Layout> tr = transposed_reads ? transposed_read_layout(dst, off, elem_bytes) : std::nullopt;
     const int64_t tr_read = tr ? cost(*tr, transposed_read_slots(elem_bytes), true) : -1;
     const bool use_tr = tr && tr_read < read;
-    const int64_t total = write + (use_tr ? tr_read : read);
+    const int64_t total = write + (use_tr ? tr_read : read) + (e.padding.empty() ? 0 : kPaddingMargin);
     if (best_cost < 0 || total < best_cost) best_cost = total, best = {e, use_tr};
   };
   for (int d : dims) {
@@ -333,6 +397,61 @@ ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_by
               consider(e);
             }
         }
+      // Padded, unswizzled (Triton's PaddedSharedEncoding): rows that would share banks
+      // shifted apart by the padding instead of XORed, so every register's offset is an
+      // immediate of one address (a swizzle XORing register bits into the lane's address
+      // costs an address register each: 32 for attention's V read at 8 waves on gfx942).
+      // Whole units of padding (a transposing read's 8 bytes included) keep every access
+      // aligned. One interval, or two (Triton's list of them): a tile written along one
+      // dim and read along the other needs its columns shifted apart by the first and its
+      // groups of columns by the second (attention's V at 8 waves on gfx942: 64:+4 and
+      // 1024:+4). At most an eighth of the tile more and max_padding; the least first.
+      //
+      // Which intervals (Triton's rule for its LDS layouts): the first a stored row, or a
+      // pass over the banks where rows are shorter (rows starting on one bank are what
+      // conflict); the second where the first's shifts have gone once round the banks, or
+      // half of that. Searched only where padding could win: each side at one address,
+      // conflict-free, still costs more than the best so far otherwise.
+      const int unit = std::max(vec, transposed_reads ? transposed_read_slots(elem_bytes) : 1);
+      const int64_t numel = numel_of(shape);
+      const int pass = banks.banks * banks.bank_bytes / elem_bytes;  // elements
+      auto floor_cost = [&](const Layout& l, int group, bool read) {
+        const SharedAccessCost c = shared_access_cost(l, shared_offsets(shape, {e.order, e.vec, {}}), group, elem_bytes,
+                                                      banks);
+        const int wave = 1 << l.lane.size(), lanes = lanes_per_phase(group * elem_bytes, wave, banks);
+        return int64_t(c.accesses) * (read && group * elem_bytes < 4 ? 2 : 1) + c.accesses * (wave / lanes) +
+               kAddressWeight;
+      };
+      if (max_padding > 0 && best_cost > kPaddingMargin +
+                                             floor_cost(src, shared_access_group(src, e, elem_bytes), false) +
+                                             floor_cost(dst, shared_access_group(dst, e, elem_bytes), true)) {
+        std::vector<Padding> pads;
+        std::vector<int64_t> firsts = {std::max(cols, pass)};
+        if (cols != pass) firsts.push_back(std::min(cols, pass));
+        for (int a1 = unit; a1 <= 2 * unit; a1 *= 2)
+          for (int64_t i1 : firsts) {
+            if (i1 < 8 * int64_t(a1) || i1 >= numel) continue;
+            pads.push_back({{int(i1), a1}});
+            const int64_t round = i1 * std::max<int64_t>(1, pass / a1);  // shifts once round the banks
+            for (int a2 = unit; a2 <= 2 * unit; a2 *= 2)
+              for (int64_t i2 : {round / 2, round})
+                if (i2 > i1 && i2 < numel && double(a1) / double(i1) + double(a2) / double(i2) <= 0.125)
+                  pads.push_back({{int(i1), a1}, {int(i2), a2}});
+          }
+        auto fraction = [](const Padding& p) {
+          double f = 0;
+          for (auto [interval, amount] : p) f += double(amount) / double(interval);
+          return f;
+        };
+        std::stable_sort(pads.begin(), pads.end(),
+                         [&](const Padding& a, const Padding& b) { return fraction(a) < fraction(b); });
+        e.swizzle.clear();
+        for (const Padding& p : pads) {
+          e.padding = p;
+          if (shared_elements(numel, e) - numel <= max_padding) consider(e);
+        }
+        e.padding.clear();
+      }
     }
   }
   return best;

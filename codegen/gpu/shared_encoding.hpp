@@ -27,8 +27,27 @@ struct BankModel {
   int banks = 32, bank_bytes = 4;
 };
 
-// The encoding as a map: row-major flat element index -> offset in elements.
+// The encoding as a map: row-major flat element index -> offset in elements. A padded
+// encoding's map is its offsets before the padding (padded_offset).
 LinearMap shared_offsets(const std::vector<int>& shape, const ir::SharedEncoding& e);
+
+// A padded encoding's padding (ir::SharedEncoding::padding): `amount` elements after
+// every `interval` (a power of two), for each pair; none where empty.
+using Padding = std::vector<std::pair<int, int>>;
+// Where linear offset `o` lies: o + the sum of (o / interval) * amount. For offsets with
+// no bit in common, padded(a | b) = padded(a) + padded(b): a register's part of an offset
+// that no lane or warp sets is a constant added to the thread's padded offset.
+inline uint32_t padded_offset(uint32_t o, const Padding& p) {
+  uint32_t out = o;
+  for (auto [interval, amount] : p) out += (o / uint32_t(interval)) * uint32_t(amount);
+  return out;
+}
+// The elements a tile of `numel` takes in the encoding (its padding included).
+int64_t shared_elements(int64_t numel, const ir::SharedEncoding& e);
+// What the lowering's padded offsets compute (layout_padded_element_index, index_math.cpp)
+// for every (warp, lane, register) of `l` in that order, evaluate_emitted_indices's
+// counterpart: `l` is a layout through the encoding's linear map.
+std::vector<uint32_t> evaluate_emitted_padded_indices(const Layout& l, const Padding& pad);
 
 // How a stage of a shared buffer (tl::shared) lies in shared memory: the encoding
 // plan_shared_encodings recorded on its shared_alloc (a warpgroup dot's operand), else
@@ -53,10 +72,11 @@ struct SharedAccessCost {
   int addresses = 0;   // distinct address registers (register constants XORed in, not added)
 };
 // What moving `l`'s registers, `group` at a time, to or from the offsets costs (copies
-// of a register are not moved). Exact under the bank model: every phase of every access
-// has the conflicts of the first (the map is linear).
+// of a register are not moved). Exact under the bank model: without padding every phase
+// of every access has the conflicts of the first (the map is linear); with it, each
+// phase of each access of warp 0 is counted.
 SharedAccessCost shared_access_cost(const Layout& l, const LinearMap& offsets, int group, int elem_bytes,
-                                    const BankModel& banks);
+                                    const BankModel& banks, const Padding& pad = {});
 
 // gfx950's ds_read_b64_tr_b16 / _b8 reading a 16- or 8-bit tile into layout `dst` (wave
 // 64) from `offsets`: the layout whose lanes give the addresses and whose first registers
@@ -71,13 +91,17 @@ std::optional<Layout> transposed_read_layout(const Layout& dst, const LinearMap&
 // fastest, the unit width and the XOR swizzle (Triton's phases, or one built for both
 // sides' lanes) that minimize both sides' access instructions plus wavefronts (plus the
 // packing of reads narrower than a register); with `transposed_reads` (capabilities: a
-// transposing LDS read of this element width), whether `dst` is read by it. The one rule plan_shared_encodings records and the lowering of any other
-// exchange (global_load_to_shared's pointers) asks.
+// transposing LDS read of this element width), whether `dst` is read by it. With
+// `max_padding` (elements; capabilities: padded_shared), also unswizzled encodings padded
+// after power-of-two intervals by at most that many elements in all and an eighth of the
+// tile (Triton's PaddedSharedEncoding), taken only where strictly cheaper, the least
+// padding first. The one rule plan_shared_encodings records and the
+// lowering of any other exchange (global_load_to_shared's pointers) asks.
 struct ExchangePlan {
   ir::SharedEncoding encoding;
   bool transposed_read = false;
 };
 ExchangePlan exchange_encoding(const Layout& src, const Layout& dst, int elem_bytes, const BankModel& banks,
-                               bool transposed_reads);
+                               bool transposed_reads, int64_t max_padding = 0);
 
 }  // namespace tl::gpu

@@ -41,8 +41,11 @@ std::string Layout::str() const {
 }
 
 std::string SharedEncoding::str() const {
-  return fmt::format("order=[{}] vec={} swizzle=[{}]{}", fmt::join(order, ","), vec, fmt::join(swizzle, ","),
-                     row ? fmt::format(" row={}", row) : std::string());
+  std::vector<std::string> pads;
+  for (auto [interval, amount] : padding) pads.push_back(fmt::format("{}:+{}", interval, amount));
+  return fmt::format("order=[{}] vec={} swizzle=[{}]{}{}", fmt::join(order, ","), vec, fmt::join(swizzle, ","),
+                     row ? fmt::format(" row={}", row) : std::string(),
+                     pads.empty() ? std::string() : fmt::format(" padding=[{}]", fmt::join(pads, ",")));
 }
 
 }  // namespace tl::ir

@@ -50,13 +50,24 @@ struct Layout {
 // lies as four [64, 64] column blocks one after another, each 128-byte row swizzled on
 // its own. That is Triton's NVMMASharedEncoding for a tile wider than its swizzle, the
 // form Hopper's wgmma reads through a matrix descriptor (plan_shared_encodings).
+//
+// `padding` (Triton's PaddedSharedEncoding, AMD): (interval, amount) pairs; after every
+// `interval` elements of the offset above, `amount` elements are left unused, so rows
+// that would start in one bank start in different ones without an XOR: each register's
+// offset stays a constant added to one address (an immediate of ds_read / ds_write)
+// where a swizzle XORs register bits into the lane's address, an address register each.
+// Offset o lies at o + sum (o >> log2 interval) * amount. Never with a swizzle or `row`
+// (the verifier's rule); empty: none.
 struct SharedEncoding {
   std::vector<int> order;
   int vec = 1;
   std::vector<uint32_t> swizzle;  // per row-index bit, low first; absent bits: 0
   int row = 0;
+  std::vector<std::pair<int, int>> padding;  // (interval, amount), intervals ascending
   bool operator==(const SharedEncoding& o) const = default;
-  std::string str() const;  // "order=[0,1] vec=4 swizzle=[1,2,4,9]" (" row=64" where set)
+  // "order=[0,1] vec=4 swizzle=[1,2,4,9]" (" row=64" where set, " padding=[64:+4,1024:+4]"
+  // where padded: Triton's notation)
+  std::string str() const;
 };
 
 }  // namespace tl::ir

@@ -59,6 +59,7 @@ class Verifier {
         block(*r, true);
       }
       check_memory_types(op);
+      if (op.shared) check_shared_encoding(op, *op.shared);
       check(op);
       for (auto& r : op.results) defined_.insert(r.get());
     }
@@ -102,6 +103,37 @@ class Verifier {
   }
 
   static bool power_of_two(int d) { return d > 0 && (d & (d - 1)) == 0; }
+
+  // A shared encoding (a conversion's exchange, a buffer's stages): its order names every
+  // dim of the tile once, and a padded one (Triton's PaddedSharedEncoding) pads
+  // power-of-two intervals (ascending, within the tile) of whole units by whole units,
+  // with no swizzle or row split, so that the lowering's offsets stay aligned to every
+  // access it issues and a register's part of the offset stays an added constant.
+  void check_shared_encoding(const Operation& op, const SharedEncoding& e) {
+    const Value* v = op.results.empty() ? nullptr : op.result();
+    if (!v) return;
+    const std::vector<int>& shape = v->type.shape;
+    std::vector<int> order = e.order;
+    std::sort(order.begin(), order.end());
+    bool permutation = order.size() == shape.size();
+    for (size_t i = 0; permutation && i < order.size(); ++i) permutation = order[i] == int(i);
+    expect(permutation, op, "a shared encoding's order names every dim of the tile once");
+    expect(power_of_two(e.vec), op, "a shared encoding's vec is a power of two");
+    if (e.padding.empty()) return;
+    int64_t numel = 1;
+    for (int d : shape) numel *= d;
+    int last = 0;
+    for (auto [interval, amount] : e.padding) {
+      expect(amount > 0 && power_of_two(interval) && interval > last && interval < numel, op,
+             "a padded shared encoding pads power-of-two intervals, ascending and smaller than the tile, by positive "
+             "amounts");
+      expect(amount % e.vec == 0 && interval % e.vec == 0, op,
+             "a padded shared encoding's intervals and paddings are whole units (multiples of vec)");
+      last = interval;
+    }
+    expect(e.row == 0 && std::all_of(e.swizzle.begin(), e.swizzle.end(), [](uint32_t x) { return x == 0; }), op,
+           "a padded shared encoding has no swizzle and no row split");
+  }
 
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.
   // shared_alloc defines one, loops and branches pass one through, and shared_load /

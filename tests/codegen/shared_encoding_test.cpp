@@ -28,15 +28,18 @@ uint32_t element(const Layout& l, uint32_t r, uint32_t lane, uint32_t warp) {
 }
 
 // Shared memory after `src` wrote its tile through the encoding, `group` elements an
-// access at consecutive offsets from the group's first (as the lowering's vector stores).
-std::vector<int64_t> write(const Layout& src, const LinearMap& off, int group) {
-  std::vector<int64_t> mem(size_t(src.numel()), -1);
+// access at consecutive offsets from the group's first (as the lowering's vector stores);
+// `pad`: a padded encoding's padding, applied to the linear offsets.
+std::vector<int64_t> write(const Layout& src, const LinearMap& off, int group, const Padding& pad = {}) {
+  ir::SharedEncoding e;
+  e.padding = pad;
+  std::vector<int64_t> mem(size_t(shared_elements(src.numel(), e)), -1);
   const uint32_t dup = src.duplicate_reg_mask();
   for (uint32_t w = 0; w < (1u << src.warp.size()); ++w)
     for (uint32_t lane = 0; lane < (1u << src.lane.size()); ++lane)
       for (int r = 0; r < src.num_regs(); r += group) {
         if (r & dup) continue;
-        const uint32_t base = off.apply(element(src, uint32_t(r), lane, w));
+        const uint32_t base = padded_offset(off.apply(element(src, uint32_t(r), lane, w)), pad);
         EXPECT_EQ(base % uint32_t(group), 0u) << "unaligned vector";
         for (int k = 0; k < group; ++k) {
           EXPECT_LT(base + k, mem.size());
@@ -47,11 +50,12 @@ std::vector<int64_t> write(const Layout& src, const LinearMap& off, int group) {
 }
 
 // Every register of `dst` read back, `group` elements an access.
-void expect_read(const Layout& dst, const LinearMap& off, int group, const std::vector<int64_t>& mem) {
+void expect_read(const Layout& dst, const LinearMap& off, int group, const std::vector<int64_t>& mem,
+                 const Padding& pad = {}) {
   for (uint32_t w = 0; w < (1u << dst.warp.size()); ++w)
     for (uint32_t lane = 0; lane < (1u << dst.lane.size()); ++lane)
       for (int r = 0; r < dst.num_regs(); r += group) {
-        const uint32_t base = off.apply(element(dst, uint32_t(r), lane, w));
+        const uint32_t base = padded_offset(off.apply(element(dst, uint32_t(r), lane, w)), pad);
         ASSERT_EQ(base % uint32_t(group), 0u);
         for (int k = 0; k < group; ++k)
           ASSERT_EQ(mem[base + k], int64_t(element(dst, uint32_t(r + k), lane, w)))
@@ -62,7 +66,8 @@ void expect_read(const Layout& dst, const LinearMap& off, int group, const std::
 // ds_read_b64_tr_b16 / _b8 as AMD defines them: in each group of 16 lanes, lane l's
 // element i is slot l % s of the 8 bytes lane (16 / s) i + l / s of the group addressed,
 // s = 4 16-bit or 8 8-bit slots.
-void expect_transposed_read(const Layout& dst, const LinearMap& off, int elem_bytes, const std::vector<int64_t>& mem) {
+void expect_transposed_read(const Layout& dst, const LinearMap& off, int elem_bytes, const std::vector<int64_t>& mem,
+                            const Padding& pad = {}) {
   auto a = transposed_read_layout(dst, off, elem_bytes);
   ASSERT_TRUE(a.has_value());
   const uint32_t s = uint32_t(8 / elem_bytes), per = 16 / s;
@@ -71,7 +76,7 @@ void expect_transposed_read(const Layout& dst, const LinearMap& off, int elem_by
       for (uint32_t g = 0; g < 4; ++g) {
         uint32_t addr[16];
         for (uint32_t t = 0; t < 16; ++t) {
-          addr[t] = off.apply(a->reg_part(uint32_t(r)) ^ a->thread_part(16 * g + t, w));
+          addr[t] = padded_offset(off.apply(a->reg_part(uint32_t(r)) ^ a->thread_part(16 * g + t, w)), pad);
           ASSERT_EQ(addr[t] % s, 0u) << "an address not 8-byte aligned";
         }
         for (uint32_t l = 0; l < 16; ++l)
@@ -81,23 +86,50 @@ void expect_transposed_read(const Layout& dst, const LinearMap& off, int elem_by
       }
 }
 
-void expect_exchange(const Layout& src, const Layout& dst, int elem_bytes, bool transposed_reads) {
-  ExchangePlan p = exchange_encoding(src, dst, elem_bytes, BankModel{}, transposed_reads);
+ExchangePlan expect_exchange(const Layout& src, const Layout& dst, int elem_bytes, bool transposed_reads,
+                             bool padded = false) {
+  // (padded: as much padding as the search takes, an eighth of the tile)
+  ExchangePlan p = exchange_encoding(src, dst, elem_bytes, BankModel{}, transposed_reads, padded ? src.numel() : 0);
   SCOPED_TRACE(fmt::format("{} -> {}: {}{}", src.str(), dst.str(), p.encoding.str(),
                            p.transposed_read ? " read=transposed" : ""));
+  EXPECT_TRUE(padded || p.encoding.padding.empty());
   const LinearMap off = shared_offsets(src.shape, p.encoding);
-  // A bijection onto [0, numel): the scratch tile is the tile's size.
-  std::vector<bool> seen(size_t(src.numel()), false);
+  const Padding& pad = p.encoding.padding;
+  // Injective into the scratch tile (the tile's size, plus the padding): a bijection onto
+  // [0, numel) before the padding; padded, at most an eighth more.
+  const int64_t slots = shared_elements(src.numel(), p.encoding);
+  EXPECT_LE(slots, src.numel() + src.numel() / 8);
+  std::vector<bool> seen(size_t(slots), false);
   for (uint32_t x = 0; x < uint32_t(src.numel()); ++x) {
-    const uint32_t o = off.apply(x);
-    ASSERT_LT(o, seen.size());
-    ASSERT_FALSE(seen[o]);
+    const uint32_t linear = off.apply(x), o = padded_offset(linear, pad);
+    EXPECT_LT(linear, uint32_t(src.numel()));
+    if (o >= seen.size() || seen[o]) {
+      ADD_FAILURE() << "element " << x << " at " << o << ": out of the tile or taken";
+      return p;
+    }
     seen[o] = true;
   }
-  const std::vector<int64_t> mem = write(src, off, shared_access_group(src, p.encoding, elem_bytes));
-  for (int64_t x : mem) ASSERT_GE(x, 0) << "an element nobody wrote";
-  if (p.transposed_read) expect_transposed_read(dst, off, elem_bytes, mem);
-  else expect_read(dst, off, shared_access_group(dst, p.encoding, elem_bytes), mem);
+  const std::vector<int64_t> mem = write(src, off, shared_access_group(src, p.encoding, elem_bytes), pad);
+  for (uint32_t x = 0; x < uint32_t(src.numel()); ++x)
+    EXPECT_EQ(mem[padded_offset(off.apply(x), pad)], int64_t(x)) << "an element nobody wrote";
+  if (p.transposed_read) expect_transposed_read(dst, off, elem_bytes, mem, pad);
+  else expect_read(dst, off, shared_access_group(dst, p.encoding, elem_bytes), mem, pad);
+  // The lowering's padded offsets (layout_padded_element_index, folded with constant lane
+  // and warp ids) are the model's, for every thread and register of both sides.
+  if (!pad.empty())
+    for (const Layout* l : {&src, &dst}) {
+      const Layout through = compose(off, *l, l->shape);
+      const std::vector<uint32_t> got = evaluate_emitted_padded_indices(through, pad);
+      size_t i = 0;
+      for (uint32_t w = 0; w < (1u << l->warp.size()); ++w)
+        for (uint32_t lane = 0; lane < (1u << l->lane.size()); ++lane)
+          for (int r = 0; r < l->num_regs(); ++r, ++i)
+            if (got[i] != padded_offset(off.apply(element(*l, uint32_t(r), lane, w)), pad)) {
+              ADD_FAILURE() << "emitted offset of register " << r << " lane " << lane << " warp " << w;
+              return p;
+            }
+    }
+  return p;
 }
 
 TEST(SharedEncoding, BlockedExchangesRoundTrip) {
@@ -110,9 +142,16 @@ TEST(SharedEncoding, BlockedExchangesRoundTrip) {
         return default_layout({rows, cols}, order, 1 << (rng() % 4), wave, 4);
       };
       const int elem_bytes = 1 << (rng() % 3);
-      expect_exchange(pick(), pick(), elem_bytes, false);
+      // AMD's search also pads (padded_shared); the same pairs, so that some pad.
+      const Layout a = pick(), b = pick();
+      expect_exchange(a, b, elem_bytes, false);
+      expect_exchange(a, b, elem_bytes, false, true);
       // Where the read may be gfx950's transposing one (8- and 16-bit, wave 64).
-      if (wave == 64 && elem_bytes <= 2) expect_exchange(pick(), pick(), elem_bytes, true);
+      if (wave == 64 && elem_bytes <= 2) {
+        const Layout c = pick(), d = pick();
+        expect_exchange(c, d, elem_bytes, true);
+        expect_exchange(c, d, elem_bytes, true, true);
+      }
     }
 }
 
@@ -139,17 +178,19 @@ TEST(SharedEncoding, AttentionOperandsReadWideAndConflictFree) {
           ++shared;
           ASSERT_TRUE(op.shared.has_value());
           const Layout &src = *op.operands[0]->layout, &dst = *op.result()->layout;
-          expect_exchange(src, dst, 2, tr);
+          expect_exchange(src, dst, 2, tr, true);
           const LinearMap off = shared_offsets(src.shape, *op.shared);
-          const SharedAccessCost w = shared_access_cost(src, off, shared_access_group(src, *op.shared, 2), 2, {});
+          const Padding& pad = op.shared->padding;
+          const SharedAccessCost w =
+              shared_access_cost(src, off, shared_access_group(src, *op.shared, 2), 2, {}, pad);
           SharedAccessCost r;
           if (op.i1 & ir::kTransposedRead) {
             ++transposed;
-            r = shared_access_cost(*transposed_read_layout(dst, off, 2), off, transposed_read_slots(2), 2, {});
+            r = shared_access_cost(*transposed_read_layout(dst, off, 2), off, transposed_read_slots(2), 2, {}, pad);
           } else {
             const int group = shared_access_group(dst, *op.shared, 2);
             EXPECT_GE(group, 4) << "a dot operand read narrower than 8 bytes: " << op.shared->str();
-            r = shared_access_cost(dst, off, group, 2, {});
+            r = shared_access_cost(dst, off, group, 2, {}, pad);
           }
           // Q is converted once, before the loop: its reads may be 2-way.
           if (op.parent != &g->body) EXPECT_EQ(r.worst_ways, 1) << op.shared->str();
@@ -180,6 +221,113 @@ TEST(SharedEncoding, AttentionOperandsReadWideAndConflictFree) {
         });
         EXPECT_EQ(staged_reads, tr ? 1 : 0) << g->str();
       }
+}
+
+// samples/attention's V at 8 waves on gfx942 (128x64 blocks, D = 128): loaded 8 elements
+// of a row a thread, read as the second dot's B (4 consecutive keys a lane, every warp
+// all of V), so written along one dim and read along the other. The best swizzle keeps
+// both sides conflict-free only by XORing register bits into the address: 16 address
+// registers each side, live through the loop (242 VGPRs where Triton 3.6 takes 207).
+// Padding every column (64:+4) and every 16 columns (1024:+4) keeps both sides
+// conflict-free with one address each, every register's offset an immediate (172).
+TEST(SharedEncoding, PaddedVOfAttentionAtEightWavesOnGfx942) {
+  Layout src, dst;
+  src.shape = dst.shape = {64, 128};
+  src.reg = {1, 2, 4, 4096}, src.lane = {8, 16, 32, 64, 128, 256}, src.warp = {512, 1024, 2048};
+  dst.reg = {128, 256, 2048, 4096, 16, 32, 64}, dst.lane = {1, 2, 4, 8, 512, 1024}, dst.warp = {0, 0, 0};
+  const ExchangePlan swizzled = expect_exchange(src, dst, 2, false);
+  const ExchangePlan padded = expect_exchange(src, dst, 2, false, true);
+  EXPECT_EQ(padded.encoding.str(), "order=[0,1] vec=4 swizzle=[] padding=[64:+4,1024:+4]");
+  EXPECT_EQ(shared_elements(src.numel(), padded.encoding), 8192 + 127 * 4 + 7 * 4);  // element 8191 at 8727
+  auto costs = [&](const ir::SharedEncoding& e) {
+    const LinearMap off = shared_offsets(src.shape, e);
+    return std::pair{shared_access_cost(src, off, shared_access_group(src, e, 2), 2, {}, e.padding),
+                     shared_access_cost(dst, off, shared_access_group(dst, e, 2), 2, {}, e.padding)};
+  };
+  auto [sw, sr] = costs(swizzled.encoding);
+  auto [pw, pr] = costs(padded.encoding);
+  EXPECT_EQ(sw.addresses + sr.addresses, 32) << swizzled.encoding.str();
+  EXPECT_EQ(pw.addresses, 1);
+  EXPECT_EQ(pr.addresses, 1);
+  EXPECT_EQ(pw.worst_ways, 1);
+  EXPECT_EQ(pr.worst_ways, 1);
+  // The same instructions: 16 two-byte writes and 32 eight-byte reads a thread.
+  EXPECT_EQ(pw.accesses, 16);
+  EXPECT_EQ(pr.accesses, 32);
+  EXPECT_EQ(shared_access_group(dst, padded.encoding, 2), 4);
+  // One interval alone cannot: the columns (64:+4) leave the writes 8-way.
+  ir::SharedEncoding one = padded.encoding;
+  one.padding = {{64, 4}};
+  EXPECT_EQ(costs(one).first.worst_ways, 8);
+}
+
+// Padding never raises a program's shared memory: only exchanges smaller than its largest
+// are padded, within its bytes (attention's Q, 32 KiB, once before the loop, stays
+// swizzled: padded it would take 34 KiB and halve the programs a gfx942 CU holds; K^T and
+// V, 16 KiB each in the loop, are padded). NVIDIA pads nothing.
+TEST(SharedEncoding, PaddingStaysWithinTheLargestExchange) {
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950", "sm_90"})
+    for (attn::Config c : {attn::Config{128, 64, 4, 2}, attn::Config{128, 64, 8, 2}}) {
+      SCOPED_TRACE(fmt::format("{} w{}", arch, c.num_warps));
+      auto f = attn::trace_ir(c, 128, false);
+      codegen::CompileOptions o;
+      o.num_warps = c.num_warps;
+      o.num_stages = c.num_stages;
+      auto g = codegen::planned_program(*f, codegen::parse_target(arch), o);
+      int64_t largest = 0;
+      std::vector<const ir::Operation*> exchanges;
+      ir::walk(g->body, [&](ir::Operation& op) {
+        if (op.op != Op::convert_layout || !op.shared) return;
+        exchanges.push_back(&op);
+        largest = std::max(largest, op.result()->type.numel() * 2);
+      });
+      int padded = 0;
+      for (const ir::Operation* op : exchanges) {
+        const int64_t numel = op->result()->type.numel();
+        if (op->shared->padding.empty()) continue;
+        ++padded;
+        EXPECT_LT(numel * 2, largest) << op->shared->str();
+        EXPECT_LE(shared_elements(numel, *op->shared) * 2, largest) << op->shared->str();
+      }
+      if (std::string(arch) == "sm_90") EXPECT_EQ(padded, 0) << g->str();
+      if (std::string(arch) == "gfx942" && c.num_warps == 8) EXPECT_EQ(padded, 2) << g->str();  // K^T and V
+    }
+}
+
+// The verifier holds a padded encoding to what the lowering assumes (ir::SharedEncoding):
+// power-of-two intervals, ascending, within the tile; whole units; no swizzle.
+TEST(SharedEncoding, VerifierRejectsMalformedPadding) {
+  attn::Config c{128, 64, 8, 2};
+  auto f = attn::trace_ir(c, 128, false);
+  codegen::CompileOptions o;
+  o.num_warps = c.num_warps;
+  o.num_stages = c.num_stages;
+  auto g = codegen::planned_program(*f, codegen::parse_target("gfx942"), o);
+  ir::Operation* padded = nullptr;
+  ir::walk(g->body, [&](ir::Operation& op) {
+    if (!padded && op.op == Op::convert_layout && op.shared && !op.shared->padding.empty()) padded = &op;
+  });
+  ASSERT_NE(padded, nullptr) << g->str();
+  EXPECT_NE(g->str().find("padding=["), std::string::npos);
+  EXPECT_NO_THROW(ir::verify(*g));
+  const ir::SharedEncoding good = *padded->shared;
+  auto rejects = [&](auto&& change, const char* what) {
+    ir::SharedEncoding e = good;
+    change(e);
+    padded->shared = e;
+    try {
+      ir::verify(*g);
+      ADD_FAILURE() << "accepted " << e.str();
+    } catch (const compile_error& err) {
+      EXPECT_NE(std::string(err.what()).find(what), std::string::npos) << err.what();
+    }
+  };
+  rejects([](ir::SharedEncoding& e) { e.swizzle = {1}; }, "no swizzle");
+  rejects([](ir::SharedEncoding& e) { e.padding[0].first = 96; }, "power-of-two intervals");
+  rejects([](ir::SharedEncoding& e) { e.padding = {{1024, 4}, {64, 4}}; }, "ascending");
+  rejects([&](ir::SharedEncoding& e) { e.padding[0].second = e.vec + 1; }, "whole units");
+  padded->shared = good;
+  EXPECT_NO_THROW(ir::verify(*g));
 }
 
 // Triton's tutorial-03 matmul in FP8 (plain loads, B row-major, so N-contiguous) planned
