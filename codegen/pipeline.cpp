@@ -126,9 +126,9 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
 }
 
 // The GPU middle end (codegen/gpu/passes.hpp), on a copy of `f`, so that the traced
-// function stays target-independent. Every decision lands in the copy's IR; the lowering
-// (codegen/gpu/lower_kernel.cpp) only emits it, after placing the shared buffers
-// (codegen/gpu/shared_memory.cpp). `paths`: the conversions left, by ConvertPath.
+// function stays target-independent. Every decision lands in the copy's IR, shared-memory
+// offsets included; the lowering (codegen/gpu/lower_kernel.cpp) only emits it. `paths`:
+// the conversions left, by ConvertPath.
 std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const TargetDesc& target,
                                              const CompileOptions& opts, std::vector<std::string>& remarks,
                                              std::vector<int>& paths) {
@@ -159,6 +159,8 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
     gpu::plan_wait_counts(g, passes::AxisAnalysis(g), t);
     dump("wait-count planning", g);
   }
+  gpu::allocate_shared_memory(g, t, remarks);
+  dump("shared-memory allocation", g);
   paths = gpu::conversion_path_counts(g);
   ir::verify(g);
   return planned;
@@ -240,7 +242,7 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
     return out;
   }
   // The pipeliner checks its stages against the target's shared memory with its own
-  // estimate of the layout conversions' scratch; the lowering knows it. Where the program
+  // estimate of the layout conversions' scratch; allocate_shared_memory knows it. Where the program
   // does not fit, it is planned again from the traced function with less: first without
   // the stage an asynchronous dot's loop gets beyond num_stages (its dot then waits for
   // each group: what num_stages alone gives), then with a stage fewer for every loop that

@@ -5,8 +5,9 @@
 // otherwise each thread writes its elements to shared memory and reads back the ones the
 // new layout gives it, with barriers around the exchange, at the offsets of the encoding
 // plan_shared_encodings recorded on the op (shared_encoding.hpp).
-// The shared memory: the user's buffers where the allocator put them (shared_memory.cpp),
-// then the scratch region every conversion reuses; barrier state and alias scopes per buffer.
+// The shared memory: the user's buffers and the scratch region every conversion reuses,
+// where allocate_shared_memory put them (Operation::smem); barrier state and alias scopes
+// per buffer.
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -21,7 +22,7 @@
 namespace tl::gpu {
 
 void Lowerer::smem_setup() {
-  smem_plan_ = plan_shared_memory(f_, hooks_.capabilities(), hooks_.target_name());
+  smem_plan_ = recorded_shared_memory(f_, hooks_.capabilities());
   ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) { has_copies_ |= op.op == Op::global_load_to_shared; });
   const auto& bufs = smem_plan_.buffers;
   size_t n = bufs.size() + 1;  // the users' buffers, then the scratch region
@@ -31,10 +32,10 @@ void Lowerer::smem_setup() {
     for (size_t j = 0; j < bufs.size(); ++j)
       if (i != j && bufs[i].shares_bytes_with(bufs[j])) smem_overlaps_[i].push_back(int(j));
   // The scratch region may share the bytes of buffers not live where it is used (the
-  // allocator's scratch_offset): any buffer reaching above its start, as its end is only
-  // known once every use has reserved its bytes.
+  // allocator's scratch_offset).
   for (size_t j = 0; j < bufs.size(); ++j)
-    if (bufs[j].offset + bufs[j].bytes > smem_plan_.scratch_offset) {
+    if (smem_plan_.scratch_bytes && bufs[j].offset < smem_plan_.scratch_offset + smem_plan_.scratch_bytes &&
+        bufs[j].offset + bufs[j].bytes > smem_plan_.scratch_offset) {
       smem_overlaps_[j].push_back(int(bufs.size()));
       smem_overlaps_[bufs.size()].push_back(int(j));
     }
@@ -114,27 +115,19 @@ void Lowerer::lower_shared_alloc(const ir::Operation& op) {
 }
 
 int64_t Lowerer::smem_total() const {
-  return smem_bytes_ ? std::max(smem_plan_.buffer_bytes, smem_plan_.scratch_offset + smem_bytes_)
-                     : smem_plan_.buffer_bytes;
+  return smem_plan_.scratch_bytes ? std::max(smem_plan_.buffer_bytes, smem_plan_.scratch_offset + smem_plan_.scratch_bytes)
+                                  : smem_plan_.buffer_bytes;
 }
 
-void Lowerer::smem_reserve(int64_t bytes) {
-  // (the allocator placed the scratch region for the ops uses_scratch names: another
-  // would use bytes a live buffer may hold)
-  if (lowering_op_ && !uses_scratch(*lowering_op_))
-    throw compile_error(fmt::format("gpu lowering: '{}' uses the scratch region, which the shared-memory allocator "
-                                    "does not expect of it (uses_scratch; a tl bug)",
-                                    op_name(lowering_op_->op)));
-  smem_bytes_ = std::max(smem_bytes_, (bytes + 15) / 16 * 16);
-  // The target's whole budget, dynamic shared memory included: the array becomes
-  // dynamic past the static limit (Lowerer::run).
-  int64_t limit = hooks_.capabilities().shared_bytes_per_program;
-  if (smem_total() > limit)
-    throw shared_memory_exceeded(fmt::format("gpu lowering: {} bytes of shared memory needed ({} for the shared buffers "
-                                    "live where layout conversions and reductions exchange data, {} for their scratch), "
-                                    "more than the {} a program may use on {}; use smaller tiles",
-                                    smem_total(), smem_plan_.scratch_offset, smem_bytes_, limit,
-                                    hooks_.target_name()));
+void Lowerer::smem_check_scratch(int64_t bytes) {
+  // allocate_shared_memory gave the op its scratch (scratch_bytes): an op using more, or
+  // one it gave none, would use bytes a live buffer may hold.
+  const ir::Operation* op = lowering_op_;
+  if (!op || !op->smem || op->op == Op::shared_alloc || bytes > op->smem->bytes)
+    throw compile_error(fmt::format("gpu lowering: '{}' exchanges {} bytes through the scratch region, where the "
+                                    "shared-memory allocator gave it {} (scratch_bytes; a tl bug)",
+                                    op ? op_name(op->op) : "?", bytes, op && op->smem ? op->smem->bytes : 0),
+                        op ? op->loc.file : nullptr, op ? op->loc.line : 0);
 }
 
 llvm::Value* Lowerer::smem_load(llvm::Type* ty, llvm::Value* ptr, unsigned align, int buffer, bool relaxed) {
@@ -239,7 +232,7 @@ Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, c
                                           const ir::SharedEncoding& enc, bool transposed_read) {
   llvm::Type* ty = mem_type(t);
   const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  smem_reserve(shared_elements(from.numel(), enc) * eb);
+  smem_check_scratch(shared_elements(from.numel(), enc) * eb);
   // Each side moves its registers at the encoding's offsets, as many a vector as its
   // layout holds consecutively along the fastest dim (shared_access_group).
   const LinearMap offsets = shared_offsets(from.shape, enc);
@@ -329,7 +322,7 @@ Values Lowerer::broadcast_from_owners(const Values& v, const Layout& l, DType t)
   if (!owner) return out;
   llvm::Type* ty = mem_type(t);
   unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-  smem_reserve(std::max<int64_t>(1, l.numel()) * eb);
+  smem_check_scratch(std::max<int64_t>(1, l.numel()) * eb);
   Values mem;
   for (llvm::Value* x : out) mem.push_back(to_mem(x, t));
   smem_before_write();

@@ -66,27 +66,17 @@ bool scan_tuple_by_bits(Lowerer& L, const Layout& l, int axis, const std::vector
   int off = dim_offset(l.shape, axis);
   uint32_t n_axis = uint32_t(l.shape[axis]);
   uint32_t axis_mask = (n_axis - 1) << off;
-  std::vector<std::pair<int, int>> owner(std::countr_zero(n_axis), {-1, -1});
-  auto claim = [&](int kind, const std::vector<uint32_t>& imgs) {
-    for (size_t i = 0; i < imgs.size(); ++i) {
-      uint32_t img = imgs[i];
-      if (!(img & axis_mask)) continue;
-      if (std::popcount(img) != 1) return false;
-      int k = std::countr_zero(img) - off;
-      if (owner[size_t(k)].first >= 0) return false;
-      owner[size_t(k)] = {kind, int(i)};
-    }
-    return true;
-  };
-  if (!claim(0, l.reg) || !claim(1, l.lane) || !claim(2, l.warp)) return false;
-  for (auto& o : owner)
-    if (o.first < 0) return false;
+  // owner[k]: which hardware bit holds axis bit k (kind 0 register, 1 lane, 2 warp).
+  const std::optional<std::vector<HardwareBit>> holders = dim_bit_holders(l, axis);
+  if (!holders) return false;
+  std::vector<std::pair<int, int>> owner;
+  for (const HardwareBit& h : *holders) owner.push_back({int(h.kind), h.index});
   const int64_t numel = l.numel();
   SharedParts parts;
   for (size_t k = 0; k < owner.size(); ++k)
     if (owner[k].first == 2) {
       parts = shared_parts(L, dtypes, numel >> k);
-      L.smem_reserve(parts.total);
+      L.smem_check_scratch(parts.total);
       break;
     }
   std::vector<Tuple> P = vals, T = vals;
@@ -249,7 +239,7 @@ void Lowerer::lower_combine_reduce(const ir::Operation& op) {
     const int W = 1 << warp_bits.size();
     const int64_t n_out = std::max<int64_t>(1, out_l.numel());
     const SharedParts parts = shared_parts(*this, dtypes, W * n_out);
-    smem_reserve(parts.total);
+    smem_check_scratch(parts.total);
     llvm::Value* wk = nullptr;
     for (size_t k = 0; k < warp_bits.size(); ++k) {
       llvm::Value* bit = b.CreateAnd(b.CreateLShr(warp_id(), uint64_t(warp_bits[k])), 1);
@@ -334,7 +324,7 @@ void Lowerer::lower_combine_scan(const ir::Operation& op) {
     // this one, through two shared-memory copies of the tile.
     const int64_t numel = l.numel();
     const SharedParts parts = shared_parts(*this, dtypes, 2 * numel);
-    smem_reserve(parts.total);
+    smem_check_scratch(parts.total);
     auto store_all = [&](int64_t half) {
       for (size_t k = 0; k < n; ++k) {
         Values x;

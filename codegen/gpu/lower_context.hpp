@@ -208,15 +208,16 @@ class Lowerer {
   static constexpr int kScratch = -1;
   // An access to one of several user buffers (a loop or branch picks which): no scope.
   static constexpr int kUnknownBuffer = -2;
-  void smem_setup();  // plans the buffers, before anything is lowered
-  // The op lower_block is lowering (smem_reserve checks that the allocator expected it to
-  // use the scratch region: uses_scratch).
+  void smem_setup();  // reads the allocation, before anything is lowered
+  // The op lower_block is lowering (smem_check_scratch checks its scratch against the
+  // slice the allocator gave it).
   const ir::Operation* lowering_op_ = nullptr;
   // A pointer into the scratch region at `byte_offset`; the base of user buffer `buffer`.
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
   llvm::Value* smem_buffer_base(int buffer);
-  // The scratch region must hold `bytes` (checks the total against the target's budget).
-  void smem_reserve(int64_t bytes);
+  // The op being lowered exchanges `bytes` through the scratch region: a tl bug unless
+  // allocate_shared_memory gave it that many (Operation::smem, scratch_bytes).
+  void smem_check_scratch(int64_t bytes);
   int64_t smem_total() const;  // the program's shared memory: buffers and scratch
   // Loads and stores of shared memory, tagged with their buffer's alias scope.
   // `relaxed` (load_shared_relaxed): also noalias with the buffer's direct-to-shared
@@ -333,7 +334,6 @@ class Lowerer {
   int smem_id(int buffer) const { return buffer == kScratch ? int(smem_plan_.buffers.size()) : buffer; }
   SharedMemoryPlan smem_plan_;
   llvm::GlobalVariable* smem_ = nullptr;
-  int64_t smem_bytes_ = 0;  // the scratch region's size
   // Per buffer id (users, then the scratch): accesses since the last barrier
   // (kPending*), the other buffers sharing its bytes, its alias scope and the others'.
   std::vector<uint8_t> smem_pending_;

@@ -440,7 +440,7 @@ void Lowerer::lower_move_op(const ir::Operation& op) {
       }
       llvm::Type* ty = in[0]->getType();
       const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
-      smem_reserve(l.numel() * eb);
+      smem_check_scratch(l.numel() * eb);
       smem_before_write();
       smem_store_tile(in, l, ty, 0);
       barrier();
@@ -467,7 +467,7 @@ void Lowerer::lower_move_op(const ir::Operation& op) {
       const int off = dim_offset(s, ax);  // the dims after the axis are the same in both shapes
       const uint32_t n = uint32_t(s[size_t(ax)]);
       const int rbits = off + log2_exact(res->type.shape[size_t(ax)]), sbits = off + log2_exact(n);
-      smem_reserve(sl.numel() * eb);
+      smem_check_scratch(sl.numel() * eb);
       smem_before_write();
       smem_store_tile(in, sl, ty, 0);
       barrier();

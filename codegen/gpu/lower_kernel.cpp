@@ -108,14 +108,6 @@ LoweringResult Lowerer::run() {
   }
   hooks_.finish_kernel(*fn_, info_);
   LoweringResult result{name, threads_, int(total), int(dynamic_bytes), {}};
-  // The scratch region placed in bytes of buffers not live where it is used (the
-  // allocator's scratch_offset): what let the program fit, said where the user looks.
-  if (smem_bytes_ && smem_plan_.scratch_offset < smem_plan_.buffer_bytes)
-    result.remarks.push_back(fmt::format(
-        "shared memory: the {} bytes of scratch that layout conversions and reductions exchange data through share "
-        "bytes with tl::shared buffers not live where they are used ({} bytes at offset {}, {} of buffers): {} bytes "
-        "in all",
-        smem_bytes_, smem_bytes_, smem_plan_.scratch_offset, smem_plan_.buffer_bytes, total));
   return result;
 }
 
@@ -248,17 +240,10 @@ llvm::Value* Lowerer::if_then_value(llvm::Value* cond, const std::function<llvm:
 void Lowerer::lower_block(const ir::Block& blk) {
   for (auto& op : blk.ops) {
     if (op->op == Op::yield) continue;
-    try {
-      const ir::Operation* outer = lowering_op_;
-      lowering_op_ = op.get();
-      lower_op(*op);
-      lowering_op_ = outer;
-    } catch (const shared_memory_exceeded& e) {
-      // The scratch a conversion or a reduction reserves (smem_reserve) is over the
-      // budget: name the op that needs it (the innermost op: a loop's body names its own).
-      if (e.line() != 0) throw;
-      throw shared_memory_exceeded(e.what(), op->loc.file, op->loc.line);
-    }
+    const ir::Operation* outer = lowering_op_;
+    lowering_op_ = op.get();
+    lower_op(*op);
+    lowering_op_ = outer;
   }
 }
 

@@ -26,8 +26,6 @@ struct Acc {
   llvm::Value* i;  // argmax/argmin: index along the axis
 };
 
-bool narrow_float(DType t) { return t == DType::f16 || t == DType::bf16; }
-
 }  // namespace
 
 // Shuffles any scalar type through 32-bit lane exchanges (a pointer as its address).
@@ -93,7 +91,7 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
   auto kind = ReduceKind(op.i1);
   bool arg = kind == ReduceKind::argmax || kind == ReduceKind::argmin;
   DType t = src->type.dtype;
-  DType at = kind == ReduceKind::sum && narrow_float(t) ? DType::f32 : t;  // f16/bf16 sums accumulate in f32
+  DType at = gpu_accumulator_dtype(op);  // (f16/bf16 sums accumulate in f32)
   Layout in_l = preferred_layout(src);
   Values in = get(src, in_l);
   Layout out_l = reduce_layout(in_l, axis);
@@ -146,7 +144,7 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
     // to 4 bytes: values narrower than 4 bytes (i8, f16) leave the i32s misaligned
     // otherwise (fuzz.differential seed 200395: CUDA_ERROR_MISALIGNED_ADDRESS).
     int64_t idx_base = (W * n_out * eb + 3) / 4 * 4;
-    smem_reserve(idx_base + (arg ? W * n_out * 4 : 0));
+    smem_check_scratch(idx_base + (arg ? W * n_out * 4 : 0));
     llvm::Value* wk = nullptr;
     for (size_t k = 0; k < warp_bits.size(); ++k) {
       llvm::Value* bit = b.CreateAnd(b.CreateLShr(warp_id(), uint64_t(warp_bits[k])), 1);
@@ -204,21 +202,10 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Reduce
   uint32_t n_axis = uint32_t(l.shape[axis]);
   uint32_t axis_mask = (n_axis - 1) << off;
   // owner[k]: which hardware bit holds axis bit k (kind 0 register, 1 lane, 2 warp).
-  std::vector<std::pair<int, int>> owner(std::countr_zero(n_axis), {-1, -1});
-  auto claim = [&](int kind, const std::vector<uint32_t>& imgs) {
-    for (size_t i = 0; i < imgs.size(); ++i) {
-      uint32_t img = imgs[i];
-      if (!(img & axis_mask)) continue;
-      if (std::popcount(img) != 1) return false;  // an axis bit mixed with another
-      int k = std::countr_zero(img) - off;
-      if (owner[size_t(k)].first >= 0) return false;  // two hardware bits for one axis bit
-      owner[size_t(k)] = {kind, int(i)};
-    }
-    return true;
-  };
-  if (!claim(0, l.reg) || !claim(1, l.lane) || !claim(2, l.warp)) return false;
-  for (auto& o : owner)
-    if (o.first < 0) return false;
+  const std::optional<std::vector<HardwareBit>> holders = dim_bit_holders(l, axis);
+  if (!holders) return false;
+  std::vector<std::pair<int, int>> owner;
+  for (const HardwareBit& h : *holders) owner.push_back({int(h.kind), h.index});
   // `add` is the scan's combine: + for cumsum, * for cumprod.
   auto add = [&](llvm::Value* x, llvm::Value* y) { return combine(L, kind, at, {x, nullptr}, {y, nullptr}).v; };
   llvm::Type* ty = L.reg_type(at);
@@ -230,7 +217,7 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Reduce
   // The lowest axis bit a warp holds has the most blocks: numel >> k slots.
   for (size_t k = 0; k < owner.size(); ++k)
     if (owner[k].first == 2) {
-      L.smem_reserve((numel >> k) * eb);
+      L.smem_check_scratch((numel >> k) * eb);
       break;
     }
   Values P = vals, T = vals;
@@ -324,7 +311,7 @@ void Lowerer::lower_scan(const ir::Operation& op) {
   const ir::Value* src = op.operands[0];
   int axis = int(op.i0);
   DType t = src->type.dtype;
-  DType at = narrow_float(t) ? DType::f32 : t;
+  DType at = gpu_accumulator_dtype(op);
   const auto kind = ReduceKind(op.i1);  // sum or prod
   Layout l = preferred_layout(src);
   Values in = get(src, l);
@@ -363,7 +350,7 @@ void Lowerer::lower_scan(const ir::Operation& op) {
     llvm::Type* ty = reg_type(at);
     unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
     int64_t numel = l.numel();
-    smem_reserve(2 * numel * eb);
+    smem_check_scratch(2 * numel * eb);
     smem_before_write();
     smem_store_tile(vals, l, ty, 0);
     barrier();

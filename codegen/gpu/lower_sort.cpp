@@ -103,7 +103,7 @@ void Lowerer::lower_sort(const ir::Operation& op) {
           if (with_payload) other_pay[size_t(r)] = shuffle_any(*this, pay[size_t(r)], 1 << h.index);
         }
       } else {
-        if (!reserved) smem_reserve(pay_base * 4 + (with_payload ? l.numel() * 4 : 0));
+        if (!reserved) smem_check_scratch(pay_base * 4 + (with_payload ? l.numel() * 4 : 0));
         reserved = true;
         smem_before_write();
         smem_store_tile(key, l, kty, 0);
@@ -147,7 +147,7 @@ void Lowerer::lower_histogram(const ir::Operation& op) {
   Values m = mask ? get(mask, lx) : Values{};
   const Layout& out_l = plan_.of(op.result());
   const int64_t bins = op.result()->type.shape[0];
-  smem_reserve(bins * 4);
+  smem_check_scratch(bins * 4);
   smem_before_write();
   for (int64_t i = 0; i < bins; i += threads_) {
     llvm::Value* bin = b.CreateAdd(thread_id(), b.getInt32(uint32_t(i)));

@@ -23,6 +23,8 @@
 //                              whether it goes through a buffer resource
 //   plan_wait_counts           AMD: the loads each of the pipeliner's waits leaves in
 //                              flight (vmcnt)
+//   allocate_shared_memory     every buffer's and every scratch use's bytes of shared
+//                              memory (Operation::smem)
 // Private to codegen.
 #pragma once
 
@@ -121,5 +123,12 @@ int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTar
 // flight instead (ir::kWaitCountsLoads), from the copy plans and the register loads'
 // layouts (plan_wait_counts.cpp). Runs after plan_copies.
 void plan_wait_counts(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
+
+// Records where each shared_alloc's buffer and each op's scratch (scratch_bytes) lie in
+// the program's shared memory (Operation::smem; shared_memory.hpp's allocator), last of
+// the planning passes: it sizes what they decided. Throws shared_memory_exceeded, naming
+// the buffer or op, where the program does not fit; `remarks` gets a line where the
+// scratch shares bytes with buffers not live where it is used.
+void allocate_shared_memory(ir::Function& f, const PlanTarget& t, std::vector<std::string>& remarks);
 
 }  // namespace tl::gpu

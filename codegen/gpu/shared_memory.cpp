@@ -38,6 +38,7 @@
 #include <set>
 
 #include "codegen/gpu/layout.hpp"
+#include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/shared_buffers.hpp"
 #include "tl/error.hpp"
@@ -47,20 +48,25 @@ namespace {
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
+int64_t buffer_bytes(const ir::Operation& alloc) {
+  const ir::Type& t = alloc.result()->type;
+  return t.numel() * t.stages * byte_width(t.dtype);
+}
+
 struct Analysis {
   // op -> [its number, the last number inside it]
   std::unordered_map<const ir::Operation*, std::pair<int64_t, int64_t>> span;
   // value -> the ops using it
   std::unordered_map<const ir::Value*, std::vector<const ir::Operation*>> users;
   std::vector<const ir::Operation*> allocs;
-  std::vector<int64_t> scratch_points;  // where an op may use the scratch region
+  std::vector<std::pair<int64_t, const ir::Operation*>> scratch_uses;  // (point, op) of each op using scratch
   int64_t next = 0;
 
   void number(const ir::Block& b) {
     for (auto& op : b.ops) {
       int64_t pos = next++;
       if (op->op == Op::shared_alloc) allocs.push_back(op.get());
-      if (uses_scratch(*op)) scratch_points.push_back(pos);
+      if (uses_scratch(*op)) scratch_uses.push_back({pos, op.get()});
       for (const ir::Value* v : op->operands) users[v].push_back(op.get());
       for (auto& r : op->regions) number(*r);
       span[op.get()] = {pos, next - 1};
@@ -103,20 +109,140 @@ void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const An
 
 }  // namespace
 
-bool uses_scratch(const ir::Operation& op) {
-  switch (op.op) {
-    case Op::convert_layout: return ir::ConvertPath(op.i0) == ir::ConvertPath::shared;
-    // (a reduction within warps is shuffles; one across them exchanges partials)
-    case Op::reduce: {
-      const std::optional<Layout>& l = op.operands[0]->layout;
-      return !l || std::any_of(l->warp.begin(), l->warp.end(),
-                               [&](uint32_t image) { return along_axis(*l, image, int(op.i0)); });
-    }
-    case Op::scan: case Op::gather: case Op::sort: case Op::histogram: return true;
-    case Op::join: case Op::split: case Op::cat: case Op::flip: return true;
-    case Op::atomic_rmw: case Op::atomic_cas: return !op.results.empty();
-    default: return false;
+DType gpu_accumulator_dtype(const ir::Operation& op) {
+  const DType t = op.operands[0]->type.dtype;
+  const bool narrow = t == DType::f16 || t == DType::bf16;
+  if (op.op == Op::scan) return narrow ? DType::f32 : t;
+  return ReduceKind(op.i1) == ReduceKind::sum && narrow ? DType::f32 : t;
+}
+
+namespace {
+
+const Layout& recorded_layout(const ir::Operation& op, const ir::Value* v) {
+  if (!v->layout)
+    throw compile_error(fmt::format("shared-memory allocation: '{}' reads a {} without a layout (a tl bug)",
+                                    op_name(op.op), v->type.str()),
+                        op.loc.file, op.loc.line);
+  return *v->layout;
+}
+
+// The bytes of an exchange of `slots` elements of each of `dtypes` in turn, each part
+// aligned to its element (lower_combine.cpp's SharedParts).
+int64_t parts_bytes(const std::vector<DType>& dtypes, int64_t slots) {
+  int64_t total = 0;
+  for (DType d : dtypes) {
+    const int64_t eb = byte_width(d);
+    total = (total + eb - 1) / eb * eb + slots * eb;
   }
+  return total;
+}
+
+// The scratch of a scan along `axis` of a tile in layout `l` of `dtypes` (lower_reduce.cpp's
+// lower_scan and lower_combine.cpp's lower_combine_scan): none where each thread holds
+// whole lines; bit by bit (dim_bit_holders), each block's total once, numel / 2^k slots
+// for the lowest axis bit k a warp holds; else two copies of the tile (Hillis-Steele).
+int64_t scan_scratch(const Layout& l, int axis, const std::vector<DType>& dtypes) {
+  bool in_registers = true;
+  for (uint32_t img : l.lane) in_registers &= !along_axis(l, img, axis);
+  for (uint32_t img : l.warp) in_registers &= !along_axis(l, img, axis);
+  if (in_registers) return 0;
+  if (const auto holders = dim_bit_holders(l, axis)) {
+    for (size_t k = 0; k < holders->size(); ++k)
+      if ((*holders)[k].kind == HardwareBit::warp) return parts_bytes(dtypes, l.numel() >> k);
+    return 0;
+  }
+  return parts_bytes(dtypes, 2 * l.numel());
+}
+
+// The scratch of a reduction's cross-warp exchange (lower_reduce.cpp, lower_combine.cpp):
+// each warp's partials, W * (reduced elements) slots a part.
+int64_t reduce_scratch(const Layout& in, int axis, const std::vector<DType>& dtypes) {
+  int warp_bits = 0;
+  for (uint32_t image : in.warp) warp_bits += along_axis(in, image, axis);
+  if (!warp_bits) return 0;
+  const int64_t slots = (int64_t(1) << warp_bits) * std::max<int64_t>(1, reduce_layout(in, axis).numel());
+  return parts_bytes(dtypes, slots);
+}
+
+}  // namespace
+
+int64_t scratch_bytes(const ir::Operation& op) {
+  auto bytes_of = [](const ir::Value* v) { return int64_t(byte_width(v->type.dtype)); };
+  switch (op.op) {
+    case Op::convert_layout:
+      if (ir::ConvertPath(op.i0) != ir::ConvertPath::shared) return 0;
+      // (a padded encoding's tile, its padding included)
+      return (op.shared ? shared_elements(op.operands[0]->type.numel(), *op.shared) : op.operands[0]->type.numel()) *
+             bytes_of(op.operands[0]);
+    case Op::reduce: {
+      const Layout& in = recorded_layout(op, op.operands[0]);
+      const int axis = int(op.i0);
+      if (!op.regions.empty()) {
+        std::vector<DType> dtypes;
+        for (const ir::Value* v : op.operands) dtypes.push_back(v->type.dtype);
+        return reduce_scratch(in, axis, dtypes);
+      }
+      const ReduceKind kind = ReduceKind(op.i1);
+      // (the index partials as i32s after the values, aligned to 4 bytes)
+      std::vector<DType> dtypes{gpu_accumulator_dtype(op)};
+      if (kind == ReduceKind::argmax || kind == ReduceKind::argmin) dtypes.push_back(DType::i32);
+      return reduce_scratch(in, axis, dtypes);
+    }
+    case Op::scan: {
+      const Layout& l = recorded_layout(op, op.operands[0]);
+      std::vector<DType> dtypes;
+      if (op.regions.empty()) dtypes.push_back(gpu_accumulator_dtype(op));
+      else
+        for (const ir::Value* v : op.operands) dtypes.push_back(v->type.dtype);
+      return scan_scratch(l, int(op.i0), dtypes);
+    }
+    case Op::gather: return op.operands[0]->type.numel() * bytes_of(op.operands[0]);
+    case Op::flip: {
+      // Through shared memory only where the flipped coordinate's bits move across warps.
+      const Layout& l = recorded_layout(op, op.result());
+      const int d = int(op.i0);
+      const uint32_t c = uint32_t(l.shape[size_t(d)] - 1) << dim_offset(l.shape, d);
+      const std::optional<LayoutInverse> inv = invert(l);
+      if (!inv) return 0;  // (the lowering reports it)
+      uint32_t hw = 0;
+      for (size_t k = 0; k < inv->warp.size(); ++k)
+        if (c >> k & 1) hw ^= inv->warp[k];
+      return hw ? l.numel() * bytes_of(op.result()) : 0;
+    }
+    case Op::sort: {
+      // Across warps, the keys (and i32 payload after them) once through shared memory.
+      const Layout& l = recorded_layout(op, op.result());
+      const auto holders = dim_bit_holders(l, int(op.i0));
+      if (!holders || std::none_of(holders->begin(), holders->end(),
+                                   [](const HardwareBit& h) { return h.kind == HardwareBit::warp; }))
+        return 0;
+      const int64_t keys = (l.numel() * bytes_of(op.operands[0]) + 3) / 4 * 4;
+      return keys + (op.operands.size() == 2 ? l.numel() * 4 : 0);
+    }
+    case Op::histogram: return op.result()->type.shape[0] * 4;
+    case Op::atomic_rmw: case Op::atomic_cas: {
+      // The old values, from the threads that did the atomic to the copies of them.
+      if (op.results.empty()) return 0;
+      const ir::Value* r = op.result();
+      if (r->type.is_scalar()) return bytes_of(r);
+      const Layout& l = op.layout ? *op.layout : recorded_layout(op, r);  // (the layout it works in)
+      const bool copies = std::any_of(l.lane.begin(), l.lane.end(), [](uint32_t i) { return i == 0; }) ||
+                          std::any_of(l.warp.begin(), l.warp.end(), [](uint32_t i) { return i == 0; });
+      return copies ? l.numel() * bytes_of(r) : 0;
+    }
+    default: return 0;
+  }
+}
+
+int64_t buffer_alignment(const ir::Operation& alloc, const TargetCapabilities& caps) {
+  const int64_t row = int64_t(caps.shared_banks) * caps.shared_bank_bytes;
+  const ir::Type& t = alloc.result()->type;
+  int64_t align = buffer_bytes(alloc) >= row ? std::max<int64_t>(16, row) : 16;
+  // A buffer read through wgmma's matrix descriptors (an encoding with swizzle rows):
+  // the hardware XORs address bits, so each stage starts on a whole swizzle pattern, 8
+  // rows (1024 bytes at the 128-byte swizzle).
+  if (alloc.shared && alloc.shared->row) align = std::max<int64_t>(align, 8 * int64_t(alloc.shared->row) * byte_width(t.dtype));
+  return align;
 }
 
 int SharedMemoryPlan::index_of(const ir::Operation* alloc) const {
@@ -129,19 +255,13 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   SharedMemoryPlan plan;
   Analysis a;
   a.number(f.body);
-  if (a.allocs.empty()) return plan;
 
   const int64_t row = int64_t(caps.shared_banks) * caps.shared_bank_bytes;
   for (const ir::Operation* op : a.allocs) {
-    const ir::Type& t = op->result()->type;
     SharedBuffer b;
     b.alloc = op;
-    b.bytes = t.numel() * t.stages * byte_width(t.dtype);
-    b.align = b.bytes >= row ? std::max<int64_t>(16, row) : 16;
-    // A buffer read through wgmma's matrix descriptors (an encoding with swizzle rows):
-    // the hardware XORs address bits, so each stage starts on a whole swizzle pattern, 8
-    // rows (1024 bytes at the 128-byte swizzle).
-    if (op->shared && op->shared->row) b.align = std::max<int64_t>(b.align, 8 * int64_t(op->shared->row) * byte_width(t.dtype));
+    b.bytes = buffer_bytes(*op);
+    b.align = buffer_alignment(*op, caps);
     plan.buffers.push_back(b);
   }
   // Which buffers each shared-typed value may be, by their indices here.
@@ -185,10 +305,56 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   // they do not, such as a hand-staged kernel's tl::shared buffers allocated after its
   // Q block is converted, it lets the scratch share their bytes).
   int64_t above = 0;
-  for (int64_t point : a.scratch_points)
+  for (auto [point, op] : a.scratch_uses) {
     for (const SharedBuffer& buf : plan.buffers)
       if (buf.first <= point && point <= buf.last) above = std::max(above, buf.offset + buf.bytes);
-  plan.scratch_offset = align_up(above, std::max<int64_t>(16, row));
+    const int64_t bytes = align_up(scratch_bytes(*op), 16);
+    if (bytes > plan.scratch_bytes) plan.scratch_bytes = bytes, plan.largest_scratch_use = op;
+  }
+  if (!plan.scratch_bytes) return plan;
+  plan.scratch_offset = plan.buffers.empty() ? 0 : align_up(above, std::max<int64_t>(16, row));
+  const int64_t total = std::max(plan.buffer_bytes, plan.scratch_offset + plan.scratch_bytes);
+  if (total > caps.shared_bytes_per_program) {
+    const ir::Operation& op = *plan.largest_scratch_use;
+    throw shared_memory_exceeded(
+        fmt::format("{} bytes of shared memory needed ({} for the shared buffers live where layout conversions and "
+                    "reductions exchange data, {} for their scratch: '{}' here), more than the {} a program may use "
+                    "on {}; use smaller tiles",
+                    total, plan.scratch_offset, plan.scratch_bytes, op_name(op.op), caps.shared_bytes_per_program,
+                    target),
+        op.loc.file, op.loc.line);
+  }
+  return plan;
+}
+
+SharedMemoryPlan recorded_shared_memory(const ir::Function& f, const TargetCapabilities& caps) {
+  SharedMemoryPlan plan;
+  std::unordered_map<const ir::Operation*, int> index;
+  bool scratch_seen = false;
+  ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
+    if (op.op == Op::shared_alloc) {
+      if (!op.smem)
+        throw compile_error("shared memory: a buffer the allocator did not place (a tl bug)", op.loc.file, op.loc.line);
+      SharedBuffer b;
+      b.alloc = &op;
+      b.bytes = op.smem->bytes;
+      b.offset = op.smem->offset;
+      b.align = buffer_alignment(op, caps);
+      index[&op] = int(plan.buffers.size());
+      plan.buffers.push_back(b);
+      plan.buffer_bytes = std::max(plan.buffer_bytes, b.offset + b.bytes);
+    } else if (op.smem) {
+      // (every use starts at the region's offset: allocate_shared_memory)
+      if (scratch_seen && op.smem->offset != plan.scratch_offset)
+        throw compile_error("shared memory: scratch uses at different offsets (a tl bug)", op.loc.file, op.loc.line);
+      scratch_seen = true;
+      plan.scratch_offset = op.smem->offset;
+      if (op.smem->bytes > plan.scratch_bytes) plan.scratch_bytes = op.smem->bytes, plan.largest_scratch_use = &op;
+    }
+  });
+  const passes::SharedBuffers shared(f);
+  for (auto& [v, allocs] : shared.all())
+    for (const ir::Operation* alloc : allocs) plan.buffers_of[v].push_back(index.at(alloc));
   return plan;
 }
 

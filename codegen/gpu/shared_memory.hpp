@@ -1,9 +1,10 @@
 // The shared-memory allocator (Triton's AllocationAnalysis): where each shared_alloc's
 // buffer lives in the program's shared memory (LDS on AMD), so that buffers live at the
-// same time never share a byte and buffers that are never live together may. The GPU
-// lowering runs it before lowering starts; the layout conversions' scratch region goes
-// above the buffers live where it is used (SharedMemoryPlan::scratch_offset). See
-// shared_memory.cpp.
+// same time never share a byte and buffers that are never live together may; the scratch
+// region that layout conversions and reductions exchange data through goes above the
+// buffers live where it is used (SharedMemoryPlan::scratch_offset). The pass
+// allocate_shared_memory (codegen/gpu/passes.hpp) runs it and records the result in the IR,
+// which the lowering reads. See shared_memory.cpp.
 #pragma once
 
 #include <cstdint>
@@ -48,22 +49,41 @@ struct SharedMemoryPlan {
   // Where the scratch region (layout conversions, cross-warp reductions and scans,
   // gathers, sorts) starts: above every buffer live at an op that may use it
   // (uses_scratch), so that it may share bytes with buffers that are not, which the
-  // lowering separates from it by barriers. Its size is the lowering's (the largest use).
+  // lowering separates from it by barriers. Every use starts there.
   int64_t scratch_offset = 0;
+  int64_t scratch_bytes = 0;  // the largest use's (scratch_bytes(op)), rounded to 16
+  const ir::Operation* largest_scratch_use = nullptr;
 
   // The buffer a shared_alloc defines, or -1.
   int index_of(const ir::Operation* alloc) const;
 };
 
-// Whether the GPU lowering of `op` may use the scratch region (Lowerer::smem_reserve,
-// which checks it): a conversion through shared memory, a cross-warp reduction or scan
-// (tl::reduce / tl::associative_scan included), a gather, a join/split/cat/flip moving
-// data across warps, a sort or histogram, a tile atomic whose old values are read.
-bool uses_scratch(const ir::Operation& op);
+// The bytes of the scratch region the GPU lowering of `op` exchanges data through, 0 for
+// none: a conversion through shared memory, a cross-warp reduction or scan (tl::reduce /
+// tl::associative_scan included), a gather, a flip across warps, a sort across warps, a
+// histogram, an atomic whose old values are read by threads that did not do it. The one
+// answer for the allocator (allocate_shared_memory) and the lowering, which checks each
+// of its uses against the slice the allocator recorded on the op. Reads the layouts the
+// planning recorded (a tl bug where one is missing).
+int64_t scratch_bytes(const ir::Operation& op);
+// The dtype a built-in reduction or scan accumulates in on a GPU (f16 and bf16 sums and
+// scans in f32), which its cross-warp scratch holds.
+DType gpu_accumulator_dtype(const ir::Operation& reduce_or_scan);
+inline bool uses_scratch(const ir::Operation& op) { return scratch_bytes(op) > 0; }
 
-// Live ranges and offsets of every shared_alloc in `f`. Throws tl::compile_error naming
-// the line of the first allocation (in placement order) that would end past the
-// target's `shared_bytes_per_program`, with the bytes needed, the limit and `target`.
+// Live ranges and offsets of every shared_alloc in `f`, and the scratch region above the
+// buffers live where it is used. Throws shared_memory_exceeded naming the line of the first
+// allocation (in placement order) that would end past the target's
+// `shared_bytes_per_program`, or of the op whose scratch would, with the bytes needed, the
+// limit and `target`.
 SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilities& caps, const std::string& target);
+
+// What allocate_shared_memory recorded in `f` (its ops' `smem` slices), read back for the
+// lowering: buffers at their offsets, which values may be which buffer, the scratch region.
+// Live ranges are not kept in the IR (the barriers the lowering places do not need them).
+SharedMemoryPlan recorded_shared_memory(const ir::Function& f, const TargetCapabilities& caps);
+
+// The alignment a buffer gets (shared_memory.cpp says why).
+int64_t buffer_alignment(const ir::Operation& alloc, const TargetCapabilities& caps);
 
 }  // namespace tl::gpu

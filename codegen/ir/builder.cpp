@@ -99,6 +99,7 @@ std::unique_ptr<Operation> clone(const Operation& op, ValueMap& map) {
   c->layout = op.layout;
   c->shared = op.shared;
   c->copy = op.copy;
+  c->smem = op.smem;
   // (GPU planning's marks travel with the values they describe.)
   auto copy_plan = [](const Value* from, Value* to) {
     to->layout = from->layout;

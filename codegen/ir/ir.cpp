@@ -261,6 +261,7 @@ class Printer {
     line += attrs(op);
     if (op.layout) line += " layout=" + layout_alias(*op.layout);
     if (op.shared) line += " shared=[" + op.shared->str() + "]";
+    if (op.smem) line += fmt::format(" smem=[{}, +{}]", op.smem->offset, op.smem->bytes);
     for (size_t i = 0; i < op.operands.size(); ++i) line += (i ? ", " : " ") + name(op.operands[i]);
     if (!op.results.empty()) {
       line += " :";

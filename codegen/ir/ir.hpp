@@ -159,6 +159,14 @@ class Operation {
     bool operator==(const CopyPlan&) const = default;
   };
   std::optional<CopyPlan> copy;
+  // GPU planning (allocate_shared_memory): the bytes of the program's shared memory the op
+  // owns: a shared_alloc's buffer (all its stages), or the scratch an op exchanges data
+  // through (gpu::scratch_bytes), from `offset`.
+  struct SharedSlice {
+    int64_t offset = 0, bytes = 0;
+    bool operator==(const SharedSlice&) const = default;
+  };
+  std::optional<SharedSlice> smem;
 
   Value* result(int i = 0) const { return results.at(i).get(); }
   Value* add_result(Type t);

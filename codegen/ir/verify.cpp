@@ -60,6 +60,7 @@ class Verifier {
       }
       check_memory_types(op);
       if (op.shared) check_shared_encoding(op, *op.shared);
+      if (op.smem) check_shared_slice(op, *op.smem);
       check(op);
       for (auto& r : op.results) defined_.insert(r.get());
     }
@@ -133,6 +134,17 @@ class Verifier {
     }
     expect(e.row == 0 && std::all_of(e.swizzle.begin(), e.swizzle.end(), [](uint32_t x) { return x == 0; }), op,
            "a padded shared encoding has no swizzle and no row split");
+  }
+
+  // allocate_shared_memory's slices: 16-byte aligned (the widest shared access), a
+  // buffer's the bytes of all its stages.
+  void check_shared_slice(const Operation& op, const Operation::SharedSlice& s) {
+    expect(s.offset >= 0 && s.offset % 16 == 0 && s.bytes > 0, op,
+           "a shared-memory slice starts on 16 bytes and has some");
+    if (op.op == Op::shared_alloc) {
+      const Type& t = op.result()->type;
+      expect(s.bytes == t.numel() * t.stages * byte_width(t.dtype), op, "a buffer's slice holds all its stages");
+    }
   }
 
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.

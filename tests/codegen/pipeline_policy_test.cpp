@@ -391,9 +391,10 @@ TEST(PipelineStages, StagesThatDoNotFitWithTheScratchArePlannedFewer) {
   }
 }
 
-// A compile error found while lowering names the user's line: a [128, 256] f32 transpose
-// exchanges 128 KiB through shared memory, over gfx942's 64 KiB (gfx950 has 160).
-TEST(PipelineStages, SharedMemoryOverflowFoundWhileLoweringNamesTheLine) {
+// A conversion whose scratch does not fit is a compile error at the user's line, found by
+// allocate_shared_memory before anything is lowered: a [128, 256] f32 transpose exchanges
+// 128 KiB through shared memory, over gfx942's 64 KiB (gfx950 has 160).
+TEST(PipelineStages, ScratchOverflowOfAConversionNamesTheLine) {
   static unsigned line = 0;
   auto k = tl::kernel("policy_big_transpose", [](tl::ptr<f32> x, tl::ptr<f32> y) {
     auto r = tl::arange(0, 128), c = tl::arange(0, 256);

@@ -8,11 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "bench/attention_tutorial.hpp"
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/shared_memory.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/target.hpp"
+#include "support/traced_kernels.hpp"
 #include "tl/error.hpp"
 
 namespace {
@@ -253,3 +255,82 @@ TEST(SharedMemoryAllocator, NoBuffersNoBytes) {
 }
 
 }  // namespace
+
+namespace {
+
+// What allocate_shared_memory must have recorded in a planned program: every buffer's
+// slice (all its stages), every scratch use's at one offset and at least the bytes its
+// lowering exchanges (scratch_bytes), all within the target's budget. Returns the end of
+// the highest slice: the program's shared memory.
+int64_t expect_recorded_allocation(const ir::Function& g, const gpu::TargetCapabilities& c) {
+  const std::string ir = g.str();
+  int64_t end = 0, scratch_offset = -1;
+  int buffers = 0, scratch_uses = 0;
+  ir::walk(const_cast<ir::Block&>(g.body), [&](ir::Operation& op) {
+    if (op.op == Op::shared_alloc) {
+      ++buffers;
+      const ir::Type& t = op.result()->type;
+      EXPECT_TRUE(op.smem.has_value()) << ir;
+      if (!op.smem) return;
+      EXPECT_EQ(op.smem->bytes, t.numel() * t.stages * byte_width(t.dtype)) << ir;
+      EXPECT_EQ(op.smem->offset % gpu::buffer_alignment(op, c), 0) << ir;
+      end = std::max(end, op.smem->offset + op.smem->bytes);
+    } else if (const int64_t need = gpu::scratch_bytes(op)) {
+      ++scratch_uses;
+      EXPECT_TRUE(op.smem.has_value()) << op_name(op.op) << "\n" << ir;
+      if (!op.smem) return;
+      EXPECT_GE(op.smem->bytes, need) << ir;
+      if (scratch_offset < 0) scratch_offset = op.smem->offset;
+      EXPECT_EQ(op.smem->offset, scratch_offset) << ir;
+      end = std::max(end, op.smem->offset + op.smem->bytes);
+    } else {
+      EXPECT_FALSE(op.smem.has_value()) << op_name(op.op) << "\n" << ir;
+    }
+  });
+  EXPECT_GT(buffers + scratch_uses, 0) << ir;
+  EXPECT_NE(ir.find("smem=["), std::string::npos) << ir;
+  EXPECT_LE(end, c.shared_bytes_per_program) << ir;
+  return end;
+}
+
+codegen::CompileOptions launch(int warps, int stages) {
+  codegen::CompileOptions o;
+  o.num_warps = warps;
+  o.num_stages = stages;
+  return o;
+}
+
+}  // namespace
+
+// allocate_shared_memory's slices in TL_DUMP_IR, read from codegen::planned_program for
+// Triton's tutorial matmul and attention as their transcriptions write them, on sm_90,
+// gfx942 and gfx950; and the code object's shared memory is what the IR says (the
+// lowering places nothing itself).
+TEST(SharedMemoryAllocation, TutorialKernelsRecordEveryBufferAndScratchUse) {
+  for (const char* arch : {"sm_90", "gfx942", "gfx950"}) {
+    SCOPED_TRACE(arch);
+    const auto target = codegen::parse_target(arch);
+    const auto c = codegen::capabilities_for(target);
+    {
+      SCOPED_TRACE("tutorial 03 matmul 128x128x64, 2 stages");
+      auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, /*assumes=*/true);
+      auto g = codegen::planned_program(*f, target, launch(4, 2));
+      const int64_t end = expect_recorded_allocation(*g, c);
+      auto again = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
+      EXPECT_EQ(codegen::compile(*again, target, launch(4, 2)).shared_bytes, end);
+    }
+    {
+      SCOPED_TRACE("tutorial 06 attention 128x64 D=64, 2 stages");
+      attn::Config cfg;
+      cfg.block_m = 128;
+      cfg.block_n = 64;
+      cfg.num_warps = 4;
+      cfg.num_stages = 2;
+      auto f = attn::trace_ir(cfg, 64, false);
+      auto g = codegen::planned_program(*f, target, launch(cfg.num_warps, cfg.num_stages));
+      const int64_t end = expect_recorded_allocation(*g, c);
+      auto again = attn::trace_ir(cfg, 64, false);
+      EXPECT_EQ(codegen::compile(*again, target, launch(cfg.num_warps, cfg.num_stages)).shared_bytes, end);
+    }
+  }
+}
