@@ -23,39 +23,17 @@
 #include <string>
 #include <vector>
 
+#include "bench/activation_kernels.hpp"
 #include "bench/hashed_values.hpp"
 #include "bench/timing.hpp"
 #include "tl/tl.hpp"
 
 namespace {
 
+using tlbench::gelu_tanh_kernel;
+using tlbench::swiglu_kernel;
+
 constexpr int kBlock = 1024;
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-
-auto& gelu_tanh_kernel() {
-  static auto k = tl::kernel("gelu_tanh", [](tl::ptr<tl::bf16> x, tl::ptr<tl::bf16> y, tl::i32 n, int BLOCK_SIZE) {
-    auto offs = tl::program_id(0) * BLOCK_SIZE + tl::arange(0, BLOCK_SIZE);
-    auto mask = offs < n;
-    auto a = tl::load(x + offs, mask, 0.0f).to<tl::f32>();
-    auto inner = kSqrt2OverPi * (a + 0.044715f * a * a * a);
-    auto g = 0.5f * a * (1.0f + tl::tanh(inner));
-    tl::store(y + offs, g.to<tl::bf16>(), mask);
-  });
-  return k;
-}
-
-auto& swiglu_kernel() {
-  static auto k = tl::kernel("swiglu", [](tl::ptr<tl::bf16> a, tl::ptr<tl::bf16> b, tl::ptr<tl::bf16> c, tl::i32 n,
-                                          int BLOCK_SIZE) {
-    auto offs = tl::program_id(0) * BLOCK_SIZE + tl::arange(0, BLOCK_SIZE);
-    auto mask = offs < n;
-    auto x = tl::load(a + offs, mask, 0.0f).to<tl::f32>();
-    auto up = tl::load(b + offs, mask, 0.0f).to<tl::f32>();
-    tl::store(c + offs, (x * tl::sigmoid(x) * up).to<tl::bf16>(), mask);
-  });
-  return k;
-}
-
 // Values in [-6, 6) from a hash of the index (bench/run_activation_bench.py builds the
 // same tensors), salted per tensor.
 std::vector<tl::bfloat16> inputs(size_t n, uint64_t salt) {

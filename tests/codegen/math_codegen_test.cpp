@@ -14,6 +14,7 @@
 #include <regex>
 #include <string>
 
+#include "bench/activation_kernels.hpp"
 #include "codegen/amdgpu/code_object.hpp"
 #include "support/compile.hpp"
 #include "support/ptxas.hpp"
@@ -165,36 +166,12 @@ TEST(MathCodegen, ActivationsDoNotSpill) {
 // SwiGLU, from 60 and 47; Triton's own PTX has 39 and 14), and, where
 // ptxas is here, full occupancy (32 registers at 128 threads: 64 warps an SM) without
 // spills: the 255-register budget let ptxas interleave the 8 elements in 48 registers.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-auto& bench_gelu() {
-  static auto k = tl::kernel("codegen_gelu_tanh", [](tl::ptr<tl::bf16> x, tl::ptr<tl::bf16> y, tl::i32 n,
-                                                     int BLOCK_SIZE) {
-    auto offs = tl::program_id(0) * BLOCK_SIZE + tl::arange(0, BLOCK_SIZE);
-    auto mask = offs < n;
-    auto a = tl::load(x + offs, mask, 0.0f).to<tl::f32>();
-    auto inner = kSqrt2OverPi * (a + 0.044715f * a * a * a);
-    auto g = 0.5f * a * (1.0f + tl::tanh(inner));
-    tl::store(y + offs, g.to<tl::bf16>(), mask);
-  });
-  return k;
-}
-auto& bench_swiglu() {
-  static auto k = tl::kernel("codegen_swiglu", [](tl::ptr<tl::bf16> a, tl::ptr<tl::bf16> b, tl::ptr<tl::bf16> c,
-                                                  tl::i32 n, int BLOCK_SIZE) {
-    auto offs = tl::program_id(0) * BLOCK_SIZE + tl::arange(0, BLOCK_SIZE);
-    auto mask = offs < n;
-    auto x = tl::load(a + offs, mask, 0.0f).to<tl::f32>();
-    auto up = tl::load(b + offs, mask, 0.0f).to<tl::f32>();
-    tl::store(c + offs, (x * tl::sigmoid(x) * up).to<tl::bf16>(), mask);
-  });
-  return k;
-}
 constexpr int kBenchN = 16384 * 8192;
 
 std::string bench_isa(bool gelu, const std::string& arch) {
   auto bf = fake_device_pointer<tl::bfloat16>();
-  return isa_of_compiled(gelu ? bench_gelu().compile(arch, {.num_warps = 4}, bf, bf, kBenchN, 1024)
-                              : bench_swiglu().compile(arch, {.num_warps = 4}, bf, bf, bf, kBenchN, 1024));
+  return isa_of_compiled(gelu ? tlbench::gelu_tanh_kernel().compile(arch, {.num_warps = 4}, bf, bf, kBenchN, 1024)
+                              : tlbench::swiglu_kernel().compile(arch, {.num_warps = 4}, bf, bf, bf, kBenchN, 1024));
 }
 
 // PTX instructions: the lines of the body that end in ';' but directives (.reg, ...).
