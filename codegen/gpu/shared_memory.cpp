@@ -1,9 +1,9 @@
-// The shared-memory allocator. It lives in codegen/gpu, run by the GPU lowering rather
-// than as a pass in codegen/passes, because everything it decides is about the GPU's
-// shared memory: the budget and bank geometry come from the target's capability table,
-// the total is only final once the lowering adds the layout conversions' scratch region
-// after the buffers, and the CPU has no shared memory to plan (it gives each buffer its
-// own stack array). It depends on the IR and the capability table only, no LLVM, so
+// The shared-memory allocator. It lives in codegen/gpu, run by the GPU planning pass
+// allocate_shared_memory rather than in codegen/passes, because everything it decides is
+// about the GPU's shared memory: the budget and bank geometry come from the target's
+// capability table, the scratch sizes from the layouts and encodings the GPU planning
+// recorded (scratch_bytes), and the CPU has no shared memory to plan (it gives each buffer
+// its own stack array). It depends on the IR and the capability table only, no LLVM, so
 // tests call it on IR made with ir::Builder.
 //
 // Live ranges (over nested regions). Ops are numbered in pre-order; a for/if spans its
