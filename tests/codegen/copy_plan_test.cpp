@@ -29,13 +29,6 @@ std::vector<ir::Operation*> ops_of(ir::Block& b, Op kind) {
   return out;
 }
 
-codegen::CompileOptions options(int warps, int stages) {
-  codegen::CompileOptions o;
-  o.num_warps = warps;
-  o.num_stages = stages;
-  return o;
-}
-
 // What every planned copy must satisfy: a layout over the buffer's tile whose registers
 // hold whole chunks (the chunk's elements are its first register bits), every lane and
 // warp of the program, and a chunk the target copies in one instruction.
@@ -69,7 +62,7 @@ TEST(CopyPlan, TutorialMatmulRecordsEveryCopyAndEveryWait) {
       SCOPED_TRACE(fmt::format("{} num_stages={}", c.arch, stages));
       auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, /*assumes=*/true);
       const auto target = codegen::parse_target(c.arch);
-      auto g = codegen::planned_program(*f, target, options(4, stages));
+      auto g = codegen::planned_program(*f, target, tltest::launch_options(4, stages));
       const std::string ir = g->str();
       auto copies = ops_of(g->body, Op::global_load_to_shared);
       ASSERT_GE(copies.size(), 2u) << ir;  // A and B before the loop, again inside it
@@ -106,13 +99,13 @@ TEST(CopyPlan, AmdWaitCountIsTheVmcntTheLoopWaitsWith) {
   for (const char* arch : {"gfx942", "gfx950"}) {
     SCOPED_TRACE(arch);
     auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, /*assumes=*/true);
-    auto planned = codegen::planned_program(*f, codegen::parse_target(arch), options(4, 3));
+    auto planned = codegen::planned_program(*f, codegen::parse_target(arch), tltest::launch_options(4, 3));
     int recorded = -1;
     for (ir::Operation* loop : ops_of(planned->body, Op::for_))
       for (ir::Operation* w : ops_of(*loop->regions[0], Op::async_wait)) recorded = std::max<int>(recorded, int(w->i0));
     ASSERT_GT(recorded, 0) << planned->str();
     auto again = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
-    codegen::CompileOptions o = options(4, 3);
+    codegen::CompileOptions o = tltest::launch_options(4, 3);
     auto co = codegen::compile(*again, codegen::parse_target(arch), o);
     const std::string loop = tltest::amd_loop(amd::disassemble(co.binary));
     const int largest = tltest::largest_vmcnt(loop);
@@ -130,7 +123,7 @@ TEST(CopyPlan, TutorialAttentionCopiesArePlannedOnSm90) {
   cfg.num_stages = 2;
   auto f = attn::trace_ir(cfg, 128, false);
   const auto target = codegen::parse_target("sm_90");
-  auto g = codegen::planned_program(*f, target, options(cfg.num_warps, cfg.num_stages));
+  auto g = codegen::planned_program(*f, target, tltest::launch_options(cfg.num_warps, cfg.num_stages));
   const std::string ir = g->str();
   auto copies = ops_of(g->body, Op::global_load_to_shared);
   ASSERT_FALSE(copies.empty()) << ir;
@@ -144,7 +137,7 @@ TEST(CopyPlan, TutorialAttentionCopiesArePlannedOnSm90) {
 // more, or one without its layout, is a verifier error (a pass bug caught where it is made).
 TEST(CopyPlan, VerifierRejectsAMalformedPlan) {
   auto f = tltest::tutorial03_matmul_kernel(64, 64, 32, 8, true);
-  auto g = codegen::planned_program(*f, codegen::parse_target("gfx950"), options(4, 2));
+  auto g = codegen::planned_program(*f, codegen::parse_target("gfx950"), tltest::launch_options(4, 2));
   auto copies = ops_of(g->body, Op::global_load_to_shared);
   ASSERT_FALSE(copies.empty());
   copies[0]->copy->chunk_bytes = 12;
@@ -165,7 +158,7 @@ TEST(CopyPlan, AsyncDotStageIsARecordedFactOfTheLoop) {
     for (bool allowed : {true, false}) {
       SCOPED_TRACE(fmt::format("{} async_dot_stages={}", arch, allowed));
       auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
-      codegen::CompileOptions o = options(4, 3);
+      codegen::CompileOptions o = tltest::launch_options(4, 3);
       o.async_dot_stages = allowed;
       auto g = codegen::planned_program(*f, codegen::parse_target(arch), o);
       const std::string ir = g->str();

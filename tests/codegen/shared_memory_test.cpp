@@ -14,6 +14,7 @@
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/target.hpp"
+#include "support/compile.hpp"
 #include "support/traced_kernels.hpp"
 #include "tl/error.hpp"
 
@@ -293,13 +294,6 @@ int64_t expect_recorded_allocation(const ir::Function& g, const gpu::TargetCapab
   return end;
 }
 
-codegen::CompileOptions launch(int warps, int stages) {
-  codegen::CompileOptions o;
-  o.num_warps = warps;
-  o.num_stages = stages;
-  return o;
-}
-
 }  // namespace
 
 // allocate_shared_memory's slices in TL_DUMP_IR, read from codegen::planned_program for
@@ -314,10 +308,10 @@ TEST(SharedMemoryAllocation, TutorialKernelsRecordEveryBufferAndScratchUse) {
     {
       SCOPED_TRACE("tutorial 03 matmul 128x128x64, 2 stages");
       auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, /*assumes=*/true);
-      auto g = codegen::planned_program(*f, target, launch(4, 2));
+      auto g = codegen::planned_program(*f, target, tltest::launch_options(4, 2));
       const int64_t end = expect_recorded_allocation(*g, c);
       auto again = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
-      EXPECT_EQ(codegen::compile(*again, target, launch(4, 2)).shared_bytes, end);
+      EXPECT_EQ(codegen::compile(*again, target, tltest::launch_options(4, 2)).shared_bytes, end);
     }
     {
       SCOPED_TRACE("tutorial 06 attention 128x64 D=64, 2 stages");
@@ -327,10 +321,11 @@ TEST(SharedMemoryAllocation, TutorialKernelsRecordEveryBufferAndScratchUse) {
       cfg.num_warps = 4;
       cfg.num_stages = 2;
       auto f = attn::trace_ir(cfg, 64, false);
-      auto g = codegen::planned_program(*f, target, launch(cfg.num_warps, cfg.num_stages));
+      auto g = codegen::planned_program(*f, target, tltest::launch_options(cfg.num_warps, cfg.num_stages));
       const int64_t end = expect_recorded_allocation(*g, c);
       auto again = attn::trace_ir(cfg, 64, false);
-      EXPECT_EQ(codegen::compile(*again, target, launch(cfg.num_warps, cfg.num_stages)).shared_bytes, end);
+      const auto o = tltest::launch_options(cfg.num_warps, cfg.num_stages);
+      EXPECT_EQ(codegen::compile(*again, target, o).shared_bytes, end);
     }
   }
 }

@@ -15,6 +15,14 @@
 
 namespace tltest {
 
+// A launch's compile options: num_warps and num_stages, the rest the defaults.
+inline tl::codegen::CompileOptions launch_options(int num_warps, int num_stages) {
+  tl::codegen::CompileOptions o;
+  o.num_warps = num_warps;
+  o.num_stages = num_stages;
+  return o;
+}
+
 inline tl::codegen::CodeObject compile_for(const std::string& arch, tl::ir::Function& f, int num_warps = 4) {
   tl::codegen::CompileOptions o;
   o.num_warps = num_warps;
