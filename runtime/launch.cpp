@@ -397,6 +397,7 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
 class KeyBytes {
  public:
   void append(const void* p, size_t len) {
+    if (len == 0) return;  // (a kernel without constants: p may be null, which memcpy may not take)
     if (!heap_ && n_ + len <= sizeof(inline_)) {
       std::memcpy(inline_ + n_, p, len);
       n_ += len;

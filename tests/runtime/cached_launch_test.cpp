@@ -21,6 +21,21 @@ std::atomic<uint64_t> g_allocations{0};
 
 }  // namespace
 
+// Under AddressSanitizer the global operator new belongs to its runtime: libLLVM (not
+// instrumented) ends up freeing with ASan's bookkeeping what one replaced here allocated
+// (alloc-dealloc-mismatch). The count, and the test that reads it, are then left out.
+#if defined(__SANITIZE_ADDRESS__)
+#define TL_COUNTS_ALLOCATIONS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TL_COUNTS_ALLOCATIONS 0
+#endif
+#endif
+#ifndef TL_COUNTS_ALLOCATIONS
+#define TL_COUNTS_ALLOCATIONS 1
+#endif
+
+#if TL_COUNTS_ALLOCATIONS
 void* operator new(size_t n) {
   if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;
@@ -31,6 +46,7 @@ void operator delete(void* p) noexcept { std::free(p); }
 void operator delete[](void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
 void operator delete[](void* p, size_t) noexcept { std::free(p); }
+#endif
 
 using namespace tltest;
 
@@ -57,6 +73,8 @@ auto many = tl::kernel("cached_many", [](tl::ptr<tl::f32> a, tl::ptr<tl::f32> b,
 // and the key are packed into reused storage, the trace callback is a reference, the
 // default device a thread's copy.
 TEST(CachedLaunch, AllocatesNothing) {
+  if (!TL_COUNTS_ALLOCATIONS)
+    GTEST_SKIP() << "allocations are not counted under AddressSanitizer (its runtime owns operator new)";
   tl::device dev = NullLaunchDevice::make();
   auto& null = static_cast<NullLaunchDevice&>(*dev.impl());
   auto x = dev.alloc<tl::f32>(4096), y = dev.alloc<tl::f32>(4096);
