@@ -116,11 +116,7 @@ TEST(CopyPlan, AmdWaitCountIsTheVmcntTheLoopWaitsWith) {
 // The tutorial attention's K and V copies (NVIDIA, where the pipeliner stages them) carry
 // their plans; the dump shows them.
 TEST(CopyPlan, TutorialAttentionCopiesArePlannedOnSm90) {
-  attn::Config cfg;
-  cfg.block_m = 128;
-  cfg.block_n = 64;
-  cfg.num_warps = 4;
-  cfg.num_stages = 2;
+  const attn::Config cfg;  // (the tutorial's 128x64, 4 warps, 2 stages)
   auto f = attn::trace_ir(cfg, 128, false);
   const auto target = codegen::parse_target("sm_90");
   auto g = codegen::planned_program(*f, target, tltest::launch_options(cfg.num_warps, cfg.num_stages));

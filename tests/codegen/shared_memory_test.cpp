@@ -315,11 +315,7 @@ TEST(SharedMemoryAllocation, TutorialKernelsRecordEveryBufferAndScratchUse) {
     }
     {
       SCOPED_TRACE("tutorial 06 attention 128x64 D=64, 2 stages");
-      attn::Config cfg;
-      cfg.block_m = 128;
-      cfg.block_n = 64;
-      cfg.num_warps = 4;
-      cfg.num_stages = 2;
+      const attn::Config cfg;  // (the tutorial's 128x64, 4 warps, 2 stages)
       auto f = attn::trace_ir(cfg, 64, false);
       auto g = codegen::planned_program(*f, target, tltest::launch_options(cfg.num_warps, cfg.num_stages));
       const int64_t end = expect_recorded_allocation(*g, c);
