@@ -104,7 +104,12 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
     // occupancy 2 -> 1) and gfx942 spilled SGPRs: left to the AMD planning.
     pipelining.copy_transposed = target.kind == TargetDesc::nvptx;
     // A dot that will be a warpgroup dot (sm_90's wgmma, unless the launch forces
-    // mma.sync) may run asynchronously: its loop's buffers get a stage more.
+    // mma.sync) reads a staged tile both ways through descriptors, and may run
+    // asynchronously: its loop's buffers get a stage more.
+    if (target.kind == TargetDesc::nvptx && opts.mma_version != 2 && opts.num_warps % 4 == 0)
+      pipelining.dot_reads_descriptors = [caps, nw = opts.num_warps](const ir::Operation& dot) {
+        return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
+      };
     if (target.kind == TargetDesc::nvptx && opts.async_dot_stages && opts.mma_version != 2 && opts.num_warps % 4 == 0)
       pipelining.dot_may_run_async = [caps, nw = opts.num_warps](const ir::Operation& dot) {
         return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
@@ -139,6 +144,10 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   if (gpu::convert_to_buffer_ops(g, passes::AxisAnalysis(g), t) > 0) {
     passes::eliminate_dead_code(g);  // (the global pointer tiles the buffer loads replaced)
     dump("buffer-op conversion", g);
+  }
+  if (gpu::split_dot_operand_reads(g, t) > 0) {
+    passes::eliminate_dead_code(g);  // (the reads and transposes each dot now has its own of)
+    dump("dot operand-read splitting", g);
   }
   gpu::plan_dots(g, t, remarks);
   dump("dot planning", g);

@@ -5,6 +5,8 @@
 // Triton's TritonGPU pipeline being the model:
 //   convert_to_buffer_ops      AMD: a loop's register loads of dot operands as buffer
 //                              loads
+//   split_dot_operand_reads    sm_90: a staged tile read by several warpgroup dots (as it
+//                              is and transposed) read once per dot
 //   plan_dots                  each tl::dot's instruction, warp split and kpack; chained
 //                              dots (attention's P @ V) get every warp along M, so that
 //                              the first dot's accumulator is the second's A operand
@@ -54,6 +56,14 @@ struct PlanTarget {
 // their base is a small-range pointer argument (ir::ArgInfo::pointer_range_32) and their
 // offsets provably non-negative. Returns how many it converted.
 int convert_to_buffer_ops(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
+
+// sm_90 (warpgroup dots, unless the launch asks for mma.sync): a rank-2 read of a shared
+// buffer whose value reaches several dots' operands, through transposes only, and every
+// one of them a possible warpgroup dot, becomes one read per dot (a transpose after it
+// where an odd number lay between), so that each dot reads the stage through a matrix
+// descriptor of its own (split_dot_operand_reads.cpp). Returns how many reads it split;
+// the old ones are left to dead-code elimination.
+int split_dot_operand_reads(ir::Function& f, const PlanTarget& t);
 
 // Records on every dot its matrix instruction (`str`) and kpack, warps_m, warps_n (and a
 // K renumbering) in `ints`. On sm_90 a dot whose operands a wgmma reads from shared

@@ -53,6 +53,13 @@ struct PipelineOptions {
   // A dot operand whose pointers run contiguous along dim 0 (attention's K^T) staged by
   // copying its transpose (rows along the last dim) and reading tl::trans of the buffer.
   bool copy_transposed = false;
+  // Whether `dot` will read its staged operands through matrix descriptors (sm_90's wgmma:
+  // a 16-bit tile read K-major or, by the descriptor's transpose bit, MN-major, with no
+  // copy either way). A tile copied transposed that feeds such dots both as it is and
+  // transposed (the attention backward's Q^T in dK/dV, K^T in dQ) is staged once and read
+  // both ways from the stage (codegen/gpu/split_dot_operand_reads.cpp gives each dot its
+  // own read). Null: no target dot reads both ways without a copy.
+  std::function<bool(const ir::Operation& dot)> dot_reads_descriptors;
   // Whether a dot may run asynchronously, its instructions still reading their operand
   // buffers while the next iteration runs (NVIDIA's wgmma: codegen/gpu/
   // plan_async_dots.cpp). A loop with such a dot reading its staged buffers gives them

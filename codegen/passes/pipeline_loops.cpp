@@ -263,6 +263,19 @@ class Pipeliner {
     return true;
   }
 
+  // Whether every dot `v` feeds (through transposes) reads its staged operands through
+  // matrix descriptors (PipelineOptions::dot_reads_descriptors). A cast on the way needs
+  // the tile in registers: a descriptor reads the buffer in the dot's own type.
+  bool all_dots_read_descriptors(ir::Block& body, const ir::Value* v) {
+    if (!o_.dot_reads_descriptors) return false;
+    for (auto [user, i] : ir::uses_of(body, v)) {
+      if (user->op == Op::dot && i < 2 && o_.dot_reads_descriptors(*user)) continue;
+      if (user->op == Op::trans && all_dots_read_descriptors(body, user->result())) continue;
+      return false;
+    }
+    return true;
+  }
+
   // A load whose value only feeds tl::dot, staged through a one-stage shared buffer of
   // the compiler's own (the store and read a user writes with tl::shared, samples/gemm's
   // idiom), when the target can copy it there directly and the stages fit: the dot then
@@ -282,11 +295,14 @@ class Pipeliner {
     if (transposed) {
       // Only where every use reads it K-contiguous once transposed (every use N-contiguous
       // as it is). A tile that feeds one dot as it is and another transposed (the
-      // backward's Q^T and K^T) was measured slower staged: the backward kernels fell from
-      // 0.79 to 0.52 of Triton's on the H100, spilling more.
+      // backward's Q^T and K^T) was measured slower staged where mma.sync reads it: the
+      // backward kernels fell from 0.79 to 0.52 of Triton's on the H100, spilling more.
+      // Where every dot it feeds reads its operands through matrix descriptors (sm_90's
+      // wgmma), the one stage serves both ways: each dot gets a read of its own
+      // (split_dot_operand_reads), the transposed one by the descriptor's transpose bit.
       k_contiguous = true;
       only_feeds_dots(body, load.result(), k_contiguous, /*transposed=*/true);
-      if (!k_contiguous) return nullptr;
+      if (!k_contiguous && !all_dots_read_descriptors(body, load.result())) return nullptr;
     }
     // An operand whose rows run along M or N (an N-contiguous B) is read across them:
     // only where the target has a transposing read of shared tiles at its width, else

@@ -15,10 +15,13 @@
 
 #include <cmath>
 #include <regex>
+#include <vector>
 #include <string>
 
+#include "runtime/cache.hpp"
 #include "samples/attention/attention.hpp"
 #include "support/compile.hpp"
+#include "support/ptxas.hpp"
 
 namespace {
 
@@ -86,6 +89,106 @@ TEST(AttentionBackwardCodegen, AmdReadsNoOneOrTwoByteLdsElements) {
     // The operands' reads: 8 or 16 bytes a lane (ds_read_b64, ds_read2_b64, ds_read_b128,
     // ds_read_b64_tr_b16, ...).
     EXPECT_TRUE(std::regex_search(dis, std::regex(R"(\bds_read\w*_b(64|128)\b)"))) << dis;
+  }
+}
+
+// ---- NVIDIA (sm_90) ------------------------------------------------------------------
+//
+// Every dot of both kernels a warpgroup dot (wgmma) whose B operand the dot reads from the
+// pipeliner's one stage of Q^T and dO (dK/dV) or K^T and V^T (dQ), each as it is or
+// through the descriptor's transpose bit (split_dot_operand_reads: one read per dot),
+// where they were mma.sync dots whose operands went to registers and back through shared
+// memory for each use (the H200 had the backward at 0.41x / 0.29x of Triton's wgmma
+// kernel, every configuration spilling). The configurations are those of
+// bench/run_attention_sample_bench.py that fit 255 registers.
+
+struct NvCase {
+  bool dkdv;
+  int block_m, block_n, num_warps, D;
+  bool causal;
+};
+
+std::string name(const NvCase& c) {
+  return fmt::format("sm_90 {} {}x{} w{} D={}{}", c.dkdv ? "dK/dV" : "dQ", c.block_m, c.block_n, c.num_warps, c.D,
+                     c.causal ? " causal" : "");
+}
+
+std::string compile(const NvCase& c) {
+  using E = tl::ty::bf16;
+  const int S = 4096;
+  const attention::Config cfg{c.block_m, c.block_n, c.num_warps, 2, 0, 0};
+  const float scale = float(1 / std::sqrt(double(c.D)));
+  auto o = attention::options_of(cfg);
+  auto b = [](int i) { return fake<tl::bfloat16>(i); };
+  auto f = [](int i) { return fake<float>(i); };
+  if (c.dkdv)
+    return attention::bwd_dkdv_kernel<E>().compile("sm_90", o, b(0), b(1), b(2), b(3), f(4), f(5), b(6), b(7), S, S, 1,
+                                                   scale, c.block_m, c.block_n, c.D, int(c.causal), 2);
+  return attention::bwd_dq_kernel<E>().compile("sm_90", o, b(0), b(1), b(2), b(3), f(4), f(5), b(6), S, S, 1, scale,
+                                               c.block_m, c.block_n, c.D, int(c.causal), 2);
+}
+
+// The planned tile IR of a compiled kernel (its cache entry's artifact).
+std::string tile_ir_of(const std::string& meta) {
+  auto entry = tl::cache::DiskCache::global().load(nlohmann::json::parse(meta).at("key").get<std::string>());
+  if (!entry || !entry->artifacts.count("tile_ir")) throw std::runtime_error("no tile IR for " + meta);
+  const auto& a = entry->artifacts.at("tile_ir");
+  return std::string(a.begin(), a.end());
+}
+
+// The text of each pipelined loop (num_stages=2) of a tile IR dump, header to closing brace.
+std::vector<std::string> pipelined_loops(const std::string& ir) {
+  std::vector<std::string> loops;
+  for (size_t at = ir.find("for num_stages=2"); at != std::string::npos; at = ir.find("for num_stages=2", at + 1)) {
+    size_t open = ir.find('{', at), i = open;
+    int depth = 0;
+    for (; i < ir.size(); ++i) {
+      depth += ir[i] == '{' ? 1 : ir[i] == '}' ? -1 : 0;
+      if (depth == 0) break;
+    }
+    loops.push_back(ir.substr(at, i - at));
+  }
+  return loops;
+}
+
+const NvCase kNvCases[] = {
+    {true, 32, 64, 4, 128, false}, {true, 32, 64, 4, 128, true},  {true, 64, 64, 4, 128, false},
+    {true, 64, 64, 4, 64, false},  {true, 64, 64, 4, 64, true},   {false, 64, 64, 4, 128, false},
+    {false, 64, 64, 4, 128, true}, {false, 128, 64, 8, 128, true}, {false, 128, 64, 8, 64, false},
+};
+
+TEST(AttentionBackwardCodegen, NvidiaEveryDotIsAWarpgroupDotReadingTheOneStage) {
+  for (const NvCase& c : kNvCases) {
+    SCOPED_TRACE(name(c));
+    const std::string meta = compile(c);
+    const std::string ptx = tltest::isa_of_compiled(meta), ir = tile_ir_of(meta);
+    EXPECT_EQ(count(ptx, "mma.sync"), 0);
+    // Each loop's dots a K step (16) an instruction, one instruction a warpgroup's 64 rows
+    // of M: dK/dV K.Q^T and V.dO^T (K = D), P^T.dO and dS^T.Q (K = BLOCK_M) over M =
+    // BLOCK_N keys; dQ Q.K^T and dO.V^T (K = D), dS.K (K = BLOCK_N) over M = BLOCK_M rows.
+    const int M = c.dkdv ? c.block_n : c.block_m;
+    const int k_steps = c.dkdv ? (2 * c.D + 2 * c.block_m) / 16 : (2 * c.D + c.block_n) / 16;
+    const int per_loop = k_steps * M / (64 * (c.num_warps / 4));
+    const auto loops = pipelined_loops(ir);
+    // dK/dV: the unmasked rows, and the masked ones first where causal; dQ: two loops.
+    ASSERT_EQ(loops.size(), size_t(c.dkdv && !c.causal ? 1 : 2)) << ir;
+    EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned"), per_loop * int(loops.size())) << ptx;
+    const std::regex tile_conversion(R"(convert_layout path=shared[^\n]*: tile<(\d+)x(\d+)x)");
+    for (const std::string& loop : loops) {
+      EXPECT_EQ(count(loop, "wgmma.mma_async"), c.dkdv ? 4 : 3) << loop;
+      // Nothing copied into a buffer of its own in the loop, and no tile converted through
+      // scratch: every operand is read where the pipeliner's copies put it.
+      EXPECT_EQ(count(loop, " shared_store "), 0) << loop;
+      for (auto it = std::sregex_iterator(loop.begin(), loop.end(), tile_conversion); it != std::sregex_iterator(); ++it)
+        EXPECT_TRUE((*it)[1] == "1" || (*it)[2] == "1") << it->str();
+      // Each staged tile read once per dot that reads it: Q^T and dO twice each in dK/dV,
+      // K^T twice and V^T once in dQ.
+      EXPECT_EQ(count(loop, "shared_load relaxed read_by_dot"), c.dkdv ? 4 : 3) << loop;
+    }
+    tltest::PtxasRun r = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
+    if (!r.ran) continue;
+    EXPECT_TRUE(r.ok) << r.output;
+    EXPECT_NE(r.output.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << r.output;
   }
 }
 
