@@ -292,6 +292,11 @@ llvm::Value* AmdgpuHooks::approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value*
   return b.CreateIntrinsic(Intr::amdgcn_rcp, {b.getFloatTy()}, {y});
 }
 
+// v_exp_f32 (1 ulp) alone: llvm.exp2 adds the scaling for subnormal results.
+llvm::Value* AmdgpuHooks::approx_exp2(llvm::IRBuilderBase& b, llvm::Value* x) {
+  return b.CreateIntrinsic(Intr::amdgcn_exp2, {b.getFloatTy()}, {x});
+}
+
 void AmdgpuHooks::trap(llvm::IRBuilderBase& b, unsigned line) {
   // The failing line goes to a global the runtime (or a debugger) can read with
   // hipModuleGetGlobal("tl_assert_line"); s_trap then ends the dispatch with an error,

@@ -38,6 +38,7 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* f32x2_to_fp8x2(llvm::IRBuilderBase& b, DType fmt, llvm::Value* lo, llvm::Value* hi) override;
   llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override;
   llvm::Value* approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value* y) override;
+  llvm::Value* approx_exp2(llvm::IRBuilderBase& b, llvm::Value* x) override;
   llvm::Value* load_shared_transposed(llvm::IRBuilderBase& b, llvm::Value* shared, int elem_bits) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;
   std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,

@@ -210,6 +210,11 @@ class GpuHooks {
   // `div rcp` (i0 = 2), which tl's math library refines with a Newton step (tanh,
   // sigmoid). nullptr: an fdiv with approximate-function flags.
   virtual llvm::Value* approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value* y) { return nullptr; }
+  // 2^x of an f32 x whose result is a normal number or infinity, by the target's
+  // instruction alone (about 2 ulp: NVIDIA ex2.approx.ftz.f32, AMD v_exp_f32), without
+  // the subnormal-result scaling of tl::exp2's lowering: the IR's `exp2 raw` (i0 = 2), in
+  // tl::tanh where |x| >= 0.9. nullptr: tl::exp2's lowering.
+  virtual llvm::Value* approx_exp2(llvm::IRBuilderBase& b, llvm::Value* x) { return nullptr; }
 
   // FP8 conversions where the hardware has them; nullptr selects the portable software
   // path (codegen/gpu/fp8.cpp). `bits` is i8; f32 in and out. Saturation and NaN

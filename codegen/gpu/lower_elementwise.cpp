@@ -257,6 +257,8 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
         fail(op, fmt::format("{} on f64 is not supported on {} yet (no device math library)", op_name(op.op),
                              hooks_.target_name()));
       auto math = [&](Op m, llvm::Value* v) -> llvm::Value* {
+        if (m == Op::exp2 && op.i0 == 2 && v->getType()->isFloatTy())  // `exp2 raw`: the instruction alone
+          if (llvm::Value* r = hooks_.approx_exp2(b, v)) return r;
         if (llvm::Value* r = hooks_.math(b, m, v)) return r;
         switch (m) {
           case Op::exp: return b.CreateUnaryIntrinsic(Intr::exp, v);

@@ -203,6 +203,7 @@ class Printer {
         return fmt::format("{}{}", op.i0 > 0 ? fmt::format(" num_stages={}", op.i0) : "",
                            op.i1 == kAsyncDotStage ? " async_dot_stage" : "");
       case Op::div: return op.i0 == 2 ? " rcp" : op.i0 ? " approx" : "";  // math library / tl::fast_dividef
+      case Op::exp2: return op.i0 == 2 ? " raw" : "";  // math library (tl::tanh)
       case Op::hint: {
         const char* kinds[] = {"multiple_of", "max_contiguous", "max_constancy"};
         return fmt::format(" {}=[{}]", op.i0 >= 0 && op.i0 < 3 ? kinds[op.i0] : "?", fmt::join(op.ints, ","));

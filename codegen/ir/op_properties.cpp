@@ -27,9 +27,10 @@ OpProperties describe(Op op) {
     // i1: kIndexArithmetic (op_properties.hpp), set by mark_index_arithmetic.
     case Op::add: case Op::sub: case Op::mul: case Op::shl: return {kPureElementwise, kAttrI1};
     case Op::div: return {kPureElementwise, kAttrI0};  // i0: 1 approximate (tl::fast_dividef), 2 rcp (math library)
+    case Op::exp2: return {kPureElementwise, kAttrI0};  // i0: 2 raw (the target's instruction alone: math library)
     case Op::rem: case Op::min: case Op::max:
     case Op::band: case Op::bor: case Op::bxor: case Op::shr: case Op::neg: case Op::bnot:
-    case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::abs:
+    case Op::exp: case Op::log: case Op::log2: case Op::sqrt: case Op::rsqrt: case Op::abs:
     case Op::sin: case Op::cos: case Op::erf: case Op::floor: case Op::ceil: case Op::fma: case Op::select:
     case Op::cast: case Op::bitcast: case Op::addptr:
       return {kPureElementwise, 0};

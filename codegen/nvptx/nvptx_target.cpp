@@ -230,6 +230,11 @@ class NvptxHooks final : public gpu::GpuHooks {
   llvm::Value* approx_reciprocal(llvm::IRBuilderBase& b, llvm::Value* y) override {
     return b.CreateIntrinsic(Intr::nvvm_rcp_approx_ftz_f, kNoTypes, {y});
   }
+  // One MUFU.EX2: ex2.approx.f32 scales subnormal results around it (two instructions
+  // more), which `exp2 raw`'s results (1 and above in tanh) never are.
+  llvm::Value* approx_exp2(llvm::IRBuilderBase& b, llvm::Value* x) override {
+    return b.CreateIntrinsic(Intr::nvvm_ex2_approx_ftz, {b.getFloatTy()}, {x});
+  }
   // sm_89+ (the capability table's hardware_fp8): OCP FP8 to f16 in hardware
   // (cvt.rn.f16x2.e4m3x2 / e5m2x2), exact, and f16 to f32 exact too: a few instructions
   // where the bit-level conversion took ~20 (an FP8 KV cache dequantized in a decode loop

@@ -6,12 +6,14 @@
 // - fma, +, -, *, / and sqrt are IEEE-rounded: tl lowers them to LLVM's plain
 //   instructions (no fast-math flags), which the CPU, AMDGPU (its full-precision division
 //   sequence) and NVPTX (div.rn, sqrt.rn) all round correctly. Nothing here uses
-//   tl::exp/log/sin/cos, whose GPU lowerings are the approximate instructions.
+//   tl::exp/log/sin/cos, whose GPU lowerings are the approximate instructions; the raw
+//   reciprocal (`div rcp`) and exponential (`exp2 raw`) instructions are used where their
+//   error is refined (a Newton step) or damped (tanh for |x| >= 0.9), and bounded there.
 // - min/max are IEEE minNum/maxNum: a NaN operand gives the other one, which is how NaN
 //   is kept out of the integer parts (exponents, table indices); every function then
 //   puts NaN back with a select.
-// - NVPTX contracts a*b+c into an fma; every step whose exactness matters is written as an
-//   explicit fma already, and the rest only gets more accurate.
+// - Nothing is contracted (NVPTX writes mul.rn / add.rn, which ptxas keeps apart); every
+//   fma here is an explicit one.
 // The algorithms are the textbook ones (Cody-Waite and Payne-Hanek reduction, the
 // atanh-series logarithm, fdlibm's asin/acos and log1p decompositions); the polynomial
 // coefficients are near-minimax fits made for tl (relative error, Lawson-weighted least
@@ -59,10 +61,23 @@ struct M {
   // the exact quotient, in four operations where NVIDIA's IEEE division is a dozen with a
   // branch to a slow path around them (what GELU and SiLU spent, bench/activation_bench).
   V div_by_1_to_2(V num, V den) const {
-    V rc = binary(Op::div, f(1.0), den, loc);
-    rc->def->i0 = 2;
+    V rc = rcp(den);
     V q0 = mul(num, rc);
     return fma(fma(neg(den), q0, num), rc, q0);
+  }
+  // 1/den for |den| in [2^-126, 2^126] by the target's reciprocal instruction alone (about
+  // an ulp; the CPU divides).
+  V rcp(V den) const {
+    V rc = binary(Op::div, f(1.0), den, loc);
+    rc->def->i0 = 2;
+    return rc;
+  }
+  // 2^y where the result is normal or infinite (y >= -126 or NaN) by the target's
+  // instruction alone (about 2 ulp: NVIDIA ex2.approx.ftz, AMD v_exp_f32; the CPU's exp2f).
+  V exp2_raw(V y) const {
+    V e = unary(Op::exp2, y, loc);
+    e->def->i0 = 2;
+    return e;
   }
   V min(V a, V b) const { return binary(Op::min, a, b, loc); }
   V max(V a, V b) const { return binary(Op::max, a, b, loc); }
@@ -193,22 +208,29 @@ V cosh_f32(const M& m, V x) {
 }
 
 V tanh_f32(const M& m, V x) {
-  // From E = e^(-2|x|) = 2^k (1 + p): tanh|x| = -t / (E + 1) with t = E - 1 = 2^k p + (2^k - 1)
-  // and E + 1 = 2^k p + (2^k + 1), each rounded once (an fma; 2^k - 1 and 2^k + 1 are exact
-  // for k in [-23, 0], and past that E is below the quotient's half ulp). t keeps its
-  // relative accuracy where it is small (|x| < 0.55: the quotient far from 1), and neither
-  // operand is rounded twice near 1 (-t / (t + 2) lost two ulp there). One form for every
-  // |x|, one exponential, one division: every f32 in [1e-30, 32) within 1.91 ulp.
-  // |x| is taken no further than 10 (tanh rounds to 1 from 9.01 on), so k >= -29 and the
-  // reduction needs no clamp of its own; a NaN goes through the arithmetic (the clamp is a
-  // select, not maxNum) and comes out NaN. -0 and +0 give t = 0 and keep their sign.
-  V y = m.mul(m.abs(x), m.f(-2.0));
-  y = m.sel(m.lt(y, m.f(-20.0)), m.f(-20.0), y);
-  ExpParts e = exp_reduce(m, y);
-  V pk = m.pow2(e.k);
-  V t = m.fma(pk, e.p, m.sub(pk, m.f(1.0)));
-  V den = m.fma(pk, e.p, m.add(pk, m.f(1.0)));
-  return m.copysign(m.div_by_1_to_2(t, den), x);  // (den in [1, 2])
+  // Two forms, both computed for every element and one selected (no branch: a warp's
+  // elements take both sides of any threshold, and a branch would run both anyway):
+  // - |x| < 0.9: x + x^3 P(x^2), P fitted on [0, 0.9] (0.26 ulp of the result in exact
+  //   arithmetic): subnormals come out as x, and -0 as -0 by the copysign after the select
+  //   (-0 + (-0)^3 P is +0).
+  // - |x| >= 0.9: 1 - 2 / (2^(2|x| log2 e) + 1) with the targets' exp2 and reciprocal
+  //   instructions alone (NVIDIA ex2.approx.ftz and rcp.approx.ftz, 2 and 1 ulp by the PTX
+  //   manual; AMD v_exp_f32 and v_rcp_f32, 1 ulp each; the CPU's exp2f and division). Their
+  //   errors reach the result damped, by (1 - tanh^2) / 2 <= 0.17 and 2 / (E + 1) <= 0.29;
+  //   the rounding of 2|x| log2 e by |x| / cosh^2 |x| <= 0.45 ulp. Infinity gives E = inf
+  //   and 1 - 0; a NaN goes through the exponential.
+  // Every f32 with each instruction at the extreme of its documented error (a simulation):
+  // within 2.05 ulp; with exact instructions (the CPU) within 1.37. Fifteen operations,
+  // two of them the targets' special-function unit, where one exact exponential and an
+  // IEEE-quality division were 23.
+  V a = m.abs(x);
+  V z = m.mul(x, x);
+  V p = m.poly(z, {-3.333321214e-01, 1.333035976e-01, -5.372149125e-02, 2.090414800e-02, -6.860093214e-03,
+                   1.303979196e-03});
+  V small = m.fma(m.mul(x, z), p, x);
+  V e = m.exp2_raw(m.mul(a, m.f(2 * kLog2e)));
+  V big = m.fma(m.f(-2.0), m.rcp(m.add(e, m.f(1.0))), m.f(1.0));
+  return m.copysign(m.sel(m.lt(a, m.f(0.9)), small, big), x);
 }
 
 V sigmoid_f32(const M& m, V x) {
@@ -624,7 +646,8 @@ V expm1_f64(const M& m, V x) {
 }
 
 V tanh_f64(const M& m, V x) {
-  // tanh_f32's forms with an IEEE division; |x| taken to 20 (tanh rounds to 1 from 19.1).
+  // -t / (E + 1) from E = e^(-2|x|) = 2^k (1 + p), t = E - 1 = 2^k p + (2^k - 1) in one fma, an
+  // IEEE division; |x| taken to 20 (tanh rounds to 1 from 19.1).
   V y = m.mul(m.abs(x), m.d(-2.0));
   y = m.sel(m.lt(y, m.d(-40.0)), m.d(-40.0), y);
   ExpParts e = exp_reduce64(m, y);

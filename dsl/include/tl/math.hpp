@@ -4,8 +4,10 @@
 // One implementation for every target, written in tile operations (dsl/src/math.cpp):
 // fma, mul, add, select, comparisons, bitcasts and integer arithmetic, whose lowering is
 // exact (or IEEE-rounded) on the CPU, AMD and NVIDIA alike. Nothing calls a library (GPUs
-// have no libm) or an approximate instruction, so a function has one accuracy everywhere;
-// docs/language.md lists each one's maximum error in ulp, measured by tests/dsl/math_test.cpp.
+// have no libm), and only tanh and sigmoid use the targets' approximate exponential and
+// reciprocal instructions, where their error reaches the result damped or refined, so a
+// function has one error bound everywhere; docs/language.md lists each one's maximum
+// error in ulp, measured by tests/dsl/math_test.cpp.
 //
 // f32 is computed directly; f16 and bf16 are computed in f32 and rounded once at the end.
 // f64 and integer tiles are a tl::trace_error naming the caller's line.
