@@ -31,6 +31,8 @@
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/passes.hpp"
 
+#include <set>
+
 namespace tl::gpu {
 namespace {
 
@@ -40,17 +42,41 @@ bool only_use(ir::Block& body, const ir::Value* v, const ir::Operation* user, in
   return uses.size() == 1 && uses[0].first == user && uses[0].second == index;
 }
 
+// Whether `v` is computed in `body` from the result of a warpgroup dot that stays
+// synchronous (its accumulator is not carried: make_async leaves it alone).
+bool after_synchronous_dot(ir::Block& body, const ir::Value* v, const PlanTarget& t) {
+  std::vector<const ir::Value*> work{v};
+  std::set<const ir::Operation*> seen;
+  while (!work.empty()) {
+    const ir::Operation* d = work.back()->def;
+    work.pop_back();
+    if (!d || d->parent != &body || !seen.insert(d).second) continue;
+    if (d->op == Op::dot && recorded_dot_plan(*t.caps, *d, t.num_warps, t.wave_size).warpgroup()) {
+      const ir::Value* acc = d->operands[2];
+      if (acc->owner != &body || acc->index < 1) return true;
+    }
+    for (const ir::Value* o : d->operands) work.push_back(o);
+  }
+  return false;
+}
+
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.
-bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages) {
+bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages, const PlanTarget& t) {
   // (the pipeliner says whether it gave the loop's buffers the stage more: kAsyncDotStage;
-  // both operands must be read from those buffers, num_stages + 1 stages each)
+  // its shared operands must be read from those buffers, num_stages + 1 stages each)
   const int n = passes::loop_num_stages(loop, num_stages);
   if (n < 2 || loop.i1 != ir::kAsyncDotStage) return false;
+  ir::Block& body = *loop.regions[0];
+  // A may come from registers (the attention backward's P^T and dS^T, 16-bit), which the
+  // wgmma reads until its group completes: only where they are computed from a
+  // synchronous warpgroup dot's result, whose wait (wait_group 0) in the next iteration
+  // completes this group before they are written again.
   for (int i = 0; i < 2; ++i) {
     auto m = match_descriptor_operand(dot.operands[size_t(i)], i);
+    if (!m && i == 0 && bit_width(dot.operands[0]->type.dtype) == 16 && after_synchronous_dot(body, dot.operands[0], t))
+      continue;
     if (!m || m->alloc->result()->type.stages != n + 1) return false;
   }
-  ir::Block& body = *loop.regions[0];
   ir::Operation* yield = body.terminator();
   const ir::Value* acc = dot.operands[2];
   if (acc->owner != &body || acc->index < 1) return false;  // the accumulator is carried
@@ -97,7 +123,7 @@ int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages) {
   int async = 0;
   for (ir::Operation* dot : dots) {
     ir::Operation* loop = dot->parent->parent;
-    if (loop && loop->op == Op::for_ && make_async(f, *dot, *loop, num_stages)) ++async;
+    if (loop && loop->op == Op::for_ && make_async(f, *dot, *loop, num_stages, t)) ++async;
   }
   return async;
 }

@@ -517,10 +517,14 @@ class Pipeliner {
     bool async_dot = false;
     if (o_.dot_may_run_async)
       for (auto& op : body.ops) {
-        // (both operands from the stages: plan_async_dots leaves a dot with A in registers
-        // synchronous)
-        if (op->op == Op::dot && o_.dot_may_run_async(*op))
-          async_dot |= reads_staged_buffer(op->operands[0], plans) && reads_staged_buffer(op->operands[1], plans);
+        // (B from the stages, and A too or, as plan_async_dots asks, a 16-bit tile in
+        // registers computed from the result of a dot the iteration waits for, when this
+        // dot accumulates into a carried value: the attention backward's dV and dK)
+        if (op->op != Op::dot || !o_.dot_may_run_async(*op)) continue;
+        const ir::Value* a = op->operands[0];
+        const bool register_a = bit_width(a->type.dtype) == 16 && carried(body, op->operands[2]) &&
+                                computed_from_waited_dot(body, a);
+        async_dot |= reads_staged_buffer(op->operands[1], plans) && (reads_staged_buffer(a, plans) || register_a);
       }
     if (async_dot) {
       int64_t stage_more = 0;  // one more stage of every buffer this loop multi-buffers
@@ -551,8 +555,26 @@ class Pipeliner {
 
   // Whether `v` (a dot operand, through a transpose) is a read of a buffer one of `plans`
   // copies into.
+  // Whether `v` is one of `body`'s carried values (not its induction variable).
+  static bool carried(const ir::Block& body, const ir::Value* v) { return v->owner == &body && v->index >= 1; }
+
+  // Whether `v` is computed in `body` from the result of a dot that does not accumulate
+  // into a carried value (its result is read in the iteration, which waits for it).
+  static bool computed_from_waited_dot(const ir::Block& body, const ir::Value* v) {
+    std::vector<const ir::Value*> work{v};
+    std::set<const ir::Operation*> seen;
+    while (!work.empty()) {
+      const ir::Operation* d = work.back()->def;
+      work.pop_back();
+      if (!d || d->parent != &body || !seen.insert(d).second) continue;
+      if (d->op == Op::dot && !carried(body, d->operands[2])) return true;
+      for (const ir::Value* o : d->operands) work.push_back(o);
+    }
+    return false;
+  }
+
   static bool reads_staged_buffer(const ir::Value* v, const std::vector<LoadPlan>& plans) {
-    if (v->def && v->def->op == Op::trans) v = v->def->operands[0];
+    while (v->def && v->def->op == Op::trans) v = v->def->operands[0];  // (Q^T read transposed again)
     if (!v->def || v->def->op != Op::shared_load) return false;
     for (auto& p : plans)
       if (p.store && p.store->operands[0] == v->def->operands[0]) return true;

@@ -184,7 +184,18 @@ TEST(AttentionBackwardCodegen, NvidiaEveryDotIsAWarpgroupDotReadingTheOneStage) 
       // Each staged tile read once per dot that reads it: Q^T and dO twice each in dK/dV,
       // K^T twice and V^T once in dQ.
       EXPECT_EQ(count(loop, "shared_load relaxed read_by_dot"), c.dkdv ? 4 : 3) << loop;
+      // The dots accumulating dV and dK (dQ) stay in flight (A from registers, P^T and dS^T
+      // (dS)), their stages one more; the others' results are read at once.
+      EXPECT_NE(loop.find("async_dot_stage"), std::string::npos) << loop;
+      EXPECT_EQ(count(loop, " async %"), c.dkdv ? 2 : 1) << loop;
+      EXPECT_EQ(count(loop, "dot_wait pending=1"), c.dkdv ? 2 : 1) << loop;
     }
+    // Each asynchronous dot's wait leaves its group in flight; the synchronous ones (two a
+    // loop in dK/dV, two in dQ) and the waits after the loops (one an accumulator and loop)
+    // wait for every group.
+    const int async_dots = (c.dkdv ? 2 : 1) * int(loops.size());
+    EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 1;"), async_dots) << ptx;
+    EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 0;"), 2 * int(loops.size()) + async_dots) << ptx;
     tltest::PtxasRun r = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
     if (!r.ran) continue;
     EXPECT_TRUE(r.ok) << r.output;
