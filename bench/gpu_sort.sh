@@ -14,7 +14,7 @@ source "$(dirname "$0")/gpu_env.sh"
   if command -v compute-sanitizer >/dev/null; then
     for tool in racecheck synccheck memcheck; do
       timeout 900 compute-sanitizer --tool $tool --error-exitcode 9 /tmp/tl/bin/sort_test --gtest_brief=1 \
-        --gtest_filter='Sort.OneDimensionalDefaults:Topk.AlongDimZero:Histogram.*' 2>&1 | tail -5
+        --gtest_filter='Sort.OneDimensionalDefaults:Topk.AlongDimZero:Topk.EveryKeyTypePackedOrNot:Histogram.*' 2>&1 | tail -5
       echo "sort_test under $tool exit ${PIPESTATUS[0]}"
     done
   fi

@@ -10,9 +10,9 @@ tl-bench-moe-topk, whose JSON says its block and warps).
 Triton's tl.topk gives values only, so its kernel does what Triton users do for the ids:
 each logit's order-preserving 32-bit key and (E - 1 - expert) packed into an int64, the
 packed keys through tl.topk, both unpacked (exact: the logits come back bit for bit).
-tl's is tl::topk(x, k, tl::return_indices) (sort-based: each row's (logit, expert) pairs
-sorted, the first k kept); Triton's tl.topk is its bitonic top-k (chunks of k sorted, then
-halved with a max each step).
+tl's is tl::topk(x, k, tl::return_indices): the same bitonic top-k as Triton's tl.topk
+(chunks of k sorted, then halved with a max each step), (logit, expert) packed into one
+64-bit key by tl's lowering, the logits loaded with a thread's registers along the experts.
 
 The inputs are the tl benchmark's (a 32-bit hash of the index, to [-8, 8) in steps of
 2^-10, so rows have ties); each result is checked against torch (a stable sort of each row,
@@ -119,7 +119,7 @@ def main():
     lines = [f"# MoE top-{K} routing, {TOKENS} tokens, f32 logits: {props.name}, {time.strftime('%Y-%m-%d')}", "",
              f"{LOGITS_PER_PROGRAM} logits a program (BLOCK_T = {LOGITS_PER_PROGRAM} / E), {NUM_WARPS} warps, both "
              f"sides; GB/s of 4 E + 8 k bytes a token, CUDA-event medians. tl: tl::topk with return_indices "
-             "(sort-based); Triton: tl.topk of (logit, expert) packed in int64.", "",
+             "(bitonic top-k, packed by the lowering); Triton: tl.topk of (logit, expert) packed in int64.", "",
              "| kernel | tl GB/s | Triton GB/s | tl / Triton | tl ms | Triton ms | tl checked |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
     with open(os.path.join(a.out, "moe_topk.csv"), "w", newline="") as f:

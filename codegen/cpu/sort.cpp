@@ -3,7 +3,7 @@
 // sort runs the bitonic network the GPUs run (codegen/gpu/lower_sort.cpp), in place on a
 // copy of its operands: the same compare-exchanges in the same order, so that keys which
 // compare equal without a second operand (-0.0 and +0.0, NaNs) land where they land on a
-// GPU. Loops, not unrolled code: stage s (blocks of 2^s) and step j (partner distance
+// GPU. A top-k (results k long along the dim) is the whole sort's first k. Loops, not unrolled code: stage s (blocks of 2^s) and step j (partner distance
 // 2^j) are run-time counters around one loop over the numel / 2 pairs, so a 2^20-element
 // sort is three small loops, not 210.
 #include <llvm/IR/Constants.h>
@@ -119,6 +119,21 @@ void Lowerer::lower_sort(const ir::Operation& op) {
       });
     });
   });
+  // A top-k keeps the first k along the dim. It always carries its payload (the order is
+  // total), so the whole sort's first k are what the GPUs' halvings keep.
+  const int k = op.result()->type.shape[size_t(dim)];
+  if (k == S[size_t(dim)]) return;
+  auto first_k = [&](Value* full, const ir::Value* r, DType et) {
+    Value* out = alloc_buffer(r->type, "topk");
+    loop_nest(r->type.shape, [&](const Idx& i) {
+      Value* flat = b_.getInt64(0);
+      for (size_t d = 0; d < S.size(); ++d) flat = b_.CreateAdd(b_.CreateMul(flat, b_.getInt64(S[d])), i.dims[d]);
+      store_buf(out, et, i.flat, load_buf(full, et, flat));
+    });
+    rep(r).buf = out;
+  };
+  first_k(kb, op.result(0), t);
+  if (with_payload) first_k(pb, op.result(1), pt);
 }
 
 // One pass over the elements: each kept value in [0, num_bins) adds one to its bin (a

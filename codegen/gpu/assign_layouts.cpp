@@ -246,6 +246,11 @@ class LayoutPlanner {
         case Op::gather:  // the index is read in the result's layout
           if (index == 1) meet(wanted_layout(u->result()));
           break;
+        // A sort's keys (its positions are index math, made where they are read).
+        case Op::sort:
+          if (index == 0 && v->type.numel() >= threads_)
+            meet(sort_layout(v->type.shape, int(u->i0), target_.wave_size, target_.num_warps));
+          break;
         case Op::cast:
           // (An FP8 tile keeps the layout its own access wants, but a read from shared
           // memory converted for a dot is read in the dot's operand layout.)
@@ -393,11 +398,18 @@ class LayoutPlanner {
         for (auto& r : o.results) set(r.get(), plan_.of(o.operands[0]));
         return;
       // sort works in its operand's layout where that holds the sorted dim bit by bit
-      // (lower_sort.cpp), else in the shape's default (blocked: it always does); its
-      // indices travel in the same registers.
+      // (lower_sort.cpp), else in sort_layout (blocked: it always does); its indices
+      // travel in the same registers. A top-k's results keep what its halvings leave
+      // (topk_layout), the layout it works in recorded on the op.
       case Op::sort: {
+        const int d = int(o.i0);
         Layout l = plan_.of(o.operands[0]);
-        if (!dim_bit_holders(l, int(o.i0))) l = plan_.shape_default(o.result()->type.shape);
+        if (!dim_bit_holders(l, d)) l = sort_layout(l.shape, d, target_.wave_size, target_.num_warps);
+        const int k = o.result()->type.shape[size_t(d)];
+        if (k < l.shape[size_t(d)]) {
+          plan_.op_layouts_[&o] = l;
+          l = topk_layout(l, d, k);
+        }
         for (size_t i = 0; i < o.results.size(); ++i) set(o.result(int(i)), l);
         return;
       }

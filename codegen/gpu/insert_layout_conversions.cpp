@@ -55,8 +55,9 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
       if (index == 2 && (op.i1 == ir::kBufferAccess || op.copy->through_resource)) return std::nullopt;
       return op.layout;
     case Op::gather: return index == 1 ? op.result()->layout : std::nullopt;  // src: any (through shared memory)
-    // sort's keys and indices in its result's layout; histogram's mask in its values'.
-    case Op::sort: return op.result()->layout;
+    // sort's keys and indices in its result's layout (a top-k's: the layout it works in,
+    // recorded on the op); histogram's mask in its values'.
+    case Op::sort: return op.layout ? op.layout : op.result()->layout;
     case Op::histogram: return index == 1 ? op.operands[0]->layout : std::nullopt;
     case Op::dot: {
       DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);

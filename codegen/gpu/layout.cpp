@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <set>
 
 #include "tl/error.hpp"
@@ -181,6 +182,30 @@ Layout reduce_layout(const Layout& in, int axis) {
   Layout out = map_layout(in, shape, f);
   out.reg.clear();
   for (int i : reduce_kept_reg_bits(in, axis)) out.reg.push_back(map_bits(in.reg[i], f));
+  return out;
+}
+
+Layout sort_layout(const std::vector<int>& shape, int dim, int wave_size, int num_warps) {
+  std::vector<int> order = {dim};
+  for (int d = int(shape.size()) - 1; d >= 0; --d)
+    if (d != dim) order.push_back(d);
+  // (default_layout gives order[0] min(vec, elements a thread) registers.)
+  return default_layout(shape, order, std::numeric_limits<int>::max(), wave_size, num_warps);
+}
+
+Layout topk_layout(const Layout& in, int dim, int k) {
+  const int off = dim_offset(in.shape, dim), kb = log2_exact(k), nb = log2_exact(in.shape[size_t(dim)]);
+  std::vector<int> shape = in.shape;
+  shape[size_t(dim)] = k;
+  auto f = [&](int bit) -> uint32_t {
+    if (bit < off + kb) return uint32_t(1) << bit;
+    if (bit < off + nb) return 0;
+    return uint32_t(1) << (bit - (nb - kb));
+  };
+  Layout out = map_layout(in, shape, f);
+  out.reg.clear();
+  for (uint32_t image : in.reg)
+    if (image == 0 || map_bits(image, f) != 0) out.reg.push_back(map_bits(image, f));
   return out;
 }
 

@@ -112,6 +112,20 @@ struct HardwareBit {
 };
 std::optional<std::vector<HardwareBit>> dim_bit_holders(const Layout& l, int dim);
 
+// The layout a sort along `dim` wants to work in (its operand is loaded in it where every
+// user agrees): a blocked layout with as many of a thread's registers along the dim as the
+// tile gives a thread, then lanes, then warps. The low coordinate bits take part in the
+// most compare-exchanges, and a register pair costs no data movement where a lane costs a
+// shuffle; a top-k's k-chunks and first halvings then stay within a thread.
+Layout sort_layout(const std::vector<int>& shape, int dim, int wave_size, int num_warps);
+// A top-k's result layout (a sort keeping the first k along `dim`, worked in `in`, which
+// dim_bit_holders takes): the dim's coordinate bits from log2 k up are gone; registers
+// holding them disappear (their pairs were combined into one), lanes and warps holding
+// them become copies (both sides of a combine across them keep the same k), and the bits
+// of the dims before `dim` move down in the flat index. The kept registers are those with
+// the dropped register bits clear, in order.
+Layout topk_layout(const Layout& in, int dim, int k);
+
 // Length of the run of registers 0, 1, 2, ... that hold consecutive elements along
 // flat-index stride `stride` (the vectorizable run); a power of two.
 int contiguous_run(const Layout& l, uint32_t stride);

@@ -210,14 +210,16 @@ int64_t scratch_bytes(const ir::Operation& op) {
       return hw ? l.numel() * bytes_of(op.result()) : 0;
     }
     case Op::sort: {
-      // Across warps, the keys (and i32 payload after them) once through shared memory.
-      const Layout& l = recorded_layout(op, op.result());
+      // Across warps, the keys (and i32 payload after them) once through shared memory,
+      // in the layout it works in (a top-k's is on the op); with a payload, at least 8
+      // bytes an element (where both fit, one 64-bit key: lower_sort.cpp).
+      const Layout& l = op.layout ? *op.layout : recorded_layout(op, op.result());
       const auto holders = dim_bit_holders(l, int(op.i0));
       if (!holders || std::none_of(holders->begin(), holders->end(),
                                    [](const HardwareBit& h) { return h.kind == HardwareBit::warp; }))
         return 0;
       const int64_t keys = (l.numel() * bytes_of(op.operands[0]) + 3) / 4 * 4;
-      return keys + (op.operands.size() == 2 ? l.numel() * 4 : 0);
+      return op.operands.size() == 2 ? std::max(keys + l.numel() * 4, l.numel() * 8) : keys;
     }
     case Op::histogram: return op.result()->type.shape[0] * 4;
     case Op::atomic_rmw: case Op::atomic_cas: {

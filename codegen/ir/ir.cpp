@@ -179,7 +179,14 @@ class Printer {
       case Op::split: return op.i0 ? " hi" : " lo";
       case Op::flip: return fmt::format(" dim={}", op.i0);
       case Op::gather: return fmt::format(" axis={}", op.i0);
-      case Op::sort: return fmt::format(" dim={}{}", op.i0, op.i1 ? " descending" : "");
+      case Op::sort: {  // (" k=8": a top-k, the first 8 of the sorted order kept)
+        std::string k;
+        const size_t d = size_t(op.i0);
+        if (!op.operands.empty() && !op.results.empty() && d < op.operands[0]->type.shape.size() &&
+            d < op.result()->type.shape.size() && op.result()->type.shape[d] < op.operands[0]->type.shape[d])
+          k = fmt::format(" k={}", op.result()->type.shape[d]);
+        return fmt::format(" dim={}{}{}", op.i0, op.i1 ? " descending" : "", k);
+      }
       case Op::reduce: case Op::scan:  // (a combine region: the user's combine function)
         return fmt::format(" {} axis={}", op.regions.empty() ? reduce_name(op.i1) : "combine", op.i0);
       case Op::atomic_rmw:

@@ -400,11 +400,20 @@ class Verifier {
       case Op::sort: {
         bool ok = (nops == 1 || nops == 2) && op.results.size() == nops && op.i0 >= 0 &&
                   op.i0 < op.operands[0]->type.rank() && (op.i1 == 0 || op.i1 == 1);
-        for (size_t k = 0; ok && k < nops; ++k) ok = op.result(int(k))->type == op.operands[k]->type;
+        const size_t d = size_t(op.i0);
+        // The results keep the first k along the dim (k = n: the whole sort); a top-k
+        // (k < n) carries the payload, which makes the order total.
+        const int n = ok ? op.operands[0]->type.shape[d] : 0, k = ok ? op.result()->type.shape[d] : 0;
+        for (size_t r = 0; ok && r < nops; ++r) {
+          ir::Type want = op.operands[r]->type;
+          want.shape[d] = k;
+          ok = op.result(int(r))->type == want;
+        }
         ok = ok && (nops == 1 || (op.operands[1]->type.dtype == DType::i32 &&
                                   op.operands[1]->type.shape == op.operands[0]->type.shape));
-        ok = ok && std::has_single_bit(unsigned(op.operands[0]->type.shape[size_t(op.i0)]));
-        expect(ok, op, "sort takes keys and an optional i32 tile of their shape, one result of each's type; its dim in range, a power of two");
+        ok = ok && std::has_single_bit(unsigned(n)) && std::has_single_bit(unsigned(k)) && k <= n && (k == n || nops == 2);
+        expect(ok, op, "sort takes keys and an optional i32 tile of their shape, one result of each's type, the first k "
+                       "(a power of two, k < n only with the payload) along its dim; its dim in range, a power of two");
         break;
       }
       case Op::histogram: {

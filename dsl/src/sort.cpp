@@ -1,6 +1,7 @@
 // tl::sort, tl::topk and tl::histogram (tl/sort.hpp): the checks at the user's line and
 // the ops they trace. sort and histogram are ops of their own (Op::sort, Op::histogram),
-// lowered per target; topk is a sort of (value, index) pairs and the first k kept.
+// lowered per target; topk is a sort of (value, index) pairs whose result keeps the first
+// k along the dim (Triton's sort_impl with k: chunks of k sorted, then halved).
 #include <fmt/format.h>
 
 #include <bit>
@@ -40,43 +41,33 @@ Value* positions(const Shape& shape, int d, const Loc& loc) {
   return broadcast_to(reshape(arange(0, shape[size_t(d)], loc), along, loc), shape, loc);
 }
 
-// The first k along dim d: the tile seen as [outer, n / k, k * inner], every chunk but
-// the first zeroed and the chunks xor-summed (exact for any bits; on GPUs chunks a thread
-// holds cost nothing, others a shuffle or shared memory, as a reduction goes).
-Value* first_k(Value* v, int k, int d, const Loc& loc) {
-  const Shape s = v->type.shape;
-  const int n = s[size_t(d)];
-  if (k == n) return v;
-  int64_t outer = 1, inner = 1;
-  for (int e = 0; e < d; ++e) outer *= s[size_t(e)];
-  for (size_t e = size_t(d) + 1; e < s.size(); ++e) inner *= s[e];
-  const DType t = v->type.dtype;
-  const DType bits = bit_width(t) == 64 ? DType::i64 : bit_width(t) == 32 ? DType::i32 : bit_width(t) == 16 ? DType::i16 : DType::i8;
-  Value* x = is_float(t) ? cast(v, bits, true, loc) : v;
-  const Shape chunks = {int(outer), n / k, int(k * inner)};
-  x = reshape(x, chunks, loc);
-  Value* first = compare(CmpPred::eq, broadcast_to(reshape(arange(0, n / k, loc), {1, n / k, 1}, loc), chunks, loc),
-                         constant(DType::i32, 0, 0, loc), loc);
-  x = where(first, x, constant(x->type.dtype, 0, 0, loc), loc);
-  x = reduce(ReduceKind::xor_sum, x, 1, loc);
-  Shape out = s;
-  out[size_t(d)] = k;
-  x = reshape(x, out, loc);
-  return is_float(t) ? cast(x, t, true, loc) : x;
+}  // namespace
+
+namespace {
+
+// Op::sort of `a` along d (checked), with the positions as its payload when asked, its
+// results `k` long along d: the first k of the sorted order (k < n: a top-k, which
+// always carries the positions, so that the order is total).
+std::pair<Value*, Value*> emit_sort(Value* a, int d, int k, bool descending, bool with_indices, const Loc& loc) {
+  std::vector<Value*> operands = {a};
+  if (with_indices) operands.push_back(positions(a->type.shape, d, loc));
+  ir::Operation* op = T(loc).emit(Op::sort, operands, loc);
+  op->i0 = d;
+  op->i1 = descending ? 1 : 0;
+  auto kept = [&](ir::Type t) {
+    t.shape[size_t(d)] = k;
+    return t;
+  };
+  Value* v = op->add_result(kept(a->type));
+  Value* i = with_indices ? op->add_result(kept(operands[1]->type)) : nullptr;
+  return {v, i};
 }
 
 }  // namespace
 
 std::pair<Value*, Value*> sort(Value* a, int dim, bool descending, bool with_indices, const Loc& loc) {
   const int d = checked_dim(a, dim, "tl::sort", loc);
-  std::vector<Value*> operands = {a};
-  if (with_indices) operands.push_back(positions(a->type.shape, d, loc));
-  ir::Operation* op = T(loc).emit(Op::sort, operands, loc);
-  op->i0 = d;
-  op->i1 = descending ? 1 : 0;
-  Value* v = op->add_result(a->type);
-  Value* i = with_indices ? op->add_result(operands[1]->type) : nullptr;
-  return {v, i};
+  return emit_sort(a, d, a->type.shape[size_t(d)], descending, with_indices, loc);
 }
 
 std::pair<Value*, Value*> topk(Value* a, int k, int dim, bool with_indices, const Loc& loc) {
@@ -89,10 +80,10 @@ std::pair<Value*, Value*> topk(Value* a, int k, int dim, bool with_indices, cons
                                   "powers of two): take tl::topk(x, {}) and mask the store to the first {}",
                                   k, std::bit_ceil(unsigned(k)), k),
                       loc);
-  // The indices make the order total, so equal values keep their index order; asked or
-  // not, they cost a second register a value through the network.
-  auto [v, i] = sort(a, d, /*descending=*/true, /*with_indices=*/true, loc);
-  return {first_k(v, k, d, loc), with_indices ? first_k(i, k, d, loc) : nullptr};
+  // The indices make the order total, so equal values keep their index order, asked for
+  // or not (on GPUs they share one 64-bit key with the value where both fit).
+  auto [v, i] = emit_sort(a, d, k, /*descending=*/true, /*with_indices=*/true, loc);
+  return {v, with_indices ? i : nullptr};
 }
 
 Value* histogram(Value* x, int num_bins, Value* mask, const Loc& loc) {

@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "codegen/amdgpu/code_object.hpp"
 #include "codegen/gpu/layout.hpp"
@@ -116,6 +118,74 @@ TEST(SortCodegen, TopkCompiles) {
     }
     EXPECT_EQ(tltest::ptxas_errors(ptx(tltest::compile_for("sm_90", *f, 4))), "");
   }
+}
+
+// The MoE shapes' top-k works in sort_layout (a thread's registers along the experts: 16
+// at 4 warps of 32 lanes) and keeps topk_layout: the k-blocks and the first halving within
+// a thread's registers, the other halvings across lanes (copies afterwards). On sm_90 the
+// (logit, expert) pairs travel as one 64-bit key: the only shuffles are the halvings'
+// across lanes, two 32-bit shuffles for each of the 8 registers kept, and no float compare
+// or NaN test is left in the network.
+TEST(SortCodegen, TopkHalvesWithinThreadsThenAcrossLanes) {
+  using namespace tl::gpu;
+  for (auto [T, E, lane_halvings] : {std::tuple{32, 64, 2}, {16, 128, 3}}) {
+    Layout l = sort_layout({T, E}, 1, 32, 4);
+    auto h = dim_bit_holders(l, 1);
+    ASSERT_TRUE(h.has_value());
+    for (int j = 0; j < 4; ++j) EXPECT_EQ((*h)[size_t(j)].kind, HardwareBit::reg) << E << " bit " << j;
+    Layout out = topk_layout(l, 1, 8);
+    EXPECT_EQ(out.shape, (std::vector<int>{T, 8}));
+    EXPECT_EQ(out.reg, (std::vector<uint32_t>{1, 2, 4}));  // register bit 3 (expert bit 3) combined away
+    int copies = 0;
+    for (uint32_t x : out.lane) copies += x == 0;
+    EXPECT_EQ(copies, lane_halvings) << E;
+    auto f = trace("topk_route", [&](detail::Trace& t) {
+      auto x = ptr_arg<ty::f32>(t, "x", true);
+      auto y = ptr_arg<ty::f32>(t, "y", true);
+      auto idx = ptr_arg<ty::i32>(t, "idx", true);
+      auto [v, i] = tl::topk(tl::load(x + offsets2(T, E)), 8, tl::return_indices);
+      tl::store(y + offsets2(T, 8), v);
+      tl::store(idx + offsets2(T, 8), i);
+    });
+    auto co = tltest::compile_for("sm_90", *f, 4);
+    const std::string p = ptx(co);
+    EXPECT_EQ(count(p, "shfl.sync.bfly"), lane_halvings * 8 * 2) << co.tile_ir;
+    EXPECT_EQ(count(p, "setp.nan") + count(p, "setp.num") + count(p, "setp.gt.f32") + count(p, "setp.equ.f32"), 0);
+    EXPECT_EQ(count(p, "st.shared"), 0);
+    EXPECT_EQ(tltest::ptxas_errors(p), "");
+  }
+}
+
+// A top-k whose row spans warps ([1, 1024] at 8 warps) halves across the warp bits through
+// shared memory; one of f64 (no room to pack: value and index go through the network as a
+// pair) too.
+TEST(SortCodegen, TopkAcrossWarpsAndUnpackedCompile) {
+  auto row = trace("topk_row", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::f32>(t, "x", true);
+    auto y = ptr_arg<ty::f32>(t, "y", true);
+    auto idx = ptr_arg<ty::i32>(t, "idx", true);
+    auto [v, i] = tl::topk(tl::load(x + tl::arange(0, 1024)), 8, tl::return_indices);
+    tl::store(y + tl::arange(0, 8), v);
+    tl::store(idx + tl::arange(0, 8), i);
+  });
+  auto wide = trace("topk_f64", [&](detail::Trace& t) {
+    auto x = ptr_arg<ty::f64>(t, "x", true);
+    auto y = ptr_arg<ty::f64>(t, "y", true);
+    auto idx = ptr_arg<ty::i32>(t, "idx", true);
+    auto [v, i] = tl::topk(tl::load(x + offsets2(16, 64)), 4, tl::return_indices);
+    tl::store(y + offsets2(16, 4), v);
+    tl::store(idx + offsets2(16, 4), i);
+  });
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    auto co = tltest::compile_for(arch, *row, 8);
+    EXPECT_GT(lds_accesses(amd::disassemble(co.binary)), 0) << arch;
+    EXPECT_EQ(co.report.at("spill_vgpr"), 0) << arch;
+    EXPECT_EQ(tltest::compile_for(arch, *wide, 4).report.at("spill_vgpr"), 0) << arch;
+  }
+  const std::string p = ptx(tltest::compile_for("sm_90", *row, 8));
+  EXPECT_GT(count(p, "st.shared"), 0);
+  EXPECT_EQ(tltest::ptxas_errors(p), "");
+  EXPECT_EQ(tltest::ptxas_errors(ptx(tltest::compile_for("sm_90", *wide, 4))), "");
 }
 
 // Sorts of what other ops lay out their own way: a dot's accumulator (MFMA / wgmma

@@ -30,27 +30,37 @@ template <class E> using host_t = typename tl::buffer<tl::elem_t<E>>::host_t;
 template <class E> double key_of(host_t<E> v) { return to_double(v); }
 template <class E> host_t<E> from_double(double d) {
   if constexpr (std::is_same_v<E, tl::f16>) return tl::to_f16(d);
+  else if constexpr (std::is_same_v<E, tl::bf16>) return tl::to_bf16(d);
   else return host_t<E>(d);
 }
 template <class E> uint64_t bits_of(host_t<E> v) {
-  if constexpr (std::is_same_v<E, tl::f16>) return v.bits;
+  if constexpr (std::is_same_v<E, tl::f16> || std::is_same_v<E, tl::bf16>) return v.bits;
   else if constexpr (std::is_same_v<E, tl::f32>) return std::bit_cast<uint32_t>(v);
-  else return uint64_t(uint32_t(v));
+  else if constexpr (std::is_same_v<E, tl::f64>) return std::bit_cast<uint64_t>(v);
+  else return uint64_t(v);
 }
 
-// Few distinct values (duplicates everywhere), negative ones, and for floats NaNs, +-0.0
-// and infinities.
+// Few distinct values (duplicates everywhere), negative ones (unsigned types: small ones),
+// and for floats NaNs (f32 and f64 also a negative one with a payload: it must come back
+// bit for bit), +-0.0 and infinities.
 template <class E> std::vector<host_t<E>> random_keys(size_t n) {
   auto r = random_ints(n, -12, 12);
+  constexpr tl::DType dt = tl::elem_t<E>::dtype;
   std::vector<host_t<E>> out;
   for (size_t i = 0; i < n; ++i) {
-    double d = r[i] * (tl::elem_t<E>::dtype == tl::DType::i32 ? 1.0 : 0.25);
-    if constexpr (!std::is_same_v<E, tl::i32>) {
+    if constexpr (tl::is_int(dt)) {
+      out.push_back(host_t<E>(tl::is_signed(dt) ? r[i] : r[i] + 12));
+    } else {
+      double d = r[i] * 0.25;
       if (r[i] == 11) d = NAN;
       if (r[i] == 10) d = -0.0;
       if (r[i] == -12) d = -INFINITY;
+      if constexpr (std::is_same_v<E, tl::f32>)
+        if (r[i] == 9) { out.push_back(std::bit_cast<float>(0xffc01234u)); continue; }
+      if constexpr (std::is_same_v<E, tl::f64>)
+        if (r[i] == 9) { out.push_back(std::bit_cast<double>(0xfff8000000001234ull)); continue; }
+      out.push_back(from_double<E>(d));
     }
-    out.push_back(from_double<E>(d));
   }
   return out;
 }
@@ -133,6 +143,9 @@ TEST(Sort, MatchesStableSort) {
       check_sort<tl::i32>(128, 2, 128, 0, desc, with_idx, false);
       check_sort<tl::f16>(16, 32, 16, 1, desc, with_idx, false);
       check_sort<tl::f16>(2, 2, 2, 0, desc, with_idx, false);
+      check_sort<tl::bf16>(4, 64, 4, 1, desc, with_idx, false);
+      check_sort<tl::u8>(32, 4, 32, 0, desc, with_idx, false);
+      check_sort<tl::f64>(4, 32, 3, 1, desc, with_idx, false);
     }
   check_sort<tl::f32>(4, 1, 4, 1, false, true, false);  // a dim of 1: nothing moves
 }
@@ -157,7 +170,7 @@ namespace {
 
 // topk along the last dim of [R, n] rows (`rows` of them loaded, the rest masked off)
 // for every power-of-two k: the first k of std::stable_sort descending.
-template <class E> void check_topk(int R, int n, int rows) {
+template <class E> void check_topk(int R, int n, int rows, bool gpus = false) {
   auto k = tl::kernel("topk", [](tl::ptr<E> x, tl::ptr<E> y, tl::ptr<tl::i32> idx, tl::ptr<E> y2, tl::i32 rows, int R,
                                  int n, int K) {
     auto r = tl::expand_dims(tl::arange(0, R), 1);
@@ -176,6 +189,7 @@ template <class E> void check_topk(int R, int n, int rows) {
     auto I = test_device().alloc<tl::i32>(size_t(R * K));
     poison(Y), poison(Y2), poison(I);
     k[tl::grid(1)](X, Y, I, Y2, rows, R, n, K);
+    if (gpus && K == std::min(n, 8)) compiles_for_gpus({4}, k, X, Y, I, Y2, rows, R, n, K);
     auto y = Y.download(), y2 = Y2.download();
     auto idx = I.download();
     for (int row = 0; row < rows; ++row) {
@@ -200,6 +214,21 @@ TEST(Topk, MatchesStableSortDescending) {
   check_topk<tl::i32>(4, 128, 4);
   check_topk<tl::f16>(16, 16, 13);
   check_topk<tl::f32>(1, 8, 1);
+}
+
+// Every key type of the GPUs' two paths: value and index packed in one 64-bit key (8- to
+// 32-bit keys; f32 up to 256 along the dim) and as a pair (64-bit keys, f32 over 256), a
+// row across warps (1024 at 4 warps: the halvings over warp bits go through shared memory).
+TEST(Topk, EveryKeyTypePackedOrNot) {
+  check_topk<tl::bf16>(8, 32, 8, true);
+  check_topk<tl::i16>(4, 64, 3);
+  check_topk<tl::u8>(4, 32, 4, true);
+  check_topk<tl::i8>(2, 16, 2);
+  check_topk<tl::u32>(2, 64, 2);
+  check_topk<tl::f64>(4, 64, 4, true);
+  check_topk<tl::i64>(2, 32, 2);
+  check_topk<tl::f32>(2, 512, 2);
+  check_topk<tl::f32>(1, 1024, 1, true);
 }
 
 // A topk along dim 0 of a [64, 4] tile.

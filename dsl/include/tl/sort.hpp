@@ -42,8 +42,8 @@ std::pair<tile<E>, i32> sort(const tile<E>& t, int dim, bool descending, return_
 // Triton's tl.topk(x, k, dim=None): the k largest along `dim` (default the last), largest
 // first; k is a power of two from 1 to the dim's length (the result's dim is k). With
 // tl::return_indices also their indices along `dim` (equal values: the smaller index
-// first, torch.topk's stable order). Sort-based: the whole dim is sorted (values with
-// their indices), then the first k kept.
+// first, torch.topk's stable order). Triton's bitonic top-k: blocks of k sorted, then the
+// dim halved a bit at a time, the k kept merged after each halving.
 template <class E> tile<E> topk(const tile<E>& t, int k, int dim = -1, Loc loc = Loc::current()) {
   return tile<E>(detail::topk(t.get(), k, dim, false, loc).first);
 }
