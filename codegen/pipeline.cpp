@@ -12,6 +12,7 @@
 #include "codegen/compile_profile.hpp"
 #include "codegen/diagnostics.hpp"
 #include "codegen/gpu/capabilities.hpp"
+#include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/shared_memory.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
@@ -76,6 +77,15 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
                      std::vector<std::string>& remarks, int* most_shared_stages = nullptr) {
   dump("tracing", f);
   ir::verify(f);
+
+  // tl::dot_scaled stays a scaled dot only where the target's scaled matrix instructions
+  // take its formats and shape (gfx950); elsewhere it is upcast to bf16 and an ordinary dot
+  // here, before anything plans the dot's operands.
+  const gpu::TargetCapabilities scaled_caps = capabilities_for(target);
+  if (passes::decompose_scaled_dots(f, [&](const ir::Operation& dot) {
+        return target.kind == TargetDesc::amdgpu && gpu::scaled_dot_is_native(scaled_caps, dot, opts.num_warps);
+      }) > 0)
+    dump("scaled-dot decomposition", f);
 
   if (passes::combine_dot_accumulate(f) > 0) dump("dot-accumulate combining", f);
   passes::eliminate_common_subexpressions(f);

@@ -410,6 +410,20 @@ std::vector<llvm::Value*> AmdgpuHooks::matrix_multiply(llvm::IRBuilderBase& b, c
                                                        const std::vector<llvm::Value*>& a,
                                                        const std::vector<llvm::Value*>& bv,
                                                        const std::vector<llvm::Value*>& c) {
+  return scaled_matrix_multiply(b, mi, a, bv, c, nullptr, nullptr);
+}
+
+// gfx950's v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4 (LLVM 22's
+// llvm.amdgcn.mfma.scale.*.f8f6f4: A, B, C, cbsz, blgp, opsel_a, scale_a, opsel_b,
+// scale_b): cbsz / blgp the formats of A and B (0 e4m3, 1 e5m2, 2 e2m3, 3 e3m2, 4 e2m1;
+// an e2m1 operand is 16 bytes a lane, <4 x i32>), each scale a VGPR whose byte opsel
+// picks (the lane's e8m0 in byte 0). Without scales (the unscaled f8f6f4 forms of an FP8
+// tl::dot) the scales are 0 and LLVM selects v_mfma_f32_*_f8f6f4.
+std::vector<llvm::Value*> AmdgpuHooks::scaled_matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                                              const std::vector<llvm::Value*>& a,
+                                                              const std::vector<llvm::Value*>& bv,
+                                                              const std::vector<llvm::Value*>& c,
+                                                              llvm::Value* scale_a, llvm::Value* scale_b) {
   auto vector_of = [&](const std::vector<llvm::Value*>& x) -> llvm::Value* {
     llvm::Value* v = llvm::PoisonValue::get(llvm::FixedVectorType::get(x[0]->getType(), unsigned(x.size())));
     for (size_t i = 0; i < x.size(); ++i) v = b.CreateInsertElement(v, x[i], uint64_t(i));
@@ -427,9 +441,15 @@ std::vector<llvm::Value*> AmdgpuHooks::matrix_multiply(llvm::IRBuilderBase& b, c
   std::vector<llvm::Value*> args = {operand(a, mi.a), operand(bv, mi.b), vector_of(c)};
   std::vector<llvm::Type*> overloads;
   if (mi.intrinsic.find("f8f6f4") != std::string::npos) {
-    auto format = [](DType t) { return t == DType::f8e5m2 ? 1 : 0; };
+    auto format = [](DType t) { return t == DType::f4e2m1 ? 4 : t == DType::f8e5m2 ? 1 : 0; };
+    auto scale = [&](llvm::Value* s) { return s ? b.CreateZExt(s, b.getInt32Ty()) : b.getInt32(0); };
     overloads = {args[0]->getType(), args[1]->getType()};
-    for (int x : {format(mi.a), format(mi.b), 0, 0, 0, 0}) args.push_back(b.getInt32(uint32_t(x)));
+    args.push_back(b.getInt32(uint32_t(format(mi.a))));
+    args.push_back(b.getInt32(uint32_t(format(mi.b))));
+    args.push_back(b.getInt32(0));  // opsel_a: byte 0
+    args.push_back(scale(scale_a));
+    args.push_back(b.getInt32(0));  // opsel_b
+    args.push_back(scale(scale_b));
   } else {
     for (int i = 0; i < 3; ++i) args.push_back(b.getInt32(0));
   }

@@ -41,6 +41,11 @@ class AmdgpuHooks final : public gpu::GpuHooks {
   llvm::Value* approx_exp2(llvm::IRBuilderBase& b, llvm::Value* x) override;
   llvm::Value* load_shared_transposed(llvm::IRBuilderBase& b, llvm::Value* shared, int elem_bits) override;
   void trap(llvm::IRBuilderBase& b, unsigned line) override;
+  std::vector<llvm::Value*> scaled_matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                                   const std::vector<llvm::Value*>& a,
+                                                   const std::vector<llvm::Value*>& bv,
+                                                   const std::vector<llvm::Value*>& c, llvm::Value* scale_a,
+                                                   llvm::Value* scale_b) override;
   std::vector<llvm::Value*> matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
                                             const std::vector<llvm::Value*>& a, const std::vector<llvm::Value*>& bv,
                                             const std::vector<llvm::Value*>& c) override;

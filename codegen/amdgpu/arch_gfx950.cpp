@@ -55,6 +55,27 @@ gpu::TargetCapabilities gfx950_capabilities() {
                                            "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v8i32", 32, 32, 64, a, b,
                                            D::f32));
     }
+  // Block-scaled (tl::dot_scaled; CDNA4 ISA, v_mfma_scale_f32_*_f8f6f4; LLVM 22's
+  // llvm.amdgcn.mfma.scale.*): the same instructions with an e8m0 scale a lane for A and
+  // for B (each the scale of its row and of one 32 of k). FP8 x FP8 in any pair, and
+  // e2m1 x e2m1, whose 32 values a lane are 16 bytes (<4 x i32>): k counts bytes there.
+  // (A mixed FP4 x FP8 pair is upcast: its operands' bytes disagree on K.)
+  auto scaled = [&](const char* name, const char* intrinsic, int m, int k, D a, D b) {
+    gpu::MatrixInstruction mi = mfma(name, intrinsic, m, m, k, a, b, D::f32);
+    mi.scaled = true;
+    c.matrix_instructions.push_back(mi);
+  };
+  for (D a : {D::f8e4m3fn, D::f8e5m2})
+    for (D b : {D::f8e4m3fn, D::f8e5m2}) {
+      scaled("v_mfma_scale_f32_16x16x128_f8f6f4", "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v8i32", 16, 128,
+             a, b);
+      scaled("v_mfma_scale_f32_32x32x64_f8f6f4", "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v8i32.v8i32", 32, 64, a,
+             b);
+    }
+  scaled("v_mfma_scale_f32_16x16x128_f8f6f4", "llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v4i32.v4i32", 16, 64,
+         D::f4e2m1, D::f4e2m1);
+  scaled("v_mfma_scale_f32_32x32x64_f8f6f4", "llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v4i32.v4i32", 32, 32,
+         D::f4e2m1, D::f4e2m1);
   return c;
 }
 

@@ -277,6 +277,8 @@ class LayoutPlanner {
         case Op::dot: {
           const DotPlan& p = plan_.dots_.at(u);
           if (index == 2) meet(p.acc);
+          // tl::dot_scaled's scales: loaded straight into the bytes each instruction reads.
+          else if (index >= 3) meet(index == 3 ? p.a_scale : p.b_scale);
           else if (match_shared_dot_operand(v)) meet(index == 0 ? p.a : p.b);
           break;
         }

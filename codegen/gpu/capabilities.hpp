@@ -51,6 +51,11 @@ struct MatrixInstruction {
   bool transposable = false;
   // f32 operands rounded to TF32 (NVIDIA's mma/wgmma .tf32): not for input_precision ieee.
   bool tf32 = false;
+  // A block-scaled instruction (gfx950's v_mfma_scale_*_f8f6f4): it takes tl::dot_scaled
+  // alone, with an e8m0 scale per 32 k of each row of A and column of B. k and k_per_lane
+  // count the operands' bytes, so an f4e2m1 entry (two values a byte) has half the
+  // instruction's k.
+  bool scaled = false;
 };
 
 // A raw buffer resource's size in bytes (num_records) and the offset masked-off lanes

@@ -189,7 +189,7 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   bool swap = !caps.matrix_instructions.empty() && caps.matrix_instructions[0].family == MatrixFamily::amd_mfma;
   for (const auto& mi : caps.matrix_instructions)
     if ((mi.family == MatrixFamily::nvidia_wgmma) == req.warpgroup && (swap ? mi.a == b && mi.b == a : mi.a == a && mi.b == b) &&
-        (req.ieee ? !mi.tf32 : mi.family != MatrixFamily::fma))
+        (req.ieee ? !mi.tf32 : mi.family != MatrixFamily::fma) && mi.scaled == req.scaled)
       takes.push_back(&mi);
   if (takes.empty() && req.ieee) {
     why = fmt::format("input_precision ieee: {} has no {}instruction that multiplies f32 without rounding to TF32",
@@ -238,7 +238,7 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   DotPlan p;
   p.instr = *pick;
   p.swap_operands = swap;
-  p.kpack = amd && req.kpack > 1 && K % (pick->k * req.kpack) == 0 ? req.kpack : 1;
+  p.kpack = amd && !pick->scaled && req.kpack > 1 && K % (pick->k * req.kpack) == 0 ? req.kpack : 1;
   const int kp = pick->k * p.kpack;
   p.k_steps = K / kp;
   p.reps_m = M / pick->m;
@@ -283,6 +283,15 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   const bool fma = pick->family == MatrixFamily::fma;
   Fragment fa = amd ? mfma_operand(pick->m, kb) : fma ? fma_a() : mma_a(*pick);
   Fragment fb = amd ? transposed(mfma_operand(pick->n, kb)) : fma ? fma_b() : mma_b(*pick);
+  if (pick->scaled && pick->a != DType::f4e2m1) {
+    // The scaled FP8 forms hold a lane's 32 k in two runs of 16, the second (64 / m) x 16
+    // further on (Triton's kWidth 16 for CDNA4's scaled MFMA): the instruction's 32s of k,
+    // which one scale each covers, are then the lane groups' first runs, then their second
+    // ones, each scale given by the lane group of its number. FP4's 32 a lane are one run.
+    fa = mfma_operand(pick->m, 16), fb = mfma_operand(pick->n, 16);
+    fa.elem.push_back({0, 16 * (64 / pick->m)}), fb.elem.push_back({0, 16 * (64 / pick->n)});
+    fb = transposed(fb);
+  }
   Fragment fc = amd ? transposed(mfma_acc(*pick)) : fma ? fma_acc() : mma_acc();
   std::vector<Coord> ra, rb, rc;
   for (int j = 0; j < lg(p.k_steps); ++j) ra.push_back({0, kp << j}), rb.push_back({kp << j, 0});
@@ -293,6 +302,22 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
   p.acc = build(M, N, fc, rc, warp_acc);
   p.a = build(M, K, fa, ra, warp_a);
   p.b = build(K, N, fb, rb, warp_b);
+  if (pick->scaled) {
+    // One scale a lane and instruction: lane % m its row, lane / m which 32 of the
+    // instruction's k (as many as the lane groups); K steps then M (N) repetitions in
+    // registers, the warps as the operand's.
+    const int groups = 64 / pick->m, blocks = K * (pick->a == DType::f4e2m1 ? 2 : 1) / 32;
+    Fragment fs;
+    for (int j = 0; j < 6; ++j)
+      fs.lane.push_back(j < lg(pick->m) ? Coord{1 << j, 0} : Coord{0, 1 << (j - lg(pick->m))});
+    std::vector<Coord> rsa, rsb, wsa, wsb;
+    for (int j = 0; j < lg(p.k_steps); ++j) rsa.push_back({0, groups << j}), rsb.push_back({0, groups << j});
+    for (int j = 0; j < lg(p.reps_m); ++j) rsa.push_back({(pick->m * p.warps_m) << j, 0});
+    for (int j = 0; j < lg(p.reps_n); ++j) rsb.push_back({(pick->n * p.warps_n) << j, 0});
+    for (size_t w = 0; w < warp_a.size(); ++w) wsa.push_back(warp_a[w]), wsb.push_back({warp_b[w].c, 0});
+    p.a_scale = build(M, blocks, fs, rsa, wsa);
+    p.b_scale = build(N, blocks, fs, rsb, wsb);
+  }
   if (!req.k_perm.empty()) {
     // K renumbered: column bits of A (flat bits 0..lg K) and row bits of B (above lg N).
     if (int(req.k_perm.size()) != lg(K)) {
@@ -345,6 +370,7 @@ DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& d
   req.nonkdim = mi->family == MatrixFamily::amd_mfma ? mi->m : 0;
   req.warpgroup = mi->family == MatrixFamily::nvidia_wgmma;
   req.ieee = dot.i0 != 0;
+  req.scaled = dot.operands.size() == 5;
   req.kpack = dot.ints[0];
   req.warps_m = dot.ints[1];
   req.warps_n = dot.ints[2];
@@ -363,6 +389,16 @@ DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& d
   if (!p) fail(why);
   if (p->instr.name != dot.str) fail(fmt::format("recorded {} but the plan rebuilds {}", dot.str, p->instr.name));
   return *p;
+}
+
+bool scaled_dot_is_native(const TargetCapabilities& caps, const ir::Operation& dot, int num_warps) {
+  if (dot.operands.size() != 5) return false;
+  const ir::Type &a = dot.operands[0]->type, &b = dot.operands[1]->type;
+  DotRequest req;
+  req.scaled = true;
+  std::string why;
+  return plan_dot(caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], num_warps, caps.wave_size, req, why)
+      .has_value();
 }
 
 }  // namespace tl::gpu

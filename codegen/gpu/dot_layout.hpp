@@ -48,6 +48,14 @@ struct DotPlan {
   std::vector<uint32_t> n_perm;
   int reps_m = 1, reps_n = 1, k_steps = 1;  // per warp; k_steps of instr.k * kpack
   Layout acc, a, b;
+  // A block-scaled instruction (tl::dot_scaled): the layouts of a's scales [M, K / 32] and
+  // b's [N, K / 32], one e8m0 a lane per instruction, the byte the instruction reads for
+  // the lane (lane l gives the scale of its row, l % m, and of the (l / m)-th 32 of the
+  // instruction's k: CDNA4's v_mfma_scale_*_f8f6f4, Triton's MFMA scale layout); register
+  // order [K steps][M (N) reps], as the operands'.
+  Layout a_scale, b_scale;
+  bool scaled() const { return instr.scaled; }
+  int scale_reg(int rep, int ks) const { return ks + k_steps * rep; }
 
   // wgmma: one instruction per warpgroup (four warps, rows 16 apart); warps_m counts warps
   // (4 a warpgroup along M), warps_n warpgroups along N.
@@ -85,6 +93,9 @@ struct DotRequest {
   // operands to TF32; f32 FMAs (MatrixFamily::fma) where the matrix cores have none other.
   // Without it the fma family is not taken.
   bool ieee = false;
+  // tl::dot_scaled: only block-scaled instructions (MatrixInstruction::scaled) take it,
+  // and only it takes them.
+  bool scaled = false;
 };
 
 // The plan of a dot of a [M, K] (dtype a) by [K, N] (dtype b) on `caps`' matrix
@@ -100,5 +111,10 @@ std::optional<DotPlan> plan_dot(const TargetCapabilities& caps, DType a, DType b
 // the lowering and later passes.
 // A compile error (a tl bug) when the op has none or it no longer fits.
 DotPlan recorded_dot_plan(const TargetCapabilities& caps, const ir::Operation& dot, int num_warps, int wave_size);
+
+// Whether a tl::dot_scaled (a dot of five operands) runs on one of `caps`' block-scaled
+// instructions as it is (a plan exists for its formats and shape at num_warps), rather
+// than upcast to bf16 (passes::decompose_scaled_dots).
+bool scaled_dot_is_native(const TargetCapabilities& caps, const ir::Operation& dot, int num_warps);
 
 }  // namespace tl::gpu

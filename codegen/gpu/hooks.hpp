@@ -124,6 +124,16 @@ class GpuHooks {
                                                     const std::vector<llvm::Value*>& c) {
     return {};
   }
+  // A block-scaled one (MatrixInstruction::scaled, tl::dot_scaled): the same operands (an
+  // f4e2m1 operand's registers are its bytes, two values each), and each lane's e8m0 scale
+  // of `a` and of `b` (an i8), the one the instruction reads for that lane.
+  virtual std::vector<llvm::Value*> scaled_matrix_multiply(llvm::IRBuilderBase& b, const MatrixInstruction& mi,
+                                                           const std::vector<llvm::Value*>& a,
+                                                           const std::vector<llvm::Value*>& bv,
+                                                           const std::vector<llvm::Value*>& c, llvm::Value* scale_a,
+                                                           llvm::Value* scale_b) {
+    return {};
+  }
 
   // NVIDIA's warpgroup MMA (wgmma, sm_90a; the instruction's family nvidia_wgmma): one
   // m64nNk instruction for the lane's warpgroup, A and B through 64-bit shared-memory

@@ -61,7 +61,8 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     case Op::histogram: return index == 1 ? op.operands[0]->layout : std::nullopt;
     case Op::dot: {
       DotPlan p = recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size);
-      return index == 0 ? p.a : index == 1 ? p.b : p.acc;
+      // tl::dot_scaled's scales (operands 3, 4): a lane holds the byte each instruction reads.
+      return index == 0 ? p.a : index == 1 ? p.b : index == 2 ? p.acc : index == 3 ? p.a_scale : p.b_scale;
     }
     case Op::for_:  // operands 0-2 are the bounds; then the carried values' initial values
       return index >= 3 ? op.regions[0]->args[size_t(index - 3 + 1)]->layout : std::nullopt;

@@ -109,6 +109,10 @@ void Lowerer::lower_dot(const ir::Operation& op) {
   Values& a = A.regs;
   Values& bv = B.regs;
   Values c = get(op.operands[2], p.acc);
+  // tl::dot_scaled on a block-scaled instruction: each lane's scale byte of a and of b
+  // for every instruction, in the scale layouts' registers ([K steps][repetitions]).
+  Values sa, sb;
+  if (p.scaled()) sa = get(op.operands[3], p.a_scale), sb = get(op.operands[4], p.b_scale);
   const int per_acc = p.acc_regs_per_instr(), kl = mi.k_per_lane, klb = p.b_per_instr();
   for (int ks = 0; ks < p.k_steps; ++ks)
     for (int mi_rep = 0; mi_rep < p.reps_m; ++mi_rep)
@@ -122,19 +126,22 @@ void Lowerer::lower_dot(const ir::Operation& op) {
           Values fc(c.begin() + cr, c.begin() + cr + per_acc);
           // The fma family is no instruction of the target's: one f32 FMA a lane (k = 1),
           // the K steps in order, so each element is an FMA chain over k ascending.
-          Values out = mi.family == MatrixFamily::fma
-                           ? Values{b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {fa[0], fb[0], fc[0]})}
-                       : p.swap_operands ? hooks_.matrix_multiply(b, mi, fb, fa, fc)
-                                         : hooks_.matrix_multiply(b, mi, fa, fb, fc);
+          Values out;
+          if (mi.family == MatrixFamily::fma) {
+            out = {b.CreateIntrinsic(llvm::Intrinsic::fma, {b.getFloatTy()}, {fa[0], fb[0], fc[0]})};
+          } else if (p.scaled()) {
+            llvm::Value* s_a = sa[size_t(p.scale_reg(mi_rep, ks))];
+            llvm::Value* s_b = sb[size_t(p.scale_reg(ni_rep, ks))];
+            out = p.swap_operands ? hooks_.scaled_matrix_multiply(b, mi, fb, fa, fc, s_b, s_a)
+                                  : hooks_.scaled_matrix_multiply(b, mi, fa, fb, fc, s_a, s_b);
+          } else {
+            out = p.swap_operands ? hooks_.matrix_multiply(b, mi, fb, fa, fc)
+                                  : hooks_.matrix_multiply(b, mi, fa, fb, fc);
+          }
           if (int(out.size()) != per_acc)
             fail(op, fmt::format("tl::dot: {} has no lowering of {}", hooks_.target_name(), mi.name));
           std::copy(out.begin(), out.end(), c.begin() + cr);
         }
-  for (const Operand* o : {&A, &B})
-    if (o->read)
-      if (auto ids = smem_plan_.buffers_of.find(o->read->operands[0]); ids != smem_plan_.buffers_of.end())
-        for (int id : ids->second) smem_after_read(id);
-  if (A.exchange || B.exchange) smem_after_read();
   for (int i = 0; i < 2; ++i) exchanges_read_by_dot_.erase(op.operands[size_t(i)]);
   info_.uses_matrix_instructions |= mi.family != MatrixFamily::fma;
   set_natural(op.result(), Regs{p.acc, std::move(c)});

@@ -74,6 +74,7 @@ std::optional<std::vector<uint32_t>> k_renumbering(const Layout& a, const Layout
 std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, DotRequest req, std::string& why) {
   const ir::Type &a = dot.operands[0]->type, &b = dot.operands[1]->type;
   req.ieee = dot.i0 != 0;  // input_precision ieee: no TF32 instruction
+  req.scaled = dot.operands.size() == 5;  // tl::dot_scaled: the block-scaled instructions
   return plan_dot(*t.caps, a.dtype, b.dtype, a.shape[0], b.shape[1], a.shape[1], t.num_warps, t.wave_size, req, why);
 }
 
@@ -213,6 +214,7 @@ void plan_dots(ir::Function& f, const PlanTarget& t, std::vector<std::string>& r
     std::unordered_set<const ir::Value*> seen;
     auto* first = const_cast<ir::Operation*>(chained_producer(second->operands[0], seen));
     if (!first || first == second || planned.count(first) || planned.count(second)) continue;
+    if (first->operands.size() == 5 || second->operands.size() == 5) continue;  // (no scaled chains yet)
     auto chain = plan_chain(*first, *second, t);
     if (!chain) continue;
     record(*first, chain->first);

@@ -80,6 +80,8 @@ bool defined_inside(const Value* v, const Operation* op);
 // A constant zero (+0.0 for floats), splat or broadcast to a tile or not: what a load's
 // `other`, a copy's fill or a dot's accumulator is when it adds nothing.
 bool is_zero_constant(const Value* v);
+// A tl::dot_scaled: a dot of five operands (a, b, acc, a_scale, b_scale; docs/ir.md).
+inline bool is_scaled_dot(const Operation& op) { return op.op == Op::dot && op.operands.size() == 5; }
 // Whether a global_load_to_shared writes zeros for its masked-off elements (no `other`,
 // or a zero one): what a copy can write without a branch (a buffer load past its bound,
 // AMD's zero copy).

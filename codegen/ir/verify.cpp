@@ -150,6 +150,30 @@ class Verifier {
   // Shared buffers: a power-of-two tile shape, at least one stage, a loadable element.
   // shared_alloc defines one, loops and branches pass one through, and shared_load /
   // shared_store (operand 0) read and write one; no other op may see one.
+  // tl::dot_scaled (docs/ir.md): a [M, K] and b [K, N] in their formats' dtypes (f4e2m1
+  // two a byte along K: a [M, K / 2], b [K / 2, N]), f32 accumulator, e8m0 scales [M, K /
+  // 32] and [N, K / 32].
+  void verify_scaled_dot(const Operation& op) {
+    expect(op.results.size() == 1, op, "dot_scaled has one result");
+    const Type &a = op.operands[0]->type, &b = op.operands[1]->type, &c = op.operands[2]->type;
+    const Type &sa = op.operands[3]->type, &sb = op.operands[4]->type;
+    bool ranks = a.rank() == 2 && b.rank() == 2 && c.rank() == 2 && sa.rank() == 2 && sb.rank() == 2;
+    expect(ranks, op, "dot_scaled operands and scales are 2-D tiles");
+    if (!ranks || op.results.size() != 1) return;
+    auto format = [](DType d) {
+      return d == DType::f4e2m1 || d == DType::f8e4m3fn || d == DType::f8e5m2 || d == DType::bf16;
+    };
+    expect(format(a.dtype) && format(b.dtype), op, "dot_scaled operands are f4e2m1, f8e4m3fn, f8e5m2 or bf16");
+    const int K = a.shape[1] * (a.dtype == DType::f4e2m1 ? 2 : 1);
+    const int Kb = b.shape[0] * (b.dtype == DType::f4e2m1 ? 2 : 1);
+    expect(K == Kb && K % 32 == 0, op, "dot_scaled operands agree on K, a multiple of 32");
+    expect(c.dtype == DType::f32 && c.shape == std::vector<int>{a.shape[0], b.shape[1]} && op.result()->type == c,
+           op, "dot_scaled accumulates [M, N] in f32, its result the accumulator's type");
+    expect(sa.dtype == DType::e8m0 && sb.dtype == DType::e8m0 && sa.shape == std::vector<int>{a.shape[0], K / 32} &&
+               sb.shape == std::vector<int>{b.shape[1], K / 32},
+           op, "dot_scaled scales are e8m0 [M, K / 32] and [N, K / 32]");
+  }
+
   void check_memory_types(const Operation& op) {
     auto check_type = [&](const Type& t) {
       if (!t.is_shared()) return expect(t.stages == 0, op, "a register value has a stage count");
@@ -328,6 +352,10 @@ class Verifier {
                "async_wait takes no operands, has no result, a non-negative count and counts loads or copies");
         break;
       case Op::dot: {
+        if (nops == 5) {
+          verify_scaled_dot(op);
+          break;
+        }
         expect(nops == 3 && op.results.size() == 1, op, "dot takes a, b and the accumulator, one result");
         if (nops != 3) break;
         const Type &a = op.operands[0]->type, &b = op.operands[1]->type, &c = op.operands[2]->type;

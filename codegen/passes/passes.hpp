@@ -29,6 +29,11 @@ int mark_index_arithmetic(ir::Function& f);
 // (`acc += tl::dot(a, b)`; codegen/passes/combine_dot_accumulate.cpp). Returns how many.
 int combine_dot_accumulate(ir::Function& f);
 
+// Rewrites each tl::dot_scaled (a dot of five operands) that `native` refuses into the
+// upcast of its operands to bf16 with their scales and an ordinary dot (Triton's
+// DecomposeScaledBlocked; codegen/passes/decompose_scaled_dots.cpp). Returns how many.
+int decompose_scaled_dots(ir::Function& f, const std::function<bool(const ir::Operation&)>& native);
+
 // Rewrites loop-carried values advanced by a loop-invariant step (`a += BLOCK_K *
 // stride`, `k_remaining -= BLOCK_K`) inside loops with num_stages > 1 (the loop's own,
 // else `default_num_stages`) as init + iteration * step, from the induction variable, and

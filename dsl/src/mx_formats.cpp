@@ -1,12 +1,11 @@
 // The OCP MX formats while tracing: conversions of tl::f4e2m1 (two e2m1 values a byte) and
 // tl::e8m0 (scale codes), and tl::dot_scaled (Triton's tl.dot_scaled).
 //
-// Both are traced as integer, float and shape ops that every target already lowers, as
-// Triton lowers tl.dot_scaled where the hardware has no scaled matrix instruction
-// (DecomposeScaledBlocked): each operand upcast to bf16 with its scales, then a tl::dot.
-// An e2m1 value times a power of two, an e4m3 or e5m2 one too, is a bf16 value (1, 3 or
-// 2 mantissa bits, bf16's exponent range is f32's), so the upcast is exact but where the
-// scaled value leaves bf16's range, and the dot's products are exact in its f32 sums.
+// Conversions are traced as integer, float and shape ops that every target already
+// lowers. tl::dot_scaled is checked here and recorded as it was written, a dot of five
+// operands (docs/ir.md): gfx950's scaled MFMA takes it as it is, and every other target
+// has it upcast to bf16 and multiplied by an ordinary dot by the compiler
+// (codegen/passes/decompose_scaled_dots.cpp, Triton's DecomposeScaledBlocked).
 #include <fmt/format.h>
 
 #include <string>
@@ -177,19 +176,6 @@ DType format_dtype(MxFormat f) {
   return DType::bf16;
 }
 
-// x [rows, K (/ 2 for e2m1)] packed along its last dim, as bf16 [rows, K], times its scales
-// [rows, K / 32] where it has them.
-Value* upcast(Value* x, MxFormat f, Value* scale, const Loc& loc) {
-  const DType want = format_dtype(f);
-  if (x->type.dtype != want) x = cast(x, want, true, loc);  // u8 codes
-  if (!scale) return cast(x, DType::bf16, false, loc);
-  Value* v = cast(x, DType::f32, false, loc);
-  const int rows = v->type.shape[0], K = v->type.shape[1];
-  Value* blocks = reshape(v, {rows, K / 32, 32}, loc);
-  Value* scaled = binary(Op::mul, blocks, expand_dims(e8m0_to_f32(scale, loc), 2, loc), loc);
-  return cast(reshape(scaled, {rows, K}, loc), DType::bf16, false, loc);
-}
-
 }  // namespace
 
 Value* dot_scaled(Value* a, Value* a_scale, std::string_view a_format, Value* b, Value* b_scale,
@@ -216,6 +202,8 @@ Value* dot_scaled(Value* a, Value* a_scale, std::string_view a_format, Value* b,
   if (K % 32 != 0)
     throw trace_error(fmt::format("tl::dot_scaled: K = {} is not a multiple of 32, the elements one scale covers ({})",
                                   K, operands()), loc);
+  if (M < 16 || N < 16)
+    throw trace_error(fmt::format("tl::dot_scaled: M and N must be at least 16 ({})", operands()), loc);
   for (auto [s, rows, which] : {std::tuple{a_scale, M, "a_scale"}, std::tuple{b_scale, N, "b_scale"}}) {
     if (!s) continue;
     const Shape want{rows, K / 32};
@@ -225,10 +213,22 @@ Value* dot_scaled(Value* a, Value* a_scale, std::string_view a_format, Value* b,
                                     which == std::string_view("a_scale") ? "row of a" : "column of b", s->type.str(),
                                     operands()), loc);
   }
-  Value* a16 = upcast(a, fa, a_scale, loc);
-  // b is [K, N] packed along K: upcast as [N, K], the scales' orientation.
-  Value* b16 = trans(upcast(trans(b, {}, loc), fb, b_scale, loc), {}, loc);
-  return dot(a16, b16, acc, loc);
+  // The operands as their formats' dtypes (u8 codes bitcast), the scales as e8m0; an absent
+  // scale is code 127 (2^0) everywhere, which the upcast recognizes and skips.
+  if (a->type.dtype != format_dtype(fa)) a = cast(a, format_dtype(fa), true, loc);
+  if (b->type.dtype != format_dtype(fb)) b = cast(b, format_dtype(fb), true, loc);
+  auto scale = [&](Value* s, int rows) {
+    if (s) return cast(s, DType::e8m0, true, loc);
+    return full({rows, K / 32}, DType::e8m0, 127.0, 127, loc);
+  };
+  Value* sa = scale(a_scale, M);
+  Value* sb = scale(b_scale, N);
+  const ir::Type acc_type{DType::f32, DType::f32, {M, N}};
+  if (!acc) acc = full({M, N}, DType::f32, 0.0, 0, loc);
+  else if (acc->type != acc_type)
+    throw trace_error(fmt::format("tl::dot_scaled: the accumulator must be {}, got {} ({})", acc_type.str(),
+                                  acc->type.str(), operands()), loc);
+  return Trace::current(loc).emit1(Op::dot, {a, b, acc, sa, sb}, acc_type, loc);
 }
 
 }  // namespace tl::detail

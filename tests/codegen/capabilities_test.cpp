@@ -101,9 +101,18 @@ TEST(Capabilities, WaveSizesAndCommonLimits) {
   // Matrix instructions (tl::dot): what each chip has, per operand type.
   auto takes = [&](const char* arch, DType t) {
     int n = 0;
-    for (const auto& mi : caps(arch).matrix_instructions) n += mi.a == t && mi.b == t;
+    for (const auto& mi : caps(arch).matrix_instructions) n += mi.a == t && mi.b == t && !mi.scaled;
     return n;
   };
+  // tl::dot_scaled's block-scaled MFMAs: gfx950 alone, both sizes, e2m1 x e2m1 and FP8.
+  auto scaled = [&](const char* arch, DType t) {
+    int n = 0;
+    for (const auto& mi : caps(arch).matrix_instructions) n += mi.a == t && mi.b == t && mi.scaled;
+    return n;
+  };
+  EXPECT_EQ(scaled("gfx950", DType::f4e2m1), 2);
+  EXPECT_EQ(scaled("gfx950", DType::f8e4m3fn), 2);
+  EXPECT_EQ(scaled("gfx942", DType::f4e2m1), 0);
   EXPECT_EQ(takes("gfx90a", DType::bf16), 2);
   EXPECT_EQ(takes("gfx90a", DType::i8), 2);
   EXPECT_EQ(takes("gfx90a", DType::f8e4m3fnuz), 0);

@@ -212,6 +212,7 @@ void check_target(const std::string& arch) {
       EXPECT_TRUE(warpgroup_used.count(mi.name)) << arch << ": no shape selects " << mi.name;
       continue;
     }
+    if (mi.scaled) continue;  // (tl::dot_scaled's: DotLayout.Gfx950ScaledMatchesTheIsa)
     for (int nonkdim : {0, 16, 32})
       for (int kpack : {1, 2})
         for (int num_warps : {1, 2, 4, 8})
@@ -235,7 +236,7 @@ void check_target(const std::string& arch) {
   // Every instruction of the table is reachable by some shape and options above.
   std::set<std::pair<std::string, int>> used;
   for (const auto& mi : caps.matrix_instructions) {
-    if (mi.family == MatrixFamily::nvidia_wgmma) continue;  // (checked above)
+    if (mi.family == MatrixFamily::nvidia_wgmma || mi.scaled) continue;  // (checked above / below)
     bool any = false;
     for (int nonkdim : {16, 32})
       for (auto [M, N, K] : {std::tuple{32, 32, 128}, {16, 16, 128}, {32, 32, 64}, {32, 32, 16}, {16, 16, 32},
@@ -252,7 +253,117 @@ void check_target(const std::string& arch) {
   EXPECT_GT(checked, 20) << arch;
 }
 
+// gfx950's block-scaled MFMAs (v_mfma_scale_f32_{16x16x128,32x32x64}_f8f6f4), as CDNA4
+// and Triton's scaled-MFMA layouts describe them, written here apart from the plan's code:
+// lane l of an operand holds row l % m; lane group g = l / m holds, of the instruction's k,
+// FP8 elements 0-15 at 16 g + e and 16-31 at 16 (64 / m) + 16 g + (e - 16) (two runs), e2m1
+// bytes e (two values each, the low nibble first) at 32 g + 2 e (one run); the scale
+// register of lane l scales row l % m over the instruction's k from 32 (l / m) to
+// 32 (l / m) + 31. The plan's layouts place A, B and both scales in (warp, lane, register);
+// the lowering's loop runs each instruction on what the lanes hold, applying to every
+// element the scale of its hardware block, and each element must meet exactly the scale
+// of its own row (column of B) and logical 32 of K; the accumulator then holds
+// (A 2^sa).(B 2^sb) exactly. On every shape, warp count and size that plans.
+void expect_scaled_product(const DotPlan& p, int M, int N, int K, int num_warps, std::mt19937& rng) {
+  const MatrixInstruction& mi = p.instr;
+  const bool fp4 = mi.a == DType::f4e2m1;
+  const int m = mi.m, groups = 64 / m, per = fp4 ? 2 : 1, Ks = K / per, kl = mi.k_per_lane;
+  ASSERT_TRUE(p.swap_operands);
+  ASSERT_EQ(p.kpack, 1);
+  std::vector<int64_t> A(size_t(M) * K), B(size_t(K) * N);
+  std::vector<int> SA(size_t(M) * K / 32), SB(size_t(N) * K / 32);
+  for (auto& x : A) x = int(rng() % 7) - 3;
+  for (auto& x : B) x = int(rng() % 7) - 3;
+  for (auto& x : SA) x = int(rng() % 4);
+  for (auto& x : SB) x = int(rng() % 4);
+  // The instruction's k (0 .. 32 groups - 1) of lane l's element e (its byte's first value).
+  auto hw_k = [&](int l, int e) {
+    return fp4 ? 32 * (l / m) + 2 * e : e < 16 ? 16 * (l / m) + e : 16 * groups + 16 * (l / m) + e - 16;
+  };
+  std::vector<int64_t> out(size_t(M) * N, 0);
+  for (int w = 0; w < num_warps; ++w) {
+    std::vector<std::vector<int64_t>> acc(64, std::vector<int64_t>(size_t(p.acc.num_regs()), 0));
+    for (int ks = 0; ks < p.k_steps; ++ks)
+      for (int mr = 0; mr < p.reps_m; ++mr)
+        for (int nr = 0; nr < p.reps_n; ++nr) {
+          // Hardware A is our B^T ([n][k]), hardware B our A^T ([k][m]): per instruction row
+          // (n or m) and k, the logical value and the exponent the hardware applies.
+          struct El { int64_t v = INT64_MIN; int e = 0; };
+          std::vector<El> ha(size_t(m) * 32 * groups), hb(size_t(m) * 32 * groups);
+          for (int l = 0; l < 64; ++l) {
+            for (int e = 0; e < kl; ++e)
+              for (int half = 0; half < per; ++half) {
+                const int k = hw_k(l, e) + half;
+                // B's register: storage element [ks_byte][n] of our [Ks, N] B.
+                const uint32_t fb = flat_of(p.b, w, l, p.b_reg(nr, ks) + e);
+                const int n = int(fb % N), kb = int(fb / N) * per + half;
+                // The scale the hardware applies to row l % m, k: lane (l % m) + m (k / 32)'s.
+                const int lane_s = l % m + m * (k / 32);
+                const uint32_t fs = flat_of(p.b_scale, w, lane_s, p.scale_reg(nr, ks));
+                ASSERT_EQ(int(fs / (K / 32)), n) << "B row " << n << " meets another row's scale";
+                ASSERT_EQ(int(fs % (K / 32)), kb / 32) << "B k " << kb << " meets another block's scale";
+                ha[size_t(l % m) * 32 * groups + k] = {B[size_t(kb) * N + n], SB[fs]};
+                const uint32_t fa = flat_of(p.a, w, l, p.a_reg(mr, ks) + e);
+                const int row = int(fa / Ks), ka = int(fa % Ks) * per + half;
+                const uint32_t ft = flat_of(p.a_scale, w, lane_s, p.scale_reg(mr, ks));
+                ASSERT_EQ(int(ft / (K / 32)), row) << "A row " << row << " meets another row's scale";
+                ASSERT_EQ(int(ft % (K / 32)), ka / 32) << "A k " << ka << " meets another block's scale";
+                hb[size_t(l % m) * 32 * groups + k] = {A[size_t(row) * K + ka], SA[ft]};
+              }
+          }
+          for (const El& x : ha) ASSERT_NE(x.v, INT64_MIN) << "a hardware A element no lane supplies";
+          for (const El& x : hb) ASSERT_NE(x.v, INT64_MIN) << "a hardware B element no lane supplies";
+          for (int l = 0; l < 64; ++l)
+            for (int i = 0; i < p.acc_regs_per_instr(); ++i) {
+              const int r = m == 32 ? 8 * (i / 4) + 4 * (l / 32) + i % 4 : 4 * (l / 16) + i, c = l % m;
+              int64_t s = 0;
+              for (int k = 0; k < 32 * groups; ++k) {
+                const El &x = ha[size_t(r) * 32 * groups + k], &y = hb[size_t(c) * 32 * groups + k];
+                s += (x.v << x.e) * (y.v << y.e);
+              }
+              acc[size_t(l)][size_t(p.acc_reg(mr, nr) + i)] += s;
+            }
+        }
+    for (int l = 0; l < 64; ++l)
+      for (int r = 0; r < p.acc.num_regs(); ++r) out[flat_of(p.acc, w, l, r)] = acc[size_t(l)][size_t(r)];
+  }
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      int64_t want = 0;
+      for (int k = 0; k < K; ++k)
+        want += (A[size_t(i) * K + k] << SA[size_t(i) * (K / 32) + k / 32]) *
+                (B[size_t(k) * N + j] << SB[size_t(j) * (K / 32) + k / 32]);
+      ASSERT_EQ(out[size_t(i) * N + j], want) << "C[" << i << "][" << j << "]";
+    }
+}
+
 }  // namespace
+
+TEST(DotLayout, Gfx950ScaledMatchesTheIsa) {
+  auto caps = codegen::capabilities_for(codegen::parse_target("gfx950"));
+  std::mt19937 rng(11);
+  std::set<std::string> used;
+  for (const auto& mi : caps.matrix_instructions) {
+    if (!mi.scaled) continue;
+    const int per = mi.a == DType::f4e2m1 ? 2 : 1;
+    for (int nonkdim : {16, 32})
+      for (int num_warps : {1, 2, 4, 8})
+        for (auto [M, N, K] : {std::tuple{32, 32, 128}, {64, 64, 128}, {64, 32, 256}, {128, 64, 512}, {16, 64, 128}}) {
+          std::string why;
+          DotRequest req{nonkdim, 1};
+          req.scaled = true;
+          auto p = plan_dot(caps, mi.b, mi.a, M, N, K / per, num_warps, 64, req, why);
+          if (!p || p->instr.name != mi.name || p->instr.a != mi.a || p->instr.b != mi.b) continue;
+          SCOPED_TRACE(
+              fmt::format("{} {} x {} [{}x{}x{}] warps {}", mi.name, name(mi.a), name(mi.b), M, N, K, num_warps));
+          expect_scaled_product(*p, M, N, K, num_warps, rng);
+          if (::testing::Test::HasFatalFailure()) return;
+          used.insert(mi.name + std::string(name(mi.a)) + std::string(name(mi.b)));
+        }
+  }
+  // Both sizes, e2m1 x e2m1 and the four FP8 pairs.
+  EXPECT_EQ(used.size(), 10u);
+}
 
 TEST(DotLayout, Gfx90aMatchesTheIsa) { check_target("gfx90a"); }
 TEST(DotLayout, Gfx942MatchesTheIsa) { check_target("gfx942"); }
