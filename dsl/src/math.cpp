@@ -278,45 +278,88 @@ V log1p_f32(const M& m, V x) {
   return m.sel(m.isnan(x), x, r);
 }
 
-// atan(t) for t in [0, 1]: t + t^3 R(t^2), R fitted on [0, 1] (relative error 7e-9).
+// The inverse trigonometric functions are written once for f32 and f64 (the tile's dtype
+// picks the constants and the polynomial; the operations are the same). The f64
+// polynomials are Chebyshev interpolants made for tl (60-digit arithmetic, converted to
+// monomials and rounded to f64), the f32 ones near-minimax fits (the file's header).
+bool wide(V x) { return x->type.dtype == DType::f64; }
+V k(const M& m, V like, double v) { return wide(like) ? m.d(v) : m.f(v); }
+// |mag| with the sign bit of sgn, either width.
+V csign(const M& m, V mag, V sgn) {
+  if (!wide(mag)) return m.copysign(mag, sgn);
+  auto b = [&](V v) { return cast(v, DType::i64, true, m.loc); };
+  return cast(m.bor(m.band(b(mag), m.i64(INT64_MAX)), m.band(b(sgn), m.i64(INT64_MIN))), DType::f64, true, m.loc);
+}
+V sign_bit_set(const M& m, V x) {
+  return wide(x) ? m.lt(cast(x, DType::i64, true, m.loc), m.i64(0)) : m.lt(m.bits(x), m.i(0));
+}
+V poly_of(const M& m, V z, const std::vector<double>& c) {
+  V r = k(m, z, c.back());
+  for (size_t j = c.size() - 1; j-- > 0;) r = m.fma(r, z, k(m, z, c[j]));
+  return r;
+}
+// pi/2 and pi as hi + lo in the tile's precision.
+struct Split {
+  double hi, lo;
+};
+Split pio2_of(V x) { return wide(x) ? Split{0x1.921fb54442d18p0, 0x1.1a62633145c07p-54} : Split{kPio2Hi, kPio2Lo}; }
+Split pi_of(V x) { return wide(x) ? Split{0x1.921fb54442d18p1, 0x1.1a62633145c07p-53} : Split{kPiHi, kPiLo}; }
+
+// atan(t) for t in [0, 1]: t + t^3 R(t^2), R fitted on [0, 1]: f32 relative error 7e-9,
+// f64 22 terms, 0.21 ulp.
+const std::vector<double> kAtanR32 = {-3.333333433e-01, 1.999994963e-01, -1.428402215e-01, 1.108844355e-01,
+                                      -8.932726085e-02, 7.034430653e-02, -4.900208116e-02, 2.634517103e-02,
+                                      -9.165626951e-03, 1.493276446e-03};
+const std::vector<double> kAtanR64 = {
+    -0.3333333333333333,   0.1999999999999992,    -0.14285714285701234,  0.11111111110268297,
+    -0.0909090906193528,   0.07692307078827029,   -0.06666657934573768,  0.05882264416776449,
+    -0.052624922290256754, 0.04758080083637821,   -0.043306538430670664, 0.03938687540798632,
+    -0.035271331066871296, 0.030330719265790507,  -0.024191345810140718, 0.01718398172211335,
+    -0.010412153260359241, 0.005140912856746939,  -0.0019612554271685326, 0.0005376839297396244,
+    -9.371186345052626e-05, 7.767624330289919e-06};
 V atan_01(const M& m, V t) {
   V z = m.mul(t, t);
-  V R = m.poly(z, {-3.333333433e-01, 1.999994963e-01, -1.428402215e-01, 1.108844355e-01, -8.932726085e-02,
-                   7.034430653e-02, -4.900208116e-02, 2.634517103e-02, -9.165626951e-03, 1.493276446e-03});
+  V R = poly_of(m, z, wide(t) ? kAtanR64 : kAtanR32);
   return m.fma(m.mul(t, z), R, t);
 }
 
-V atan_f32(const M& m, V x) {
+V atan_any(const M& m, V x) {
   V a = m.abs(x);
-  V big = m.gt(a, m.f(1.0));
-  V r = atan_01(m, m.sel(big, m.div(m.f(1.0), a), a));
+  V big = m.gt(a, k(m, x, 1.0));
+  V r = atan_01(m, m.sel(big, m.div(k(m, x, 1.0), a), a));
   // atan a = pi/2 - atan(1/a) for a > 1 (1/inf = 0 gives pi/2)
-  r = m.sel(big, m.add(m.sub(m.f(kPio2Lo), r), m.f(kPio2Hi)), r);
-  return m.copysign(r, x);  // NaN stays NaN
+  Split h = pio2_of(x);
+  r = m.sel(big, m.add(m.sub(k(m, x, h.lo), r), k(m, x, h.hi)), r);
+  return csign(m, r, x);  // NaN stays NaN
 }
 
-V atan2_f32(const M& m, V y, V x) {
+V atan2_any(const M& m, V y, V x) {
   V ax = m.abs(x), ay = m.abs(y);
   V swap = m.gt(ay, ax);
   V num = m.sel(swap, ax, ay), den = m.sel(swap, ay, ax);
   // num/den in [0, 1]; 0/0 (both zero) is 0 and inf/inf (both infinite) 1.
   V t = m.div(num, den);
-  t = m.sel(m.eq(den, m.f(0.0)), m.f(0.0), t);
-  t = m.sel(m.eq(num, m.inf()), m.f(1.0), t);
+  t = m.sel(m.eq(den, k(m, x, 0.0)), k(m, x, 0.0), t);
+  t = m.sel(m.eq(num, k(m, x, std::numeric_limits<double>::infinity())), k(m, x, 1.0), t);
   V r = atan_01(m, t);
-  r = m.sel(swap, m.add(m.sub(m.f(kPio2Lo), r), m.f(kPio2Hi)), r);
+  Split h = pio2_of(x), p = pi_of(x);
+  r = m.sel(swap, m.add(m.sub(k(m, x, h.lo), r), k(m, x, h.hi)), r);
   // x negative, -0 included (atan2(+-0, -0) = +-pi): pi - r
-  V xneg = m.lt(m.bits(x), m.i(0));
-  r = m.sel(xneg, m.add(m.sub(m.f(kPiLo), r), m.f(kPiHi)), r);
-  r = m.copysign(r, y);
+  r = m.sel(sign_bit_set(m, x), m.add(m.sub(k(m, x, p.lo), r), k(m, x, p.hi)), r);
+  r = csign(m, r, y);
   return m.sel(m.bor(m.isnan(x), m.isnan(y)), m.add(x, y), r);
 }
 
-// asin(t) - t / t^3 on t^2 in [0, 0.25], fitted (relative error 2e-8).
-V asin_poly(const M& m, V z) {
-  return m.poly(z, {1.666666567e-01, 7.500096411e-02, 4.459879547e-02, 3.110754676e-02, 1.711741090e-02,
-                    3.374222293e-02});
-}
+// asin(t) - t / t^3 on t^2 in [0, 0.25], fitted: f32 relative error 2e-8, f64 14 terms
+// (0.02 ulp).
+const std::vector<double> kAsinP32 = {1.666666567e-01, 7.500096411e-02, 4.459879547e-02,
+                                      3.110754676e-02, 1.711741090e-02, 3.374222293e-02};
+const std::vector<double> kAsinP64 = {
+    0.16666666666666666,  0.07500000000000118,  0.044642857142551895, 0.03038194447553234,
+    0.02237215744350722,  0.017352816540325496, 0.01396378001220357,  0.011566459612121669,
+    0.009621842970100282, 0.009319560794767446, 0.0030448799094556773, 0.019554513336123378,
+    -0.01924167174674304, 0.02961201126495512};
+V asin_poly(const M& m, V z) { return poly_of(m, z, wide(z) ? kAsinP64 : kAsinP32); }
 
 // For |x| > 1/2: asin|x| = pi/2 - 2 asin(s), s = sqrt((1 - |x|)/2) (exact argument), with
 // asin(s) = s + w and w including the rounding error of the square root.
@@ -324,34 +367,38 @@ struct AsinTail {
   V s, w;
 };
 AsinTail asin_tail(const M& m, V a) {
-  V z = m.mul(m.sub(m.f(1.0), a), m.f(0.5));
+  V z = m.mul(m.sub(k(m, a, 1.0), a), k(m, a, 0.5));
   V s = m.sqrt(z);
-  V corr = m.sel(m.gt(s, m.f(0.0)), m.div(m.fma(m.neg(s), s, z), m.add(s, s)), m.f(0.0));
+  V corr = m.sel(m.gt(s, k(m, a, 0.0)), m.div(m.fma(m.neg(s), s, z), m.add(s, s)), k(m, a, 0.0));
   V w = m.fma(m.mul(s, z), asin_poly(m, z), corr);
   return {s, w};
 }
 
-V asin_f32(const M& m, V x) {
+V asin_any(const M& m, V x) {
   V a = m.abs(x);
   V z = m.mul(a, a);
   V small = m.fma(m.mul(a, z), asin_poly(m, z), a);
   AsinTail t = asin_tail(m, a);
-  V big = m.sub(m.sub(m.f(kPio2Hi), m.add(t.s, t.s)), m.sub(m.add(t.w, t.w), m.f(kPio2Lo)));
-  V r = m.sel(m.le(a, m.f(0.5)), small, big);
-  r = m.sel(m.gt(a, m.f(1.0)), m.nan(), r);  // (sqrt of a negative is NaN too)
-  return m.copysign(r, x);
+  Split h = pio2_of(x);
+  V big = m.sub(m.sub(k(m, x, h.hi), m.add(t.s, t.s)), m.sub(m.add(t.w, t.w), k(m, x, h.lo)));
+  V r = m.sel(m.le(a, k(m, x, 0.5)), small, big);
+  // (the sqrt of a negative is NaN too)
+  r = m.sel(m.gt(a, k(m, x, 1.0)), k(m, x, std::numeric_limits<double>::quiet_NaN()), r);
+  return csign(m, r, x);
 }
 
-V acos_f32(const M& m, V x) {
+V acos_any(const M& m, V x) {
   V a = m.abs(x);
   V z = m.mul(x, x);
+  Split h = pio2_of(x), p = pi_of(x);
   // |x| <= 1/2: pi/2 - asin x
-  V small = m.add(m.sub(m.f(kPio2Hi), x), m.sub(m.f(kPio2Lo), m.mul(m.mul(x, z), asin_poly(m, z))));
+  V small = m.add(m.sub(k(m, x, h.hi), x), m.sub(k(m, x, h.lo), m.mul(m.mul(x, z), asin_poly(m, z))));
   AsinTail t = asin_tail(m, a);
-  V pos = m.mul(m.add(t.s, t.w), m.f(2.0));  // x > 1/2: 2 asin(s)
-  V negr = m.sub(m.sub(m.f(kPiHi), m.add(t.s, t.s)), m.sub(m.add(t.w, t.w), m.f(kPiLo)));  // x < -1/2: pi - 2 asin(s)
-  V r = m.sel(m.le(a, m.f(0.5)), small, m.sel(m.gt(x, m.f(0.0)), pos, negr));
-  r = m.sel(m.gt(a, m.f(1.0)), m.nan(), r);
+  V pos = m.mul(m.add(t.s, t.w), k(m, x, 2.0));  // x > 1/2: 2 asin(s)
+  // x < -1/2: pi - 2 asin(s)
+  V negr = m.sub(m.sub(k(m, x, p.hi), m.add(t.s, t.s)), m.sub(m.add(t.w, t.w), k(m, x, p.lo)));
+  V r = m.sel(m.le(a, k(m, x, 0.5)), small, m.sel(m.gt(x, k(m, x, 0.0)), pos, negr));
+  r = m.sel(m.gt(a, k(m, x, 1.0)), k(m, x, std::numeric_limits<double>::quiet_NaN()), r);
   return m.sel(m.isnan(x), x, r);
 }
 
@@ -608,6 +655,16 @@ V copysign64(const M& m, V mag, V sgn) {
 }
 V isnan64(const M& m, V x) { return m.ne(x, x); }
 
+// e^r - 1 for |r| <= ln2/2: r + r^2 q(r), q Taylor's to r^11 (remainder 4e-18 of e^r).
+V expm1_kernel64(const M& m, V r) {
+  std::vector<double> c;
+  double fact = 2;
+  for (int n = 2; n <= 13; ++n, fact *= n) c.push_back(1.0 / fact);
+  V q = m.d(c.back());
+  for (size_t j = c.size() - 1; j-- > 0;) q = m.fma(q, r, m.d(c[j]));
+  return m.fma(m.mul(r, r), q, r);
+}
+
 // x in [-746, 710] (or NaN): x = k ln2 + r, |r| <= ln2/2, k from the low bits of
 // x log2 e + 1.5 * 2^52, e^r - 1 = r + r^2 q(r) with q Taylor's to r^11 (remainder
 // 4e-18 of e^r).
@@ -618,18 +675,51 @@ ExpParts exp_reduce64(const M& m, V x) {
   V k = m.sub(bits64(m, kb), m.i64(0x4338000000000000));
   V r = m.fma(kf, m.d(-kLn2Hi64), x);
   r = m.fma(kf, m.d(-kLn2Lo64), r);
-  std::vector<double> c;
-  double fact = 2;
-  for (int n = 2; n <= 13; ++n, fact *= n) c.push_back(1.0 / fact);
-  V q = m.d(c.back());
-  for (size_t j = c.size() - 1; j-- > 0;) q = m.fma(q, r, m.d(c[j]));
-  return {k, m.fma(m.mul(r, r), q, r)};
+  return {k, expm1_kernel64(m, r)};
 }
 ExpParts exp_parts64(const M& m, V x) { return exp_reduce64(m, m.min(m.max(x, m.d(-746.0)), m.d(710.0))); }
 
 V exp_f64(const M& m, V x) {
   ExpParts e = exp_parts64(m, x);
   return m.sel(isnan64(m, x), x, scale64(m, m.add(m.d(1.0), e.p), e.k));
+}
+
+V exp2_f64(const M& m, V x) {
+  // x = k + f, k = round(x) (the low bits of x + 1.5 * 2^52), f = x - k exact in
+  // [-1/2, 1/2]; 2^f = e^(f ln2) with f ln2 = r + rl (r its rounding, rl = the fma's
+  // residual plus f times ln2's own rounding): e^(r + rl) - 1 = p + rl (1 + p).
+  constexpr double kShift = 0x1.8p52;
+  V xc = m.min(m.max(x, m.d(-1080.0)), m.d(1030.0));  // past these 2^x is 0 or inf
+  V kb = m.add(xc, m.d(kShift));
+  V kf = m.sub(kb, m.d(kShift));
+  V k = m.sub(bits64(m, kb), m.i64(0x4338000000000000));
+  V f = m.sub(xc, kf);
+  V r = m.mul(f, m.d(kLn2));
+  V rl = m.fma(f, m.d(kLn2), m.neg(r));
+  rl = m.fma(f, m.d(0x1.abc9e3b39803fp-56), rl);  // ln2 - double(ln2)
+  V p = expm1_kernel64(m, r);
+  p = m.add(p, m.fma(rl, p, rl));
+  return m.sel(isnan64(m, x), x, scale64(m, m.add(m.d(1.0), p), k));
+}
+
+V cbrt_f64(const M& m, V x) {
+  // cbrt_f32's: a third of the exponent bits plus a bias (within 4%), subnormals scaled by
+  // 2^54 (the root by 2^18); three Newton steps (4e-2 -> 2e-3 -> 4e-6 -> 2e-11), then one
+  // on the residual y^3 - a (an fma of the rounded y^2): within a few tenths of an ulp
+  // before the last subtraction's rounding.
+  V a = m.abs(x);
+  V sub = m.lt(a, m.d(0x1p-1022));
+  V as = m.sel(sub, m.mul(a, m.d(0x1p54)), a);
+  V y = from_bits64(m, m.add(m.div(bits64(m, as), m.i64(3)), m.i64(0x2A9F7893782DA1CE)));
+  for (int step = 0; step < 3; ++step)
+    y = m.mul(m.add(m.add(y, y), m.div(as, m.mul(y, y))), m.d(1.0 / 3));
+  V y2 = m.mul(y, y);
+  y = m.sub(y, m.div(m.fma(y2, y, m.neg(as)), m.mul(y2, m.d(3.0))));
+  y = m.sel(sub, m.mul(y, m.d(0x1p-18)), y);
+  y = copysign64(m, y, x);
+  // 0, inf and NaN are their own roots
+  return m.sel(m.bor(m.eq(a, m.d(0.0)), m.bor(m.eq(a, m.d(std::numeric_limits<double>::infinity())), isnan64(m, x))),
+               x, y);
 }
 
 V expm1_f64(const M& m, V x) {
@@ -776,8 +866,9 @@ V as_f32(V x, const char* what, const char* operand, const Loc& loc) {
     throw trace_error(fmt::format("tl::{}: the {} is a tile of pointers; it needs f32, f16 or bf16", what, operand), loc);
   DType d = x->type.dtype;
   if (d == DType::f64)
-    throw trace_error(fmt::format("tl::{} on f64 is not supported yet (f64: tanh, sigmoid, expm1, log1p, sinh, cosh, "
-                                  "exp, log, log2; the rest is f32, f16 and bf16); convert with .to<tl::f32>()", what),
+    throw trace_error(fmt::format("tl::{} on f64 is not supported yet (f64: tanh, sigmoid, expm1, log1p, sinh, "
+                                  "cosh, atan, atan2, asin, acos, cbrt, clamp, exp, exp2, log, log2; the rest is f32, "
+                                  "f16 and bf16); convert with .to<tl::f32>()", what),
                       loc);
   if (is_fp8(d))
     throw trace_error(fmt::format("tl::{} on {}: FP8 is a storage type; convert with .to<tl::f32>() first", what, name(d)),
@@ -803,6 +894,10 @@ Value* math_unary(math_fn fn, Value* x, const Loc& loc) {
       case math_fn::expm1: return expm1_f64(m, x);
       case math_fn::sinh: return sinh_f64(m, x);
       case math_fn::cosh: return cosh_f64(m, x);
+      case math_fn::atan: return atan_any(m, x);
+      case math_fn::asin: return asin_any(m, x);
+      case math_fn::acos: return acos_any(m, x);
+      case math_fn::cbrt: return cbrt_f64(m, x);
       default: break;  // as_f32 says f64 is not supported for it
     }
   }
@@ -817,9 +912,9 @@ Value* math_unary(math_fn fn, Value* x, const Loc& loc) {
     case math_fn::sinh: r = sinh_f32(m, xf); break;
     case math_fn::cosh: r = cosh_f32(m, xf); break;
     case math_fn::tan: r = tan_f32(m, xf); break;
-    case math_fn::atan: r = atan_f32(m, xf); break;
-    case math_fn::asin: r = asin_f32(m, xf); break;
-    case math_fn::acos: r = acos_f32(m, xf); break;
+    case math_fn::atan: r = atan_any(m, xf); break;
+    case math_fn::asin: r = asin_any(m, xf); break;
+    case math_fn::acos: r = acos_any(m, xf); break;
     case math_fn::cbrt: r = cbrt_f32(m, xf); break;
     case math_fn::erfc: r = erfc_f32(m, xf); break;
   }
@@ -827,13 +922,15 @@ Value* math_unary(math_fn fn, Value* x, const Loc& loc) {
 }
 
 Value* math_atan2(Value* y, Value* x, const Loc& loc) {
+  if (!x->type.is_ptr() && !y->type.is_ptr() && x->type.dtype == DType::f64 && y->type.dtype == DType::f64)
+    return atan2_any(M{loc}, y, x);
   V yf = as_f32(y, "atan2", "first operand (y)", loc);
   V xf = as_f32(x, "atan2", "second operand (x)", loc);
   if (x->type.dtype != y->type.dtype)
     throw trace_error(fmt::format("tl::atan2: y is {} and x is {}; give both one type", name(y->type.dtype),
                                   name(x->type.dtype)), loc);
   M m{loc};
-  return back(atan2_f32(m, yf, xf), x->type.dtype, loc);
+  return back(atan2_any(m, yf, xf), x->type.dtype, loc);
 }
 
 Value* math_pow(Value* x, Value* y, const Loc& loc) {
@@ -854,6 +951,12 @@ Value* math_pow(Value* x, Value* y, const Loc& loc) {
 }
 
 Value* math_clamp(Value* x, Value* lo, Value* hi, propagate_nan p, const Loc& loc) {
+  if (!x->type.is_ptr() && !lo->type.is_ptr() && !hi->type.is_ptr() && x->type.dtype == DType::f64 &&
+      lo->type.dtype == DType::f64 && hi->type.dtype == DType::f64) {
+    M m{loc};
+    V r = m.min(m.max(x, lo), hi);
+    return p == propagate_nan::all ? m.sel(m.isnan(x), x, r) : r;
+  }
   V xf = as_f32(x, "clamp", "tile", loc);
   V lf = as_f32(lo, "clamp", "lower bound", loc);
   V hf = as_f32(hi, "clamp", "upper bound", loc);
@@ -871,15 +974,18 @@ Value* math_clamp(Value* x, Value* lo, Value* hi, propagate_nan p, const Loc& lo
 namespace tl::detail {
 
 // tl::exp, log, log2, sin and cos of f32, f16 and bf16 (computed in f32): the
-// compositions above, on every target; f64 (the CPU's libm, an error on GPUs), integers
-// and pointers go to the IR's op, which says what is wrong with them.
+// compositions above, on every target; tl::exp2 of those is the IR's op (the target's
+// own instruction). f64 exp, exp2, log and log2 are the f64 compositions; f64 sin and cos
+// (the CPU's libm, an error on GPUs), integers and pointers go to the IR's op, which says
+// what is wrong with them.
 Value* precise_math(Op op, Value* x, const Loc& loc) {
   const DType d = x->type.dtype;
-  if (!x->type.is_ptr() && d == DType::f64 && (op == Op::exp || op == Op::log || op == Op::log2)) {
+  if (!x->type.is_ptr() && d == DType::f64 && (op == Op::exp || op == Op::exp2 || op == Op::log || op == Op::log2)) {
     M m{loc};
-    return op == Op::exp ? exp_f64(m, x) : op == Op::log ? log_f64(m, x) : log2_f64(m, x);
+    return op == Op::exp ? exp_f64(m, x) : op == Op::exp2 ? exp2_f64(m, x)
+           : op == Op::log ? log_f64(m, x) : log2_f64(m, x);
   }
-  if (x->type.is_ptr() || !is_float(d) || is_fp8(d) || d == DType::f64) return unary(op, x, loc);
+  if (x->type.is_ptr() || !is_float(d) || is_fp8(d) || d == DType::f64 || op == Op::exp2) return unary(op, x, loc);
   V xf = d == DType::f32 ? x : cast(x, DType::f32, false, loc);
   M m{loc};
   V r = nullptr;

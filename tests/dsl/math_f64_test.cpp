@@ -1,11 +1,13 @@
-// tl's f64 math (dsl/src/math.cpp's f64 compositions: exp, log, log2, tanh, sigmoid, expm1,
-// log1p, sinh, cosh) against long double references (x87's 64-bit significand: its own
-// error is 2^-11 of an f64 ulp): the maximum error in f64 ulp on random bit patterns over
-// each function's range, uniform values where the error peaks, and the edges (+-0,
+// tl's f64 math (dsl/src/math.cpp's f64 compositions: exp, exp2, log, log2, tanh, sigmoid,
+// expm1, log1p, sinh, cosh, atan, atan2, asin, acos, cbrt, clamp) against long double
+// references (x87's 64-bit significand: its own error is 2^-11 of an f64 ulp): the maximum
+// error in f64 ulp on random bit patterns over each function's range, uniform values where
+// the error peaks, and the edges (+-0,
 // subnormals, DBL_MIN / DBL_MAX, +-inf, NaN), asserted against docs/language.md's bounds;
 // special values exactly. Outputs poisoned before each run. The same code runs on every
 // target (GPUs have no f64 libm): TL_DEVICE=cuda|hip runs this on the device, and the
 // compile tests below check the sm_90 / gfx942 / gfx950 code calls nothing.
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -95,7 +97,30 @@ TL_FN64(expm1);
 TL_FN64(log1p);
 TL_FN64(sinh);
 TL_FN64(cosh);
+TL_FN64(exp2);
+TL_FN64(atan);
+TL_FN64(asin);
+TL_FN64(acos);
+TL_FN64(cbrt);
 #undef TL_FN64
+
+// Two operands: atan2(y, x) and clamp(x, lo, hi) with lo = -y and hi = y.
+std::vector<double> run2(bool atan2, const std::vector<double>& ys, const std::vector<double>& xs) {
+  static auto k = tl::kernel("math_f64_binary", [](tl::ptr<tl::f64> y, tl::ptr<tl::f64> x, tl::ptr<tl::f64> out,
+                                                   tl::i32 n, bool is_atan2) {
+    auto i = tl::program_id(0) * kBlock + tl::arange(0, kBlock);
+    auto m = i < n;
+    auto a = tl::load(y + i, m, 1.0), b = tl::load(x + i, m, 1.0);
+    if (is_atan2) tl::store(out + i, tl::atan2(a, b), m);
+    else tl::store(out + i, tl::clamp(b, -a, a, tl::propagate_nan::all), m);
+  });
+  const int n = int(xs.size());
+  auto Y = upload<ty::f64>(ys), X = upload<ty::f64>(xs);
+  auto O = test_device().alloc<ty::f64>(size_t(n));
+  poison(O);
+  k[tl::grid(tl::cdiv(n, kBlock))](Y, X, O, n, atan2);
+  return O.download();
+}
 
 template <class F> void check(const std::string& name, long double (*ref)(long double), const std::vector<double>& xs,
                               double bound) {
@@ -169,13 +194,75 @@ TEST(MathF64, Expm1Log1pSinhCosh) {
   check_specials<cosh_fn>("cosh", {{0.0, 1.0}, {kInf, kInf}, {-kInf, kInf}, {kNaN, kNaN}, {-711.0, kInf}});
 }
 
+TEST(MathF64, InverseTrigonometric) {
+  check<atan_fn>("atan", [](long double x) { return std::atan(x); },
+                 concat({random_bits(kRandom, kInf), uniform(kRandom, -2, 2), edges()}), 1.5);
+  check<asin_fn>("asin", [](long double x) { return std::asin(x); },
+                 concat({random_bits(kRandom, 1), uniform(kRandom, -1, 1), uniform(kRandom, 0.49, 0.51), edges()}),
+                 2.0);
+  check<acos_fn>("acos", [](long double x) { return std::acos(x); },
+                 concat({random_bits(kRandom, 1), uniform(kRandom, -1, 1), uniform(kRandom, -0.51, -0.49), edges()}),
+                 1.5);
+  check_specials<atan_fn>("atan", {{0.0, 0.0}, {-0.0, -0.0}, {kInf, 0x1.921fb54442d18p0}, {-kInf, -0x1.921fb54442d18p0},
+                                   {kNaN, kNaN}, {1e-310, 1e-310}});
+  check_specials<asin_fn>("asin", {{0.0, 0.0}, {-0.0, -0.0}, {1.0, 0x1.921fb54442d18p0}, {-1.0, -0x1.921fb54442d18p0},
+                                   {1.5, kNaN}, {-kInf, kNaN}, {kNaN, kNaN}});
+  check_specials<acos_fn>("acos", {{1.0, 0.0}, {-1.0, 0x1.921fb54442d18p1}, {0.0, 0x1.921fb54442d18p0}, {2.0, kNaN},
+                                   {kNaN, kNaN}});
+  // atan2 on random pairs (quotients of every size) and C's special cases
+  auto ys = concat({random_bits(kRandom, kInf), uniform(kRandom, -3, 3)});
+  auto xs = concat({random_bits(kRandom, kInf), uniform(kRandom, -3, 3)});
+  const double pi = 0x1.921fb54442d18p1, pio2 = 0x1.921fb54442d18p0, pio4 = 0x1.921fb54442d18p-1;
+  const std::vector<std::array<double, 3>> specials = {
+      {0.0, 0.0, 0.0},      {-0.0, 0.0, -0.0},   {0.0, -0.0, pi},       {-0.0, -0.0, -pi},      {1.0, 0.0, pio2},
+      {-1.0, -0.0, -pio2},  {0.0, -1.0, pi},     {-0.0, -1.0, -pi},     {kInf, kInf, pio4},     {-kInf, kInf, -pio4},
+      {kInf, -kInf, 3 * pio4}, {1.0, kInf, 0.0}, {1.0, -kInf, pi},     {kNaN, 1.0, kNaN},      {1.0, kNaN, kNaN}};
+  for (auto& s : specials) ys.push_back(s[0]), xs.push_back(s[1]);
+  auto got = run2(true, ys, xs);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i + specials.size() < xs.size(); ++i) {
+    double e = ulp_error(got[i], std::atan2((long double)ys[i], (long double)xs[i]));
+    if (!(e <= worst)) worst = e, at = i;
+  }
+  std::printf("[ math ] tl::atan2    f64 max error %.3f ulp (bound 2.0) at (%.17g, %.17g)\n", worst, ys[at], xs[at]);
+  EXPECT_LE(worst, 2.0) << std::hexfloat << ys[at] << ", " << xs[at];
+  for (size_t j = 0; j < specials.size(); ++j) {
+    double g = got[xs.size() - specials.size() + j], want = specials[j][2];
+    EXPECT_TRUE(std::isnan(want) ? std::isnan(g) : ulp_error(g, want) <= 1 && std::signbit(g) == std::signbit(want))
+        << "atan2(" << specials[j][0] << ", " << specials[j][1] << ") = " << g << ", want " << want;
+  }
+}
+
+TEST(MathF64, Exp2CbrtClamp) {
+  check<exp2_fn>("exp2", [](long double x) { return std::exp2(x); },
+                 concat({random_bits(kRandom, 1100), uniform(kRandom, -1075, 1024), uniform(kRandom, -1, 1), edges()}),
+                 1.5);
+  check<cbrt_fn>("cbrt", [](long double x) { return std::cbrt(x); }, concat({random_bits(kRandom, kInf), edges()}),
+                 1.0);
+  check_specials<exp2_fn>("exp2", {{0.0, 1.0}, {-0.0, 1.0}, {10.0, 1024.0}, {-1074.0, 0x1p-1074}, {1024.0, kInf},
+                                   {-1076.0, 0.0}, {kInf, kInf}, {-kInf, 0.0}, {kNaN, kNaN}});
+  check_specials<cbrt_fn>("cbrt", {{0.0, 0.0}, {-0.0, -0.0}, {27.0, 3.0}, {-8.0, -2.0}, {0x1p-1074, 0x1p-358},
+                                   {kInf, kInf}, {-kInf, -kInf}, {kNaN, kNaN}});
+  // clamp(x, -y, y) is exact: maxNum then minNum, a NaN x kept (propagate_nan::all)
+  auto xs = concat({random_bits(kRandom, kInf), edges()});
+  auto ys = random_bits(xs.size(), kInf);
+  for (auto& y : ys) y = std::fabs(y);
+  auto got = run2(false, ys, xs);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double want = std::isnan(xs[i]) ? xs[i] : std::min(std::max(xs[i], -ys[i]), ys[i]);
+    EXPECT_TRUE(std::isnan(want) ? std::isnan(got[i]) : got[i] == want) << xs[i] << " in +-" << ys[i] << ": " << got[i];
+  }
+}
+
 namespace {
 auto& every_f64() {
   static auto k = tl::kernel("codegen_math_f64", [](tl::ptr<tl::f64> x, tl::ptr<tl::f64> out) {
     auto i = tl::program_id(0) * 256 + tl::arange(0, 256);
     auto v = tl::load(x + i);
     tl::f64 r = tl::exp(v) + tl::log(v) + tl::log2(v) + tl::tanh(v) + tl::sigmoid(v);
-    tl::store(out + i, r + tl::expm1(v) + tl::log1p(v) + tl::sinh(v) + tl::cosh(v));
+    r = r + tl::expm1(v) + tl::log1p(v) + tl::sinh(v) + tl::cosh(v) + tl::exp2(v) + tl::atan(v) + tl::atan2(v, r);
+    tl::store(out + i, r + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::clamp(v, -1.0, r));
   });
   return k;
 }

@@ -562,13 +562,14 @@ tile<P> where(const tile<ty::i1>& c, const tile<P>& a, const tile<P>& b, Loc loc
 // exp, log, log2, sin and cos are accurate to a few ulp on every target (precise_math;
 // docs/language.md, "Math functions"); tl::fast_expf and friends (tl/math.hpp) are the
 // targets' approximate instructions. exp2 is the target's own (NVIDIA ex2.approx, 2 ulp,
-// as Triton's tl.exp2: attention's softmax stays one instruction).
+// as Triton's tl.exp2: attention's softmax stays one instruction) but in f64, where GPUs
+// have none and precise_math composes it.
 #define TL_PRECISE_FN(NAME)                                                                \
   template <class E> tile<E> NAME(const tile<E>& a, Loc loc = Loc::current()) {          \
     return tile<E>(detail::precise_math(Op::NAME, a.get(), loc));                          \
   }
 TL_PRECISE_FN(exp)
-TL_UNARY_FN(exp2, exp2)
+TL_PRECISE_FN(exp2)
 TL_PRECISE_FN(log)
 TL_PRECISE_FN(log2)
 TL_UNARY_FN(sqrt, sqrt)
