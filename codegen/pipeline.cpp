@@ -5,9 +5,12 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Support/raw_ostream.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
+#include <optional>
+#include <set>
 
 #include "codegen/compile_profile.hpp"
 #include "codegen/diagnostics.hpp"
@@ -205,6 +208,56 @@ bool async_dot_stages_added(ir::Function& f) {
   return added;
 }
 
+// Thrown by compile_planned where the stage more the pipeliner gave a loop for
+// asynchronous dots that read A from registers costs programs a multiprocessor (the
+// attention backward's dK/dV at 64x64, D = 128: 131 KB, one program, where two fit
+// without it): compile() plans again without it (the dots then wait at once).
+struct AsyncStageCostsOccupancy {
+  int64_t with, without;  // programs a multiprocessor (programs_a_multiprocessor)
+};
+
+// The programs an NVIDIA multiprocessor holds: by shared memory, it has the per-program
+// limit plus the 1 KiB the driver reserves a program (sm_80 164 KiB, sm_90 228 KiB), and
+// each program takes its bytes plus that 1 KiB; by registers, its 64K over the budget a
+// thread the kernel states to ptxas (nvptx_target.cpp: min(255, 64K / threads), which a
+// kernel with dots reaches), allocated in steps of 8.
+int64_t programs_a_multiprocessor(int64_t shared_bytes, int64_t per_program_limit, int threads) {
+  const int64_t budget = std::min(255, 65536 / std::max(1, threads) / 8 * 8);
+  const int64_t by_registers = 65536 / ((budget + 7) / 8 * 8 * threads);
+  return std::min((per_program_limit + 1024) / (shared_bytes + 1024), by_registers);
+}
+
+// Where `g` (planned, its shared memory allocated) has loops whose buffers got a stage more
+// for asynchronous dots all reading A from registers (the attention backward's dV, dK and
+// dQ: Triton keeps its stages there), the programs a multiprocessor holds with it and
+// without it (`threads` a program). Loops with a dot reading both operands from the
+// stages (a GEMM) keep the stage more as Triton's numBuffers + 1 does: nullopt where there
+// are such loops or none.
+std::optional<AsyncStageCostsOccupancy> register_a_async_stages(const ir::Function& g,
+                                                                const gpu::TargetCapabilities& caps, int threads) {
+  int64_t total = 0, more = 0;
+  bool any = false, descriptor_a = false;
+  std::set<const ir::Operation*> counted;
+  ir::walk(const_cast<ir::Function&>(g).body, [&](ir::Operation& op) {
+    if (op.smem) total = std::max(total, op.smem->offset + op.smem->bytes);
+    if (op.op != Op::for_ || op.i1 != ir::kAsyncDotStage) return;
+    for (auto& x : op.regions[0]->ops) {
+      if (x->op == Op::dot && x->i1 == ir::kAsyncDot) {
+        any = true;
+        descriptor_a |= gpu::match_descriptor_operand(x->operands[0], 0).has_value();
+      }
+      const ir::Operation* alloc = x->op == Op::shared_load ? x->operands[0]->def : nullptr;
+      if (alloc && alloc->op == Op::shared_alloc && alloc->smem && alloc->result()->type.stages > 1 &&
+          counted.insert(alloc).second)
+        more += alloc->smem->bytes / alloc->result()->type.stages;
+    }
+  });
+  if (!any || descriptor_a) return std::nullopt;
+  const int64_t limit = caps.shared_bytes_per_program;
+  return AsyncStageCostsOccupancy{programs_a_multiprocessor(total, limit, threads),
+                                  programs_a_multiprocessor(total - more, limit, threads)};
+}
+
 // Every pass, then the target's lowering and emission, on `f` (in place). `remarks`: the
 // passes' remarks, kept when a later step throws; `most_shared_stages`: the pipeliner's.
 CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
@@ -219,6 +272,10 @@ CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const Comp
   if (target.kind != TargetDesc::cpu) {
     PhaseTimer t(kPhaseGpuPlanning);
     planned = run_gpu_passes(f, target, opts, remarks, paths);
+    if (target.kind == TargetDesc::nvptx && opts.async_dot_stages)
+      if (auto o = register_a_async_stages(*planned, capabilities_for(target), opts.num_warps * 32);
+          o && o->with < o->without)
+        throw *o;
   }
   ir::Function& lowered = planned ? *planned : f;
 
@@ -281,6 +338,14 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
       out.remarks.insert(out.remarks.end(), notes.begin(), notes.end());
       out.phase_ms = profile.times();  // (the attempts that did not fit included)
       return out;
+    } catch (const AsyncStageCostsOccupancy& e) {
+      notes.push_back(fmt::format("pipelined: the stage more for asynchronous dots reading A from registers would "
+                                  "leave {} program{} a multiprocessor where {} fit without it: planned again "
+                                  "without it, those dots waited for at once",
+                                  e.with, e.with == 1 ? "" : "s", e.without));
+      o.async_dot_stages = false;
+      again = ir::clone_function(*traced);
+      attempt = again.get();
     } catch (const gpu::shared_memory_exceeded& e) {
       if (o.async_dot_stages && async_dot_stages_added(*attempt)) {
         o.async_dot_stages = false;
