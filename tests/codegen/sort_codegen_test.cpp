@@ -5,7 +5,10 @@
 // with shared-memory atomics.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -153,6 +156,15 @@ TEST(SortCodegen, TopkHalvesWithinThreadsThenAcrossLanes) {
     EXPECT_EQ(count(p, "setp.nan") + count(p, "setp.num") + count(p, "setp.gt.f32") + count(p, "setp.equ.f32"), 0);
     EXPECT_EQ(count(p, "st.shared"), 0);
     EXPECT_EQ(tltest::ptxas_errors(p), "");
+    const tltest::PtxasRun v = tltest::run_ptxas(p, "-arch=sm_90 -v");
+    const size_t used = v.output.find("Used ");
+    std::printf("topk 8 of [%d, %d] f32 + indices, 4 warps, sm_90: %d PTX lines; ptxas: %s\n", T, E, count(p, ";\n"),
+                used == std::string::npos ? "-" : v.output.substr(used, v.output.find('\n', used) - used).c_str());
+    if (const char* dir = std::getenv("TL_SORT_PTX_DIR"))  // (for reading the SASS by hand)
+      if (FILE* fp = std::fopen(fmt::format("{}/topk_{}x{}.ptx", dir, T, E).c_str(), "w")) {
+        std::fputs(p.c_str(), fp);
+        std::fclose(fp);
+      }
   }
 }
 
