@@ -166,10 +166,12 @@ TEST(MathCodegen, ActivationsDoNotSpill) {
 // instructions an element (an IEEE division with its slow-path branch, a floor and a
 // saturating conversion for the exponent, a two-step scaling), where Triton's libdevice
 // tanh and tl.sigmoid are ~12 (ex2/rcp .approx): compute-bound. Then 0.87x / 0.99x at 39
-// and 35 PTX lines an element: issue-bound, SASS 35.5 instructions a GELU element where
-// Triton's branchy tanhf issues about 31 (both of its branches: a warp of random inputs
-// always holds both); tanh's two forms selected without a branch brought GELU to 29 PTX
-// lines, SASS 220 for 8 elements, 27.5 an element (Triton's 267 static). What is held
+// and 35 PTX lines an element: SASS 284 instructions for a thread's 8 GELU elements
+// where Triton's has 267, all of which a warp of random inputs issues (tanhf's two
+// branches both run, with their reconvergence), and Triton's was faster still; tanh's two
+// forms selected without a branch brought GELU to 29 PTX lines, SASS 220 for 8 elements,
+// 27.5 an element and no branch (ptxas 12.8; Triton 3.6's own code compiled for sm_90 with
+// triton.compile on a machine without a GPU). What is held
 // here: the accesses 128 bits wide (8 bf16 a thread), no IEEE division left, tanh's one
 // ex2.approx.ftz an element, the instructions an element within a bound (PTX lines,
 // unpacking moves included: 29 for GELU and 35 for SwiGLU; Triton's own PTX has 39 and
