@@ -40,6 +40,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -86,16 +87,21 @@ inline void check(const Problem& p) {
 // names: BLOCK_SIZE_M sorted rows a program (also the alignment of each expert's segment),
 // BLOCK_SIZE_N output columns, BLOCK_SIZE_K along K (a multiple of 32: whole scale
 // blocks), GROUP_SIZE_M, num_stages, num_warps; AMD's matrix_instr_nonkdim (0: tl's
-// choice, ignored elsewhere).
+// choice, ignored elsewhere). operands_in_shared: each K step's operand tiles (x, the
+// packed weights, their scales) go through one-stage tl::shared buffers, which the
+// pipeliner turns into copies straight into num_stages buffers issued ahead (cp.async,
+// global_load_lds), as Triton stages tl.dot_scaled's operands on Hopper; 0: the loads
+// are prefetched into registers. The tuner tries both.
 struct Config {
   BOOST_HANA_DEFINE_STRUCT(Config, (int, block_m), (int, block_n), (int, block_k), (int, group_m), (int, num_stages),
-                           (int, num_warps), (int, matrix_instr_nonkdim));
+                           (int, num_warps), (int, matrix_instr_nonkdim), (int, operands_in_shared));
 };
 
 inline std::string str(const Config& c) {
   std::string s = fmt::format("{}x{}x{} g{} s{} w{}", c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages,
                               c.num_warps);
   if (c.matrix_instr_nonkdim) s += fmt::format(" mfma{}", c.matrix_instr_nonkdim);
+  if (c.operands_in_shared) s += " smem";
   return s;
 }
 
@@ -231,9 +237,35 @@ template <class W, bool GATE_UP> auto& experts_gemm_kernel() {
       fmt::format("moe_{}_{}", GATE_UP ? "gate_up" : "down", format_name<W>()),
       [](tl::ptr<tl::bf16> a, tl::ptr<W> w, tl::ptr<tl::e8m0> ws, tl::ptr<tl::bf16> out, tl::ptr<tl::i32> sorted,
          tl::ptr<tl::i32> block_expert, tl::ptr<tl::i32> block_rows, tl::i32 num_blocks, tl::i32 N, tl::i32 K,
-         int A_DIV, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int STAGES) {
+         int A_DIV, int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, int STAGES, int SHARED) {
         constexpr int PACK = is_fp4<W> ? 2 : 1;  // K values a weight element holds
         const char* w_format = is_fp4<W> ? "e2m1" : "bf16";
+        // The staging buffers (SHARED): packed weights and scales as their bytes.
+        using WB = std::conditional_t<is_fp4<W>, tl::ty::u8, W>;
+        std::optional<tl::shared_tile<tl::ty::bf16>> sx;
+        std::optional<tl::shared_tile<WB>> sw, sw_up;
+        std::optional<tl::shared_tile<tl::ty::u8>> ss, ss_up;
+        if (SHARED) {
+          sx.emplace(tl::shared<tl::ty::bf16>({1, BLOCK_M, BLOCK_K}));
+          sw.emplace(tl::shared<WB>({1, BLOCK_N, BLOCK_K / PACK}));
+          if (GATE_UP) sw_up.emplace(tl::shared<WB>({1, BLOCK_N, BLOCK_K / PACK}));
+          if (is_fp4<W>) {
+            ss.emplace(tl::shared<tl::ty::u8>({1, BLOCK_N, BLOCK_K / 32}));
+            if (GATE_UP) ss_up.emplace(tl::shared<tl::ty::u8>({1, BLOCK_N, BLOCK_K / 32}));
+          }
+        }
+        // A weight tile and its scales through their buffers (or straight), into the dot.
+        auto staged = [&](const auto& v, auto& buf) {
+          if constexpr (std::is_same_v<tl::elem_t<std::decay_t<decltype(v)>>, tl::ty::f4e2m1> ||
+                        std::is_same_v<tl::elem_t<std::decay_t<decltype(v)>>, tl::ty::e8m0>) {
+            auto b = v.template bitcast<tl::u8>();
+            buf->operator[](0).store(b);
+            return buf->operator[](0).load();
+          } else {
+            buf->operator[](0).store(v);
+            return buf->operator[](0).load();
+          }
+        };
         // Grouped order (Triton's tutorial matmul, vLLM's fused_moe): GROUP_M blocks down,
         // then the next N tile, so programs running together share weight tiles in L2.
         auto pid = tl::program_id(0);
@@ -264,18 +296,28 @@ template <class W, bool GATE_UP> auto& experts_gemm_kernel() {
         for (auto k0 : tl::range(0, k_end, BLOCK_K, tl::num_stages(STAGES))) {
           auto kk = k0 + tl::arange(0, BLOCK_K);
           auto x = tl::load(a_rows + tl::expand_dims(kk, 0), m_ok & tl::expand_dims(kk < K, 0), 0);
+          if (SHARED) {
+            (*sx)[0].store(x);
+            x = (*sx)[0].load();
+          }
           auto kw = tl::expand_dims(k0 / PACK + tl::arange(0, BLOCK_K / PACK), 0);
           auto w_ok = n_ok & (kw < K / PACK);
           auto ks = tl::expand_dims(k0 / 32 + tl::arange(0, BLOCK_K / 32), 0);
           auto s_ok = n_ok & (ks < K / 32);
-          tl::mx_scale sg = nullptr, su = nullptr;
-          if constexpr (is_fp4<W>) sg = tl::load(s_rows + ks, s_ok, 127);
-          acc = tl::dot_scaled(x, nullptr, "bf16", tl::trans(tl::load(w_rows + kw, w_ok, 0)), sg, w_format, acc);
-          if constexpr (GATE_UP) {
-            if constexpr (is_fp4<W>) su = tl::load(s_rows + up_s + ks, s_ok, 127);
-            acc_up = tl::dot_scaled(x, nullptr, "bf16", tl::trans(tl::load(w_rows + up_w + kw, w_ok, 0)), su, w_format,
-                                    acc_up);
-          }
+          // One dot: the weight tile at `rows` (and its scales at `s_at`) into `c`.
+          auto step = [&](const tl::f32& c, const auto& rows, const auto& s_at, auto& wbuf, auto& sbuf) {
+            auto wt = tl::load(rows + kw, w_ok, 0);
+            if constexpr (is_fp4<W>) {
+              auto st = tl::load(s_at + ks, s_ok, 127);
+              if (SHARED) return tl::dot_scaled(x, nullptr, "bf16", tl::trans(staged(wt, wbuf)), staged(st, sbuf), w_format, c);
+              return tl::dot_scaled(x, nullptr, "bf16", tl::trans(wt), st, w_format, c);
+            } else {
+              if (SHARED) return tl::dot_scaled(x, nullptr, "bf16", tl::trans(staged(wt, wbuf)), nullptr, w_format, c);
+              return tl::dot_scaled(x, nullptr, "bf16", tl::trans(wt), nullptr, w_format, c);
+            }
+          };
+          acc = step(acc, w_rows, s_rows, sw, ss);
+          if constexpr (GATE_UP) acc_up = step(acc_up, w_rows + up_w, s_rows + up_s, sw_up, ss_up);
         }
         auto h = acc;
         if constexpr (GATE_UP) h = acc * tl::sigmoid(acc) * acc_up;
@@ -370,10 +412,10 @@ template <class W, class L> void experts_with(L&& launch, const Config& c, const
   auto gemm_grid = [&](int64_t N) { return tl::grid(blocks * tl::cdiv(N, int64_t(c.block_n))); };
   launch(experts_gemm_kernel<W, true>(), gemm_grid(p.I), options_of(c), x, w.w1, w.s1, ws.h, ws.sorted,
          ws.block_expert, ws.block_rows, int(blocks), int(p.I), int(p.H), int(p.top_k), c.block_m, c.block_n, c.block_k,
-         c.group_m, c.num_stages);
+         c.group_m, c.num_stages, c.operands_in_shared);
   launch(experts_gemm_kernel<W, false>(), gemm_grid(p.H), options_of(c), ws.h, w.w2, w.s2, ws.down, ws.sorted,
          ws.block_expert, ws.block_rows, int(blocks), int(p.H), int(p.I), 1, c.block_m, c.block_n, c.block_k, c.group_m,
-         c.num_stages);
+         c.num_stages, c.operands_in_shared);
 }
 
 inline const auto plain_launch = [](auto& kernel, const tl::grid& g, const tl::launch_options& o, auto&&... a) {
@@ -431,9 +473,11 @@ template <class W> std::vector<std::string> compile_experts(const std::string& t
   auto* i = reinterpret_cast<int32_t*>(uintptr_t(1) << 23);
   const int blocks = int(max_blocks(p, c.block_m));
   return {experts_gemm_kernel<W, true>().compile(target, options_of(c), x, w, s, x, i, i, i, blocks, int(p.I), int(p.H),
-                                                 int(p.top_k), c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages),
+                                                 int(p.top_k), c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages,
+                                                 c.operands_in_shared),
           experts_gemm_kernel<W, false>().compile(target, options_of(c), x, w, s, x, i, i, i, blocks, int(p.H), int(p.I),
-                                                  1, c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages)};
+                                                  1, c.block_m, c.block_n, c.block_k, c.group_m, c.num_stages,
+                                                  c.operands_in_shared)};
 }
 
 }  // namespace moe

@@ -7,7 +7,8 @@
 //
 //   target   tiles (BLOCK_M x BLOCK_N x BLOCK_K, warps)              num_stages, AMD
 //   NVIDIA   16-128 x 64-256 x 128-256 (vLLM's fused_moe configs'    3 (2 at BLOCK_K 256)
-//            range for small and large batches), 4 or 8 warps
+//            range for small and large batches), 4 or 8 warps;
+//            each with its operands in registers and staged in shared memory
 //   AMD      16-128 x 64-128 x 128-256, 4 or 8 waves                 2; MFMA 16 or 32
 //   CPU      32x64x64 and 16x128x128, 1 stage (a program is a loop nest on one thread)
 //
@@ -35,16 +36,24 @@ inline bool is_amd(const std::string& target) { return target.rfind("gfx", 0) ==
 inline bool is_nvidia(const std::string& target) { return target.rfind("sm_", 0) == 0; }
 
 inline std::vector<Config> candidates() {
-  return {
-      // NVIDIA
-      {64, 128, 128, 8, 3, 4, 0}, {32, 128, 128, 8, 3, 4, 0}, {16, 128, 256, 8, 2, 4, 0}, {128, 128, 128, 8, 3, 8, 0},
-      {64, 64, 256, 8, 2, 4, 0}, {128, 256, 128, 8, 3, 8, 0}, {16, 64, 128, 1, 3, 4, 0},
+  std::vector<Config> c = {
+      // NVIDIA (each also with its operands staged through shared memory, below)
+      {64, 128, 128, 8, 3, 4, 0, 0}, {32, 128, 128, 8, 3, 4, 0, 0}, {16, 128, 256, 8, 2, 4, 0, 0},
+      {128, 128, 128, 8, 3, 8, 0, 0}, {64, 64, 256, 8, 2, 4, 0, 0}, {128, 256, 128, 8, 3, 8, 0, 0},
+      {16, 64, 128, 1, 3, 4, 0, 0},
       // AMD
-      {64, 128, 128, 8, 2, 4, 16}, {32, 128, 128, 8, 2, 4, 16}, {16, 128, 256, 8, 2, 4, 16}, {128, 128, 128, 8, 2, 8, 32},
-      {64, 64, 256, 8, 2, 4, 16}, {64, 128, 128, 8, 2, 4, 32}, {16, 64, 128, 1, 2, 4, 16},
+      {64, 128, 128, 8, 2, 4, 16, 0}, {32, 128, 128, 8, 2, 4, 16, 0}, {16, 128, 256, 8, 2, 4, 16, 0},
+      {128, 128, 128, 8, 2, 8, 32, 0}, {64, 64, 256, 8, 2, 4, 16, 0}, {64, 128, 128, 8, 2, 4, 32, 0},
+      {16, 64, 128, 1, 2, 4, 16, 0},
       // CPU
-      {32, 64, 64, 8, 1, 4, 0}, {16, 128, 128, 8, 1, 4, 0},
+      {32, 64, 64, 8, 1, 4, 0, 0}, {16, 128, 128, 8, 1, 4, 0, 0},
   };
+  for (int i = 0; i < 7; ++i) {
+    Config s = c[size_t(i)];
+    s.operands_in_shared = 1;
+    c.push_back(s);
+  }
+  return c;
 }
 
 inline bool runs_on(const Config& c, const std::string& target) {

@@ -111,7 +111,8 @@ template <class W> void check_layer(const moe::Problem& p, const moe::Config* c)
 // E and top_k powers of two and not (the router's padding), more experts than tokens
 // (empty segments, blocks past the last one), H and I of one and several K tiles.
 const moe::Problem kProblems[] = {{37, 96, 160, 6, 3}, {64, 128, 64, 8, 2}, {5, 64, 96, 16, 4}, {100, 256, 32, 4, 1}};
-const moe::Config kConfigs[] = {{32, 64, 64, 8, 1, 4, 0}, {16, 128, 128, 1, 1, 4, 0}, {64, 32, 256, 2, 2, 4, 0}};
+// The last stages its operands through shared memory, pipelined two deep.
+const moe::Config kConfigs[] = {{32, 64, 64, 8, 1, 4, 0, 0}, {16, 128, 128, 1, 1, 4, 0, 0}, {64, 32, 256, 2, 2, 4, 0, 1}};
 
 // Each problem with one configuration, the first with every one (a CPU run compiles each
 // configuration's kernels once).
@@ -159,8 +160,8 @@ TEST(MoeSample, RefusesWhatItCannotRun) {
   bad({16, 64, 64, 4, 5});    // top_k > E
   bad({16, 64, 64, 300, 2});  // E past the router's tile
   bad({0, 64, 64, 8, 2});
-  EXPECT_THROW(moe::check(moe::Config{24, 64, 64, 8, 1, 4, 0}), std::invalid_argument);
-  EXPECT_THROW(moe::check(moe::Config{32, 64, 48, 8, 1, 4, 0}), std::invalid_argument);
+  EXPECT_THROW(moe::check(moe::Config{24, 64, 64, 8, 1, 4, 0, 0}), std::invalid_argument);
+  EXPECT_THROW(moe::check(moe::Config{32, 64, 48, 8, 1, 4, 0, 0}), std::invalid_argument);
   auto dev = test_device();
   const moe::Problem p{16, 64, 64, 4, 2}, other{16, 64, 64, 8, 2};
   auto X = dev.alloc<tl::ty::bf16>(size_t(p.T * p.H)), Y = dev.alloc<tl::ty::bf16>(size_t(p.T * p.H));
@@ -176,8 +177,8 @@ TEST(MoeSample, RefusesWhatItCannotRun) {
 // that spills without running it, keeps at least these (samples/moe/tune.hpp's table).
 TEST(MoeSample, AmdCompilesWithoutSpills) {
   const moe::Problem p{4096, 2880, 2880, 32, 4};
-  for (auto [target, c] : {std::pair{"gfx942", moe::Config{64, 128, 128, 8, 2, 4, 32}},
-                           std::pair{"gfx950", moe::Config{64, 128, 128, 8, 2, 4, 16}}}) {
+  for (auto [target, c] : {std::pair{"gfx942", moe::Config{64, 128, 128, 8, 2, 4, 32, 0}},
+                           std::pair{"gfx950", moe::Config{64, 128, 128, 8, 2, 4, 16, 0}}}) {
     ASSERT_TRUE(moe::runs_on(c, target)) << moe::str(c);
     auto metas = moe::compile_experts<tl::ty::f4e2m1>(target, c, p);
     for (size_t i = 0; i < metas.size(); ++i) {
