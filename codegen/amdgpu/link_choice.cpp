@@ -74,12 +74,14 @@ LinkChoice choose_link(const std::string& arch) {
 namespace tl::codegen {
 // Here rather than in target.cpp: only AMD has such a choice, and target.cpp stays free of
 // comgr (tests/fuzz builds it alone).
-// (TL_AMDGPU_SCHEDULE forcing one machine schedule, codegen/amdgpu/schedule.hpp, is part
-// of it too: code scheduled another way is another entry.)
+// (TL_AMDGPU_SCHEDULE forcing one machine schedule, codegen/amdgpu/schedule.hpp, and
+// TL_AMDGPU_SCHEDULES choosing among fewer, are part of it too: code scheduled another way
+// is another entry.)
 std::string build_identity(const TargetDesc& d) {
   if (d.kind != TargetDesc::amdgpu) return std::string();
   std::string id = amd::choose_link(d.arch).key();
   if (std::string forced = amd::env("TL_AMDGPU_SCHEDULE"); !forced.empty()) id += "|schedule=" + forced;
+  if (std::string mode = amd::env("TL_AMDGPU_SCHEDULES"); !mode.empty() && mode != "all") id += "|schedules=" + mode;
   return id;
 }
 }  // namespace tl::codegen

@@ -2,17 +2,25 @@
 #include "codegen/amdgpu/schedule.hpp"
 
 #include <fmt/format.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/Function.h>
+#include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Support/MemoryBufferRef.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "codegen/amdgpu/code_object.hpp"
@@ -52,16 +60,89 @@ std::vector<uint8_t> emit_object(llvm::Module& m, llvm::TargetMachine& tm) {
   return {buf.begin(), buf.end()};
 }
 
+// Emits the module in `bitcode` with the schedule `strategy` on the calling thread, in a
+// context and with a TargetMachine of its own (LLVM allows neither to be used by two
+// threads at once): `like`'s target, processor, features and options.
+std::vector<uint8_t> emit_on_own_context(const llvm::SmallVector<char, 0>& bitcode, const llvm::TargetMachine& like,
+                                         const std::string& kernel, const std::string& strategy) {
+  llvm::LLVMContext ctx;
+  auto mod = llvm::parseBitcodeFile(llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()), kernel), ctx);
+  if (!mod) throw compile_error("AMDGPU scheduling: cannot read the kernel's bitcode back: " + llvm::toString(mod.takeError()));
+  std::unique_ptr<llvm::TargetMachine> tm(like.getTarget().createTargetMachine(
+      like.getTargetTriple(), like.getTargetCPU(), like.getTargetFeatureString(), like.Options,
+      like.getRelocationModel(), like.getCodeModel(), like.getOptLevel()));
+  if (!tm) throw compile_error("AMDGPU scheduling: cannot create a second target machine");
+  llvm::Function* fn = (*mod)->getFunction(kernel);
+  if (!fn) throw compile_error("AMDGPU scheduling: no kernel '" + kernel + "' in the module");
+  fn->addFnAttr("amdgpu-sched-strategy", strategy);
+  return emit_object(**mod, *tm);
+}
+
+// TL_AMDGPU_SCHEDULES: "all" (the default) compiles the alternatives for every kernel,
+// "occupancy" only where they can change its spills or occupancy (alternatives_can_pay).
+std::string schedules_mode() {
+  const char* v = std::getenv("TL_AMDGPU_SCHEDULES");
+  std::string mode = v && *v ? v : "all";
+  if (mode != "all" && mode != "occupancy")
+    throw compile_error("TL_AMDGPU_SCHEDULES must be 'all' or 'occupancy', not '" + mode + "'");
+  return mode;
+}
+
+// ThreadSanitizer refuses a thread started in a child forked from a multi-threaded
+// process (die_after_fork), which a compile worker is (codegen/compile_worker.hpp).
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kSecondThread = false;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+constexpr bool kSecondThread = false;
+#else
+constexpr bool kSecondThread = true;
+#endif
+#else
+constexpr bool kSecondThread = true;
+#endif
+
+// Runs `here` on this thread while a second thread emits `bitcode` with `strategy`
+// (emit_on_own_context); returns that object once both are done, or rethrows the
+// first failure. (Under ThreadSanitizer one after the other: the same code.)
+template <class F>
+std::vector<uint8_t> beside(const llvm::SmallVector<char, 0>& bitcode, const llvm::TargetMachine& tm,
+                            const std::string& kernel, const char* strategy, F&& here) {
+  if (!kSecondThread) {
+    here();
+    return emit_on_own_context(bitcode, tm, kernel, strategy);
+  }
+  std::vector<uint8_t> object;
+  std::exception_ptr error;
+  std::thread other([&] {
+    try {
+      object = emit_on_own_context(bitcode, tm, kernel, strategy);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  try {
+    here();
+  } catch (...) {
+    other.join();
+    throw;
+  }
+  other.join();
+  if (error) std::rethrow_exception(error);
+  return object;
+}
+
 struct Candidate {
   ScheduledObject scheduled;
   ResourceReport report;
   MemoryOverlap overlap;
 };
 
-Candidate evaluate(ScheduledObject s, int workgroup_size, const std::string& kernel) {
+// The report, and the memory overlap where candidates are compared (a disassembly).
+Candidate evaluate(ScheduledObject s, int workgroup_size, const std::string& kernel, bool with_overlap) {
   Candidate c{std::move(s), {}, {}};
   c.report = read_report(c.scheduled.object, workgroup_size, kernel);
-  c.overlap = memory_overlap(disassemble(c.scheduled.object));
+  if (with_overlap) c.overlap = memory_overlap(disassemble(c.scheduled.object));
   return c;
 }
 
@@ -69,6 +150,33 @@ int spills(const ResourceReport& r) { return r.spill_vgpr + r.spill_sgpr + r.scr
 
 // Fewer spills, then more waves, then fewer registers: smaller is better.
 auto rank(const ResourceReport& r) { return std::make_tuple(spills(r), -r.occupancy, r.vgpr + r.agpr); }
+
+// The most VGPRs, as a share of the default's, that a kept alternative is expected to
+// save below 8 waves. On the 216 kernels of bench/compare_builds.sh (2026-11-28), the
+// alternatives kept under 8 waves saved at most 11 % (a 128x128x128 GEMM on gfx90a,
+// 366 -> 324); larger savings (up to 28 %) lost memory overlap and were refused. At 8
+// waves they saved up to 65 %, which no occupancy can use.
+constexpr double kReach = 0.2;
+
+// Whether an alternative schedule can change what the kernel gets at run time: its
+// spills, or its waves a SIMD (the VGPRs of the next step up within kReach of the
+// default's, and no LDS or workgroup limit holding the waves where they are). Elsewhere
+// an alternative could only save registers at the same occupancy, not worth a code
+// generation (each as long as the rest of the compile): a kernel at 8 waves, or one held
+// by its LDS (tutorial 03's matmul: 1 workgroup a CU whatever its VGPRs), keeps the
+// default schedule. Used with TL_AMDGPU_SCHEDULES=occupancy; "all" compiles the
+// alternatives everywhere (fewer VGPRs at equal occupancy: softmax_long 46 -> 32).
+bool alternatives_can_pay(const ResourceReport& r, const std::string& arch, std::string* why) {
+  // Occupancy 0: a processor without known limits, or a kernel that cannot be resident.
+  if (spills(r) > 0 || r.occupancy == 0) return true;
+  const int used = std::max(r.vgpr, r.vgpr_allocated);
+  const int floor = std::max(1, int(used * (1.0 - kReach)));
+  for (int v = used - 1; v >= floor; --v)
+    if (occupancy(arch, v, 0, r.lds_bytes, r.waves_per_workgroup) > r.occupancy) return true;
+  *why = fmt::format("no alternative compiled: no spills, and {} VGPRs would still give {} waves a SIMD", floor,
+                     r.occupancy);
+  return false;
+}
 
 }  // namespace
 
@@ -118,26 +226,56 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     with_strategy(m, strategy);
     return {emit_object(m, tm), strategy};
   }
-  // Code generation rewrites the IR it runs on: an alternative starts from a copy.
-  auto copy = llvm::CloneModule(m);
+  // Code generation rewrites the IR it runs on: an alternative starts from a copy of
+  // this one, taken before the default's code generation (here, cloned again for each
+  // alternative made on this thread; as bitcode for the one made on a second thread).
+  auto pristine = llvm::CloneModule(m);
+  llvm::SmallVector<char, 0> bitcode;
+  {
+    llvm::raw_svector_ostream os(bitcode);
+    llvm::WriteBitcodeToFile(*pristine, os);
+  }
   // A kernel with MFMAs starts with its accumulators in VGPRs ("amdgpu-agpr-alloc"="0":
   // AGPRs cost occupancy); where that spills, the same code with AGPRs allowed (LLVM
   // then gives the accumulators AGPRs, 256 more registers a lane) is tried too.
   llvm::Function* kfn = m.getFunction(kernel);
-  std::unique_ptr<llvm::Module> agpr_copy;
-  if (kfn && kfn->getFnAttribute("amdgpu-agpr-alloc").getValueAsString() == "0") agpr_copy = llvm::CloneModule(m);
-  Candidate dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel);
-  Candidate best = dflt;
-  std::string tried = fmt::format("default {}", dflt.report.vgpr);
-  for (const char* alt : kAlternatives) {
-    std::unique_ptr<llvm::Module> mod = std::move(copy);
-    if (alt != kAlternatives[std::size(kAlternatives) - 1]) copy = llvm::CloneModule(*mod);
+  const bool agprs_held = kfn && kfn->getFnAttribute("amdgpu-agpr-alloc").getValueAsString() == "0";
+  auto alternative_here = [&](const char* alt) {
+    std::unique_ptr<llvm::Module> mod = llvm::CloneModule(*pristine);
     with_strategy(*mod, alt);
-    Candidate c = evaluate({emit_object(*mod, tm), alt}, workgroup_size, kernel);
-    bool overlap = overlaps_as_much(c.overlap, dflt.overlap);
+    return evaluate({emit_object(*mod, tm), alt}, workgroup_size, kernel, /*with_overlap=*/true);
+  };
+  // The first alternative (iterative-minreg) on a second thread, beside what this thread
+  // does: the default (every kernel, TL_AMDGPU_SCHEDULES=all), or the second alternative
+  // (only where the alternatives can pay, TL_AMDGPU_SCHEDULES=occupancy).
+  std::optional<Candidate> dflt, first, second;
+  const bool every_kernel = schedules_mode() == "all";
+  if (every_kernel) {
+    std::vector<uint8_t> object = beside(bitcode, tm, kernel, kAlternatives[0], [&] {
+      dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel, /*with_overlap=*/true);
+    });
+    first = evaluate({std::move(object), kAlternatives[0]}, workgroup_size, kernel, /*with_overlap=*/true);
+  } else {
+    dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel, /*with_overlap=*/false);
+    std::string skipped;
+    if (!alternatives_can_pay(dflt->report, tm.getTargetCPU().str(), &skipped)) {
+      dflt->scheduled.remark = fmt::format("schedule: default (VGPRs: default {}; {})", dflt->report.vgpr, skipped);
+      return std::move(dflt->scheduled);
+    }
+    dflt->overlap = memory_overlap(disassemble(dflt->scheduled.object));
+    std::vector<uint8_t> object =
+        beside(bitcode, tm, kernel, kAlternatives[0], [&] { second = alternative_here(kAlternatives[1]); });
+    first = evaluate({std::move(object), kAlternatives[0]}, workgroup_size, kernel, /*with_overlap=*/true);
+  }
+  Candidate best = *dflt;
+  std::string tried = fmt::format("default {}", dflt->report.vgpr);
+  static_assert(std::size(kAlternatives) == 2);
+  for (const char* alt : kAlternatives) {
+    Candidate c = alt == kAlternatives[0] ? std::move(*first) : second ? std::move(*second) : alternative_here(alt);
+    bool overlap = overlaps_as_much(c.overlap, dflt->overlap);
     tried += fmt::format(", {} {}{}", alt, c.report.vgpr, overlap ? "" : " (less memory overlap)");
     bool allowed =
-        overlap && spills(c.report) <= spills(dflt.report) && c.report.occupancy >= dflt.report.occupancy;
+        overlap && spills(c.report) <= spills(dflt->report) && c.report.occupancy >= dflt->report.occupancy;
     bool saves = rank(c.report) < rank(best.report);
     if (allowed && saves) best = std::move(c);
     // The register-minimal schedule tells what can be saved at all: the next
@@ -145,10 +283,12 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     // could not keep.
     if (allowed || !saves) break;
   }
-  if (agpr_copy && spills(best.report) > 0) {
+  if (agprs_held && spills(best.report) > 0) {
+    std::unique_ptr<llvm::Module> agpr_copy = std::move(pristine);
     agpr_copy->getFunction(kernel)->removeFnAttr("amdgpu-agpr-alloc");
     with_strategy(*agpr_copy, best.scheduled.strategy);
-    Candidate c = evaluate({emit_object(*agpr_copy, tm), best.scheduled.strategy + "+agprs"}, workgroup_size, kernel);
+    Candidate c = evaluate({emit_object(*agpr_copy, tm), best.scheduled.strategy + "+agprs"}, workgroup_size, kernel,
+                           /*with_overlap=*/false);
     tried += fmt::format(", {}+agprs {} ({} spilled)", best.scheduled.strategy, c.report.vgpr,
                          spills(c.report));
     if (rank(c.report) < rank(best.report)) best = std::move(c);

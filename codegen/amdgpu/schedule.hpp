@@ -10,8 +10,15 @@
 // issuing the next. So each kernel is compiled with the default schedule, then with the
 // alternatives in turn, and an alternative is kept only when it is strictly better on
 // registers or occupancy, no worse on spills and occupancy, and overlaps memory as much
-// as the default (memory_overlap below). Cost: one or two more code generations,
-// about 1.8x the CPU time of a compile (tl-bench-compile, RMSNorm row of 4096).
+// as the default (memory_overlap below). Two threads: the first alternative is compiled
+// on a second thread (a context and TargetMachine of its own, from bitcode) at once with
+// the default, so a kernel whose choice stops there costs one code generation of wall
+// time where a core is free; the second alternative follows only where needed.
+// TL_AMDGPU_SCHEDULES=occupancy compiles the alternatives only where they can change
+// the kernel's spills or occupancy (the default spills, or the VGPRs of one more wave a
+// SIMD are within reach: schedule.cpp, alternatives_can_pay), then both at once; other
+// kernels keep the default from one code generation (more VGPRs at the same occupancy,
+// e.g. the softmax row above). "all" (the default) keeps every kernel's choice as it was.
 #pragma once
 
 #include <cstdint>

@@ -5,13 +5,17 @@
 //   - a kernel with two independent global loads keeps both in flight: the schedule
 //     that would wait for the first before issuing the second is refused, although it
 //     uses fewer registers;
-//   - TL_AMDGPU_SCHEDULE forces one schedule, and below -O2 only the default is made.
+//   - TL_AMDGPU_SCHEDULE forces one schedule, and below -O2 only the default is made;
+//   - the first alternative is made on a second thread, the same code as when forced;
+//     with TL_AMDGPU_SCHEDULES=occupancy, only where spills or occupancy can change.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "bench/attention_tutorial.hpp"
 #include "bench/matmul_tutorial.hpp"
 #include "codegen/amdgpu/code_object.hpp"
 #include "codegen/amdgpu/schedule.hpp"
@@ -141,6 +145,61 @@ TEST(AmdgpuSchedule, IndependentLoadsStayInFlight) {
     EXPECT_LT(minreg.report.at("vgpr"), chosen.report.at("vgpr")) << arch;
     EXPECT_NE(schedule_remark(chosen).find("iterative-minreg"), std::string::npos) << schedule_remark(chosen);
     EXPECT_NE(schedule_remark(chosen).find("(less memory overlap)"), std::string::npos) << schedule_remark(chosen);
+  }
+}
+
+// TL_AMDGPU_SCHEDULES=occupancy: the alternatives are compiled only where they can
+// change spills or occupancy: the softmax row at 8 waves, and tutorial 03's matmul held
+// at one workgroup a CU by its LDS, get the default schedule from one code generation,
+// the remark saying why.
+TEST(AmdgpuSchedule, NoAlternativeWhereOccupancyCannotChange) {
+  ScopedEnv mode("TL_AMDGPU_SCHEDULES", "occupancy");
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    auto f = softmax_kernel();
+    auto co = compile(arch, *f);
+    EXPECT_EQ(co.report.at("occupancy"), 8) << arch;
+    EXPECT_EQ(schedule_remark(co).rfind("schedule: default (VGPRs: default ", 0), 0u) << schedule_remark(co);
+    EXPECT_NE(schedule_remark(co).find("no alternative compiled"), std::string::npos) << schedule_remark(co);
+    EXPECT_EQ(schedule_remark(co).find("iterative"), std::string::npos) << schedule_remark(co);
+    auto g = softmax_kernel();
+    ScopedEnv e("TL_AMDGPU_SCHEDULE", "default");
+    EXPECT_EQ(compile(arch, *g).binary, co.binary) << arch;
+  }
+  matmul_tutorial::Config c;  // 128x128x64, 3 stages: 96 KiB of LDS
+  auto f = matmul_tutorial::trace_ir<tl::bf16>(c);
+  codegen::CompileOptions o;
+  o.num_warps = c.num_warps;
+  o.num_stages = c.num_stages;
+  auto co = codegen::compile(*f, codegen::parse_target("gfx942"), o);
+  EXPECT_EQ(co.report.at("occupancy"), 1);
+  EXPECT_NE(schedule_remark(co).find("no alternative compiled"), std::string::npos) << schedule_remark(co);
+}
+
+// Where one more wave a SIMD is within reach (the tutorial attention forward at 4 waves on
+// gfx942: 284 VGPRs when measured, 256 for 2 waves), both alternatives are compiled, the
+// first on a second thread in a context of its own: what it makes there is the code the
+// same schedule makes when forced on this thread (in either mode).
+TEST(AmdgpuSchedule, AlternativesNearAnOccupancyStepCompiledAtOnce) {
+  std::optional<ScopedEnv> mode;
+  mode.emplace("TL_AMDGPU_SCHEDULES", "occupancy");
+  attn::Config c;
+  codegen::CompileOptions o;
+  o.num_warps = c.num_warps;
+  o.num_stages = c.num_stages;
+  auto co = codegen::compile(*attn::trace_ir(c, 128, false), codegen::parse_target("gfx942"), o);
+  const std::string sched = schedule_remark(co);
+  ASSERT_GT(co.report.at("vgpr"), 256) << "the case no longer sits above 256 VGPRs: " << sched;
+  EXPECT_NE(sched.find("iterative-minreg"), std::string::npos) << sched;
+  EXPECT_EQ(sched.find("no alternative compiled"), std::string::npos) << sched;
+
+  mode.reset();  // "all": the softmax row takes iterative-minreg, made beside the default
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    auto f = softmax_kernel();
+    auto chosen = compile(arch, *f);
+    ASSERT_NE(schedule_remark(chosen).find("schedule: iterative-minreg"), std::string::npos) << schedule_remark(chosen);
+    auto g = softmax_kernel();
+    ScopedEnv e("TL_AMDGPU_SCHEDULE", "iterative-minreg");
+    EXPECT_EQ(compile(arch, *g).binary, chosen.binary) << arch;
   }
 }
 
