@@ -112,6 +112,24 @@ TEST(AttentionSample, LongSequence) {
   run({problem(1, 1, 1, 1000, 1000, 64, false), kFwdA, kDkdvB, kDqB, true});
 }
 
+// The backward at the GPU benchmark's configurations (bench/run_attention_sample_bench.py),
+// where sm_90's dots are warpgroup dots reading one stage of Q^T and dO (K^T) both ways,
+// the dV, dK and dQ dots in flight across iterations: ragged lengths (S_q != S_k, not a
+// multiple of any block), grouped heads, both masks. Only on a GPU: the CPU runs the same
+// algorithm in the small-block tests above, and these blocks would cost CI seconds each.
+TEST(AttentionSample, BackwardAtTheBenchConfigurations) {
+  if (!on_gpu()) GTEST_SKIP() << "the GPU benchmark's tile sizes (the CPU runs the small-block cases)";
+  const attention::Config fwd{128, 64, 4, 2, 0, 0};
+  const attention::Config dkdv[] = {{64, 64, 4, 2, 0, 0}, {32, 64, 4, 2, 0, 0}, {64, 128, 8, 2, 0, 0}, {32, 128, 4, 2, 0, 0}};
+  const attention::Config dq[] = {{64, 64, 4, 2, 0, 0}, {128, 64, 8, 2, 0, 0}, {128, 64, 8, 2, 0, 0}, {128, 32, 4, 2, 0, 0}};
+  for (int D : {64, 128})
+    for (bool causal : {false, true})
+      for (size_t i = 0; i < std::size(dkdv); ++i) {
+        run({problem(2, 4, 2, 333, 333, D, causal), fwd, dkdv[i], dq[i]});
+        run({problem(1, 4, 1, 200, 461, D, causal), fwd, dkdv[i], dq[i], true});
+      }
+}
+
 TEST(AttentionSample, ForwardD256) {
   for (bool causal : {false, true}) run({problem(1, 4, 2, 100, 77, 256, causal), kFwdA, kDkdvA, kDqA, false, false});
 }
