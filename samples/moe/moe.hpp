@@ -91,7 +91,9 @@ inline void check(const Problem& p) {
 // packed weights, their scales) go through one-stage tl::shared buffers, which the
 // pipeliner turns into copies straight into num_stages buffers issued ahead (cp.async,
 // global_load_lds), as Triton stages tl.dot_scaled's operands on Hopper; 0: the loads
-// are prefetched into registers. The tuner tries both.
+// are prefetched into registers. The tuner tries both. (On sm_90 now only x is copied
+// straight into shared memory: the packed weights and scales pass through a bitcast to
+// bytes between their load and store, and the pipeliner prefetches them into registers.)
 struct Config {
   BOOST_HANA_DEFINE_STRUCT(Config, (int, block_m), (int, block_n), (int, block_k), (int, group_m), (int, num_stages),
                            (int, num_warps), (int, matrix_instr_nonkdim), (int, operands_in_shared));
@@ -304,9 +306,9 @@ template <class W, bool GATE_UP> auto& experts_gemm_kernel() {
           auto w_ok = n_ok & (kw < K / PACK);
           auto ks = tl::expand_dims(k0 / 32 + tl::arange(0, BLOCK_K / 32), 0);
           auto s_ok = n_ok & (ks < K / 32);
-          // One dot: the weight tile at `rows` (and its scales at `s_at`) into `c`.
-          auto step = [&](const tl::f32& c, const auto& rows, const auto& s_at, auto& wbuf, auto& sbuf) {
-            auto wt = tl::load(rows + kw, w_ok, 0);
+          // One dot: the weight tile at `w_at` (and its scales at `s_at`) into `c`.
+          auto step = [&](const tl::f32& c, const auto& w_at, const auto& s_at, auto& wbuf, auto& sbuf) {
+            auto wt = tl::load(w_at + kw, w_ok, 0);
             if constexpr (is_fp4<W>) {
               auto st = tl::load(s_at + ks, s_ok, 127);
               if (SHARED) return tl::dot_scaled(x, nullptr, "bf16", tl::trans(staged(wt, wbuf)), staged(st, sbuf), w_format, c);
