@@ -1,5 +1,5 @@
 // tl's f64 math (dsl/src/math.cpp's f64 compositions: exp, exp2, log, log2, tanh, sigmoid,
-// expm1, log1p, sinh, cosh, atan, atan2, asin, acos, cbrt, clamp) against long double
+// expm1, log1p, sinh, cosh, atan, atan2, asin, acos, cbrt, erf, clamp) against long double
 // references (x87's 64-bit significand: its own error is 2^-11 of an f64 ulp): the maximum
 // error in f64 ulp on random bit patterns over each function's range, uniform values where
 // the error peaks, and the edges (+-0,
@@ -102,6 +102,7 @@ TL_FN64(atan);
 TL_FN64(asin);
 TL_FN64(acos);
 TL_FN64(cbrt);
+TL_FN64(erf);
 #undef TL_FN64
 
 // Two operands: atan2(y, x) and clamp(x, lo, hi) with lo = -y and hi = y.
@@ -234,12 +235,17 @@ TEST(MathF64, InverseTrigonometric) {
   }
 }
 
-TEST(MathF64, Exp2CbrtClamp) {
+TEST(MathF64, Exp2ErfCbrtClamp) {
   check<exp2_fn>("exp2", [](long double x) { return std::exp2(x); },
                  concat({random_bits(kRandom, 1100), uniform(kRandom, -1075, 1024), uniform(kRandom, -1, 1), edges()}),
                  1.5);
   check<cbrt_fn>("cbrt", [](long double x) { return std::cbrt(x); }, concat({random_bits(kRandom, kInf), edges()}),
                  1.0);
+  check<erf_fn>("erf", [](long double x) { return std::erf(x); },
+                concat({random_bits(kRandom, 7), uniform(kRandom, -6.5, 6.5), uniform(kRandom, -1.2, 1.2), edges()}),
+                1.5);
+  check_specials<erf_fn>("erf", {{0.0, 0.0}, {-0.0, -0.0}, {6.5, 1.0}, {-30.0, -1.0}, {kInf, 1.0}, {-kInf, -1.0},
+                                 {kNaN, kNaN}});
   check_specials<exp2_fn>("exp2", {{0.0, 1.0}, {-0.0, 1.0}, {10.0, 1024.0}, {-1074.0, 0x1p-1074}, {1024.0, kInf},
                                    {-1076.0, 0.0}, {kInf, kInf}, {-kInf, 0.0}, {kNaN, kNaN}});
   check_specials<cbrt_fn>("cbrt", {{0.0, 0.0}, {-0.0, -0.0}, {27.0, 3.0}, {-8.0, -2.0}, {0x1p-1074, 0x1p-358},
@@ -262,7 +268,7 @@ auto& every_f64() {
     auto v = tl::load(x + i);
     tl::f64 r = tl::exp(v) + tl::log(v) + tl::log2(v) + tl::tanh(v) + tl::sigmoid(v);
     r = r + tl::expm1(v) + tl::log1p(v) + tl::sinh(v) + tl::cosh(v) + tl::exp2(v) + tl::atan(v) + tl::atan2(v, r);
-    tl::store(out + i, r + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::clamp(v, -1.0, r));
+    tl::store(out + i, r + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::clamp(v, -1.0, r) + tl::erf(v));
   });
   return k;
 }

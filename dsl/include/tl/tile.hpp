@@ -577,8 +577,8 @@ TL_UNARY_FN(rsqrt, rsqrt)
 TL_UNARY_FN(abs, abs)
 TL_PRECISE_FN(sin)
 TL_PRECISE_FN(cos)
+TL_PRECISE_FN(erf)  // (f64: precise_math's)
 #undef TL_PRECISE_FN
-TL_UNARY_FN(erf, erf)
 TL_UNARY_FN(floor, floor)
 TL_UNARY_FN(ceil, ceil)
 #undef TL_UNARY_FN
