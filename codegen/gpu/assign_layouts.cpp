@@ -64,6 +64,24 @@ int access_width(const passes::AxisAnalysis& axis, const Layout& l, const ir::Va
   return std::max(1, v);
 }
 
+// `l` with the register bits holding the first coordinate bits of `like`'s fastest dim (its
+// register bit 0's) moved to the front, in order, the others after them as they were.
+Layout contiguous_registers_first(const Layout& l, const Layout& like) {
+  if (like.reg.empty() || like.reg[0] == 0 || (like.reg[0] & (like.reg[0] - 1)) != 0) return l;
+  const int off = dim_offset(l.shape, dim_of_bit(l.shape, __builtin_ctz(like.reg[0])));
+  std::vector<uint32_t> front, rest = l.reg;
+  for (int j = 0;; ++j) {
+    auto it = std::find(rest.begin(), rest.end(), uint32_t(1) << (off + j));
+    if (it == rest.end()) break;
+    front.push_back(*it);
+    rest.erase(it);
+  }
+  Layout out = l;
+  out.reg = front;
+  out.reg.insert(out.reg.end(), rest.begin(), rest.end());
+  return out;
+}
+
 // ------------------------------------------------------------------ the plan being made
 
 // What the planner has decided so far; written into the IR when it is done.
@@ -514,10 +532,18 @@ class LayoutPlanner {
     Layout own_anchor = anchor(o);
     Layout chosen = own_anchor;
     if (!lazy(val)) {
-      const Layout own = plan_.of(val);
-      auto available = [&](const ir::Value* v) {
-        return !v || v->type.is_scalar() || lazy(v) || plan_.of(v) == own;
-      };
+      Layout own = plan_.of(val);
+      auto index_math = [&](const ir::Value* v) { return !v || v->type.is_scalar() || lazy(v); };
+      // The value's registers reordered so that those running along the store's fastest
+      // dim come first, where that widens its accesses: a register-only conversion, nothing
+      // moves between threads (a join's result holds the joined 2 in register bit 0: a dot
+      // accumulator's halves split and joined back, or interleaved, are the accumulator's
+      // registers in another order, stored as it is).
+      if (Layout r = contiguous_registers_first(own, own_anchor);
+          !(r == own) && index_math(ptr) && index_math(mask) &&
+          access_width(axis_, r, ptr, mask) > access_width(axis_, own, ptr, mask))
+        own = r;
+      auto available = [&](const ir::Value* v) { return index_math(v) || plan_.of(v) == own; };
       if (!(own == own_anchor) && available(ptr) && available(mask)) {
         int own_width = access_width(axis_, own, ptr, mask), anchor_width = access_width(axis_, own_anchor, ptr, mask);
         bool small = own.numel() <= int64_t(threads_);
@@ -527,7 +553,7 @@ class LayoutPlanner {
         // tile would take 64 KiB of shared memory and two barriers.
         bool from_dot = std::any_of(plan_.dots_.begin(), plan_.dots_.end(),
                                     [&](const auto& d) { return d.second.acc == own; }) ||
-                        from_accumulator(val, 8);
+                        from_accumulator(val, 16);  // (split, scaled, joined back: 9 ops deep)
         bool wide_enough = own_width >= anchor_width ||
                            (from_dot && own_width * byte_width(val->type.dtype) >= 4);
         if ((own_width > 1 || small) && wide_enough) chosen = own;

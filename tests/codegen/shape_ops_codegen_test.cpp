@@ -50,6 +50,29 @@ std::unique_ptr<ir::Function> matmul_epilogue(bool subtile, int BM, int BN, int 
   });
 }
 
+// The same loop, the accumulator's column halves (tutorial 09's reshape, permute and
+// split) scaled apart, then put back together: `join` (the permute and reshape undone: the
+// whole tile again) or `interleave` (the halves' columns alternating).
+std::unique_ptr<ir::Function> matmul_halves_rejoined(bool interleave, int BM, int BN, int BK) {
+  return trace(interleave ? "halves_interleaved" : "halves_joined", [&](detail::Trace& t) {
+    auto a = ptr_arg<ty::f16>(t, "a", true);
+    auto b = ptr_arg<ty::f16>(t, "b", true);
+    auto c = ptr_arg<ty::f16>(t, "c", true);
+    auto K = scalar_arg<ty::i32>(t, "K", true);
+    auto N = scalar_arg<ty::i32>(t, "N", true);
+    auto acc = tl::zeros<ty::f32>({BM, BN});
+    for (auto k : tl::range(0, K, BK, tl::num_stages(2))) {
+      auto at = tl::load(a + offsets2(BM, BK, K) + k);
+      auto bt = tl::load(b + offsets2(BK, BN, N) + k * N);
+      acc = tl::dot(at, bt, acc);
+    }
+    auto [h0, h1] = tl::split(tl::trans(tl::reshape(acc, {BM, 2, BN / 2}), {0, 2, 1}));
+    h0 = h0 * 2.0f, h1 = h1 * 3.0f;
+    auto whole = interleave ? tl::interleave(h0, h1) : tl::reshape(tl::trans(tl::join(h0, h1), {0, 2, 1}), {BM, BN});
+    tl::store(c + offsets2(BM, BN, N), whole.to<ty::f16>());
+  });
+}
+
 std::string ptx(const codegen::CodeObject& co) { return std::string(co.binary.begin(), co.binary.end()); }
 
 int lds_accesses(const std::string& dis) { return count(dis, "ds_write") + count(dis, "ds_read") + count(dis, "ds_store") + count(dis, "ds_load"); }
@@ -91,6 +114,29 @@ TEST(ShapeOpsCodegen, AmdEpilogueSubtileMovesNoMoreDataThanTheWholeTile) {
     EXPECT_LE(count(cs.tile_ir, "convert_layout"), count(cw.tile_ir, "convert_layout")) << arch << "\n" << cs.tile_ir;
     EXPECT_EQ(cs.report.at("spill_vgpr"), 0) << arch;
     EXPECT_LE(cs.report.at("vgpr"), cw.report.at("vgpr") + 8) << arch;
+  }
+}
+
+// split, join and interleave of a dot's accumulator move no data on gfx942 and gfx950
+// (Triton's layouts move none: the halves' 2 is an MFMA register bit, join puts it back in
+// one, interleave's in register bit 0): the accumulator split apart and joined back, or
+// interleaved, is stored with exactly the LDS accesses and layout conversions of the
+// whole-tile epilogue, and no conversion lies between the dot and the store.
+TEST(ShapeOpsCodegen, AmdSplitJoinInterleaveOfAnAccumulatorMoveNoData) {
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    auto whole = tltest::compile_for(arch, *matmul_epilogue(false, 128, 128, 32));
+    const int whole_lds = lds_accesses(amd::disassemble(whole.binary));
+    for (bool interleave : {false, true}) {
+      auto co = tltest::compile_for(arch, *matmul_halves_rejoined(interleave, 128, 128, 32));
+      const std::string why = std::string(arch) + (interleave ? " interleave\n" : " join\n") + co.tile_ir;
+      EXPECT_EQ(lds_accesses(amd::disassemble(co.binary)), whole_lds) << why;
+      EXPECT_EQ(co.report.at("lds_bytes"), whole.report.at("lds_bytes")) << why;
+      // (a register-only conversion may reorder the joined registers for the store)
+      EXPECT_EQ(count(co.tile_ir, "convert_layout path=shared"), count(whole.tile_ir, "convert_layout path=shared"))
+          << why;
+      EXPECT_EQ(co.report.at("conversions_shared"), whole.report.at("conversions_shared")) << why;
+      EXPECT_EQ(co.report.at("spill_vgpr"), 0) << why;
+    }
   }
 }
 
