@@ -183,6 +183,8 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   }
   gpu::allocate_shared_memory(g, t, remarks);
   dump("shared-memory allocation", g);
+  gpu::insert_shared_barriers(g, t);
+  dump("shared-memory barrier insertion", g);
   paths = gpu::conversion_path_counts(g);
   ir::verify(g);
   return planned;

@@ -6,8 +6,7 @@
 // new layout gives it, with barriers around the exchange, at the offsets of the encoding
 // plan_shared_encodings recorded on the op (shared_encoding.hpp).
 // The shared memory: the user's buffers and the scratch region every conversion reuses,
-// where allocate_shared_memory put them (Operation::smem); barrier state and alias scopes
-// per buffer.
+// where allocate_shared_memory put them (Operation::smem); alias scopes per buffer.
 #include <fmt/format.h>
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/GlobalVariable.h>
@@ -24,26 +23,12 @@ namespace tl::gpu {
 void Lowerer::smem_setup() {
   smem_plan_ = recorded_shared_memory(f_, hooks_.capabilities());
   ir::walk(const_cast<ir::Block&>(f_.body), [&](ir::Operation& op) { has_copies_ |= op.op == Op::global_load_to_shared; });
-  const auto& bufs = smem_plan_.buffers;
-  size_t n = bufs.size() + 1;  // the users' buffers, then the scratch region
-  smem_pending_.assign(n, 0);
-  smem_overlaps_.assign(n, {});
-  for (size_t i = 0; i < bufs.size(); ++i)
-    for (size_t j = 0; j < bufs.size(); ++j)
-      if (i != j && bufs[i].shares_bytes_with(bufs[j])) smem_overlaps_[i].push_back(int(j));
-  // The scratch region may share the bytes of buffers not live where it is used (the
-  // allocator's scratch_offset).
-  for (size_t j = 0; j < bufs.size(); ++j)
-    if (smem_plan_.scratch_bytes && bufs[j].offset < smem_plan_.scratch_offset + smem_plan_.scratch_bytes &&
-        bufs[j].offset + bufs[j].bytes > smem_plan_.scratch_offset) {
-      smem_overlaps_[j].push_back(int(bufs.size()));
-      smem_overlaps_[bufs.size()].push_back(int(j));
-    }
+  size_t n = smem_plan_.buffers.size() + 1;  // the users' buffers, then the scratch region
   // One alias scope per buffer in one domain: an access carries its buffer's scope and
   // `noalias` of every other, so LLVM (and the AMDGPU backend's SIInsertWaitcnts, which
   // asks alias analysis whether an LDS read may depend on an earlier LDS DMA) knows that
   // accesses to different buffers are independent. Buffers sharing bytes are never
-  // live together, and their accesses are separated by a barrier (smem_before_write),
+  // live together, and their accesses are separated by a barrier (insert_shared_barriers),
   // which orders memory whatever the metadata says.
   llvm::MDBuilder mdb(ctx_);
   llvm::MDNode* domain = mdb.createAnonymousAliasScopeDomain("tl.shared");
@@ -98,9 +83,13 @@ llvm::GlobalVariable* placeholder(llvm::Module& m, llvm::IRBuilderBase& b, unsig
 }  // namespace
 
 llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset) {
+  const ir::Operation* op = lowering_op_;
+  return smem_ptr(byte_offset, op && op->smem && op->op != Op::shared_alloc ? op->smem->offset : smem_plan_.scratch_offset);
+}
+
+llvm::Value* Lowerer::smem_ptr(llvm::Value* byte_offset, int64_t base) {
   if (!smem_) smem_ = placeholder(m_, b, hooks_.shared_address_space());
-  if (int64_t base = smem_plan_.scratch_offset)
-    byte_offset = b.CreateAdd(byte_offset, b.getInt32(uint32_t(base)), "", true, true);
+  if (base) byte_offset = b.CreateAdd(byte_offset, b.getInt32(uint32_t(base)), "", true, true);
   return b.CreateGEP(b.getInt8Ty(), smem_, byte_offset);
 }
 
@@ -159,20 +148,18 @@ void Lowerer::smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int b
   if (others) st->setMetadata(llvm::LLVMContext::MD_noalias, others);
 }
 
-void Lowerer::smem_before_write(int buffer, bool reads_ordered) {
-  int id = smem_id(buffer);
-  bool wait = !reads_ordered && (smem_pending_[size_t(id)] & kPendingReads);
-  for (int j : smem_overlaps_[size_t(id)]) wait |= smem_pending_[size_t(j)] != 0;
-  if (wait) barrier();
+void Lowerer::scratch_write_begins() {
+  if (deferred_barrier_ || exchanged_op_ == lowering_op_) barrier();
+  exchanged_op_ = lowering_op_;
 }
 
 void Lowerer::barrier(bool user) {
+  deferred_barrier_ = false;
   // With direct-to-shared copies in the kernel, the compiler's barriers order shared
   // memory only, so that they do not wait for the copies an async_wait left in flight.
   // (Kernels without copies keep the fenced barrier: their code is unchanged.)
   if (!user && has_copies_) hooks_.shared_barrier(b);
   else hooks_.barrier(b);
-  std::fill(smem_pending_.begin(), smem_pending_.end(), 0);
 }
 
 namespace {
@@ -238,11 +225,11 @@ Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, c
   const LinearMap offsets = shared_offsets(from.shape, enc);
   Values mem;
   for (llvm::Value* x : v) mem.push_back(to_mem(x, t));
-  smem_before_write();
+  scratch_write_begins();
   smem_store_tile(mem, compose(offsets, from, from.shape), ty, 0, shared_access_group(from, enc, int(eb)),
                   enc.padding);
   barrier();
-  Exchange x{to, {}, ty, t, 0, transposed_read, enc.padding};
+  Exchange x{to, {}, ty, t, 0, transposed_read, enc.padding, lowering_op_->smem->offset};
   if (transposed_read) {
     // One read fills 8 bytes of registers of `to`, its lanes addressing through the layout
     // transposed_read_layout gives (plan_shared_encodings checked it applies).
@@ -264,7 +251,7 @@ void Lowerer::exchange_read(const Exchange& x, int first, int count, Values& out
   for (int r = first / g * g; r < last; r += g) {
     if ((r & dup) || out[size_t(r)]) continue;
     llvm::Value* idx = padded_element_index(x.addr, r, x.pad);
-    llvm::Value* p = smem_ptr(b.CreateMul(idx, b.getInt32(eb), "", true, true));
+    llvm::Value* p = smem_ptr(b.CreateMul(idx, b.getInt32(eb), "", true, true), x.base);
     llvm::Value* vec;
     if (x.transposed) {
       vec = hooks_.load_shared_transposed(b, p, int(8 * eb));
@@ -310,7 +297,6 @@ Values Lowerer::convert(const Values& v, const Layout& from, const Layout& to, D
   Exchange x = exchange_write(v, from, to, t, *enc, transposed_read);
   Values out(size_t(to.num_regs()));
   exchange_read(x, 0, to.num_regs(), out);
-  smem_after_read();
   return out;
 }
 
@@ -325,11 +311,10 @@ Values Lowerer::broadcast_from_owners(const Values& v, const Layout& l, DType t)
   smem_check_scratch(std::max<int64_t>(1, l.numel()) * eb);
   Values mem;
   for (llvm::Value* x : out) mem.push_back(to_mem(x, t));
-  smem_before_write();
+  scratch_write_begins();
   if_then(owner, [&] { smem_store_tile(mem, l, ty); });
   barrier();
   Values res = smem_load_tile(l, ty);
-  smem_after_read();
   for (auto& x : res) x = from_mem(x, t);
   return res;
 }

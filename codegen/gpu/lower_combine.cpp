@@ -136,7 +136,7 @@ bool scan_tuple_by_bits(Lowerer& L, const Layout& l, int axis, const std::vector
       };
       std::map<uint32_t, int> rep;
       for (int r = 0; r < l.num_regs(); ++r) rep.emplace(block_of(r), r);
-      L.smem_before_write();
+      L.scratch_write_begins();
       std::map<uint32_t, llvm::Value*> idx;
       for (auto [blk, r] : rep) {
         idx[blk] = L.element_index(l, r);
@@ -152,7 +152,6 @@ bool scan_tuple_by_bits(Lowerer& L, const Layout& l, int axis, const std::vector
           other.push_back(L.smem_load(parts.types[c], part_ptr(L, parts, c, slot), parts.bytes[c]));
         joined[blk] = join(T[size_t(r)], other);
       }
-      L.smem_after_read();
     }
     carry_mask = ~(((1u << k) - 1) << off);
     std::map<uint32_t, Carry> grown;
@@ -247,7 +246,7 @@ void Lowerer::lower_combine_reduce(const ir::Operation& op) {
       wk = wk ? b.CreateOr(wk, bit) : bit;
     }
     llvm::Value* slot_base = b.CreateMul(wk, b.getInt32(uint32_t(n_out)));
-    smem_before_write();
+    scratch_write_begins();
     if_then(owner_predicate(out_l, /*ignore_warp_copies=*/true), [&] {
       for (size_t j = 0; j < acc.size(); ++j) {
         llvm::Value* slot = b.CreateAdd(slot_base, element_index(out_l, int(j)));
@@ -266,7 +265,6 @@ void Lowerer::lower_combine_reduce(const ir::Operation& op) {
       }
       acc[j] = a;
     }
-    smem_after_read();
   }
   for (size_t k = 0; k < n; ++k) {
     Values out;
@@ -332,7 +330,7 @@ void Lowerer::lower_combine_scan(const ir::Operation& op) {
         smem_store_tile(x, l, parts.types[k], parts.base[k] / parts.bytes[k] + half * numel);
       }
     };
-    smem_before_write();
+    scratch_write_begins();
     store_all(0);
     barrier();
     int cur = 0;
@@ -353,7 +351,6 @@ void Lowerer::lower_combine_scan(const ir::Operation& op) {
       store_all(cur);
       barrier();
     }
-    smem_after_read();
   }
   for (size_t k = 0; k < n; ++k) {
     Values out;

@@ -202,9 +202,10 @@ class Lowerer {
   // Shared memory is one array (`tl_shared`): the user's buffers (shared_alloc) where the
   // allocator put them (shared_memory.hpp), then one scratch region that every layout
   // conversion and cross-warp reduction reuses, sized by the largest. A buffer id is the
-  // plan's index of a user buffer, or kScratch. Each buffer has its own barrier state
-  // and alias scope, so that a write to one never waits for, nor is ordered by LLVM
-  // against, the accesses of another it shares no bytes with.
+  // plan's index of a user buffer, or kScratch. Each buffer has its own alias scope, so
+  // that LLVM does not order an access to one against the accesses of another. The
+  // barriers between ops are the IR's (insert_barriers, insert_shared_barriers); an op's
+  // lowering orders only its own accesses (its scratch write before its read).
   static constexpr int kScratch = -1;
   // An access to one of several user buffers (a loop or branch picks which): no scope.
   static constexpr int kUnknownBuffer = -2;
@@ -212,8 +213,11 @@ class Lowerer {
   // The op lower_block is lowering (smem_check_scratch checks its scratch against the
   // slice the allocator gave it).
   const ir::Operation* lowering_op_ = nullptr;
-  // A pointer into the scratch region at `byte_offset`; the base of user buffer `buffer`.
+  // A pointer at `byte_offset` into the scratch slice of the op being lowered (its
+  // Operation::smem: uses alternate between slots), or into the slice at `base`; the base
+  // of user buffer `buffer`.
   llvm::Value* smem_ptr(llvm::Value* byte_offset);
+  llvm::Value* smem_ptr(llvm::Value* byte_offset, int64_t base);
   llvm::Value* smem_buffer_base(int buffer);
   // The op being lowered exchanges `bytes` through the scratch region: a tl bug unless
   // allocate_shared_memory gave it that many (Operation::smem, scratch_bytes).
@@ -232,16 +236,15 @@ class Lowerer {
   // relaxed: a store no copy in flight writes to (the fill of a masked-off chunk of a
   // copy): LLVM need not wait for the buffer's copies before it.
   void smem_store(llvm::Value* v, llvm::Value* ptr, unsigned align, int buffer = kScratch, bool relaxed = false);
-  // Call before writing a buffer: a barrier if its earlier reads, or any access to a
-  // buffer sharing its bytes (one whose live range has ended), may still be pending.
-  // `reads_ordered`: this buffer's own pending reads need no barrier (the IR says so: the
-  // pipeliner's copy into the stage the previous iteration read, kCopyIntoLastReadStage).
-  void smem_before_write(int buffer = kScratch, bool reads_ordered = false);
-  // Call after a buffer's writes / the reads of a use (the next write needs a barrier).
-  void smem_after_write(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingWrites; }
-  void smem_after_read(int buffer = kScratch) { smem_pending_[smem_id(buffer)] |= kPendingReads; }
-  // A barrier orders every thread's shared-memory accesses: nothing is pending after it.
+  // A barrier: the IR's (Op::barrier), or one inside an op's exchange through scratch.
   void barrier(bool user = false);
+  // Called where an op's exchange through scratch starts writing: emits the barrier the IR
+  // put right before the op (lower_block defers it to here, past the op's register and
+  // shuffle work, which touches no shared memory), and, for the op's second and later
+  // exchanges, one after the earlier ones' reads.
+  void scratch_write_begins();
+  bool deferred_barrier_ = false;
+  const ir::Operation* exchanged_op_ = nullptr;  // the op that last wrote scratch
   bool has_copies_ = false;  // the kernel has a global_load_to_shared
   // Writes each thread's registers of `l` to the scratch region at their flat index
   // (vectorized), and reads back the elements `to` wants.
@@ -264,6 +267,7 @@ class Lowerer {
     int group = 1;  // registers a read
     bool transposed = false;
     Padding pad;  // the encoding's padding (addr: the offsets before it)
+    int64_t base = 0;  // the writing op's scratch slice (a dot may read it: kConversionReadByDot)
   };
   Exchange exchange_write(const Values& v, const Layout& from, const Layout& to, DType t,
                           const ir::SharedEncoding& enc, bool transposed_read);
@@ -330,14 +334,10 @@ class Lowerer {
   llvm::BasicBlock* entry_ = nullptr;
   llvm::Value *tid_ = nullptr, *lane_ = nullptr, *warp_ = nullptr;
   // ---- shared memory state (convert_layout.cpp)
-  enum : uint8_t { kPendingReads = 1, kPendingWrites = 2 };
   int smem_id(int buffer) const { return buffer == kScratch ? int(smem_plan_.buffers.size()) : buffer; }
   SharedMemoryPlan smem_plan_;
   llvm::GlobalVariable* smem_ = nullptr;
-  // Per buffer id (users, then the scratch): accesses since the last barrier
-  // (kPending*), the other buffers sharing its bytes, its alias scope and the others'.
-  std::vector<uint8_t> smem_pending_;
-  std::vector<std::vector<int>> smem_overlaps_;
+  // Per buffer id (users, then the scratch): its alias scope and the others'.
   std::vector<llvm::MDNode*> smem_scope_, smem_noalias_;
   // Per user buffer: the scope of its direct-to-shared copies, what they do not alias,
   // and what a relaxed read of it does not alias (its plain noalias plus its copies).

@@ -443,14 +443,13 @@ void Lowerer::lower_move_op(const ir::Operation& op) {
       llvm::Type* ty = in[0]->getType();
       const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
       smem_check_scratch(l.numel() * eb);
-      smem_before_write();
+      scratch_write_begins();
       smem_store_tile(in, l, ty, 0);
       barrier();
       for (int r = 0; r < l.num_regs(); ++r) {
         llvm::Value* idx = b.CreateXor(element_index(l, r), b.getInt32(c));
         out.push_back(smem_load(ty, smem_ptr(b.CreateMul(idx, b.getInt32(eb))), eb));
       }
-      smem_after_read();
       return set_natural(res, Regs{l, std::move(out)});
     }
     case Op::gather: {
@@ -470,7 +469,7 @@ void Lowerer::lower_move_op(const ir::Operation& op) {
       const uint32_t n = uint32_t(s[size_t(ax)]);
       const int rbits = off + log2_exact(res->type.shape[size_t(ax)]), sbits = off + log2_exact(n);
       smem_check_scratch(sl.numel() * eb);
-      smem_before_write();
+      scratch_write_begins();
       smem_store_tile(in, sl, ty, 0);
       barrier();
       Values out;
@@ -482,7 +481,6 @@ void Lowerer::lower_move_op(const ir::Operation& op) {
                                                   b.CreateAnd(e, (1u << off) - 1)));
         out.push_back(smem_load(ty, smem_ptr(b.CreateMul(flat, b.getInt32(eb))), eb));
       }
-      smem_after_read();
       return set_natural(res, Regs{l, std::move(out)});
     }
     default:

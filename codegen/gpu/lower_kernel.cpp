@@ -238,12 +238,21 @@ llvm::Value* Lowerer::if_then_value(llvm::Value* cond, const std::function<llvm:
 // ------------------------------------------------------------------ ops and regions
 
 void Lowerer::lower_block(const ir::Block& blk) {
-  for (auto& op : blk.ops) {
-    if (op->op == Op::yield) continue;
+  for (size_t i = 0; i < blk.ops.size(); ++i) {
+    const ir::Operation& op = *blk.ops[i];
+    if (op.op == Op::yield) continue;
+    // A compiler's barrier right before an exchange through scratch (insert_shared_barriers
+    // puts it there for the exchange's writes) waits where those writes begin.
+    if (op.op == Op::barrier && op.i0 != 0 && i + 1 < blk.ops.size() && blk.ops[i + 1]->smem &&
+        blk.ops[i + 1]->op != Op::shared_alloc) {
+      deferred_barrier_ = true;
+      continue;
+    }
     const ir::Operation* outer = lowering_op_;
-    lowering_op_ = op.get();
-    lower_op(*op);
+    lowering_op_ = &op;
+    lower_op(op);
     lowering_op_ = outer;
+    if (deferred_barrier_) barrier();  // (an exchange whose lowering wrote no scratch after all)
   }
 }
 
@@ -267,7 +276,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
       // VGPRs without the llvm.assume calls, 290 with them), as the assumed comparisons
       // and their operands are kept alive to the end of the kernel. (The CPU passes them on.)
       return;
-    case Op::barrier: return barrier(op.i0 == 0);  // (nothing is pending after it)
+    case Op::barrier: return barrier(op.i0 == 0);
     case Op::shared_alloc: return lower_shared_alloc(op);
     case Op::shared_load: return lower_shared_load(op);
     case Op::shared_store: return lower_shared_store(op);
@@ -388,8 +397,6 @@ void Lowerer::lower_for(const ir::Operation& op) {
     if (held_as_scalar(arg->type)) scalars_[arg] = vals[0];
     else natural_[arg] = Regs{layouts[i], vals};
   }
-  std::vector<uint8_t> pending_before = smem_pending_;
-  for (auto& p : smem_pending_) p |= kPendingReads;  // the previous iteration's reads, per buffer
   std::vector<Values> yields = lower_region(body, layouts);
   // nsw: the back edge is taken only where it did not wrap (loop_continues tests that
   // without reading it), so LLVM may widen and fold the induction variable freely.
@@ -399,7 +406,6 @@ void Lowerer::lower_for(const ir::Operation& op) {
   iv->addIncoming(next, latch);
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
-  for (size_t k = 0; k < smem_pending_.size(); ++k) smem_pending_[k] |= pending_before[k];
 
   b.SetInsertPoint(exit);
   for (size_t i = 0; i < n; ++i) {
@@ -456,11 +462,8 @@ void Lowerer::lower_while(const ir::Operation& op) {
     }
     bind(before.args[i].get(), i, vals);
   }
-  std::vector<uint8_t> pending_before = smem_pending_;
-  for (auto& p : smem_pending_) p |= kPendingReads;  // the previous iteration's reads, per buffer
   std::vector<Values> passed = lower_region(before, layouts, /*first=*/1);
   llvm::Value* go_on = scalar(before.terminator()->operands[0]);
-  std::vector<uint8_t> pending_at_exit = smem_pending_;
   b.CreateCondBr(go_on, body, exit);
 
   b.SetInsertPoint(body);
@@ -470,8 +473,6 @@ void Lowerer::lower_while(const ir::Operation& op) {
   b.CreateBr(head);
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
-  // Leaving from the condition region of any round: whatever any point of the loop left pending.
-  for (size_t k = 0; k < smem_pending_.size(); ++k) smem_pending_[k] |= pending_before[k] | pending_at_exit[k];
 
   b.SetInsertPoint(exit);
   for (size_t i = 0; i < n; ++i) bind(op.result(int(i)), i, passed[i]);  // (its one predecessor is while.cond's end)
@@ -487,17 +488,13 @@ void Lowerer::lower_if(const ir::Operation& op) {
   auto* else_bb = llvm::BasicBlock::Create(ctx_, "if.else", fn_);
   auto* merge = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
   b.CreateCondBr(cond, then_bb, else_bb);
-  std::vector<uint8_t> pending_before = smem_pending_, pending_after(smem_pending_.size(), 0);
   std::vector<std::pair<llvm::BasicBlock*, std::vector<Values>>> arms;
   for (int k = 0; k < 2; ++k) {
     b.SetInsertPoint(k == 0 ? then_bb : else_bb);
-    smem_pending_ = pending_before;
     std::vector<Values> vals = lower_region(*op.regions[k], layouts);
     arms.emplace_back(b.GetInsertBlock(), std::move(vals));
     b.CreateBr(merge);
-    for (size_t k = 0; k < smem_pending_.size(); ++k) pending_after[k] |= smem_pending_[k];
   }
-  smem_pending_ = pending_after;
   b.SetInsertPoint(merge);
   for (size_t i = 0; i < n; ++i) {
     Values vals;

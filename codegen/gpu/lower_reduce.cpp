@@ -152,7 +152,7 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
       wk = wk ? b.CreateOr(wk, bit) : bit;
     }
     llvm::Value* slot_base = b.CreateMul(wk, b.getInt32(uint32_t(n_out)));
-    smem_before_write();
+    scratch_write_begins();
     if_then(owner_predicate(out_l, /*ignore_warp_copies=*/true), [&] {
       for (size_t j = 0; j < acc.size(); ++j) {
         llvm::Value* slot = b.CreateAdd(slot_base, element_index(out_l, int(j)));
@@ -175,7 +175,6 @@ void Lowerer::lower_reduce(const ir::Operation& op) {
       }
       acc[j] = a;
     }
-    smem_after_read();
   }
   Values out;
   for (Acc& a : acc) out.push_back(arg ? a.i : cast(a.v, at, op.result()->type.dtype));
@@ -273,7 +272,7 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Reduce
       };
       std::map<uint32_t, int> rep;  // block -> its first register
       for (int r = 0; r < l.num_regs(); ++r) rep.emplace(block_of(r), r);
-      L.smem_before_write();
+      L.scratch_write_begins();
       std::map<uint32_t, llvm::Value*> idx;
       for (auto [blk, r] : rep) {
         idx[blk] = L.element_index(l, r);
@@ -285,7 +284,6 @@ static bool scan_by_bits(Lowerer& L, const Layout& l, int axis, DType at, Reduce
         llvm::Value* other = L.smem_load(ty, L.smem_ptr(slot_of(idx[blk], true)), eb);
         joined[blk] = {other, b.CreateSelect(is_hi, add(other, t), add(t, other))};
       }
-      L.smem_after_read();
     }
     // Blocks only grow: a carry's block (key at an earlier level) lies inside this level's.
     carry_mask = ~(((1u << k) - 1) << off);
@@ -351,7 +349,7 @@ void Lowerer::lower_scan(const ir::Operation& op) {
     unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
     int64_t numel = l.numel();
     smem_check_scratch(2 * numel * eb);
-    smem_before_write();
+    scratch_write_begins();
     smem_store_tile(vals, l, ty, 0);
     barrier();
     int cur = 0;
@@ -371,7 +369,6 @@ void Lowerer::lower_scan(const ir::Operation& op) {
       smem_store_tile(vals, l, ty, cur * numel);
       barrier();
     }
-    smem_after_read();
   }
   Values out;
   for (llvm::Value* x : vals) out.push_back(cast(x, at, t));

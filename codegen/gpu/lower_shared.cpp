@@ -7,9 +7,9 @@
 // vector contiguous and spreads the vectors one 8-lane phase touches over distinct banks.
 //
 // Ordering between threads is the IR's business: codegen/passes/insert_barriers.cpp put
-// an Op::barrier wherever one access of a buffer may conflict with another's. The
-// per-buffer state here (smem_before_write) only adds the barrier the IR cannot know
-// about: a buffer the allocator placed in bytes an earlier, dead buffer used.
+// an Op::barrier wherever one access of a buffer may conflict with another's, and
+// insert_shared_barriers wherever bytes the allocator gave two buffers (or a buffer and
+// the scratch) may.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -69,9 +69,6 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
   // The value where it already lives (a store takes any layout: the offsets follow it).
   Layout l = is_lazy(v) ? preferred_layout(v) : natural(v).layout;
   Values regs = get(v, l);
-  auto ids = smem_plan_.buffers_of.find(op.operands[0]);
-  if (ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) smem_before_write(id);
   StageAccess a = stage_access(op, l, t);
   uint32_t dup = l.duplicate_reg_mask();
   for (int r = 0; r < l.num_regs(); r += a.group) {
@@ -79,8 +76,6 @@ void Lowerer::lower_shared_store(const ir::Operation& op) {
     llvm::Value* p = b.CreateGEP(a.ty, a.base, element_index(a.offsets, r));
     smem_store(pack_for_memory(regs, r, a.group, t), p, a.eb * unsigned(a.group), a.buffer);
   }
-  if (ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) smem_after_write(id);
 }
 
 namespace {
@@ -272,9 +267,6 @@ void Lowerer::lower_shared_load(const ir::Operation& op) {
   Values out(size_t(l.num_regs()));
   read_stage_registers(op, l, 0, l.num_regs(), out);
   for (auto& x : out) x = from_mem(x, t);
-  auto ids = smem_plan_.buffers_of.find(op.operands[0]);
-  if (ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) smem_after_read(id);
   set_natural(res, Regs{l, std::move(out)});
 }
 
@@ -409,9 +401,6 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   Values others = other ? get(other, l) : Values{};
   Layout offsets = compose(st.offsets, l, bt.shape);
   int buffer = smem_buffer_of(op.operands[0]);
-  auto ids = smem_plan_.buffers_of.find(op.operands[0]);
-  if (ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) smem_before_write(id, op.i0 == ir::kCopyIntoLastReadStage);
   llvm::Value* base = shared_stage_base(op, unsigned(eb));
   llvm::Function* fn = b.GetInsertBlock()->getParent();
   // A tile with fewer chunks than the program has lanes is held by several warps at once
@@ -476,8 +465,6 @@ void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
   };
   if_then(owner, copy_chunks);
   hooks_.commit_copies(b);
-  if (ids != smem_plan_.buffers_of.end())
-    for (int id : ids->second) smem_after_write(id);
 }
 
 }  // namespace tl::gpu

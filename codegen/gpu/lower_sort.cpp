@@ -193,11 +193,9 @@ void Lowerer::lower_sort(const ir::Operation& op) {
       }
       return;
     }
-    // The previous exchange's reads first (the op's first exchange is ordered by
-    // insert_shared_barriers).
-    if (reserved) barrier();
-    else smem_check_scratch(pay_base * 4 + (pair ? l.numel() * 4 : 0));
+    if (!reserved) smem_check_scratch(pay_base * 4 + (pair ? l.numel() * 4 : 0));
     reserved = true;
+    scratch_write_begins();
     smem_store_tile(key, l, kty, 0);  // (registers a halving used up too: no one reads them)
     if (pair) smem_store_tile(pay, l, b.getInt32Ty(), pay_base);
     barrier();
@@ -327,6 +325,7 @@ void Lowerer::lower_histogram(const ir::Operation& op) {
   const Layout& out_l = plan_.of(op.result());
   const int64_t bins = op.result()->type.shape[0];
   smem_check_scratch(bins * 4);
+  scratch_write_begins();
   for (int64_t i = 0; i < bins; i += threads_) {
     llvm::Value* bin = b.CreateAdd(thread_id(), b.getInt32(uint32_t(i)));
     if_then(bins - i < threads_ ? b.CreateICmpULT(bin, b.getInt32(uint32_t(bins))) : nullptr,

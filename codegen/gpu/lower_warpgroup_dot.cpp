@@ -109,11 +109,6 @@ void Lowerer::lower_warpgroup_dot(const ir::Operation& op, const DotPlan& p) {
     }
   hooks_.warpgroup_commit(b);
   if (op.i1 != ir::kAsyncDot) c = hooks_.warpgroup_wait(b, 0, c);
-  for (const Operand* o : {&A, &B}) {
-    if (!o->m.read) continue;  // A from registers
-    if (auto ids = smem_plan_.buffers_of.find(o->m.read->operands[0]); ids != smem_plan_.buffers_of.end())
-      for (int id : ids->second) smem_after_read(id);
-  }
   info_.uses_matrix_instructions = true;
   set_natural(op.result(), Regs{p.acc, std::move(c)});
 }

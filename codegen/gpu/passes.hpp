@@ -27,6 +27,8 @@
 //                              flight (vmcnt)
 //   allocate_shared_memory     every buffer's and every scratch use's bytes of shared
 //                              memory (Operation::smem)
+//   insert_shared_barriers     the barriers those bytes need beyond the tile IR's
+//                              (Triton's Membar), and sm_90's async-proxy fences
 // Private to codegen.
 #pragma once
 
@@ -117,8 +119,7 @@ void plan_exchange_encoding(ir::Operation& conv, const PlanTarget& t);
 // Warpgroup dots in a pipelined loop whose buffers have a stage to spare (the pipeliner
 // gave them num_stages + 1) run asynchronously: marked ir::kAsyncDot, followed by a
 // dot_wait leaving one group in flight (Triton's wait(1)), and waited for fully after the
-// loop. Every warpgroup dot's shared operands get a fence_async_shared after the writes
-// before the barrier it waits at (the async proxy reads them). Returns the async dots.
+// loop. Returns the async dots.
 int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages);
 
 // Records on every global_load_to_shared its copy layout (Operation::layout) and plan
@@ -140,5 +141,10 @@ void plan_wait_counts(ir::Function& f, const passes::AxisAnalysis& axis, const P
 // the buffer or op, where the program does not fit; `remarks` gets a line where the
 // scratch shares bytes with buffers not live where it is used.
 void allocate_shared_memory(ir::Function& f, const PlanTarget& t, std::vector<std::string>& remarks);
+// The barriers the planning made necessary, over the allocated bytes (Triton's Membar):
+// between an exchange through scratch and the previous one's reads, around buffers in
+// the bytes of dead ones, before a dot reads an operand staged for it; and, with
+// warpgroup dots, a fence_async_shared before every barrier. Returns the barriers added.
+int insert_shared_barriers(ir::Function& f, const PlanTarget& t);
 
 }  // namespace tl::gpu

@@ -18,12 +18,7 @@
 //    run asynchronously one stage more (Triton's numBuffers + 1 for mma v3) and marks the
 //    loop (`for ... async_dot_stage`, ir::kAsyncDotStage); a loop without the mark keeps
 //    its dots synchronous here.
-// The async proxy: wgmma reads its operands through the async proxy, and the threads'
-// stores and cp.async copies write through the generic one; a fence.proxy.async by the
-// writing threads between their writes and the barrier orders them for the reader (PTX
-// ISA, "Proxies"; CUTLASS's fence_view_async_shared). One before every barrier of a
-// program that has warpgroup dots: every write a dot reads reaches it through a barrier
-// (insert_barriers), and a fence where nothing was written costs little.
+// (The fences of the async proxy before the barriers: insert_shared_barriers.)
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
@@ -111,15 +106,6 @@ int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages) {
     if (op.op == Op::dot && recorded_dot_plan(*t.caps, op, t.num_warps, t.wave_size).warpgroup()) dots.push_back(&op);
   });
   if (dots.empty()) return 0;
-  std::vector<ir::Operation*> barriers;
-  ir::walk(f.body, [&](ir::Operation& op) {
-    if (op.op == Op::barrier) barriers.push_back(&op);
-  });
-  for (ir::Operation* bar : barriers) {
-    ir::Builder b(*bar->parent);
-    b.before(*bar);
-    b.create(Op::fence_async_shared, {}, {}, bar->loc);
-  }
   int async = 0;
   for (ir::Operation* dot : dots) {
     ir::Operation* loop = dot->parent->parent;

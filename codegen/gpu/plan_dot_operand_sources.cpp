@@ -7,7 +7,7 @@
 //    local_alloc + local_load. The buffer lies along the tile's contiguous dim (a K^T
 //    loaded D-contiguous is stored as K, transposed back on the read), so that the
 //    stores are a thread's contiguous 16 bytes and the reads follow the operand's k pairs.
-//    One barrier before the first read covers the stores since the last one. Only where
+//    The barrier between the stores and the read is insert_shared_barriers'. Only where
 //    the dot then reads it wider than the conversion would (ldmatrix) or where keeping
 //    the converted tile would crowd a thread's registers across its loop, and while the
 //    program's shared memory allows it.
@@ -105,8 +105,6 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     if (through_shared(&op)) scratch = std::max(scratch, tile_bytes(op.result()->type));
   });
   const int64_t budget = t.caps->shared_bytes_per_program;
-  std::unordered_set<ir::Block*> staged_blocks;
-  std::unordered_set<const ir::Value*> staged_buffers;
   for (auto [dot, i] : candidates) {
     ir::Value* operand = dot->operands[size_t(i)];
     ir::Operation* conv = operand->def;
@@ -161,8 +159,6 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
       stored->layout = trans_layout(*v->layout, perm);
     }
     st.create(Op::shared_store, {buf, stage, stored}, {}, loc);
-    // Stored outside the dot's block: a barrier there makes it visible to every read.
-    if (&home != &blk) st.create(Op::barrier, {}, {}, loc).i0 = 1;
     // The read, right before the dot, which reads it a K step at a time (part 2).
     ir::Builder rd(blk);
     rd.before(*dot);
@@ -177,39 +173,6 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     }
     dot->operands[size_t(i)] = replacement;
     erase(*conv);
-    staged_blocks.insert(&blk);
-    staged_buffers.insert(buf);
-  }
-  // A barrier before the first read of a buffer stored since the last barrier, placed
-  // ahead of the reads (and their transposes) that lead up to the same dot, so that no
-  // barrier falls between a dot and a read it makes itself.
-  auto staged_read = [&](const ir::Operation& op) {
-    if (op.op == Op::shared_load) return staged_buffers.count(op.operands[0]) != 0;
-    return op.op == Op::trans && op.operands[0]->def && op.operands[0]->def->op == Op::shared_load &&
-           staged_buffers.count(op.operands[0]->def->operands[0]) != 0;
-  };
-  for (ir::Block* blk : staged_blocks) {
-    std::unordered_set<const ir::Value*> pending;
-    std::vector<ir::Operation*> before;
-    ir::Operation* run_start = nullptr;  // the first of the staged reads right before this op
-    for (auto& op : blk->ops) {
-      if (op->op == Op::barrier) pending.clear();
-      if (op->op == Op::shared_store && staged_buffers.count(op->operands[0])) pending.insert(op->operands[0]);
-      if (!staged_read(*op)) {
-        run_start = nullptr;
-        continue;
-      }
-      if (!run_start) run_start = op.get();
-      if (op->op == Op::shared_load && pending.count(op->operands[0])) {
-        before.push_back(run_start);
-        pending.clear();
-      }
-    }
-    for (ir::Operation* op : before) {
-      ir::Builder b(*blk);
-      b.before(*op);
-      b.create(Op::barrier, {}, {}, op->loc).i0 = 1;
-    }
   }
 }
 

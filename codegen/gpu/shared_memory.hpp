@@ -49,7 +49,7 @@ struct SharedMemoryPlan {
   // Where the scratch region (layout conversions, cross-warp reductions and scans,
   // gathers, sorts) starts: above every buffer live at an op that may use it
   // (uses_scratch), so that it may share bytes with buffers that are not, which the
-  // lowering separates from it by barriers. Every use starts there.
+  // barriers separate from it (insert_shared_barriers). Every use starts there.
   int64_t scratch_offset = 0;
   int64_t scratch_bytes = 0;  // the largest use's (scratch_bytes(op)), rounded to 16
   const ir::Operation* largest_scratch_use = nullptr;
@@ -80,7 +80,7 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
 
 // What allocate_shared_memory recorded in `f` (its ops' `smem` slices), read back for the
 // lowering: buffers at their offsets, which values may be which buffer, the scratch region.
-// Live ranges are not kept in the IR (the barriers the lowering places do not need them).
+// Live ranges are not kept in the IR (the barriers are placed by then).
 SharedMemoryPlan recorded_shared_memory(const ir::Function& f, const TargetCapabilities& caps);
 
 // The alignment a buffer gets (shared_memory.cpp says why).

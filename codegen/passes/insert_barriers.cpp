@@ -7,8 +7,9 @@
 // second access unless a barrier (the user's tl::barrier() or one inserted earlier)
 // already separates them. Two reads in a row need none.
 //
-// The state is, per buffer (shared_alloc), whether reads or writes may be pending, that
-// is made since the last barrier on some path to here. It flows in program order;
+// The state is, per address range (a buffer, or bytes of shared memory), whether reads
+// or writes may be pending, that is made since the last barrier on some path to here.
+// It flows in program order;
 // - a barrier clears it;
 // - an if runs both regions from the state before it and continues with their join;
 // - a for's body starts from the join of the state before the loop and the state at the
@@ -23,15 +24,20 @@
 // so a double-buffered loop gets a barrier between its store and its load of the other
 // stage, as Triton's does for one allocation.
 //
-// Which buffers a shared-typed value may be: passes::SharedBuffers, the one analysis the
-// GPU allocator reads too. The pass runs for every target: a barrier on the CPU costs
-// nothing.
-//
-// Scratch memory the GPU lowering uses for layout conversions is not in the IR; the
-// lowering orders it itself (codegen/gpu/convert_layout.cpp).
+// The analysis is one, run twice over the program (passes.hpp's SharedAccessModel says
+// where each op's accesses fall):
+// - here, on the tile IR of every target, with each buffer its own address (which
+//   buffers a shared-typed value may be: passes::SharedBuffers): the user's and the
+//   pipeliner's buffers;
+// - on a GPU, once shared memory is allocated (codegen/gpu/insert_shared_barriers.cpp),
+//   over byte ranges: what the planning added (staged dot operands, the scratch of
+//   conversions and cross-warp reductions, buffers placed in the bytes of dead ones),
+//   around the barriers placed here.
+// An `exchange` (an op that moves data between threads through its scratch) writes its
+// bytes, waits at a barrier of its own and reads them back: it needs what a write
+// needs, its barrier orders every access before it, and leaves its reads pending.
 #include <algorithm>
 #include <map>
-#include <set>
 #include <unordered_map>
 
 #include "codegen/ir/builder.hpp"
@@ -42,7 +48,6 @@
 namespace tl::passes {
 namespace {
 
-using Buffers = std::set<const ir::Operation*>;
 // kInFlight: a global_load_to_shared into the buffer has been issued and no async_wait
 // has run since. Its data lands when the wait says so, not when issued, so a barrier
 // does not publish it (the bit survives barriers); an async_wait turns it into kWrites,
@@ -52,7 +57,8 @@ using Buffers = std::set<const ir::Operation*>;
 // iteration read (kCopyIntoLastReadStage), issued before this iteration's reads of its
 // own stage: those reads do not wait for them, the next wait lands them as any copy.
 enum : uint8_t { kReads = 1, kWrites = 2, kInFlight = 4, kInFlightAhead = 8 };
-using State = std::map<const ir::Operation*, uint8_t>;  // buffer -> pending accesses
+// Byte range (or, on the tile IR, buffer number) -> pending accesses.
+using State = std::map<std::pair<int64_t, int64_t>, uint8_t>;
 
 void join_into(State& into, const State& from) {
   for (auto& [buf, bits] : from) into[buf] |= bits;
@@ -66,12 +72,13 @@ void clear(State& s) {
   }
 }
 
+bool overlaps(const std::pair<int64_t, int64_t>& a, const SharedRange& b) {
+  return a.first < b.end && b.begin < a.second;
+}
+
 class InsertBarriers {
  public:
-  explicit InsertBarriers(ir::Function& f) : f_(f) {
-    const SharedBuffers shared(f);  // (named: a temporary's all() would dangle in the loop)
-    for (auto& [v, allocs] : shared.all()) buffers_of_[v] = Buffers(allocs.begin(), allocs.end());
-  }
+  InsertBarriers(ir::Function& f, const SharedAccessModel& model) : f_(f), model_(model) {}
 
   int run() {
     State s;
@@ -80,10 +87,11 @@ class InsertBarriers {
   }
 
  private:
-  const Buffers& buffers(const ir::Value* v) const {
-    static const Buffers none;
-    auto it = buffers_of_.find(v);
-    return it == buffers_of_.end() ? none : it->second;
+  // Whether `s` holds, on bytes `r`, an access of one of the kinds in `against`.
+  static bool conflicts(const State& s, const SharedRange& r, uint8_t against) {
+    for (auto& [range, bits] : s)
+      if ((bits & against) && overlaps(range, r)) return true;
+    return false;
   }
 
   // Runs `b` from state `s` (updated to the state at its end). With `insert`, barriers
@@ -103,39 +111,6 @@ class InsertBarriers {
           for (auto& [buf, bits] : s)
             if (bits & (kInFlight | kInFlightAhead)) bits = uint8_t((bits & ~(kInFlight | kInFlightAhead)) | kWrites);
           break;
-        case Op::shared_load: case Op::shared_store: case Op::global_load_to_shared: {
-          // The copy is a write: it must not overtake another thread's read of the stage.
-          bool store = op.op != Op::shared_load;
-          const Buffers& bufs = buffers(op.operands[0]);
-          // The pipeliner's copy into the stage the previous iteration read: the reads
-          // pending since this iteration's barrier are of other stages.
-          bool other_stage = op.op == Op::global_load_to_shared && op.i0 == ir::kCopyIntoLastReadStage &&
-                             barrier_in_block && b.parent && b.parent->op == Op::for_;
-          uint8_t against = store ? uint8_t((other_stage ? 0 : kReads) | kWrites) : uint8_t(kWrites | kInFlight);
-          bool conflict = false;
-          for (const ir::Operation* buf : bufs) {
-            auto it = s.find(buf);
-            if (it != s.end()) conflict |= (it->second & against) != 0;
-          }
-          if (conflict) {
-            if (insert) {
-              ir::Builder at(b);
-              at.before(op);
-              at.create(Op::barrier, {}, {}, op.loc).i0 = 1;  // the line of the access that needs it
-              ++inserted_;
-              ++i;  // the access moved one place down
-            } else {
-              ++simulated_;
-            }
-            clear(s);
-            barrier_in_block = true;
-          }
-          uint8_t bit = op.op != Op::global_load_to_shared ? (store ? kWrites : kReads)
-                        : op.i0 == ir::kCopyIntoLastReadStage && b.parent && b.parent->op == Op::for_ ? kInFlightAhead
-                                                                                                     : kInFlight;
-          for (const ir::Operation* buf : bufs) s[buf] |= bit;
-          break;
-        }
         case Op::if_: {
           State then_s = s, else_s = s;
           walk(*op.regions[0], then_s, insert);
@@ -192,9 +167,52 @@ class InsertBarriers {
           walk(after, entry, insert);
           break;
         }
-        default:
-          for (auto& r : op.regions) walk(*r, s, insert);  // (no other op has regions today)
+        default: {
+          accesses_.clear();
+          model_(op, accesses_);
+          if (!accesses_.empty()) {
+            // The pipeliner's copy into the stage the previous iteration read: the reads
+            // pending since this iteration's barrier are of other stages.
+            const bool in_loop = b.parent && b.parent->op == Op::for_;
+            const bool ahead = op.op == Op::global_load_to_shared && op.i0 == ir::kCopyIntoLastReadStage && in_loop;
+            bool conflict = false;
+            for (const SharedAccess& a : accesses_) {
+              // A read waits for writes (a copy's only once landed: kInFlight); anything
+              // that writes (a copy too: it must not overtake another thread's read of
+              // the stage) for reads and writes.
+              const uint8_t against = a.kind == SharedAccess::read ? uint8_t(kWrites | kInFlight)
+                                      : a.kind == SharedAccess::copy && ahead && barrier_in_block ? uint8_t(kWrites)
+                                                                                                    : uint8_t(kReads | kWrites);
+              for (const SharedRange& r : a.ranges) conflict |= conflicts(s, r, against);
+            }
+            if (conflict) {
+              if (insert) {
+                ir::Builder at(b);
+                at.before(op);
+                at.create(Op::barrier, {}, {}, op.loc).i0 = 1;  // the line of the access that needs it
+                ++inserted_;
+                ++i;  // the access moved one place down
+              } else {
+                ++simulated_;
+              }
+              clear(s);
+              barrier_in_block = true;
+            }
+            for (const SharedAccess& a : accesses_) {
+              if (a.kind == SharedAccess::exchange) {
+                clear(s);  // (its own barrier, between its writes and its reads)
+                barrier_in_block = true;
+              }
+              const uint8_t bit = a.kind == SharedAccess::read || a.kind == SharedAccess::exchange ? kReads
+                                  : a.kind == SharedAccess::write                                 ? kWrites
+                                  : ahead                                                          ? kInFlightAhead
+                                                                                                   : kInFlight;
+              for (const SharedRange& r : a.ranges) s[{r.begin, r.end}] |= bit;
+            }
+          }
+          for (auto& r : op.regions) walk(*r, s, insert);  // (regions of other ops: a combine's)
           break;
+        }
       }
     }
   }
@@ -229,13 +247,35 @@ class InsertBarriers {
   }
 
   ir::Function& f_;
+  const SharedAccessModel& model_;
+  std::vector<SharedAccess> accesses_;  // (the op's, reused)
   int simulated_ = 0;  // barriers the non-inserting walks would have placed
-  std::unordered_map<const ir::Value*, Buffers> buffers_of_;
   int inserted_ = 0;
 };
 
 }  // namespace
 
-int insert_barriers(ir::Function& f) { return InsertBarriers(f).run(); }
+int insert_barriers(ir::Function& f, const SharedAccessModel& model) { return InsertBarriers(f, model).run(); }
+
+int insert_barriers(ir::Function& f) {
+  // Each buffer its own address: buffer k is the range [k, k + 1).
+  const SharedBuffers shared(f);
+  std::unordered_map<const ir::Operation*, int64_t> number;
+  for (const ir::Operation* alloc : shared.allocations()) number.emplace(alloc, int64_t(number.size()));
+  auto ranges = [&](const ir::Value* v) {
+    std::vector<SharedRange> out;
+    for (const ir::Operation* alloc : shared.of(v)) out.push_back({number.at(alloc), number.at(alloc) + 1});
+    return out;
+  };
+  const SharedAccessModel model = [&](const ir::Operation& op, std::vector<SharedAccess>& out) {
+    switch (op.op) {
+      case Op::shared_load: out.push_back({SharedAccess::read, ranges(op.operands[0])}); break;
+      case Op::shared_store: out.push_back({SharedAccess::write, ranges(op.operands[0])}); break;
+      case Op::global_load_to_shared: out.push_back({SharedAccess::copy, ranges(op.operands[0])}); break;
+      default: break;
+    }
+  };
+  return insert_barriers(f, model);
+}
 
 }  // namespace tl::passes

@@ -20,6 +20,24 @@ void eliminate_common_subexpressions(ir::Function& f);
 // Returns how many it inserted.
 int insert_barriers(ir::Function& f);
 
+// Where an op touches shared memory, for the barrier analysis: byte ranges on a GPU once
+// allocated, buffer numbers on the tile IR (one address space either way).
+struct SharedRange {
+  int64_t begin = 0, end = 0;
+};
+struct SharedAccess {
+  // read; write (a thread's stores); copy (global_load_to_shared: lands at an async_wait);
+  // exchange (an op's own write, barrier and read of its scratch: a layout conversion or
+  // cross-warp reduction through shared memory).
+  enum Kind : uint8_t { read, write, copy, exchange } kind;
+  std::vector<SharedRange> ranges;
+};
+// Appends the accesses `op` makes (none for most ops).
+using SharedAccessModel = std::function<void(const ir::Operation& op, std::vector<SharedAccess>& out)>;
+// The same analysis over the accesses `model` gives (codegen/gpu/insert_shared_barriers.cpp
+// runs it after the GPU's allocation).
+int insert_barriers(ir::Function& f, const SharedAccessModel& model);
+
 // Marks integer add/sub/mul/shl whose results address or mask memory (i1 =
 // kIndexArithmetic), which the language lets not wrap (codegen/passes/index_arithmetic.cpp).
 // Returns how many.
