@@ -24,6 +24,7 @@
 #include <tuple>
 
 #include "codegen/amdgpu/code_object.hpp"
+#include "codegen/diagnostics.hpp"
 #include "tl/error.hpp"
 
 namespace tl::amd {
@@ -75,7 +76,11 @@ std::vector<uint8_t> emit_on_own_context(const llvm::SmallVector<char, 0>& bitco
   llvm::Function* fn = (*mod)->getFunction(kernel);
   if (!fn) throw compile_error("AMDGPU scheduling: no kernel '" + kernel + "' in the module");
   fn->addFnAttr("amdgpu-sched-strategy", strategy);
-  return emit_object(**mod, *tm);
+  // LLVM's errors in this context (an inline assembly the assembler refuses) become a
+  // compile_error as on the calling thread, not LLVM's default: print and exit the process.
+  std::vector<uint8_t> object;
+  codegen::with_llvm_diagnostics(ctx, kernel, ir::SrcLoc{}, [&] { object = emit_object(**mod, *tm); });
+  return object;
 }
 
 // TL_AMDGPU_SCHEDULES: "all" (the default) compiles the alternatives for every kernel,
