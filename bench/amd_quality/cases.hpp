@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "bench/amd_quality/kernels.hpp"
+#include "bench/matmul_tutorial.hpp"
 #include "samples/attention/attention.hpp"
 #include "samples/attention/reference.hpp"
 
@@ -494,25 +495,30 @@ inline Case segment_sum_case(int64_t segments, int64_t max_len, int block, int w
 
 // samples/attention's forward (flash attention, Triton's tutorial 06 as users write it) at
 // the tutorial's AMD configuration: 128x64 blocks, D 128, 2 stages, 4 or 8 waves, bf16, on
-// B*H = 32, S = 4096 (non-causal). The check runs a small ragged causal problem against the
-// sample's double reference (its per-element bounds).
-inline Case attention_fwd_case(int w) {
+// B*H = 32, S = 4096 (non-causal); and, where barriers and scratch cost most on gfx942
+// (issue 39), the causal forward at 32x32 blocks, D 64, 3 stages. The check runs a small
+// ragged causal problem against the sample's double reference (its per-element bounds).
+inline Case attention_fwd_case(int w, int BM = 128, int BN = 64, int D = 128, int ST = 2, bool causal = false) {
   using E = tl::ty::bf16;
-  const int BM = 128, BN = 64, D = 128, ST = 2;
   const int64_t BH = 32, S = 4096;
-  Case c{"attention_fwd", fmt::format("attention_fwd.{}x{}_D{}_w{}", BM, BN, D, w), w};
-  c.params = {{"BLOCK_M", BM}, {"BLOCK_N", BN}, {"D", D}, {"STAGES", ST}, {"S", S}, {"G", 1}, {"grid", {S / BM, BH}}};
-  c.problem = fmt::format("B*H={} S={} D={} bf16", BH, S, D);
+  const std::string family = causal ? "attention_fwd_causal" : "attention_fwd";
+  Case c{family,
+         causal ? fmt::format("{}.{}x{}_D{}_s{}_w{}", family, BM, BN, D, ST, w)
+                : fmt::format("{}.{}x{}_D{}_w{}", family, BM, BN, D, w),
+         w};
+  c.params = {{"BLOCK_M", BM}, {"BLOCK_N", BN}, {"D", D}, {"STAGES", ST}, {"CAUSAL", int(causal)},
+              {"S", S},        {"G", 1},        {"grid", {S / BM, BH}}};
+  c.problem = fmt::format("B*H={} S={} D={}{} bf16", BH, S, D, causal ? " causal" : "");
   const attention::Config cfg{BM, BN, w, ST, 0, 0};
   c.compile = [=](const std::string& target) {
     return attention::fwd_kernel<E>().compile(target, attention::options_of(cfg), fake<tl::bf16>(0), fake<tl::bf16>(1),
                                               fake<tl::bf16>(2), fake<tl::bf16>(3), fake<tl::f32>(4), int(S), int(S),
-                                              1, float(1 / std::sqrt(double(D))), BM, BN, D, 0, ST);
+                                              1, float(1 / std::sqrt(double(D))), BM, BN, D, int(causal), ST);
   };
   c.run = [=](tl::device dev, bool bench, const Timer* timer) {
     attention::Problem p;
     p.B = bench ? BH : 1, p.H = 1, p.Hkv = 1, p.S_q = bench ? S : 150, p.S_k = bench ? S : 150, p.D = D;
-    p.causal = !bench;
+    p.causal = causal || !bench;
     auto in = attention::random_inputs<tl::bfloat16>(p, 151);
     auto up = [&](const std::vector<tl::bfloat16>& h) {
       auto b = dev.alloc<E>(h.size());
@@ -621,6 +627,61 @@ inline Case attention_bwd_case(bool dkdv, int D, int stages) {
   return c;
 }
 
+// Triton's tutorial 03 matmul (bench/matmul_tutorial.hpp, transcribed statement for
+// statement) at the configurations where gfx942's barriers, scratch and registers cost most
+// (issue 39): 64x64x32 with 3 stages and 4 waves, and 256x256x64 with 8 waves (the 64 KiB of
+// one stage of its tiles is all of gfx942's LDS: 1 stage); bf16, 4096^3. The check runs a
+// ragged problem against a double-precision product.
+inline Case matmul_tutorial_case(int BM, int BN, int BK, int ST, int w) {
+  using E = tl::ty::bf16;
+  const int GROUP = 8;
+  const int64_t M = 4096, N = 4096, K = 4096;
+  Case c{"matmul_tutorial", fmt::format("matmul_tutorial.{}x{}x{}_s{}_w{}", BM, BN, BK, ST, w), w};
+  c.params = {{"BM", BM}, {"BN", BN},       {"BK", BK},  {"GROUP", GROUP}, {"STAGES", ST}, {"M", M}, {"N", N},
+              {"K", K},   {"grid", {((M + BM - 1) / BM) * ((N + BN - 1) / BN)}}};
+  c.problem = fmt::format("{}x{}x{} bf16", M, N, K);
+  const matmul_tutorial::Config cfg{BM, BN, BK, GROUP, ST, w};
+  c.compile = [=](const std::string& target) {
+    return matmul_tutorial::kernel<E>().compile(target, matmul_tutorial::options_of(cfg), fake<tl::bf16>(0),
+                                                fake<tl::bf16>(1), fake<tl::bf16>(2), int(M), int(N), int(K), int(K),
+                                                1, int(N), 1, int(N), 1, BM, BN, BK, GROUP, ST);
+  };
+  c.run = [=](tl::device dev, bool bench, const Timer* timer) {
+    const int64_t m = bench ? M : 100, n = bench ? N : 90, k = bench ? K : 70;
+    std::mt19937 rng(171);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    std::vector<tl::bfloat16> a(size_t(m * k)), b(size_t(k * n));
+    for (auto& x : a) x = tl::to_bf16(u(rng));
+    for (auto& x : b) x = tl::to_bf16(u(rng));
+    auto da = dev.alloc<E>(a.size()), db = dev.alloc<E>(b.size()), dc = dev.alloc<E>(size_t(m * n));
+    da.upload(a), db.upload(b);
+    dc.upload(std::vector<tl::bfloat16>(size_t(m * n), tl::to_bf16(std::nan(""))));  // poisoned
+    auto launch = [&] {
+      matmul_tutorial::kernel<E>()[matmul_tutorial::grid_of(cfg, m, n)].on(dev).with(matmul_tutorial::options_of(cfg))(
+          da, db, dc, int(m), int(n), int(k), int(k), 1, int(n), 1, int(n), 1, BM, BN, BK, GROUP, ST);
+    };
+    auto check = [&]() -> std::string {
+      if (bench) return "";
+      auto got = dc.download();
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double want = 0, mag = 0;
+          for (int64_t l = 0; l < k; ++l) {
+            const double p = double(tl::to_float(a[size_t(i * k + l)])) * double(tl::to_float(b[size_t(l * n + j)]));
+            want += p, mag += std::abs(p);
+          }
+          const double g = double(tl::to_float(got[size_t(i * n + j)]));
+          // f32 accumulation of exact products, one bf16 rounding of the result
+          if (!(std::abs(g - want) <= std::abs(want) * 0x1p-8 + mag * 1e-6))
+            return fmt::format("C[{}, {}] = {}, want {}", i, j, g, want);
+        }
+      return "";
+    };
+    return detail::finish(dev, launch, check, 2.0 * double(m * k + k * n + m * n), timer);
+  };
+  return c;
+}
+
 // The suite: 19 kernels, two tile configurations each (the backward's two: D 64 and 128).
 inline std::vector<Case> cases() {
   return {
@@ -658,6 +719,10 @@ inline std::vector<Case> cases() {
       segment_sum_case(16384, 4096, 1024, 4),
       attention_fwd_case(4),
       attention_fwd_case(8),
+      // gfx942's costliest configurations for barriers and scratch (issue 39)
+      attention_fwd_case(4, 32, 32, 64, 3, /*causal=*/true),
+      matmul_tutorial_case(64, 64, 32, 3, 4),
+      matmul_tutorial_case(256, 256, 64, 1, 8),
       attention_bwd_case(true, 64, 1),
       attention_bwd_case(true, 128, 1),
       attention_bwd_case(false, 64, 1),

@@ -47,6 +47,7 @@ def counts(text):
         "lds": len(lds),
         "lds_128": sum(bool(re.search(r"(b128|read2st64_b64|write2st64_b64)", i)) and "b128" in i for i in lds),
         "waitcnt": sum(i == "s_waitcnt" for i in ins),
+        "barriers": sum(i == "s_barrier" for i in ins),
     }
 
 
@@ -152,6 +153,8 @@ def main():
             flag.append(f"**tl +{more} VGPRs**")
         if tv["occupancy"] < tr["occupancy"]:
             flag.append("**tl lower occupancy**")
+        if tv["counts"]["barriers"] > tr["counts"]["barriers"]:
+            flag.append("**tl more barriers**")
         if tr["spill_vgpr"] + tr["spill_sgpr"] > 0:
             flag.append("Triton spills")
         if flag:
@@ -163,7 +166,8 @@ def main():
                   f"{tv['lds_bytes']} / {tr['lds_bytes']} | {tv['occupancy']} / {tr['occupancy']} | "
                   f"{tc['valu']} / {rc['valu']} | {tc['vmem_load']}+{tc['vmem_store']}+{tc['vmem_atomic']} / "
                   f"{rc['vmem_load']}+{rc['vmem_store']}+{rc['vmem_atomic']} | {tc['vmem_128']} / {rc['vmem_128']} | "
-                  f"{tc['lds']} / {rc['lds']} | {tc['instructions']} / {rc['instructions']} | "
+                  f"{tc['lds']} / {rc['lds']} | {tc['barriers']} / {rc['barriers']} | "
+                  f"{tc['instructions']} / {rc['instructions']} | "
                   f"{tv['compile_ms']:.0f} / {tr['compile_ms']:.0f} | {', '.join(flag)} |")
         print(md[-1], flush=True)
     json.dump({"triton": triton.__version__, "rows": rows}, open(f"{args.out}/table.json", "w"), indent=1)
@@ -182,7 +186,8 @@ def main():
         "gfx90a+), AGPR `.agpr_count`. Occupancy: waves per SIMD by tl's rule "
         "(`codegen/amdgpu/code_object.cpp`) for both. Instruction counts are static (code, not "
         "executed), counted by one function on tl's disassembly and Triton's amdgcn: VALU = v_*, "
-        "VMEM = global/buffer loads + stores + atomics, 128-bit = dwordx4/b128 VMEM, LDS = ds_*. "
+        "VMEM = global/buffer loads + stores + atomics, 128-bit = dwordx4/b128 VMEM, LDS = ds_*, "
+        "barriers = s_barrier. "
         "Compile ms: tl trace-to-code-object / `triton.compile`, on a shared 2-core host.",
         "",
         f"tl at or under Triton's VGPRs: {len(rows) - len(above)} of {len(rows)} rows; "
@@ -190,8 +195,8 @@ def main():
         f"tl lower occupancy: {sum(1 for r in rows if r['tl']['occupancy'] < r['triton']['occupancy'])}.",
         "",
         "| arch | case | warps | VGPR | AGPR | SGPR | spills v+s | LDS B | occupancy | VALU | VMEM l+s+a | "
-        "128-bit VMEM | LDS ops | instructions | compile ms | flag |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "128-bit VMEM | LDS ops | barriers | instructions | compile ms | flag |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
         *md,
         "",
         "## Rows where tl is worse",

@@ -224,6 +224,34 @@ def attention_fwd(Q, K, V, O, LSE, S, G, sm_scale, BLOCK_M: tl.constexpr, BLOCK_
 
 
 @triton.jit
+def matmul_tutorial(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
+                    BK: tl.constexpr, GROUP: tl.constexpr, STAGES: tl.constexpr):
+    # Triton's tutorial 03 matmul (the anchor's `matmul`, ../shared/anchors/gemm_anchor.py):
+    # bench/matmul_tutorial.hpp is its tl transcription.
+    pid = tl.program_id(0)
+    npm = tl.cdiv(M, BM)
+    npn = tl.cdiv(N, BN)
+    gid = pid // (GROUP * npn)
+    first = gid * GROUP
+    gs = min(npm - first, GROUP)
+    pm = first + (pid % (GROUP * npn)) % gs
+    pn = (pid % (GROUP * npn)) // gs
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = A + rm[:, None] * sam + rk[None, :] * sak
+    b = B + rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES):
+        acc += tl.dot(tl.load(a, mask=rk[None, :] < K - k * BK, other=0.),
+                      tl.load(b, mask=rk[:, None] < K - k * BK, other=0.))
+        a += BK * sak
+        b += BK * sbk
+    c = C + rm[:, None] * scm + rn[None, :] * scn
+    tl.store(c, acc.to(C.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
 def _dkdv_rows(dk, dv, k, v, Q, DO, LSE, Delta, bh, q_base, offs_n, offs_d, S_q, shift, qk_scale, lo, hi,
                BLOCK_M: tl.constexpr, D: tl.constexpr, MASKED: tl.constexpr, STAGES: tl.constexpr):
     # One run of query blocks of attention_bwd_dkdv (samples/attention's `rows`).
@@ -495,12 +523,21 @@ def signature(family, p, arch):
     if family == "segment_sum":
         return (segment_sum, {"VALUES": "*fp32", "OFFSETS": "*i32", "OUT": "*fp32", "BLOCK": "constexpr"},
                 {"BLOCK": p["BLOCK"]}, {})
-    if family == "attention_fwd":
+    if family in ("attention_fwd", "attention_fwd_causal"):
         return (attention_fwd, {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "O": "*bf16", "LSE": "*fp32", "S": "i32",
                                 "G": "i32", "sm_scale": "fp32", "BLOCK_M": "constexpr", "BLOCK_N": "constexpr",
                                 "D": "constexpr", "CAUSAL": "constexpr", "STAGES": "constexpr"},
-                {"BLOCK_M": p["BLOCK_M"], "BLOCK_N": p["BLOCK_N"], "D": p["D"], "CAUSAL": False,
+                {"BLOCK_M": p["BLOCK_M"], "BLOCK_N": p["BLOCK_N"], "D": p["D"], "CAUSAL": bool(p.get("CAUSAL", 0)),
                  "STAGES": p["STAGES"]}, {"S": p["S"], "G": p["G"]})
+    if family == "matmul_tutorial":
+        # strides of row-major A [M, K], B [K, N], C [M, N]: the unit ones specialize to 1
+        # in both compilers
+        return (matmul_tutorial, {"A": "*bf16", "B": "*bf16", "C": "*bf16", "M": "i32", "N": "i32", "K": "i32",
+                                  "sam": "i32", "sak": "constexpr", "sbk": "i32", "sbn": "constexpr", "scm": "i32",
+                                  "scn": "constexpr", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr",
+                                  "GROUP": "constexpr", "STAGES": "constexpr"},
+                {"sak": 1, "sbn": 1, "scn": 1, **{k: p[k] for k in ("BM", "BN", "BK", "GROUP", "STAGES")}},
+                {"M": p["M"], "N": p["N"], "K": p["K"], "sam": p["K"], "sbk": p["N"], "scm": p["N"]})
     bwd = {"Q": "*bf16", "K": "*bf16", "V": "*bf16", "DO": "*bf16", "LSE": "*fp32", "Delta": "*fp32"}
     if family == "attention_bwd_dkdv":
         return (attention_bwd_dkdv, {**bwd, "DK": "*bf16", "DV": "*bf16", "S_q": "i32", "S_k": "i32", "G": "i32",
