@@ -20,6 +20,7 @@ Never part of the build or of CI.
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 
@@ -30,6 +31,10 @@ import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
+
+# Tutorial 03's matmul as bench/amd_quality compares it (the twin of bench/matmul_tutorial.hpp).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "amd_quality"))
+from triton_kernels import matmul_tutorial  # noqa: E402
 
 
 @triton.jit
@@ -42,33 +47,6 @@ def rmsnorm_bench(X, Y, W, cols, eps, BLOCK: tl.constexpr):
     inv = tl.rsqrt(tl.sum(v * v, 0) / cols.to(tl.float32) + eps)
     g = tl.load(W + c, mask=m, other=0.0).to(tl.float32)
     tl.store(Y + row * cols + c, (v * inv * g).to(tl.bfloat16), mask=m)
-
-
-@triton.jit
-def matmul_tutorial(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.constexpr, BN: tl.constexpr,
-                    BK: tl.constexpr, GROUP: tl.constexpr, STAGES: tl.constexpr):
-    # Statement for statement bench/matmul_tutorial.hpp (Triton's tutorial 03).
-    pid = tl.program_id(0)
-    npm = tl.cdiv(M, BM)
-    npn = tl.cdiv(N, BN)
-    gid = pid // (GROUP * npn)
-    first = gid * GROUP
-    gs = tl.minimum(npm - first, GROUP)
-    pm = first + (pid % (GROUP * npn)) % gs
-    pn = (pid % (GROUP * npn)) // gs
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = A + (rm[:, None] * sam + rk[None, :] * sak)
-    b = B + (rk[:, None] * sbk + rn[None, :] * sbn)
-    acc = tl.zeros([BM, BN], tl.float32)
-    for k in tl.range(0, tl.cdiv(K, BK), 1, num_stages=STAGES):
-        acc = acc + tl.dot(tl.load(a, mask=rk[None, :] < K - k * BK, other=0.0),
-                           tl.load(b, mask=rk[:, None] < K - k * BK, other=0.0))
-        a += BK * sak
-        b += BK * sbk
-    c = C + (rm[:, None] * scm + rn[None, :] * scn)
-    tl.store(c, acc.to(tl.bfloat16), mask=(rm < M)[:, None] & (rn < N)[None, :])
 
 
 @triton.jit

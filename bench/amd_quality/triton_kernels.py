@@ -233,7 +233,7 @@ def matmul_tutorial(A, B, C, M, N, K, sam, sak, sbk, sbn, scm, scn, BM: tl.const
     npn = tl.cdiv(N, BN)
     gid = pid // (GROUP * npn)
     first = gid * GROUP
-    gs = min(npm - first, GROUP)
+    gs = tl.minimum(npm - first, GROUP)
     pm = first + (pid % (GROUP * npn)) % gs
     pn = (pid % (GROUP * npn)) // gs
     rm = pm * BM + tl.arange(0, BM)
