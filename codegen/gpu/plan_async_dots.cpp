@@ -26,8 +26,6 @@
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/passes.hpp"
 
-#include <set>
-
 namespace tl::gpu {
 namespace {
 
@@ -40,19 +38,11 @@ bool only_use(ir::Block& body, const ir::Value* v, const ir::Operation* user, in
 // Whether `v` is computed in `body` from the result of a warpgroup dot that stays
 // synchronous (its accumulator is not carried: make_async leaves it alone).
 bool after_synchronous_dot(ir::Block& body, const ir::Value* v, const PlanTarget& t) {
-  std::vector<const ir::Value*> work{v};
-  std::set<const ir::Operation*> seen;
-  while (!work.empty()) {
-    const ir::Operation* d = work.back()->def;
-    work.pop_back();
-    if (!d || d->parent != &body || !seen.insert(d).second) continue;
-    if (d->op == Op::dot && recorded_dot_plan(*t.caps, *d, t.num_warps, t.wave_size).warpgroup()) {
-      const ir::Value* acc = d->operands[2];
-      if (acc->owner != &body || acc->index < 1) return true;
-    }
-    for (const ir::Value* o : d->operands) work.push_back(o);
-  }
-  return false;
+  return ir::computed_in_block_from(body, v, [&](const ir::Operation& d) {
+    const ir::Value* acc = d.op == Op::dot ? d.operands[2] : nullptr;
+    return acc && (acc->owner != &body || acc->index < 1) &&
+           recorded_dot_plan(*t.caps, d, t.num_warps, t.wave_size).warpgroup();
+  });
 }
 
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.

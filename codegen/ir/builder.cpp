@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "tl/error.hpp"
 
@@ -131,6 +132,19 @@ std::vector<std::pair<Operation*, int>> uses_of(Block& scope, const Value* v) {
       if (op.operands[i] == v) out.emplace_back(&op, int(i));
   });
   return out;
+}
+
+bool computed_in_block_from(const Block& body, const Value* v, const std::function<bool(const Operation&)>& from) {
+  std::vector<const Value*> work{v};
+  std::unordered_set<const Operation*> seen;
+  while (!work.empty()) {
+    const Operation* d = work.back()->def;
+    work.pop_back();
+    if (!d || d->parent != &body || !seen.insert(d).second) continue;
+    if (from(*d)) return true;
+    for (const Value* o : d->operands) work.push_back(o);
+  }
+  return false;
 }
 
 bool is_inside(const Block* b, const Operation* op) {

@@ -5,6 +5,7 @@
 // result and argument indices, one yield per region) are kept in one place.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include <memory>
@@ -73,6 +74,9 @@ std::unique_ptr<Function> clone_function(const Function& f);
 
 // Every op that uses `v`, with the operand index, inside `scope` (recursively).
 std::vector<std::pair<Operation*, int>> uses_of(Block& scope, const Value* v);
+// Whether `v` is computed in `body` (through ops of `body` itself) from the result of an op
+// `from` accepts: the attention backward's P^T from a dot the iteration waits for.
+bool computed_in_block_from(const Block& body, const Value* v, const std::function<bool(const Operation&)>& from);
 // Whether `b` is a region of `op` or nested inside one; whether `v` is defined there
 // (an op's result or a block argument), i.e. not visible before `op`.
 bool is_inside(const Block* b, const Operation* op);

@@ -561,16 +561,8 @@ class Pipeliner {
   // Whether `v` is computed in `body` from the result of a dot that does not accumulate
   // into a carried value (its result is read in the iteration, which waits for it).
   static bool computed_from_waited_dot(const ir::Block& body, const ir::Value* v) {
-    std::vector<const ir::Value*> work{v};
-    std::set<const ir::Operation*> seen;
-    while (!work.empty()) {
-      const ir::Operation* d = work.back()->def;
-      work.pop_back();
-      if (!d || d->parent != &body || !seen.insert(d).second) continue;
-      if (d->op == Op::dot && !carried(body, d->operands[2])) return true;
-      for (const ir::Value* o : d->operands) work.push_back(o);
-    }
-    return false;
+    return ir::computed_in_block_from(
+        body, v, [&](const ir::Operation& d) { return d.op == Op::dot && !carried(body, d.operands[2]); });
   }
 
   static bool reads_staged_buffer(const ir::Value* v, const std::vector<LoadPlan>& plans) {
