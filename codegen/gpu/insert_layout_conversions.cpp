@@ -51,7 +51,7 @@ std::optional<Layout> operand_layout(const ir::Operation& op, int index, const P
     // converts them itself: it runs after this pass); a buffer copy's pointers only carry
     // its base and offsets.
     case Op::global_load_to_shared:
-      if (!op.copy || index < 2) return std::nullopt;
+      if (!op.copy || index < 2 || op.copy->chunk_bytes == 0) return std::nullopt;  // (0: loaded and stored)
       if (index == 2 && (op.i1 == ir::kBufferAccess || op.copy->through_resource)) return std::nullopt;
       return op.layout;
     case Op::gather: return index == 1 ? op.result()->layout : std::nullopt;  // src: any (through shared memory)

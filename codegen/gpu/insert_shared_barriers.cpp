@@ -65,7 +65,10 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
         if (op.i1 != ir::kReadByDot) out.push_back({passes::SharedAccess::read, ranges(op.operands[0])});
         return;
       case Op::shared_store: out.push_back({passes::SharedAccess::write, ranges(op.operands[0])}); return;
-      case Op::global_load_to_shared: out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])}); return;
+      case Op::global_load_to_shared:
+        // (a compiler copy plan_copies loads and stores writes nothing itself: its shared_store does)
+        if (!(op.copy && op.copy->chunk_bytes == 0)) out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])});
+        return;
       case Op::shared_alloc: return;
       case Op::dot:
         if (auto it = read_by_dot.find(&op); it != read_by_dot.end())

@@ -361,6 +361,9 @@ AffineOffsets emit_affine_offsets(Lowerer& L, const ir::Value* v, const Layout& 
 }  // namespace
 
 void Lowerer::lower_global_load_to_shared(const ir::Operation& op) {
+  // A compiler copy plan_copies loads and stores (the load and shared_store before it):
+  // only its commit group, so that the waits counting copy groups count the same.
+  if (op.copy && op.copy->chunk_bytes == 0) return hooks_.commit_copies(b);
   const ir::Type& bt = op.operands[0]->type;
   const ir::Value* ptr = op.operands[2];
   const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;

@@ -28,6 +28,7 @@
 #include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/direct_copy.hpp"
 #include "codegen/passes/shared_buffers.hpp"
 #include "tl/error.hpp"
 
@@ -124,7 +125,23 @@ bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const T
   return form && (form->hi + 1) * eb <= int64_t(kBufferNumRecords);
 }
 
-void plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
+// Operand `k` of `op` in layout `l`: a value with a layout of its own (not rematerialized
+// address math, which is emitted in its user's layout) converts to it right before `op`.
+void in_layout(ir::Operation& op, size_t k, const Layout& l, const PlanTarget& t) {
+  ir::Value* v = op.operands[k];
+  if (!v->layout || v->rematerialized || *v->layout == l) return;
+  ir::Builder b(*op.parent);
+  b.before(op);
+  ir::Value* conv = b.create1(Op::convert_layout, {v}, v->type, op.loc);
+  conv->layout = l;
+  plan_conversion_path(*conv->def, t);
+  plan_exchange_encoding(*conv->def, t);
+  op.operands[k] = conv;
+}
+
+// Plans `op`'s chunk and copy layout; false where no width fits a compiler copy (the
+// caller then loads and stores it), an error at the user's line for the user's own copy.
+bool plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
                const PlanTarget& t) {
   const TargetCapabilities& caps = *t.caps;
   const ir::Type& bt = op.operands[0]->type;
@@ -134,24 +151,24 @@ void plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const pa
   const int eb = byte_width(dt);
   const SharedTileLayout st =
       stage_tile_layout(bt.shape, buffers.of(op.operands[0]), eb, {caps.shared_banks, caps.shared_bank_bytes});
+  passes::DirectCopyQuery q;
+  q.ptr = ptr;
+  q.mask = mask;
+  q.target_widths.assign(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
+  q.wave_size = t.wave_size;
+  q.vec_elements = st.vec;
+  for (int w : passes::direct_copy_widths(axis, q)) {
+    if (auto l = copy_layout(bt.shape, st.offsets, w / eb, t.wave_size, t.num_warps)) {
+      op.layout = *l;
+      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, caps)};
+      return true;
+    }
+  }
+  if (op.i1 == ir::kCompilerCopy) return false;
   const int last = bt.rank() - 1;
   const int contiguous = axis.vector_width(ptr, last, 16);  // elements, aligned to the access
   const int64_t constancy = mask ? axis.mask_constancy(mask, last) : int64_t(1) << 30;
   const int64_t tile_bytes = bt.numel() * eb;
-  std::vector<int> widths(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
-  std::sort(widths.rbegin(), widths.rend());
-  for (int w : widths) {
-    // AMD's 1- and 2-byte forms fill a whole dword of LDS per lane; 12 bytes is not a
-    // power-of-two chunk of a tile.
-    if (w < 4 || (w & (w - 1)) || w % eb) continue;
-    const int per = w / eb;
-    if (per > st.vec || per > contiguous || per > constancy || tile_bytes < int64_t(w) * t.wave_size) continue;
-    if (auto l = copy_layout(bt.shape, st.offsets, per, t.wave_size, t.num_warps)) {
-      op.layout = *l;
-      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, caps)};
-      return;
-    }
-  }
   std::vector<std::string> ws_str;
   for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
   std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
@@ -166,6 +183,52 @@ void plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const pa
       op.loc.file, op.loc.line);
 }
 
+// A compiler copy no chunk width fits (the pipeliner decided before the layouts and the
+// stage's swizzle existed: passes::direct_copy_widths with what it knew then) becomes what
+// the pipeliner makes of a load it cannot copy: a load into registers and a store of the
+// stage, synchronous, at the copy's place. Its wait then waits for nothing of it. The load
+// reads in a copy layout of the widest access the pointers, mask and swizzle vector allow.
+void load_and_store(ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
+                    const PlanTarget& t) {
+  const TargetCapabilities& caps = *t.caps;
+  const ir::Type& bt = op.operands[0]->type;
+  ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
+  const int eb = byte_width(bt.dtype);
+  const SharedTileLayout st =
+      stage_tile_layout(bt.shape, buffers.of(op.operands[0]), eb, {caps.shared_banks, caps.shared_bank_bytes});
+  const int last = bt.rank() - 1;
+  int64_t per = std::min<int64_t>({axis.vector_width(op.operands[2], last, 16), st.vec,
+                                   mask ? axis.mask_constancy(mask, last) : st.vec});
+  std::optional<Layout> l;
+  for (per = std::max<int64_t>(per, 1); !l && per >= 1; per /= 2)
+    if ((per & (per - 1)) == 0) l = copy_layout(bt.shape, st.offsets, int(per), t.wave_size, t.num_warps);
+  if (!l)
+    throw compile_error(fmt::format("gpu planning: the pipeliner staged a {}-element tile, fewer than a wave's lanes "
+                                    "(a tl bug)", bt.numel()),
+                        op.loc.file, op.loc.line);
+  const ir::Type vt{bt.dtype, bt.dtype, bt.shape};
+  ir::Builder b(*op.parent);
+  b.before(op);
+  std::vector<ir::Value*> operands = {op.operands[2]};
+  if (mask) {
+    operands.push_back(mask);
+    ir::Value* other = op.operands.size() > 4 ? op.operands[4] : nullptr;
+    if (!other) {  // masked-off elements are zeros, as the copy's
+      ir::Value* zero = is_float(bt.dtype) ? b.constant_f(bt.dtype, 0.0, op.loc) : b.constant(bt.dtype, 0, op.loc);
+      other = b.create1(Op::splat, {zero}, vt, op.loc);
+      other->layout = *l;
+      other->rematerialized = true;
+    }
+    operands.push_back(other);
+  }
+  ir::Value* value = b.create1(Op::load, operands, vt, op.loc);
+  value->layout = *l;
+  b.create(Op::shared_store, {op.operands[0], op.operands[1], value}, {}, op.loc);
+  for (size_t k = 0; k < value->def->operands.size(); ++k) in_layout(*value->def, k, *l, t);
+  op.layout = *l;
+  op.copy = ir::Operation::CopyPlan{0, false};
+}
+
 }  // namespace
 
 int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t) {
@@ -175,23 +238,15 @@ int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTar
     if (op.op == Op::global_load_to_shared) copies.push_back(&op);
   });
   for (ir::Operation* op : copies) {
-    plan_copy(*op, buffers, axis, t);
-    // The pointers, mask and other in the copy layout (operand_layout): a value with a
-    // layout of its own (not rematerialized address math, which is emitted in its user's
-    // layout) converts to it right before the copy. A buffer copy's pointers are the form
-    // that carries its base and offsets (buffer_operands), never read as pointers.
-    for (size_t k = 2; k < op->operands.size(); ++k) {
-      ir::Value* v = op->operands[k];
-      if (!v->layout || v->rematerialized || *v->layout == *op->layout) continue;
-      if (k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource)) continue;
-      ir::Builder b(*op->parent);
-      b.before(*op);
-      ir::Value* conv = b.create1(Op::convert_layout, {v}, v->type, op->loc);
-      conv->layout = *op->layout;
-      plan_conversion_path(*conv->def, t);
-      plan_exchange_encoding(*conv->def, t);
-      op->operands[k] = conv;
+    if (!plan_copy(*op, buffers, axis, t)) {
+      load_and_store(*op, buffers, axis, t);
+      continue;
     }
+    // The pointers, mask and other in the copy layout (operand_layout). A buffer copy's
+    // pointers are the form that carries its base and offsets (buffer_operands), never
+    // read as pointers.
+    for (size_t k = 2; k < op->operands.size(); ++k)
+      if (!(k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource))) in_layout(*op, k, *op->layout, t);
   }
   return int(copies.size());
 }

@@ -68,6 +68,7 @@ class WaitCounter {
     const bool masked = op.operands.size() > 3;
     if (masked && !(ir::copy_fills_zeros(op) && caps_.has_zero_copy())) return 0;  // a masked-off chunk issues nothing
     if (!op.copy) throw compile_error("gpu planning: a copy without a plan (plan_copies runs first; a tl bug)");
+    if (op.copy->chunk_bytes == 0) return 0;  // loaded and stored before it: its commit group only
     for (uint32_t w : op.layout->warp)
       if (w == 0) return 0;  // copied by some warps only (owner_predicate)
     const int per = op.copy->chunk_bytes / byte_width(op.operands[0]->type.dtype);

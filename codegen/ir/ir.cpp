@@ -233,8 +233,10 @@ class Printer {
         return fmt::format("{}{}{}", op.i0 ? " into_last_read_stage" : "",
                            op.i1 == kBufferAccess ? " buffer" : op.i1 == kCompilerCopy ? " compiler" : "",
                            !op.copy ? ""
-                                    : fmt::format(" chunk={}B{}", op.copy->chunk_bytes,
-                                                  op.copy->through_resource ? " through_resource" : ""));
+                           : op.copy->chunk_bytes == 0
+                               ? std::string(" loaded_and_stored")
+                               : fmt::format(" chunk={}B{}", op.copy->chunk_bytes,
+                                             op.copy->through_resource ? " through_resource" : ""));
       case Op::barrier: return op.i0 ? " shared" : "";
       case Op::async_wait:
         return fmt::format(" num_outstanding={}{}", op.i0,

@@ -337,8 +337,11 @@ class Verifier {
         expect(op.i1 == 0 || op.i1 == kCompilerCopy || (op.i1 == kBufferAccess && buffer_operands(op).base), op,
                "a buffer copy's pointers must be addptr(splat(base), i32 offsets)");
         // (plan_copies: the chunk one lane moves, a power of two of 4 bytes or more, in
-        // the copy layout the op records)
-        if (op.copy)
+        // the copy layout the op records; or none, for a compiler copy it loads and stores)
+        if (op.copy && op.copy->chunk_bytes == 0)
+          expect(op.i1 == kCompilerCopy && !op.copy->through_resource, op,
+                 "only a compiler copy may be loaded and stored instead (chunk 0)");
+        else if (op.copy)
           expect(op.layout && op.copy->chunk_bytes >= 4 && (op.copy->chunk_bytes & (op.copy->chunk_bytes - 1)) == 0 &&
                      (!op.copy->through_resource || op.i1 == kCompilerCopy),
                  op, "a planned copy has a layout, a power-of-two chunk of 4 bytes or more, and only a compiler copy "

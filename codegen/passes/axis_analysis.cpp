@@ -226,6 +226,9 @@ void AxisAnalysis::op(const ir::Operation& o) {
     case Op::splat:
       r = uniform(res, opnd(0).divisibility[0], opnd(0).constant);
       break;
+    case Op::convert_layout:  // the same elements at the same indices, held by other threads: every fact holds
+      r = opnd(0);
+      break;
     case Op::hint: {
       // tl::multiple_of / max_contiguous / max_constancy: the user's fact is taken as
       // given (Triton's AxisInfo does too), on top of what the operand already has. Kept
@@ -556,6 +559,7 @@ ValueRange AxisAnalysis::range_of(const ir::Operation& o) const {
     case Op::program_id: return fit(0, std::numeric_limits<int32_t>::max(), t);
     case Op::num_programs: return fit(1, std::numeric_limits<int32_t>::max(), t);
     case Op::splat: case Op::broadcast: case Op::reshape: case Op::expand_dims: case Op::trans:
+    case Op::convert_layout:
       return in(0);
     // The elements of one tile or two, moved: their values are their operands'.
     case Op::split: case Op::flip: case Op::gather: case Op::sort: return in(0);  // (sort: its keys)

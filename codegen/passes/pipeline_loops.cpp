@@ -73,6 +73,7 @@
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/axis_analysis.hpp"
+#include "codegen/passes/direct_copy.hpp"
 #include "codegen/passes/passes.hpp"
 
 namespace tl::passes {
@@ -394,28 +395,21 @@ class Pipeliner {
     return total <= o_.shared_bytes_limit;
   }
 
-  // Whether the GPU can issue `load` as direct copies (codegen/gpu/plan_copies.cpp's
-  // rule, approximated from the axis facts: layouts do not exist yet): no `other` but zero (AMD's copy fills
-  // masked-off chunks with 0), and some width of the target's, 4 bytes and up, no wider
-  // than a 16-byte swizzle vector, covered by the pointers' contiguity and alignment and
-  // the mask's constancy along the last dim, with a wave's chunks in the tile.
+  // Whether the GPU can issue `load` as direct copies: passes::direct_copy_widths, the
+  // rule plan_copies applies once layouts exist (it also knows the stage's swizzle
+  // vector: should it refuse every width, it loads and stores instead), and no `other`
+  // but zero (AMD's copy fills masked-off chunks with 0).
   // `dim`: the dim the copies run along (-1: the last; 0 for a copy of the transpose).
   bool copyable(const ir::Operation& load, int dim = -1) {
     if (load.operands.size() > 2 && !ir::is_zero_constant(load.operands[2])) return false;
     if (o_.direct_to_shared_widths.empty()) return o_.wave_size <= 1;  // the CPU copies anything; a GPU without copies nothing
-    const ir::Value* ptr = load.operands[0];
-    const ir::Value* mask = load.operands.size() > 1 ? load.operands[1] : nullptr;
-    const int along = dim < 0 ? ptr->type.rank() - 1 : dim, eb = byte_width(ptr->type.pointee);
-    if (along < 0 || along >= ptr->type.rank()) return false;
-    const int vw = axis_->vector_width(ptr, along);
-    const int64_t mc = mask ? axis_->mask_constancy(mask, along) : INT64_MAX;
-    for (int w : o_.direct_to_shared_widths) {
-      if (w < 4 || w > 16 || w % eb) continue;
-      const int e = w / eb;
-      if (e <= vw && e <= mc && e <= ptr->type.shape[size_t(along)] && ptr->type.numel() * eb / w >= o_.wave_size)
-        return true;
-    }
-    return false;
+    passes::DirectCopyQuery q;
+    q.ptr = load.operands[0];
+    q.mask = load.operands.size() > 1 ? load.operands[1] : nullptr;
+    q.dim = dim;
+    q.target_widths.assign(o_.direct_to_shared_widths.begin(), o_.direct_to_shared_widths.end());
+    q.wave_size = o_.wave_size;
+    return !passes::direct_copy_widths(*axis_, q).empty();
   }
 
   static size_t index_in(const ir::Block& b, const ir::Operation* op) {

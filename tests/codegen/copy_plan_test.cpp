@@ -12,6 +12,9 @@
 
 #include "bench/attention_tutorial.hpp"
 #include "codegen/amdgpu/code_object.hpp"
+#include "codegen/gpu/capabilities.hpp"
+#include "codegen/gpu/passes.hpp"
+#include "codegen/passes/axis_analysis.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/target.hpp"
 #include "support/compile.hpp"
@@ -142,6 +145,62 @@ TEST(CopyPlan, VerifierRejectsAMalformedPlan) {
   ir::verify(*g);
   copies[0]->layout.reset();
   EXPECT_THROW(ir::verify(*g), compile_error);
+}
+
+// A compiler copy no chunk width fits once the stage's swizzle is known (the pipeliner
+// decides before it exists) is a load into registers and a store of the stage right
+// before it, the copy kept for its commit group (`loaded_and_stored`), never a compile
+// error: here the planned tutorial matmul's first copy is planned again with its
+// buffer's swizzle vector cut to one f16 element (2 bytes, under every chunk width).
+TEST(CopyPlan, ACopyNoWidthFitsIsLoadedAndStored) {
+  for (const char* arch : {"sm_90", "gfx942"}) {
+    SCOPED_TRACE(arch);
+    auto f = tltest::tutorial03_matmul_kernel(128, 128, 64, 8, true);
+    const auto target = codegen::parse_target(arch);
+    auto g = codegen::planned_program(*f, target, tltest::launch_options(4, 2));
+    auto copies = ops_of(g->body, Op::global_load_to_shared);
+    ASSERT_FALSE(copies.empty());
+    ir::Operation& copy = *copies[0];
+    ASSERT_EQ(copy.i1, ir::kCompilerCopy);
+    ir::Operation* alloc = copy.operands[0]->def;
+    ASSERT_TRUE(alloc && alloc->op == Op::shared_alloc);
+    ir::SharedEncoding one;  // (gfx942's stages have none: the default is 16 bytes a vector)
+    one.order = {1, 0};
+    one.vec = 1;
+    alloc->shared = one;
+    copy.copy.reset();
+    copy.layout.reset();
+    for (ir::Operation* c : copies) c->copy.reset();  // (planned again, as the pass does)
+    const auto caps = codegen::capabilities_for(target);
+    const gpu::PlanTarget t{&caps, target.wave_size, 4};
+    gpu::plan_copies(*g, passes::AxisAnalysis(*g), t);
+    const std::string ir = g->str();
+    EXPECT_NE(ir.find("loaded_and_stored"), std::string::npos) << ir;
+    for (ir::Operation* c : copies) {
+      ASSERT_TRUE(c->copy.has_value()) << ir;
+      if (c->operands[0] != copy.operands[0]) {  // another buffer: copied as before
+        EXPECT_GT(c->copy->chunk_bytes, 0) << ir;
+        continue;
+      }
+      EXPECT_EQ(c->copy->chunk_bytes, 0) << ir;
+      // The load and the store right before it: the copy's pointers, its buffer and stage.
+      const ir::Block& b = *c->parent;
+      size_t at = 0;
+      while (b.ops[at].get() != c) ++at;
+      ASSERT_GE(at, 2u) << ir;
+      const ir::Operation& store = *b.ops[at - 1];
+      ASSERT_EQ(store.op, Op::shared_store) << ir;
+      EXPECT_EQ(store.operands[0], c->operands[0]) << ir;
+      EXPECT_EQ(store.operands[1], c->operands[1]) << ir;
+      const ir::Operation* load = store.operands[2]->def;
+      ASSERT_TRUE(load && load->op == Op::load) << ir;
+      ASSERT_TRUE(store.operands[2]->layout.has_value()) << ir;
+      for (const ir::Value* v : load->operands)
+        EXPECT_TRUE(v->rematerialized || (v->layout && *v->layout == *store.operands[2]->layout)) << ir;
+    }
+    ir::verify(*g);
+    gpu::plan_wait_counts(*g, passes::AxisAnalysis(*g), t);
+  }
 }
 
 // The pipeliner records the stage more it gives a loop's buffers for a warpgroup dot it
