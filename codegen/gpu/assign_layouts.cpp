@@ -337,15 +337,28 @@ class LayoutPlanner {
   // by an elementwise op (an epilogue's per-row and per-column scales, `acc *
   // expand_dims(rs, 1)`), so that the scales load into slices of the accumulator's
   // layout instead of converting a whole [M, N] tile through shared memory (Triton's
-  // forward propagation of the MMA layout); else its shape's default.
+  // forward propagation of the MMA layout); else that of a tile it is combined with that
+  // already has its layout (the upcast e2m1 values times their broadcast e8m0 scales,
+  // decompose_scaled_dots: the [rows, K / 32, 1] scales convert, not a [rows, K / 32, 32]
+  // f32 tile, 64 KiB of scratch at 128x128); else its shape's default.
   Layout broadcast_layout(const ir::Value* res) {
     static const std::vector<std::pair<const ir::Operation*, int>> none;
     auto it = users_.find(res);
-    for (auto [u, index] : it == users_.end() ? none : it->second) {
-      if (!has_trait(u->op, ir::kElementwise) || u->op == Op::load || u->op == Op::store) continue;
+    const auto& users = it == users_.end() ? none : it->second;
+    auto elementwise_user = [](const ir::Operation* u) {
+      return has_trait(u->op, ir::kElementwise) && u->op != Op::load && u->op != Op::store;
+    };
+    for (auto [u, index] : users) {
+      if (!elementwise_user(u)) continue;
       for (const ir::Value* o : u->operands)
         if (o != res)
           if (const Layout* l = accumulator_layout_of(o, 8)) return *l;
+    }
+    for (auto [u, index] : users) {
+      if (!elementwise_user(u)) continue;
+      for (const ir::Value* o : u->operands)
+        if (o != res && eager_tile(o) && !weak_.count(o) && o->type.shape == res->type.shape)
+          if (auto l = plan_.layouts_.find(o); l != plan_.layouts_.end()) return l->second;
     }
     return plan_.shape_default(res->type.shape);
   }

@@ -87,8 +87,14 @@ class Upcast {
     return bitcast(bits, DType::f32);
   }
 
-  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K]:
-  // 0.5 m below 1, else 2^(e - 1) (1 + m / 2), built as f32 bits from the code's fields.
+  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K]. A
+  // code c (sign, e, m) put at f32's sign and at the top of its exponent and mantissa
+  // fields, bits 31 and 24..22 (c * (2^28 + 2^22): the two copies of c do not overlap),
+  // is the f32 2^(e - 127) (1 + m / 2), or 2^-127 m for e = 0 (a subnormal), exactly
+  // e2m1's value times 2^-126: one multiply by 2^126 makes it exact. Three integer ops
+  // and one multiply an element (Triton's bit-placement upcast) where picking the
+  // normal or subnormal form took nine; it needs subnormal f32 operands kept, which
+  // every target's f32 multiply does (no flush-to-zero mode is set).
   Value* e2m1_to_f32(Value* x) {
     const int rows = x->type.shape[0], half = x->type.shape[1];
     Value* bytes = bitcast(x, DType::u8);
@@ -96,20 +102,20 @@ class Upcast {
     Value* hi = op(Op::shr, bytes, 4);
     Value* pairs = b_.create1(Op::join, {lo, hi}, lo->type.with_shape({rows, half, 2}), loc_);
     Value* c = cast(reshape(pairs, {rows, 2 * half}), DType::u32);
-    Value* em = op(Op::band, c, 7);
-    Value* subnormal = op(Op::mul, op(Op::band, em, 1), 0x3F000000);  // 0 or 0.5
-    Value* normal = op(Op::add, op(Op::shl, em, 22), 0x3F000000);
-    Value* mag = select(cmp(CmpPred::lt, em, 2), subnormal, normal);
-    Value* sign = op(Op::shl, op(Op::band, c, 8), 28);
-    return bitcast(op(Op::bor, mag, sign), DType::f32);
+    Value* bits = op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000);
+    Value* tiny = bitcast(bits, DType::f32);
+    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(DType::f32, 0x1p126, loc_)}, tiny->type, loc_);
+    return b_.create1(Op::mul, {tiny, two_126}, tiny->type, loc_);
   }
 };
 
 // A scale operand that scales nothing: the tracer's stand-in for Triton's None, code 127
 // (2^0) everywhere.
 bool unit_scale(const Value* s) {
-  std::optional<int64_t> c = ir::splat_int_constant(s);
-  return c && *c == 127;
+  const ir::Operation* d = s->def;
+  if (!d || d->op != Op::splat || !d->operands[0]->def || d->operands[0]->def->op != Op::constant) return false;
+  const ir::Operation& c = *d->operands[0]->def;
+  return (c.result()->type.dtype == DType::e8m0 || is_int(c.result()->type.dtype)) && c.i0 == 127;
 }
 
 int decompose(ir::Block& block, const std::function<bool(const ir::Operation&)>& native) {
