@@ -878,6 +878,243 @@ V log1p_f64(const M& m, V x) {
   return m.sel(isnan64(m, x), x, r);
 }
 
+// sin, cos and tan in f64: a = |x| reduced to a = q pi/2 + r, r = hi + lo with |r| <= pi/4
+// to about 2^-110 relative (any finite a: 2^1023 and the doubles nearest a multiple of
+// pi/2, whose remainder is 2^-61 of it, included), then Taylor polynomials in hi with lo's
+// first-order term. Payne-Hanek in integers as reduce_pio2's, with the 53-bit mantissa
+// times 192 bits of 2/pi taken from the bit that matters (the bits before contribute
+// multiples of 4 to a 2/pi): 2^-126 absolute on a 2/pi mod 4, enough where r is 2^-61.
+// The 192 bits are picked from the table by a shifter on the word index (a select a bit
+// of the index: 99 selects of constants where one a word for each of the 33 positions
+// would be 231), no memory.
+constexpr uint32_t kTwoOverPi64[39] = {
+    0x00000000, 0x00000000, 0xA2F9836E, 0x4E441529, 0xFC2757D1, 0xF534DDC0, 0xDB629599, 0x3C439041,
+    0xFE5163AB, 0xDEBBC561, 0xB7246E3A, 0x424DD2E0, 0x06492EEA, 0x09D1921C, 0xFE1DEB1C, 0xB129A73E,
+    0xE88235F5, 0x2EBB4484, 0xE99C7026, 0xB45F7E41, 0x3991D639, 0x835339F4, 0x9C845F8B, 0xBDF9283B,
+    0x1FF897FF, 0xDE05980F, 0xEF2F118B, 0x5A0A6D1F, 0x6D367ECF, 0x27CB09B7, 0x4F463F66, 0x9E5FEA2D,
+    0x7527BAC7, 0xEBE5F17B, 0x3D0739F7, 0x8A5292EA, 0x6BFB5FB1, 0x1F8D5D08, 0x56033046};
+struct Quadrant64 {
+  V hi, lo;  // f64: r = hi + lo
+  V q;       // u64, the low two bits the quadrant
+};
+Quadrant64 reduce_pio2_64(const M& m, V a) {
+  V ia = bits64(m, a);
+  // a = mant 2^E, E = be - 1075; 2/pi's bit E - 1 (bit 1 the first after the point) is bit
+  // be - 1013 of the table (two zero words first): [9, 1034] for a >= pi/4, inf and NaN.
+  V pos = m.max(m.sub(m.shr(ia, m.i64(52)), m.i64(1013)), m.i64(0));
+  V idx = m.to(m.shr(pos, m.i64(5)), DType::u32);
+  V sh = m.to(m.band(pos, m.i64(31)), DType::u32);
+  // words idx .. idx + 6, shifted in by the index's bits from the highest: after the bit of
+  // 2^s, 7 + 2^s - 1 words are wanted
+  std::vector<V> w;
+  for (int j = 0; j < 70; ++j) w.push_back(m.u32(j < 39 ? kTwoOverPi64[j] : 0));
+  for (int s = 5; s >= 0; --s) {
+    V bit = m.ne(m.band(idx, m.u32(1u << s)), m.u32(0));
+    std::vector<V> next;
+    for (int j = 0; j < 6 + (1 << s); ++j) next.push_back(m.sel(bit, w[size_t(j + (1 << s))], w[size_t(j)]));
+    w = std::move(next);
+  }
+  // six 32-bit words of the window: (w_j << sh) | (w_j+1 >> (32 - sh)), sh = 0 included
+  std::vector<V> f;
+  for (int j = 0; j < 6; ++j)
+    f.push_back(m.to(m.bor(m.shl(w[size_t(j)], sh), m.shr(m.shr(w[size_t(j + 1)], m.u32(1)), m.sub(m.u32(31), sh))),
+                     DType::u64));
+  V mant = m.bor(m.band(m.to(ia, DType::u64), m.u64(0xfffffffffffffull)), m.u64(1ull << 52));
+  const V m32 = m.u64(0xffffffffull), s32 = m.u64(32);
+  V m0 = m.band(mant, m32), m1 = m.shr(mant, s32);
+  // mant * window in 32-bit limbs (each row's carries in u64: (2^32 - 1)^2 + 2^32 - 1 fits)
+  auto row = [&](V mi) {
+    std::vector<V> limb;
+    V carry = m.u64(0);
+    for (int j = 5; j >= 0; --j) {
+      V t = m.add(m.mul(mi, f[size_t(j)]), carry);
+      limb.push_back(m.band(t, m32));
+      carry = m.shr(t, s32);
+    }
+    limb.push_back(carry);
+    return limb;  // least significant first
+  };
+  std::vector<V> ra = row(m0), rb = row(m1);
+  std::vector<V> p = {ra[0]};
+  V carry = m.u64(0);
+  for (int j = 1; j <= 5; ++j) {
+    V t = m.add(m.add(ra[size_t(j)], rb[size_t(j - 1)]), carry);
+    p.push_back(m.band(t, m32));
+    carry = m.shr(t, s32);
+  }
+  // a 2/pi mod 4 = p / 2^190: the quadrant in bits 190-191, the fraction's 126 bits below
+  V q = m.band(m.shr(p[5], m.u64(30)), m.u64(3));
+  V fhi = m.bor(m.shl(m.band(p[5], m.u64(0x3fffffff)), s32), p[4]);  // 62 bits
+  V up = m.shr(fhi, m.u64(61));  // to the nearest quadrant: the fraction in [-1/2, 1/2)
+  q = m.add(q, up);
+  V shi = m.sub(m.to(fhi, DType::i64), m.to(m.shl(up, m.u64(62)), DType::i64));
+  // v = shi 2^64 + p3 2^32 + p2 as exact f64 parts: vh = shi rounded, what that lost (at
+  // most 2^9) with p3 exactly in one f64, p2 in another; summed without loss (fast two-sum:
+  // the larger part first)
+  V vh = m.to(shi, DType::f64);
+  V e1 = m.sub(shi, m.to(vh, DType::i64));
+  V b = m.mul(m.to(m.add(m.shl(e1, m.i64(32)), m.to(p[3], DType::i64)), DType::f64), m.d(0x1p32));
+  V c = m.to(p[2], DType::f64);
+  V s1 = m.add(b, c);
+  V t1 = m.sub(c, m.sub(s1, b));
+  V A = m.mul(vh, m.d(0x1p64));
+  V s = m.add(A, s1);
+  V t2 = m.sub(s1, m.sub(s, A));
+  V sl = m.add(t1, t2);
+  // r = (s + sl) 2^-126 pi/2, pi/2 in two parts
+  constexpr double kP1 = 0x1.921fb54442d18p0, kP2 = 0x1.1a62633145c07p-54;
+  s = m.mul(s, m.d(0x1p-126));
+  sl = m.mul(sl, m.d(0x1p-126));
+  V rh = m.mul(s, m.d(kP1));
+  V rl = m.add(m.fma(s, m.d(kP1), m.neg(rh)), m.fma(s, m.d(kP2), m.mul(sl, m.d(kP1))));
+  V hi = m.add(rh, rl);
+  V lo = m.sub(rl, m.sub(hi, rh));
+  V big = m.ge(a, m.d(0x1.921fb54442d18p-1));  // pi/4 rounded down: below it r = a
+  return {m.sel(big, hi, a), m.sel(big, lo, m.d(0.0)), m.sel(big, q, m.u64(0))};
+}
+// sin(hi + lo) and cos(hi + lo) on |hi| <= pi/4: Taylor to r^19 and r^20 (remainders below
+// 2^-66 relative), lo's first-order terms lo cos hi ~ lo (1 - hi^2/2) and -lo sin hi ~ -lo
+// hi; cos as fdlibm's 1 - hi^2/2 with the roundings of hi^2 and of 1 - hi^2/2 added back.
+std::vector<double> taylor(int first, int last, int sign) {  // sign (-1)^k / n! for n = first + 2k
+  std::vector<double> c;
+  long double fact = 1;
+  for (int n = 1; n <= last; ++n) {
+    fact *= n;
+    if (n >= first && (n - first) % 2 == 0) c.push_back(double(((n - first) / 2 % 2 ? -sign : sign) / fact));
+  }
+  return c;
+}
+V sin_kernel64(const M& m, V hi, V lo) {
+  static const std::vector<double> kS = taylor(3, 19, -1);  // -1/3!, 1/5!, ..
+  V z = m.mul(hi, hi);
+  V tail = m.fma(m.mul(hi, z), poly_of(m, z, kS), m.mul(lo, m.fma(z, m.d(-0.5), m.d(1.0))));
+  return m.add(hi, tail);
+}
+V cos_kernel64(const M& m, V hi, V lo) {
+  static const std::vector<double> kC = taylor(4, 20, 1);  // 1/4!, -1/6!, ..
+  V z = m.mul(hi, hi);
+  V zl = m.fma(hi, hi, m.neg(z));
+  V hz = m.mul(z, m.d(0.5));
+  V w = m.sub(m.d(1.0), hz);
+  V corr = m.sub(m.sub(m.sub(m.d(1.0), w), hz), m.fma(hi, lo, m.mul(zl, m.d(0.5))));
+  return m.add(w, m.fma(m.mul(z, z), poly_of(m, z, kC), corr));
+}
+// sin (cosine: the quadrant + 1) as sincos_f32; tan = sin r / cos r, -cos r / sin r in odd
+// quadrants (three roundings where each part is within about half an ulp).
+V trig_f64(const M& m, V x, int which) {  // 0 sin, 1 cos, 2 tan
+  V a = m.abs(x);
+  Quadrant64 red = reduce_pio2_64(m, a);
+  V s = sin_kernel64(m, red.hi, red.lo), c = cos_kernel64(m, red.hi, red.lo);
+  V r;
+  if (which == 2) {
+    V odd = m.ne(m.band(red.q, m.u64(1)), m.u64(0));
+    r = m.sel(odd, m.div(m.neg(c), s), m.div(s, c));
+    r = m.sel(sign_bit_set(m, x), m.neg(r), r);  // tan(-a) = -tan a
+  } else {
+    V q = which == 1 ? m.add(red.q, m.u64(1)) : red.q;
+    r = m.sel(m.ne(m.band(q, m.u64(1)), m.u64(0)), c, s);
+    V flip = m.ne(m.band(q, m.u64(2)), m.u64(0));
+    if (which == 0) flip = m.bxor(flip, sign_bit_set(m, x));
+    r = m.sel(flip, m.neg(r), r);
+  }
+  return m.sel(m.lt(a, m.d(std::numeric_limits<double>::infinity())), r, m.d(std::numeric_limits<double>::quiet_NaN()));
+}
+
+// erfc in f64: |x| < 1: (1 - x) - x R(x^2), erf's R (1 - x exact from 1/2 on); from 1 on
+// e^(-x^2) erfcx(|x|) with x^2 = hi + lo exactly, e^-hi = 2^k (1 + p) and e^-lo = 1 - lo
+// folded into the one fma, 2^k applied last (one rounding into the subnormals, from 26.5);
+// erfcx erf's piece in |x| - 1.75 below 2.5, else G(1/x^2) / |x| with G(u) = x erfcx(x)
+// fitted on u in [1/27.5^2, 1/2.5^2] (a Chebyshev interpolant in 60-digit arithmetic, 22
+// terms in u - 0.0807: 0.08 of 2^-53 relative; erfc is 0 from 27.3). x < -1: 2 - erfc|x|.
+const std::vector<double> kErfcxU = {
+    0.5437500712042601,  -0.22904882994704812, 0.25837984863993235, -0.44019823538019043, 0.9622887222638876,
+    -2.50096384053942,   7.398975323270332,    -24.236108998772607, 86.24480162539031,    -328.8689506270279,
+    1329.7607323779025,  -5658.039707674035,   25298.272942637323,  -117265.86374647955,  525419.8785318878,
+    -2560104.0330159105, 20017177.253660843,   -110089944.80247603, -232218449.04863814,  1677540192.3419363,
+    45339709548.8389,    -271253889572.58453};
+V erfc_f64(const M& m, V x) {
+  V a = m.abs(x);
+  V small = m.fma(m.neg(x), poly_of(m, m.mul(x, x), kErfR64), m.sub(m.d(1.0), x));
+  V ac = m.min(a, m.d(27.5));  // (and a NaN 1, put back below)
+  V hi = m.mul(ac, ac), lo = m.fma(ac, ac, m.neg(hi));
+  ExpParts e = exp_reduce64(m, m.neg(hi));
+  V q = m.fma(m.neg(lo), e.p, m.sub(e.p, lo));  // (1 + p)(1 - lo) - 1
+  V far = m.div(poly_of(m, m.sub(m.div(m.d(1.0), hi), m.d(0.08066115702479339)), kErfcxU), ac);
+  V H = m.sel(m.lt(ac, m.d(2.5)), poly_of(m, m.sub(ac, m.d(1.75)), kErfcxNear), far);
+  V tail = scale64(m, m.fma(q, H, H), e.k);
+  V big = m.sel(m.lt(x, m.d(0.0)), m.sub(m.d(2.0), tail), tail);
+  return m.sel(isnan64(m, x), x, m.sel(m.lt(a, m.d(1.0)), small, big));
+}
+
+// x ** y in f64: ln|x| as a double-double to about 2^-100 relative (the error a result
+// carries is y ln|x|'s absolute error, and y ln|x| reaches 745), y ln|x| = th + tl, then
+// 2^k (1 + p) (1 + tl) from exp's reduction of th; C's special cases as pow_core's.
+// |x| = 2^k m, m in [sqrt(2)/2, sqrt(2)), f = m - 1 exact, s = f / (2 + f) in two parts, and
+// log m = 2s + 2s z Q(z) (z = s^2, Q = 1/3 + z/5 + ..., the series to s^23) with z and Q's
+// leading 1/3 in two parts: the sum is short of 2^-62 of log m only by Q's tail's rounding.
+V pow_f64(const M& m, V x, V y) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  V ax = m.abs(x);
+  V tiny = m.lt(ax, m.d(0x1p-1022));
+  V xs = m.sel(tiny, m.mul(ax, m.d(0x1p54)), ax);
+  V ix = m.add(bits64(m, xs), m.i64(kOne64 - kSqrtHalf64));
+  V kf = m.to(m.sub(m.shr(ix, m.i64(52)), m.sel(tiny, m.i64(1023 + 54), m.i64(1023))), DType::f64);
+  V f = m.sub(from_bits64(m, m.add(m.band(ix, m.i64(0xfffffffffffff)), m.i64(kSqrtHalf64))), m.d(1.0));
+  V d = m.add(m.d(2.0), f), dl = m.add(m.sub(m.d(2.0), d), f);  // 2 + f = d + dl
+  V sh = m.div(f, d);
+  V sl = m.div(m.sub(m.fma(m.neg(sh), d, f), m.mul(sh, dl)), d);
+  V zh = m.mul(sh, sh);
+  V zl = m.fma(sh, sh, m.neg(zh));
+  zl = m.fma(m.add(sh, sh), sl, zl);
+  V z = zh;
+  V Q2 = m.d(1.0 / 23);
+  for (int n = 21; n >= 5; n -= 2) Q2 = m.fma(Q2, z, m.d(1.0 / n));
+  constexpr double kThirdHi = 1.0 / 3, kThirdLo = 1.850371707708594e-17;  // 1/3 - kThirdHi
+  V wq = m.mul(z, Q2);
+  V qh = m.add(m.d(kThirdHi), wq);
+  V ql = m.add(m.add(m.sub(m.d(kThirdHi), qh), wq), m.d(kThirdLo));
+  V zqh = m.mul(zh, qh);
+  V zql = m.add(m.fma(zh, qh, m.neg(zqh)), m.fma(zh, ql, m.mul(zl, qh)));
+  V uh = m.add(sh, sh), ul = m.add(sl, sl);
+  V th = m.mul(uh, zqh);
+  V tlo = m.add(m.fma(uh, zqh, m.neg(th)), m.fma(uh, zql, m.mul(ul, zqh)));
+  V lh = m.add(uh, th);
+  V ll = m.add(m.add(m.sub(uh, lh), th), m.add(ul, tlo));
+  // + k ln 2: k kLn2Hi64 exact, |k ln 2| >= |log m| where k is not 0
+  V kh = m.mul(kf, m.d(kLn2Hi64));
+  V ah = m.add(kh, lh);
+  V al = m.add(m.add(m.sub(kh, ah), lh), m.fma(kf, m.d(kLn2Lo64), ll));
+  // renormalized (ah carries k ln 2's 32 bits where log m is small): then |tl| is within
+  // half an ulp of |t| and e^tl = 1 + tl
+  V an = m.add(ah, al);
+  al = m.add(m.sub(ah, an), al);
+  ah = an;
+  // y ln|x|; past |t| = 1100 the result is 0 or inf whatever the low part
+  V t = m.mul(y, ah);
+  V tl = m.fma(y, al, m.fma(y, ah, m.neg(t)));
+  tl = m.sel(m.lt(m.abs(t), m.d(1100.0)), tl, m.d(0.0));
+  ExpParts e = exp_parts64(m, t);
+  V r = scale64(m, m.add(m.d(1.0), m.add(e.p, m.fma(e.p, tl, tl))), e.k);
+  // C's special cases, later ones winning (pow_core's)
+  V yint = m.eq(m.floor(y), y);
+  V half = m.mul(y, m.d(0.5));
+  V yodd = m.band(yint, m.ne(m.floor(half), half));
+  V xneg = sign_bit_set(m, x);
+  V negate = m.band(xneg, yodd);
+  V sgn = m.sel(negate, m.d(-1.0), m.d(1.0));
+  r = m.sel(negate, m.neg(r), r);
+  V xfinite_nz = m.band(m.lt(ax, m.d(inf)), m.gt(ax, m.d(0.0)));
+  V yneg = m.lt(y, m.d(0.0));
+  V qnan = m.d(std::numeric_limits<double>::quiet_NaN());
+  r = m.sel(m.band(m.band(xneg, m.bxor(yint, m.truth(true))), xfinite_nz), qnan, r);
+  r = m.sel(m.eq(ax, m.d(0.0)), copysign64(m, m.sel(yneg, m.d(inf), m.d(0.0)), sgn), r);
+  r = m.sel(m.eq(ax, m.d(inf)), copysign64(m, m.sel(yneg, m.d(0.0), m.d(inf)), sgn), r);
+  V inf_case = m.sel(m.eq(ax, m.d(1.0)), m.d(1.0), m.sel(m.eq(m.lt(ax, m.d(1.0)), yneg), m.d(inf), m.d(0.0)));
+  r = m.sel(m.eq(m.abs(y), m.d(inf)), inf_case, r);
+  r = m.sel(m.bor(isnan64(m, x), isnan64(m, y)), qnan, r);
+  return m.sel(m.bor(m.eq(y, m.d(0.0)), m.eq(x, m.d(1.0))), m.d(1.0), r);
+}
+
 const char* fn_name(math_fn fn) {
   switch (fn) {
     case math_fn::tanh: return "tanh";
@@ -902,9 +1139,7 @@ V as_f32(V x, const char* what, const char* operand, const Loc& loc) {
     throw trace_error(fmt::format("tl::{}: the {} is a tile of pointers; it needs f32, f16 or bf16", what, operand), loc);
   DType d = x->type.dtype;
   if (d == DType::f64)
-    throw trace_error(fmt::format("tl::{} on f64 is not supported yet (f64: tanh, sigmoid, expm1, log1p, sinh, "
-                                  "cosh, atan, atan2, asin, acos, cbrt, clamp, exp, exp2, log, log2, erf; the rest is "
-                                  "f32, f16 and bf16); convert with .to<tl::f32>()", what),
+    throw trace_error(fmt::format("tl::{}: the operands are f64 and f32/f16/bf16 mixed; give them one type", what),
                       loc);
   if (is_fp8(d))
     throw trace_error(fmt::format("tl::{} on {}: FP8 is a storage type; convert with .to<tl::f32>() first", what, name(d)),
@@ -934,7 +1169,8 @@ Value* math_unary(math_fn fn, Value* x, const Loc& loc) {
       case math_fn::asin: return asin_any(m, x);
       case math_fn::acos: return acos_any(m, x);
       case math_fn::cbrt: return cbrt_f64(m, x);
-      default: break;  // as_f32 says f64 is not supported for it
+      case math_fn::tan: return trig_f64(m, x, 2);
+      case math_fn::erfc: return erfc_f64(m, x);
     }
   }
   V xf = as_f32(x, what, "tile", loc);
@@ -970,9 +1206,19 @@ Value* math_atan2(Value* y, Value* x, const Loc& loc) {
 }
 
 Value* math_pow(Value* x, Value* y, const Loc& loc) {
-  V xf = as_f32(x, "pow", "base", loc);
   if (y->type.is_ptr()) throw trace_error("tl::pow: the exponent is a tile of pointers", loc);
   DType yd = y->type.dtype;
+  if (!x->type.is_ptr() && (x->type.dtype == DType::f64 || yd == DType::f64)) {
+    // an f64 base takes any float exponent or an integer one up to i32 (each exact in f64;
+    // a C++ double exponent arrives as f32)
+    bool ok_y = (is_float(yd) && !is_fp8(yd)) || (is_int(yd) && yd != DType::i1 && bit_width(yd) <= 32);
+    if (x->type.dtype != DType::f64 || !ok_y)
+      throw trace_error(fmt::format("tl::pow: the base is {} and the exponent {}; an f64 base takes a float or "
+                                    "i32 exponent, and an f64 exponent an f64 base", name(x->type.dtype), name(yd)),
+                        loc);
+    return pow_f64(M{loc}, x, yd == DType::f64 ? y : cast(y, DType::f64, false, loc));
+  }
+  V xf = as_f32(x, "pow", "base", loc);
   V yw = nullptr;
   if (is_int(yd) && yd != DType::i1) {
     if (bit_width(yd) > 32)
@@ -1011,17 +1257,23 @@ namespace tl::detail {
 
 // tl::exp, log, log2, sin and cos of f32, f16 and bf16 (computed in f32): the
 // compositions above, on every target; tl::exp2 of those is the IR's op (the target's
-// own instruction), tl::erf of those the lowering's. f64 exp, exp2, log, log2 and erf are
-// the f64 compositions; f64 sin and cos
-// (the CPU's libm, an error on GPUs), integers and pointers go to the IR's op, which says
+// own instruction), tl::erf of those the lowering's. f64 exp, exp2, log, log2, erf, sin
+// and cos are the f64 compositions; integers and pointers go to the IR's op, which says
 // what is wrong with them.
 Value* precise_math(Op op, Value* x, const Loc& loc) {
   const DType d = x->type.dtype;
-  if (!x->type.is_ptr() && d == DType::f64 &&
-      (op == Op::exp || op == Op::exp2 || op == Op::log || op == Op::log2 || op == Op::erf)) {
+  if (!x->type.is_ptr() && d == DType::f64) {
     M m{loc};
-    return op == Op::exp ? exp_f64(m, x) : op == Op::exp2 ? exp2_f64(m, x) : op == Op::erf ? erf_f64(m, x)
-           : op == Op::log ? log_f64(m, x) : log2_f64(m, x);
+    switch (op) {
+      case Op::exp: return exp_f64(m, x);
+      case Op::exp2: return exp2_f64(m, x);
+      case Op::erf: return erf_f64(m, x);
+      case Op::log: return log_f64(m, x);
+      case Op::log2: return log2_f64(m, x);
+      case Op::sin: return trig_f64(m, x, 0);
+      case Op::cos: return trig_f64(m, x, 1);
+      default: return unary(op, x, loc);
+    }
   }
   if (x->type.is_ptr() || !is_float(d) || is_fp8(d) || d == DType::f64 || op == Op::exp2 || op == Op::erf)
     return unary(op, x, loc);

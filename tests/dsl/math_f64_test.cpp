@@ -103,23 +103,29 @@ TL_FN64(asin);
 TL_FN64(acos);
 TL_FN64(cbrt);
 TL_FN64(erf);
+TL_FN64(erfc);
+TL_FN64(sin);
+TL_FN64(cos);
+TL_FN64(tan);
 #undef TL_FN64
 
-// Two operands: atan2(y, x) and clamp(x, lo, hi) with lo = -y and hi = y.
-std::vector<double> run2(bool atan2, const std::vector<double>& ys, const std::vector<double>& xs) {
+// Two operands: atan2(y, x), clamp(x, lo, hi) with lo = -y and hi = y, and pow(x, y).
+enum class Binary { atan2, clamp, pow };
+std::vector<double> run2(Binary op, const std::vector<double>& ys, const std::vector<double>& xs) {
   static auto k = tl::kernel("math_f64_binary", [](tl::ptr<tl::f64> y, tl::ptr<tl::f64> x, tl::ptr<tl::f64> out,
-                                                   tl::i32 n, bool is_atan2) {
+                                                   tl::i32 n, int which) {
     auto i = tl::program_id(0) * kBlock + tl::arange(0, kBlock);
     auto m = i < n;
     auto a = tl::load(y + i, m, 1.0), b = tl::load(x + i, m, 1.0);
-    if (is_atan2) tl::store(out + i, tl::atan2(a, b), m);
-    else tl::store(out + i, tl::clamp(b, -a, a, tl::propagate_nan::all), m);
+    if (which == int(Binary::atan2)) tl::store(out + i, tl::atan2(a, b), m);
+    else if (which == int(Binary::clamp)) tl::store(out + i, tl::clamp(b, -a, a, tl::propagate_nan::all), m);
+    else tl::store(out + i, tl::pow(b, a), m);
   });
   const int n = int(xs.size());
   auto Y = upload<ty::f64>(ys), X = upload<ty::f64>(xs);
   auto O = test_device().alloc<ty::f64>(size_t(n));
   poison(O);
-  k[tl::grid(tl::cdiv(n, kBlock))](Y, X, O, n, atan2);
+  k[tl::grid(tl::cdiv(n, kBlock))](Y, X, O, n, int(op));
   return O.download();
 }
 
@@ -219,7 +225,7 @@ TEST(MathF64, InverseTrigonometric) {
       {-1.0, -0.0, -pio2},  {0.0, -1.0, pi},     {-0.0, -1.0, -pi},     {kInf, kInf, pio4},     {-kInf, kInf, -pio4},
       {kInf, -kInf, 3 * pio4}, {1.0, kInf, 0.0}, {1.0, -kInf, pi},     {kNaN, 1.0, kNaN},      {1.0, kNaN, kNaN}};
   for (auto& s : specials) ys.push_back(s[0]), xs.push_back(s[1]);
-  auto got = run2(true, ys, xs);
+  auto got = run2(Binary::atan2, ys, xs);
   double worst = 0;
   size_t at = 0;
   for (size_t i = 0; i + specials.size() < xs.size(); ++i) {
@@ -254,10 +260,77 @@ TEST(MathF64, Exp2ErfCbrtClamp) {
   auto xs = concat({random_bits(kRandom, kInf), edges()});
   auto ys = random_bits(xs.size(), kInf);
   for (auto& y : ys) y = std::fabs(y);
-  auto got = run2(false, ys, xs);
+  auto got = run2(Binary::clamp, ys, xs);
   for (size_t i = 0; i < xs.size(); ++i) {
     double want = std::isnan(xs[i]) ? xs[i] : std::min(std::max(xs[i], -ys[i]), ys[i]);
     EXPECT_TRUE(std::isnan(want) ? std::isnan(got[i]) : got[i] == want) << xs[i] << " in +-" << ys[i] << ": " << got[i];
+  }
+}
+
+// Arguments next to multiples of pi/2 (the reduction's hard cases: the remainder a tiny
+// fraction of the argument), among them the double nearest one (Kahan and McDonald's
+// 6381956970095103 * 2^797, whose remainder is 2^-60.9 of it) and its neighbours.
+std::vector<double> near_pio2_multiples() {
+  std::vector<double> v;
+  for (int k = 1; k < 4000; k += 37) {
+    double m = double(k * 1.5707963267948966192313216916397514L);
+    for (double x = std::nextafter(m, 0.0), n = 0; n < 3; ++n, x = std::nextafter(x, kInf)) v.push_back(x);
+  }
+  double worst = std::ldexp(6381956970095103.0, 797);
+  for (double x = std::nextafter(worst, 0.0), n = 0; n < 3; ++n, x = std::nextafter(x, kInf)) v.push_back(x);
+  return v;
+}
+
+TEST(MathF64, SinCosTan) {
+  auto xs = concat({random_bits(kRandom, kInf), uniform(kRandom, -10, 10), uniform(kRandom, -1e6, 1e6),
+                    near_pio2_multiples(), edges()});
+  check<sin_fn>("sin", [](long double x) { return std::sin(x); }, xs, 1.0);
+  check<cos_fn>("cos", [](long double x) { return std::cos(x); }, xs, 1.0);
+  check<tan_fn>("tan", [](long double x) { return std::tan(x); }, xs, 2.5);
+  check_specials<sin_fn>("sin", {{0.0, 0.0}, {-0.0, -0.0}, {1e-310, 1e-310}, {-1e-310, -1e-310}, {kInf, kNaN},
+                                 {-kInf, kNaN}, {kNaN, kNaN}});
+  check_specials<cos_fn>("cos", {{0.0, 1.0}, {-0.0, 1.0}, {1e-310, 1.0}, {kInf, kNaN}, {kNaN, kNaN}});
+  check_specials<tan_fn>("tan", {{0.0, 0.0}, {-0.0, -0.0}, {-1e-310, -1e-310}, {-kInf, kNaN}, {kNaN, kNaN}});
+}
+
+TEST(MathF64, ErfcPow) {
+  check<erfc_fn>("erfc", [](long double x) { return std::erfc(x); },
+                 concat({random_bits(kRandom, 30), uniform(kRandom, -6, 28), uniform(kRandom, -1.5, 3), edges()}), 2.5);
+  check_specials<erfc_fn>("erfc", {{0.0, 1.0}, {-0.0, 1.0}, {30.0, 0.0}, {-30.0, 2.0}, {kInf, 0.0}, {-kInf, 2.0},
+                                   {kNaN, kNaN}});
+  // pow on random bases with exponents that take the result anywhere from the subnormals to
+  // overflow (|y ln x| up to 760), integer exponents of negative bases, and C's cases
+  std::vector<double> xs = random_bits(kRandom, kInf), ys;
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (auto& x : xs) {
+    x = std::fabs(x);
+    double l = std::fabs(std::log(x));
+    ys.push_back(u(rng()) * (l > 0 ? std::min(760 / l, 1e300) : 1.0));
+  }
+  for (double x : uniform(kRandom, -40, 40)) xs.push_back(x), ys.push_back(std::round(u(rng()) * 180));
+  for (double x : uniform(kRandom / 4, 0.999, 1.001)) xs.push_back(x), ys.push_back(u(rng()) * 1e6);
+  const double m = std::numeric_limits<double>::max();
+  const std::vector<std::array<double, 3>> specials = {
+      {kNaN, 0.0, 1.0},      {1.0, kNaN, 1.0},       {kNaN, 1.0, kNaN},   {2.0, kNaN, kNaN},    {-2.0, 0.5, kNaN},
+      {0.0, -1.0, kInf},     {-0.0, -1.0, -kInf},    {-0.0, -2.0, kInf},  {0.0, 3.0, 0.0},      {-0.0, 3.0, -0.0},
+      {-0.0, 2.0, 0.0},      {-1.0, kInf, 1.0},      {0.5, -kInf, kInf},  {2.0, -kInf, 0.0},    {0.5, kInf, 0.0},
+      {2.0, kInf, kInf},     {-kInf, -3.0, -0.0},    {-kInf, 3.0, -kInf}, {-kInf, 2.0, kInf},   {kInf, -1.0, 0.0},
+      {-2.0, 3.0, -8.0},     {-2.0, -1.0, -0.5},     {2.0, 1024.0, kInf}, {2.0, -1074.0, 0x1p-1074},
+      {2.0, -1075.0, 0.0},   {m, 2.0, kInf},         {10.0, 308.0, 1e308}, {-1.0, 0x1p53, 1.0}, {0x1p-1074, 0.5, 0x1p-537}};
+  for (auto& c : specials) xs.push_back(c[0]), ys.push_back(c[1]);
+  auto got = run2(Binary::pow, ys, xs);
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i + specials.size() < xs.size(); ++i) {
+    double e = ulp_error(got[i], std::pow((long double)xs[i], (long double)ys[i]));
+    if (!(e <= worst)) worst = e, at = i;
+  }
+  std::printf("[ math ] tl::pow      f64 max error %.3f ulp (bound 1.5) at (%.17g, %.17g)\n", worst, xs[at], ys[at]);
+  EXPECT_LE(worst, 1.5) << std::hexfloat << xs[at] << " ** " << ys[at];
+  for (size_t j = 0; j < specials.size(); ++j) {
+    double g = got[xs.size() - specials.size() + j], want = specials[j][2];
+    EXPECT_TRUE(std::isnan(want) ? std::isnan(g) : g == want && std::signbit(g) == std::signbit(want))
+        << "pow(" << specials[j][0] << ", " << specials[j][1] << ") = " << g << ", want " << want;
   }
 }
 
@@ -268,7 +341,8 @@ auto& every_f64() {
     auto v = tl::load(x + i);
     tl::f64 r = tl::exp(v) + tl::log(v) + tl::log2(v) + tl::tanh(v) + tl::sigmoid(v);
     r = r + tl::expm1(v) + tl::log1p(v) + tl::sinh(v) + tl::cosh(v) + tl::exp2(v) + tl::atan(v) + tl::atan2(v, r);
-    tl::store(out + i, r + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::clamp(v, -1.0, r) + tl::erf(v));
+    r = r + tl::asin(v) + tl::acos(v) + tl::cbrt(v) + tl::clamp(v, -1.0, r) + tl::erf(v) + tl::erfc(v);
+    tl::store(out + i, r + tl::sin(v) + tl::cos(v) + tl::tan(v) + tl::pow(v, r) + tl::pow(v, 3));
   });
   return k;
 }
@@ -290,7 +364,7 @@ TEST(MathF64, GpuCodeCallsNothing) {
   EXPECT_EQ(matches(ptx, R"(\bcall(\.uni)?\b)"), 0) << ptx;
   EXPECT_GT(count(ptx, "fma.rn.f64"), 0) << ptx;
   EXPECT_GT(count(ptx, "div.rn.f64"), 0) << ptx;
-  for (const char* arch : {"gfx942", "gfx950"}) {
+  for (const char* arch : {"gfx90a", "gfx942", "gfx950"}) {
     SCOPED_TRACE(arch);
     std::string dis;
     ASSERT_NO_THROW(dis = f64_isa(arch));
