@@ -5,7 +5,7 @@
 //   base'   = base + sum_d offsets[d] * strides[d]             (a scalar pointer, i64 math)
 //   offs    = sum_d arange(block[d]) (along dim d) * strides[d]  (i32, within the block)
 //   mask    = and_d (0 <= offsets[d] + arange(block[d]) < shape[d])
-//   load(addptr(splat(base'), offs), mask, 0)  marked kBufferAccess
+//   load(addptr(splat(base'), offs), mask, 0 or NaN)  marked kBufferAccess
 //
 // so that AMD makes it a buffer load through a resource at base' (one scalar base, one
 // offset VGPR, masked-off lanes past the resource's end), NVIDIA and the CPU the masked
@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <bit>
+#include <limits>
 
 #include "codegen/ir/op_properties.hpp"
 #include "dsl/src/trace.hpp"
@@ -92,7 +93,8 @@ BlockAccess block_access(const descriptor_parts& d, const Shape& block, const st
 }  // namespace
 
 descriptor_parts make_tensor_descriptor(Value* base, const std::vector<index_arg>& shape,
-                                        const std::vector<index_arg>& strides, const Shape& block, const Loc& loc) {
+                                        const std::vector<index_arg>& strides, const Shape& block,
+                                        padding_option padding, const Loc& loc) {
   const char* fn = "tl::make_tensor_descriptor";
   if (!base->type.is_ptr() || !base->type.is_scalar())
     throw trace_error(fmt::format("{}: the base must be a scalar pointer, got {}", fn, base->type.str()), loc);
@@ -125,7 +127,11 @@ descriptor_parts make_tensor_descriptor(Value* base, const std::vector<index_arg
     throw trace_error(last ? fmt::format("{}: the last stride must be 1 (the last dim contiguous), got {}", fn, *last)
                            : fmt::format("{}: the last stride must be a C++ 1 (the last dim contiguous), got a run-time "
                                          "value", fn), loc);
+  if (padding == padding_option::nan && !is_float(e))
+    throw trace_error(fmt::format("{}: padding_option::nan for {} elements (NaN padding is for floating-point "
+                                  "elements only, as Triton's)", fn, name(e)), loc);
   descriptor_parts p;
+  p.padding = padding;
   // The promises of a descriptor (Triton's, TMA's): the base and every stride but the
   // last are multiples of 16 bytes. Recorded as hints, they give the block's rows 16-byte
   // accesses.
@@ -143,12 +149,56 @@ descriptor_parts make_tensor_descriptor(Value* base, const std::vector<index_arg
   return p;
 }
 
+void check_host_descriptor(DType e, uint64_t base, const std::vector<int64_t>& shape,
+                           const std::vector<int64_t>& strides, const std::vector<int>& block,
+                           padding_option padding, const std::source_location& loc) {
+  auto fail = [&](const std::string& what) {
+    throw launch_error("tl::TensorDescriptor: " + what, loc.file_name(), loc.line());
+  };
+  const size_t rank = shape.size();
+  if (rank < 1 || rank > 5) fail(fmt::format("the shape has {} dims; descriptors have 1 to 5", rank));
+  if (strides.size() != rank || block.size() != rank)
+    fail(fmt::format("{} shape entries, {} strides and {} block dims: one each per dim", rank, strides.size(),
+                     block.size()));
+  const int eb = byte_width(e);
+  if (base % 16 != 0) fail(fmt::format("the base {:#x} is not 16-byte aligned", base));
+  int64_t elements = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    if (block[i] < 1 || !std::has_single_bit(unsigned(block[i])))
+      fail(fmt::format("block_shape {}: every dim must be a power of two, got {}", shape_str(block), block[i]));
+    elements *= block[i];
+    if (shape[i] < 0 || shape[i] > INT32_MAX)
+      fail(fmt::format("shape[{}] = {}: shape entries are in [0, 2^31)", i, shape[i]));
+    if (strides[i] < 0) fail(fmt::format("strides[{}] is {}; strides are non-negative", i, strides[i]));
+    if (i + 1 < rank && (strides[i] * eb) % 16 != 0)
+      fail(fmt::format("strides[{}] = {} is {} bytes, not a multiple of 16", i, strides[i], strides[i] * eb));
+  }
+  if (elements > max_tile_elements)
+    fail(fmt::format("block_shape {} has {} elements, more than a tile's {}", shape_str(block), elements,
+                     max_tile_elements));
+  if (int64_t(block.back()) * eb < 16)
+    fail(fmt::format("the block's last dim must span at least 16 bytes, got {} x {} = {} bytes", block.back(), eb,
+                     block.back() * eb));
+  if (strides.back() != 1) fail(fmt::format("the last stride must be 1 (the last dim contiguous), got {}", strides.back()));
+  if (padding == padding_option::nan && !is_float(e))
+    fail(fmt::format("padding_option::nan for {} elements (NaN padding is for floating-point elements only)", name(e)));
+}
+
+void host_descriptor_rank_error(int rank, int param_rank, const std::source_location& loc) {
+  throw launch_error(fmt::format("tl launch: a tl::TensorDescriptor of {} dim{} for a kernel parameter "
+                                 "tl::tensor_descriptor<T, {}>", rank, rank == 1 ? "" : "s", param_rank),
+                     loc.file_name(), loc.line());
+}
+
 Value* descriptor_load(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
                        const access_options& opts, const Loc& loc) {
   BlockAccess a = block_access(d, block, offsets, "tensor_descriptor::load", loc);
   // A masked-off element reads 0, as TMA's zero padding (on AMD the buffer's own 0: a
-  // zero `other` costs no select there).
-  return buffer_load(a.base, a.offsets, a.mask, constant(d.base->type.pointee, 0, 0, loc), opts, loc);
+  // zero `other` costs no select there), or NaN (TMA's OOB_FILL_NAN_REQUEST_ZERO_FMA: a
+  // select of NaN over the buffer's 0 on AMD).
+  const bool nan = d.padding == padding_option::nan;
+  Value* other = constant(d.base->type.pointee, nan ? std::numeric_limits<double>::quiet_NaN() : 0.0, 0, loc);
+  return buffer_load(a.base, a.offsets, a.mask, other, opts, loc);
 }
 
 void descriptor_store(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,

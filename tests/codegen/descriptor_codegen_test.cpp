@@ -38,7 +38,7 @@ std::string ptx(const codegen::CodeObject& co) { return std::string(co.binary.be
 
 // y = x + 1 blockwise, [BM, BN] bf16 blocks at (pid0 * BM, pid1 * BN) of an M x N matrix
 // (M, N and the row strides divisible by 16, as the launch specializes them).
-std::unique_ptr<ir::Function> copy_kernel(int BM, int BN) {
+std::unique_ptr<ir::Function> copy_kernel(int BM, int BN, padding_option padding = padding_option::zero) {
   return trace("desc_copy", [&](detail::Trace& t) {
     auto x = ptr_arg<ty::bf16>(t, "x", true);
     auto y = ptr_arg<ty::bf16>(t, "y", true);
@@ -46,7 +46,7 @@ std::unique_ptr<ir::Function> copy_kernel(int BM, int BN) {
     auto N = scalar_arg<ty::i32>(t, "N", true);
     auto ldx = scalar_arg<ty::i32>(t, "ldx", true);
     auto ldy = scalar_arg<ty::i32>(t, "ldy", true);
-    auto in = tl::make_tensor_descriptor(x, {M, N}, {ldx, 1}, {BM, BN});
+    auto in = tl::make_tensor_descriptor(x, {M, N}, {ldx, 1}, {BM, BN}, padding);
     auto out = tl::make_tensor_descriptor(y, {M, N}, {ldy, 1}, {BM, BN});
     tl::i32 m = tl::program_id(0) * BM, n = tl::program_id(1) * BN;
     out.store({m, n}, (in.load({m, n}).to<ty::f32>() + 1.0f).to<ty::bf16>());
@@ -93,6 +93,20 @@ TEST(DescriptorCodegen, AmdBlockAccessesAreBufferAccessesWithoutPerElementCompar
     EXPECT_EQ(exec_branches(dis), 0) << arch << "\n" << dis;
     EXPECT_LE(vector_compares(dis), 2) << arch << "\n" << dis;
     std::printf("%s desc copy [32, 64] bf16: %d v_cmp\n", arch, vector_compares(dis));
+  }
+}
+
+// padding_option::nan: the same buffer load (its 0 replaced by a select of NaN, no branch)
+// and the same compares as zero padding: the mask computed once serves the select too.
+TEST(DescriptorCodegen, AmdNanPaddingIsTheSameBufferLoadAndASelect) {
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    std::string zero = amd::disassemble(compile_for(arch, *copy_kernel(32, 64)).binary);
+    std::string dis = amd::disassemble(compile_for(arch, *copy_kernel(32, 64, padding_option::nan)).binary);
+    EXPECT_EQ(count(dis, "buffer_load_dwordx4"), 1) << arch << "\n" << dis;
+    EXPECT_EQ(count(dis, "global_load"), 0) << arch << "\n" << dis;
+    EXPECT_EQ(exec_branches(dis), 0) << arch << "\n" << dis;
+    EXPECT_EQ(vector_compares(dis), vector_compares(zero)) << arch << "\n" << dis;
+    EXPECT_GT(count(dis, "v_cndmask"), count(zero, "v_cndmask")) << arch << "\n" << dis;
   }
 }
 

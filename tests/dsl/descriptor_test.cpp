@@ -7,7 +7,9 @@
 // stays poison, what a load reads outside the shape is 0. Each kernel is also compiled for
 // gfx942, gfx950 and sm_90 (no GPU here; TL_DEVICE runs them).
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include "support/reference.hpp"
@@ -280,6 +282,180 @@ TEST(TensorDescriptor, AccessorsAndFunctionalForms) {
     for (int c = 0; c < N; ++c) want[size_t(r) * 2 * N + c] = hx[size_t(r - 4) * 2 * N + c] + 100;
   EXPECT_EQ(X.download(), want);
   EXPECT_EQ(I.download(), (std::vector<int32_t>{M, N, 2 * N, 8}));
+}
+
+template <class H> double as_double(H v) {
+  if constexpr (std::is_same_v<H, float>) return v;
+  else return tl::to_float(v);
+}
+
+// padding_option::nan (Triton's padding_option="nan"): a load reads NaN outside the shape,
+// the elements inside bit for bit; f32, f16 and bf16, blocks over every edge and wholly
+// outside. Elements are compared by bits inside and by isnan outside.
+template <class E> void nan_padding(const char* name) {
+  SCOPED_TRACE(name);
+  constexpr int BM = 8, BN = 16;
+  auto k = tl::kernel(std::string("desc_nan_") + name, [](tl::ptr<E> src, tl::ptr<E> out, tl::i32 M, tl::i32 N, tl::i32 ld,
+                                                          tl::i32 om, tl::i32 on) {
+    auto d = tl::make_tensor_descriptor(src, {M, N}, {ld, 1}, {BM, BN}, tl::padding_option::nan);
+    auto r = tl::arange(0, BM), c = tl::arange(0, BN);
+    tl::store(out + tl::expand_dims(r, 1) * BN + tl::expand_dims(c, 0), d.load({om, on}));
+  });
+  const int M = 13, N = 21, ld = 32;
+  auto hs = random_values<E>(size_t(M) * ld + 64);
+  auto S = upload<E>(hs);
+  auto O = test_device().alloc<E>(BM * BN);
+  for (auto [om, on] : std::vector<std::pair<int, int>>{{0, 0}, {8, 16}, {-3, -5}, {5, 10}, {13, 0}, {-20, 40}}) {
+    SCOPED_TRACE(testing::Message() << "at (" << om << ", " << on << ")");
+    poison(O);
+    k[tl::grid(1)](S, O, M, N, ld, om, on);
+    auto got = O.download();
+    for (int i = 0; i < BM; ++i)
+      for (int j = 0; j < BN; ++j) {
+        int r = om + i, c = on + j;
+        const auto& g = got[size_t(i) * BN + j];
+        if (r >= 0 && r < M && c >= 0 && c < N) {
+          EXPECT_EQ(std::memcmp(&g, &hs[size_t(r) * ld + c], sizeof g), 0) << "(" << i << ", " << j << ")";
+        } else {
+          EXPECT_TRUE(std::isnan(as_double(g))) << "(" << i << ", " << j << ") outside reads " << as_double(g);
+        }
+      }
+  }
+  compiles_for_gpus(k, S, O, M, N, ld, 0, 0);
+}
+
+TEST(TensorDescriptor, NanPaddingReadsNanOutsideTheShape) {
+  nan_padding<ty::f32>("f32");
+  nan_padding<ty::f16>("f16");
+  nan_padding<ty::bf16>("bf16");
+}
+
+// Triton's host-side TensorDescriptor (triton.tools.tensor_descriptor) as a kernel argument:
+// a parameter tl::tensor_descriptor<T, 2> takes tl::TensorDescriptor<T>, its base, shape
+// and strides run-time arguments, its block shape and padding trace-time constants. The
+// parameters around it (a scalar before, a constant between, a raw pointer after) keep
+// their places; a second block shape is a second specialization, each correct.
+TEST(TensorDescriptor, HostTensorDescriptorArguments) {
+  auto k = tl::kernel("desc_host_copy", [](tl::i32 scale, tl::tensor_descriptor<ty::f32, 2> in, int bias,
+                                           tl::tensor_descriptor<ty::f32, 2> out, tl::ptr<ty::i32> info) {
+    const auto& b = in.block_shape();
+    tl::i32 m = tl::program_id(0) * b[0], n = tl::program_id(1) * b[1];
+    // (x * 2 * 4: exact, whatever the target fuses)
+    out.store({m, n}, in.load({m, n}) * scale.to<ty::f32>() * float(bias));
+    auto i = tl::arange(0, 4);
+    auto v = tl::where(i == 0, tl::broadcast_to(in.shape()[0], {4}),
+                       tl::where(i == 1, tl::broadcast_to(in.shape()[1], {4}),
+                                 tl::broadcast_to(out.strides()[0].to<ty::i32>(), {4})));
+    tl::store(info + i, v, (tl::program_id(0) == 0) & (tl::program_id(1) == 0));
+  });
+  const int M = 37, N = 45, lds = 48, ldd = 52, rows = M + 3;
+  auto f = random_floats(size_t(rows) * lds, -4.0f, 4.0f);
+  auto S = upload<ty::f32>(f);
+  auto D = test_device().alloc<ty::f32>(size_t(rows) * ldd);
+  auto I = test_device().alloc<ty::i32>(4);
+  const float p = [] { float x; std::memset(&x, 0xAB, sizeof x); return x; }();
+  for (auto [bm, bn] : std::vector<std::pair<int, int>>{{16, 32}, {8, 8}}) {
+    SCOPED_TRACE(testing::Message() << "block " << bm << " x " << bn);
+    poison(D);
+    poison(I);
+    tl::TensorDescriptor<ty::f32> in(S, {M, N}, {lds, 1}, {bm, bn});
+    tl::TensorDescriptor<ty::f32> out(D, {M, N}, {ldd, 1}, {bm, bn});
+    k[tl::grid(tl::cdiv(M, bm), tl::cdiv(N, bn))](2, in, 4, out, I.data());
+    std::vector<float> want(size_t(rows) * ldd, p);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) want[size_t(i) * ldd + j] = float(double(f[size_t(i) * lds + j]) * 8.0);
+    EXPECT_EQ(bytes(D.download()), bytes(want));
+    EXPECT_EQ(I.download(), (std::vector<int32_t>{M, N, ldd, ldd}));
+    compiles_for_gpus(k, 2, in, 4, out, I.data());
+  }
+}
+
+// A K loop of tl::dot through host descriptors (tutorial 09's TMA kernel in small: A [M,
+// K], B given as [N, K] and used transposed, C), f16 in, f32 accumulated, every edge ragged;
+// TensorDescriptor::from_buffer for the contiguous ones.
+TEST(TensorDescriptor, HostDescriptorMatmulWithRaggedEdges) {
+  constexpr int BM = 32, BN = 32, BK = 16;
+  auto k = tl::kernel("desc_host_matmul", [](tl::tensor_descriptor<ty::f16, 2> a_desc, tl::tensor_descriptor<ty::f16, 2> b_desc,
+                                             tl::tensor_descriptor<ty::f32, 2> c_desc, tl::i32 K) {
+    tl::i32 m = tl::program_id(0) * BM, n = tl::program_id(1) * BN;
+    auto acc = tl::zeros<ty::f32>({BM, BN});
+    for (auto kk : tl::range(0, tl::cdiv(K, BK))) {
+      tl::i32 k0 = kk * BK;
+      acc = tl::dot(a_desc.load({m, k0}), tl::trans(b_desc.load({n, k0})), acc);
+    }
+    c_desc.store({m, n}, acc);
+  });
+  const int M = 70, N = 50, K = 88, ldc = 56;
+  auto fa = random_floats(size_t(M) * K, -1.0f, 1.0f), fb = random_floats(size_t(N) * K, -1.0f, 1.0f);
+  std::vector<tl::half> ha(fa.size()), hb(fb.size());
+  for (size_t i = 0; i < fa.size(); ++i) ha[i] = tl::to_f16(fa[i]);
+  for (size_t i = 0; i < fb.size(); ++i) hb[i] = tl::to_f16(fb[i]);
+  auto A = upload<ty::f16>(ha);
+  auto B = upload<ty::f16>(hb);
+  auto C = test_device().alloc<ty::f32>(size_t(M) * ldc);
+  poison(C);
+  auto a_desc = tl::TensorDescriptor<ty::f16>::from_buffer(A, {M, K}, {BM, BK});
+  auto b_desc = tl::TensorDescriptor<ty::f16>::from_buffer(B, {N, K}, {BN, BK});
+  tl::TensorDescriptor<ty::f32> c_desc(C, {M, N}, {ldc, 1}, {BM, BN});
+  k[tl::grid(tl::cdiv(M, BM), tl::cdiv(N, BN))](a_desc, b_desc, c_desc, K);
+  auto got = C.download();
+  const float p = [] { float x; std::memset(&x, 0xAB, sizeof x); return x; }();
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < ldc; ++j) {
+      float g = got[size_t(i) * ldc + j];
+      if (j >= N) {
+        EXPECT_EQ(std::memcmp(&g, &p, sizeof g), 0) << "padding (" << i << ", " << j << ") written";
+        continue;
+      }
+      double want = 0, mag = 0;
+      for (int q = 0; q < K; ++q) {
+        double x = tl::to_float(ha[size_t(i) * K + q]) * double(tl::to_float(hb[size_t(j) * K + q]));
+        want += x, mag += std::abs(x);
+      }
+      EXPECT_NEAR(g, want, 1e-5 * mag + 1e-6) << "(" << i << ", " << j << ")";
+    }
+  compiles_for_gpus(k, a_desc, b_desc, c_desc, K);
+}
+
+// The host descriptor's checks (Triton's TensorDescriptor.__post_init__), each a
+// tl::launch_error naming the line that made it; a descriptor of another rank than the
+// kernel's parameter names the descriptor's line at the launch.
+TEST(TensorDescriptor, HostDescriptorChecksNameTheLine) {
+  auto b = test_device().alloc<ty::f32>(4096);
+  auto bi = test_device().alloc<ty::i32>(4096);
+  auto fails = [](const std::function<void()>& f, unsigned line, const std::string& what) {
+    try {
+      f();
+      ADD_FAILURE() << "no error, expected: " << what;
+    } catch (const tl::launch_error& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+      EXPECT_EQ(e.line(), line) << e.what();
+    }
+  };
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b, {64, 64}, {65, 1}, {16, 16}); }, __LINE__,
+        "strides[0] = 65 is 260 bytes, not a multiple of 16");
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b.data() + 1, {64, 63}, {64, 1}, {16, 16}); }, __LINE__,
+        "is not 16-byte aligned");
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b, {64, 64}, {64, 1}, {12, 16}); }, __LINE__,
+        "block_shape [12, 16]: every dim must be a power of two, got 12");
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b, {64, 64}, {64, 1}, {16, 2}); }, __LINE__,
+        "the block's last dim must span at least 16 bytes, got 2 x 4 = 8 bytes");
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b, {64, 64}, {64, 2}, {16, 16}); }, __LINE__,
+        "the last stride must be 1");
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b, {64, 64}, {64}, {16, 16}); }, __LINE__,
+        "2 shape entries, 1 strides and 2 block dims");
+  std::vector<int64_t> six(6, 4);
+  fails([&] { tl::TensorDescriptor<ty::f32> d(b, six, six, {1, 1, 1, 1, 1, 4}); }, __LINE__,
+        "the shape has 6 dims; descriptors have 1 to 5");
+  fails([&] { tl::TensorDescriptor<ty::i32> d(bi, {64, 64}, {64, 1}, {16, 16}, tl::padding_option::nan); }, __LINE__,
+        "padding_option::nan for i32 elements");
+  auto k = tl::kernel("desc_host_rank", [](tl::tensor_descriptor<ty::f32, 2> d, tl::ptr<ty::f32> o) {
+    tl::store(o, tl::sum(d.load({0, 0})));
+  });
+  const unsigned made_at = __LINE__ + 1;
+  tl::TensorDescriptor<ty::f32> one_dim(b, {4096}, {1}, {16});
+  fails([&] { k[tl::grid(1)](one_dim, b); }, made_at,
+        "a tl::TensorDescriptor of 1 dim for a kernel parameter tl::tensor_descriptor<T, 2>");
 }
 
 }  // namespace

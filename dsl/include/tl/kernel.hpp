@@ -277,6 +277,13 @@ template <class P, class A> ArgValue to_arg(const A& a) {
 template <class T> struct is_tile : std::false_type {};
 template <class E> struct is_tile<tile<E>> : std::true_type {};
 
+// A kernel parameter that is neither a tile (one run-time argument) nor a trace-time
+// constant: `slots` run-time arguments and `constant_bytes` of the specialization key,
+// filled by `prepare` from the launch's argument and turned into the parameter by `make`
+// while tracing (tl::tensor_descriptor<T, Rank>, tl/descriptor.hpp, from a host
+// tl::TensorDescriptor: Triton's descriptor arguments).
+template <class P> struct composite_param { static constexpr bool value = false; };
+
 template <class F> struct signature : signature<decltype(&F::operator())> {};
 template <class C, class R, class... P> struct signature<R (C::*)(P...) const> { using params = std::tuple<std::decay_t<P>...>; };
 template <class C, class R, class... P> struct signature<R (C::*)(P...)> { using params = std::tuple<std::decay_t<P>...>; };
@@ -347,15 +354,28 @@ template <class F> class kernel_t : public detail::KernelBase {
   // on the stack (no allocation at a launch).
   template <class P> static constexpr size_t constant_size() {
     if constexpr (detail::is_tile<P>::value) return 0;
+    else if constexpr (detail::composite_param<P>::value) return detail::composite_param<P>::constant_bytes;
     else return sizeof(P);
   }
   template <size_t... I> static constexpr size_t all_constant_sizes(std::index_sequence<I...>) {
     return (size_t(0) + ... + constant_size<std::tuple_element_t<I, params>>());
   }
   static constexpr size_t kConstantBytes = all_constant_sizes(std::make_index_sequence<arity>{});
+  // Argument slots: one a parameter, a composite parameter's own count. declare_argument's
+  // index is the slot.
+  template <class P> static constexpr size_t slot_count() {
+    if constexpr (detail::composite_param<P>::value) return detail::composite_param<P>::slots;
+    else return 1;
+  }
+  template <size_t I> static constexpr size_t slot_of() {
+    return []<size_t... J>(std::index_sequence<J...>) {
+      return (size_t(0) + ... + slot_count<std::tuple_element_t<J, params>>());
+    }(std::make_index_sequence<I>{});
+  }
+  static constexpr size_t kSlots = slot_of<arity>();
 
   struct Prepared {
-    std::array<detail::ArgValue, arity> values{};
+    std::array<detail::ArgValue, kSlots> values{};
     std::array<char, kConstantBytes> constants;
     size_t constants_size = 0;
     std::string_view constant_bytes() const { return {constants.data(), constants_size}; }
@@ -368,10 +388,13 @@ template <class F> class kernel_t : public detail::KernelBase {
   }
   template <size_t I, class P, class A> void prepare_one(Prepared& p, const A& a) {
     if constexpr (detail::is_tile<P>::value) {
-      p.values[I] = detail::to_arg<P>(a);
+      p.values[slot_of<I>()] = detail::to_arg<P>(a);
+    } else if constexpr (detail::composite_param<P>::value) {
+      detail::composite_param<P>::prepare(p.values.data() + slot_of<I>(), p.constants.data() + p.constants_size, a);
+      p.constants_size += detail::composite_param<P>::constant_bytes;
     } else {
       static_assert(std::is_convertible_v<const A&, P>, "tl launch: argument does not convert to the constant parameter's type");
-      p.values[I].trace_time = true;
+      p.values[slot_of<I>()].trace_time = true;
       detail::append_constant(p.constants.data() + p.constants_size, P(a));
       p.constants_size += sizeof(P);
     }
@@ -383,11 +406,14 @@ template <class F> class kernel_t : public detail::KernelBase {
     std::apply(fn_, ps);
   }
   template <size_t I, class P, class A> static P make_param(const A& a) {
+    constexpr int slot = int(slot_of<I>());
     if constexpr (detail::is_tile<P>::value) {
       using E = typename P::elem;
       if constexpr (is_ptr_elem<E>)
-        return P(detail::declare_argument(int(I), E::pointee::dtype, true, detail::describe_pointer<E>()));
-      else return P(detail::declare_argument(int(I), E::dtype, false));
+        return P(detail::declare_argument(slot, E::pointee::dtype, true, detail::describe_pointer<E>()));
+      else return P(detail::declare_argument(slot, E::dtype, false));
+    } else if constexpr (detail::composite_param<P>::value) {
+      return detail::composite_param<P>::make(slot, a);
     } else {
       return P(a);
     }
