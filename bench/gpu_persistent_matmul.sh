@@ -3,7 +3,8 @@
 # cases on the device (tl's transcription against double references at ragged sizes), then
 # the persistent-matmul benchmark beside Triton 3.6's same kernels
 # (bench/run_persistent_matmul_bench.py: persistent, descriptor persistent with and without
-# EPILOGUE_SUBTILE, f16, 8192x8192 at K = 1024 and 4096, fixed configurations both sides).
+# EPILOGUE_SUBTILE, TMA persistent with host descriptors, f16, 8192x8192 at K = 1024 and
+# 4096, fixed configurations both sides).
 #   OUT=... bash bench/gpu_persistent_matmul.sh            (TL_SKIP_BENCH=1: the tests only)
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"

@@ -4,6 +4,7 @@
 // `matmul_kernel_persistent` (pointer tiles, B [K, N]) and
 // `matmul_kernel_descriptor_persistent` (device-side tensor descriptors, B given as
 // [N, K]; with and without EPILOGUE_SUBTILE, the epilogue's tl::split into two halves),
+// `matmul_kernel_tma_persistent` (the same with host descriptors, tl::TensorDescriptor),
 // NUM_SMS = the device's SMs programs, at fixed configurations from the tutorial's
 // autotuning space (both sides run the same ones: no autotuner in the timing).
 //
@@ -38,6 +39,7 @@
 namespace {
 
 using persistent_matmul::matmul_kernel_descriptor_persistent;
+using persistent_matmul::matmul_kernel_tma_persistent;
 using persistent_matmul::matmul_kernel_persistent;
 
 constexpr int kGroup = 8;  // the tutorial's GROUP_SIZE_M
@@ -136,6 +138,13 @@ int main(int argc, char** argv) try {
           show(subtile ? "descriptor_persistent_subtile" : "descriptor_persistent",
                matmul_kernel_descriptor_persistent<tl::f16>().compile(compile_arch, opts, A, B, C, s.M, s.N, s.K, c.bm, c.bn,
                                                                       c.bk, kGroup, subtile, 132));
+        // (descriptors of the sizes asked for, over 64-element buffers: compiled, never run)
+        using D = tl::TensorDescriptor<tl::f16>;
+        show("tma_persistent",
+             matmul_kernel_tma_persistent<tl::f16>().compile(
+                 compile_arch, opts, D(A.data(), {s.M, s.K}, {s.K, 1}, {c.bm, c.bk}),
+                 D(B.data(), {s.N, s.K}, {s.K, 1}, {c.bn, c.bk}), D(C.data(), {s.M, s.N}, {s.N, 1}, {c.bm, c.bn}), s.M,
+                 s.N, s.K, c.bm, c.bn, c.bk, kGroup, false, 132));
       }
     return 0;
   }
@@ -156,14 +165,20 @@ int main(int argc, char** argv) try {
       const tl::launch_options opts{.num_warps = c.warps, .num_stages = c.stages};
       struct Variant {
         std::string name;
-        bool descriptor, subtile;
+        bool descriptor, subtile, host = false;
       };
+      // (tma_persistent's descriptors made once, as the tutorial makes them before launching)
+      const auto tma = persistent_matmul::make_tma_descriptors<tl::f16>(A, BT, C, s.M, s.N, s.K, c.bm, c.bn, c.bk, false);
       for (const Variant& v : {Variant{"persistent", false, false}, Variant{"descriptor_persistent", true, false},
-                               Variant{"descriptor_persistent_subtile", true, true}}) {
+                               Variant{"descriptor_persistent_subtile", true, true},
+                               Variant{"tma_persistent", true, false, true}}) {
         auto launch = [&] {
           if (!v.descriptor)
             matmul_kernel_persistent<tl::f16>()[grid].with(opts)(A, B, C, s.M, s.N, s.K, s.K, 1, s.N, 1, s.N, 1, c.bm, c.bn,
                                                                   c.bk, kGroup, num_sms);
+          else if (v.host)
+            matmul_kernel_tma_persistent<tl::f16>()[grid].with(opts)(tma.a, tma.b, tma.c, s.M, s.N, s.K, c.bm, c.bn, c.bk,
+                                                                      kGroup, false, num_sms);
           else
             matmul_kernel_descriptor_persistent<tl::f16>()[grid].with(opts)(A, BT, C, s.M, s.N, s.K, c.bm, c.bn, c.bk,
                                                                              kGroup, v.subtile, num_sms);

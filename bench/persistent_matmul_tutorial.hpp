@@ -7,7 +7,8 @@
 // `matmul_kernel_descriptor_persistent` (the same loop over tiles with A, B (given as
 // [N, K], `b.T` in the dot) and C through device-side tensor descriptors; the epilogue
 // with or without EPILOGUE_SUBTILE: the accumulator reshaped to [BM, 2, BN / 2], permuted,
-// tl::split into two halves, each stored through a [BM, BN / 2] descriptor).
+// tl::split into two halves, each stored through a [BM, BN / 2] descriptor), and
+// `matmul_kernel_tma_persistent` (the same with the descriptors made on the host).
 //
 // One definition for the conformance suite (tests/conformance/tutorial_09_persistent_matmul.cpp,
 // against double references at ragged sizes on the CPU and, with TL_DEVICE, a GPU) and
@@ -146,6 +147,73 @@ template <class T> auto& matmul_kernel_descriptor_persistent() {
       }
     });
   return k;
+}
+
+// @triton.jit def matmul_kernel_tma_persistent(a_desc, b_desc, c_desc, M, N, K,
+//     BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, GROUP_SIZE_M, FP8_OUTPUT, EPILOGUE_SUBTILE,
+//     NUM_SMS, WARP_SPECIALIZE): the descriptor kernel's loop with the three descriptors made
+// on the host (triton.tools.tensor_descriptor.TensorDescriptor; here tl::TensorDescriptor,
+// their block shapes set as the tutorial's grid function sets them). The output's type is
+// the descriptors' (FP8_OUTPUT: T = e4m3); WARP_SPECIALIZE is off (gap "warp_specialize").
+template <class T> auto& matmul_kernel_tma_persistent() {
+  static auto k = tl::kernel(
+    "matmul_kernel_tma_persistent",
+    [](tl::tensor_descriptor<T, 2> a_desc, tl::tensor_descriptor<T, 2> b_desc, tl::tensor_descriptor<T, 2> c_desc,  //
+       tl::i32 M, tl::i32 N, tl::i32 K,  //
+       int BLOCK_SIZE_M, int BLOCK_SIZE_N, int BLOCK_SIZE_K, int GROUP_SIZE_M, bool EPILOGUE_SUBTILE, int NUM_SMS) {
+      auto start_pid = tl::program_id(0);
+      auto num_pid_m = tl::cdiv(M, BLOCK_SIZE_M);
+      auto num_pid_n = tl::cdiv(N, BLOCK_SIZE_N);
+      auto k_tiles = tl::cdiv(K, BLOCK_SIZE_K);
+      auto num_tiles = num_pid_m * num_pid_n;
+
+      auto tile_id_c = start_pid - NUM_SMS;
+      auto num_pid_in_group = GROUP_SIZE_M * num_pid_n;
+
+      for (auto tile_id : tl::range(start_pid, num_tiles, NUM_SMS)) {  // flatten=True, warp_specialize=False
+        auto [pid_m, pid_n] = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
+        auto offs_am = pid_m * BLOCK_SIZE_M;
+        auto offs_bn = pid_n * BLOCK_SIZE_N;
+
+        auto accumulator = tl::zeros<tl::f32>({BLOCK_SIZE_M, BLOCK_SIZE_N});
+        for (auto ki : tl::range(k_tiles)) {
+          auto offs_k = ki * BLOCK_SIZE_K;
+          auto a = a_desc.load({offs_am, offs_k});
+          auto b = b_desc.load({offs_bn, offs_k});
+          accumulator = tl::dot(a, tl::trans(b), accumulator);
+        }
+
+        tile_id_c += NUM_SMS;
+        auto [pid_m_c, pid_n_c] = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS);
+        auto offs_am_c = pid_m_c * BLOCK_SIZE_M;
+        auto offs_bn_c = pid_n_c * BLOCK_SIZE_N;
+
+        if (EPILOGUE_SUBTILE) {
+          auto acc = tl::reshape(accumulator, {BLOCK_SIZE_M, 2, BLOCK_SIZE_N / 2});
+          acc = tl::trans(acc, {0, 2, 1});  // tl.permute
+          auto [acc0, acc1] = tl::split(acc);
+          c_desc.store({offs_am_c, offs_bn_c}, acc0.template to<T>());
+          c_desc.store({offs_am_c, offs_bn_c + BLOCK_SIZE_N / 2}, acc1.template to<T>());
+        } else {
+          c_desc.store({offs_am_c, offs_bn_c}, accumulator.template to<tl::elem_t<T>>());
+        }
+      }
+    });
+  return k;
+}
+
+// def matmul_tma_persistent(a, b, warp_specialize): the host's descriptors, block shapes
+// as the tutorial's grid function sets them (b given as [N, K]).
+template <class T> struct tma_descriptors {
+  tl::TensorDescriptor<T> a, b, c;
+};
+template <class T>
+tma_descriptors<T> make_tma_descriptors(const tl::buffer<tl::elem_t<T>>& a, const tl::buffer<tl::elem_t<T>>& b,
+                                        const tl::buffer<tl::elem_t<T>>& c, int M, int N, int K, int BLOCK_SIZE_M,
+                                        int BLOCK_SIZE_N, int BLOCK_SIZE_K, bool EPILOGUE_SUBTILE) {
+  using D = tl::TensorDescriptor<T>;
+  return {D::from_buffer(a, {M, K}, {BLOCK_SIZE_M, BLOCK_SIZE_K}), D::from_buffer(b, {N, K}, {BLOCK_SIZE_N, BLOCK_SIZE_K}),
+          D::from_buffer(c, {M, N}, {BLOCK_SIZE_M, EPILOGUE_SUBTILE ? BLOCK_SIZE_N / 2 : BLOCK_SIZE_N})};
 }
 
 }  // namespace persistent_matmul

@@ -12,6 +12,9 @@ Kernels, both sides (bench/persistent_matmul_tutorial.hpp is tl's transcription)
   descriptor_persistent_subtile  the same with EPILOGUE_SUBTILE (the accumulator reshaped to
                                  [BM, 2, BN / 2], permuted and split, two half-width stores;
                                  tl: tl::split)
+  tma_persistent                 `matmul_kernel_tma_persistent`: the descriptor kernel with the
+                                 descriptors made on the host (Triton's TensorDescriptor, the
+                                 CUtensorMap made by its launcher; tl: tl::TensorDescriptor)
 Both sides run the same fixed configurations from the tutorial's autotuning space
 (BLOCK_M x BLOCK_N x BLOCK_K, num_stages, num_warps; GROUP_SIZE_M 8; WARP_SPECIALIZE off,
 Hopper has none) instead of the tutorial's @triton.autotune, so each row compares one
@@ -37,13 +40,14 @@ import torch
 import triton
 import triton.language as tl
 from triton.testing import do_bench
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 SIZES = [(8192, 8192, 1024), (8192, 8192, 4096)]
 # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps (the tutorial's space: BM 128, BN 128 or
 # 256, BK 64 or 128, stages 2-4, warps 4 or 8)
 CONFIGS = [(128, 128, 64, 3, 8), (128, 256, 64, 3, 8)]
 GROUP_M = 8
-KERNELS = ("persistent", "descriptor_persistent", "descriptor_persistent_subtile")
+KERNELS = ("persistent", "descriptor_persistent", "descriptor_persistent_subtile", "tma_persistent")
 
 
 @triton.jit
@@ -134,6 +138,41 @@ def matmul_kernel_descriptor_persistent(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE
             c_desc.store([offs_cm, offs_cn], accumulator.to(dtype))
 
 
+@triton.jit
+def matmul_kernel_tma_persistent(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                                 BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr,
+                                 EPILOGUE_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr):
+    dtype = tl.float16
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    tile_id_c = start_pid - NUM_SMS
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _compute_pid(tile_id, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+        offs_am = pid_m * BLOCK_SIZE_M
+        offs_bn = pid_n * BLOCK_SIZE_N
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K
+            a = a_desc.load([offs_am, offs_k])
+            b = b_desc.load([offs_bn, offs_k])
+            accumulator = tl.dot(a, b.T, accumulator)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = _compute_pid(tile_id_c, num_pid_in_group, num_pid_m, GROUP_SIZE_M, NUM_SMS)
+        offs_am_c = pid_m * BLOCK_SIZE_M
+        offs_bn_c = pid_n * BLOCK_SIZE_N
+        if EPILOGUE_SUBTILE:
+            acc = tl.permute(tl.reshape(accumulator, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
+            acc0, acc1 = tl.split(acc)
+            c_desc.store([offs_am_c, offs_bn_c], acc0.to(dtype))
+            c_desc.store([offs_am_c, offs_bn_c + BLOCK_SIZE_N // 2], acc1.to(dtype))
+        else:
+            c_desc.store([offs_am_c, offs_bn_c], accumulator.to(dtype))
+
+
 def triton_side(num_sms):
     # device-side descriptors live in global scratch the launch allocates (the tutorial's way)
     triton.set_allocator(lambda size, alignment, stream: torch.empty(size, device="cuda", dtype=torch.int8))
@@ -153,6 +192,13 @@ def triton_side(num_sms):
                     fn = lambda: matmul_kernel_persistent[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
                                                                 b.stride(1), c.stride(0), c.stride(1), bm, bn, bk, GROUP_M,
                                                                 num_sms, num_stages=stages, num_warps=warps)
+                elif name == "tma_persistent":
+                    # (the tutorial's host descriptors, block shapes as its grid function sets them)
+                    a_d = TensorDescriptor.from_tensor(a, [bm, bk])
+                    b_d = TensorDescriptor.from_tensor(bt, [bn, bk])
+                    c_d = TensorDescriptor.from_tensor(c, [bm, bn])
+                    fn = lambda: matmul_kernel_tma_persistent[grid](a_d, b_d, c_d, M, N, K, bm, bn, bk, GROUP_M, False,
+                                                                    num_sms, num_stages=stages, num_warps=warps)
                 else:
                     sub = name.endswith("subtile")
                     fn = lambda: matmul_kernel_descriptor_persistent[grid](a, bt, c, M, N, K, bm, bn, bk, GROUP_M, sub,

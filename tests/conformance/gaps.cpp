@@ -43,12 +43,12 @@ const std::vector<gap>& gaps() {
        "", nullptr},
       {"tensor descriptors", "06 fused attention, 09 persistent matmul (`matmul_kernel_tma*`), "
        "10 block-scaled matmul", partial,
-       "device-side descriptors (`tl::make_tensor_descriptor`, `desc.load/store`) exist, lowered to buffer "
-       "accesses on AMD and masked accesses elsewhere; not yet: descriptors made on the host (Triton's "
-       "`TensorDescriptor` kernel argument, `matmul_kernel_tma*`), TMA on Hopper, `padding_option=\"nan\"`, "
-       "`tl._experimental_descriptor_load/store`",
-       "09's `matmul_kernel_descriptor_persistent` runs as written (with and without EPILOGUE_SUBTILE); 06 and "
-       "09's TMA kernels load and store through pointer tiles at the descriptor's offsets",
+       "descriptors made in the kernel (`tl::make_tensor_descriptor`, `desc.load/store`, `padding_option` "
+       "zero or nan) and on the host (`tl::TensorDescriptor`, Triton's `TensorDescriptor` kernel argument) exist, "
+       "lowered to buffer accesses on AMD and masked accesses elsewhere; not yet: TMA on Hopper "
+       "(`cp.async.bulk.tensor`), `tl._experimental_descriptor_load/store`",
+       "09's `matmul_kernel_descriptor_persistent` and `matmul_kernel_tma_persistent` run as written (with and "
+       "without EPILOGUE_SUBTILE); 06's kernel loads and stores through pointer tiles at the descriptor's offsets",
        nullptr},
       {"warp_specialize", "06 fused attention, 09 persistent matmul", partial,
        "no warp specialization: `tl.range(..., warp_specialize=True)`",

@@ -8,10 +8,11 @@
 // [N, K], `b.T` in the dot) and C through device-side tensor descriptors, the epilogue
 // with and without EPILOGUE_SUBTILE (the accumulator reshaped to [BM, 2, BN / 2],
 // permuted, tl::split into two halves, each stored through a [BM, BN / 2] descriptor).
-// The kernels are bench/persistent_matmul_tutorial.hpp's (the benchmark beside Triton runs
-// the same ones). The TMA kernels (`matmul_kernel_tma`, `matmul_kernel_tma_persistent`:
-// descriptors made on the host) are the gap "tensor descriptors"; `flatten=True` is the
-// gap "tl.range flatten".
+// `matmul_kernel_tma_persistent`: the same with the three descriptors made on the host
+// (tl::TensorDescriptor, Triton's TensorDescriptor). The kernels are
+// bench/persistent_matmul_tutorial.hpp's (the benchmark beside Triton runs the same ones).
+// TMA itself is the gap "tensor descriptors" (the loads are pipelined copies, not
+// cp.async.bulk.tensor); `flatten=True` is the gap "tl.range flatten".
 #include <algorithm>
 #include <utility>
 
@@ -22,6 +23,7 @@ namespace {
 using namespace conformance;
 using persistent_matmul::matmul_kernel_descriptor_persistent;
 using persistent_matmul::matmul_kernel_persistent;
+using persistent_matmul::matmul_kernel_tma_persistent;
 
 // def matmul_persistent(a, b): NUM_SMS programs (fewer when there are fewer tiles). The
 // tutorial's FP8 run passes `b.T` (stride_bk = 1) and stores C in e4m3.
@@ -54,15 +56,23 @@ template <class T> void matmul_persistent(int M, int N, int K, bool b_transposed
       << M << "x" << N << "x" << K << " " << tl::name(tl::elem_t<T>::dtype);
 }
 
-// def matmul_descriptor_persistent(a, b, warp_specialize): b given as [N, K].
-template <class T> void matmul_descriptor_persistent(int M, int N, int K, int NUM_SMS, bool subtile) {
+// def matmul_descriptor_persistent(a, b, warp_specialize): b given as [N, K]; with
+// `host`, def matmul_tma_persistent(a, b, warp_specialize): the same with the descriptors
+// made on the host.
+template <class T> void matmul_descriptor_persistent(int M, int N, int K, int NUM_SMS, bool subtile, bool host = false) {
   const int BM = 32, BN = 64, BK = 32, GROUP = 2;
   auto ha = random_values<T>(size_t(M) * K, -1, 1), hb = random_values<T>(size_t(N) * K, -1, 1);
   auto a = upload<T>(ha), b = upload<T>(hb);
   auto c = output<T>(size_t(M) * N);
   int grid = std::min(NUM_SMS, int(tl::cdiv(M, BM) * tl::cdiv(N, BN)));
-  matmul_kernel_descriptor_persistent<T>()[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
-      a, b, c, M, N, K, BM, BN, BK, GROUP, subtile, NUM_SMS);
+  if (host) {
+    auto d = persistent_matmul::make_tma_descriptors<T>(a, b, c, M, N, K, BM, BN, BK, subtile);
+    matmul_kernel_tma_persistent<T>()[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
+        d.a, d.b, d.c, M, N, K, BM, BN, BK, GROUP, subtile, NUM_SMS);
+  } else {
+    matmul_kernel_descriptor_persistent<T>()[tl::grid(grid)].with({.num_warps = 4, .num_stages = 3})(
+        a, b, c, M, N, K, BM, BN, BK, GROUP, subtile, NUM_SMS);
+  }
   std::vector<double> want(size_t(M) * N);
   double atol = 0;
   for (int i = 0; i < M; ++i)
@@ -76,7 +86,7 @@ template <class T> void matmul_descriptor_persistent(int M, int N, int K, int NU
       atol = std::max(atol, mag * K * 0x1p-23 + 0x1p-24);
     }
   EXPECT_TRUE(close(c.download(), want, 2 * epsilon_of(tl::elem_t<T>::dtype), atol, "c"))
-      << M << "x" << N << "x" << K << (subtile ? " EPILOGUE_SUBTILE" : "");
+      << M << "x" << N << "x" << K << (subtile ? " EPILOGUE_SUBTILE" : "") << (host ? " host descriptors" : "");
 }
 
 TEST(Tutorial09, DescriptorPersistentMatmul) {
@@ -87,6 +97,16 @@ TEST(Tutorial09, DescriptorPersistentMatmul) {
   // epilogue.
   for (bool subtile : {false, true}) matmul_descriptor_persistent<tl::f16>(90, 120, 72, 4, subtile);
   matmul_descriptor_persistent<tl::bf16>(64, 128, 64, 3, true);
+}
+
+TEST(Tutorial09, TmaPersistentMatmul) {
+  conformance::note_partial("tl.range flatten");
+  conformance::note_partial("tensor descriptors");
+  conformance::note_partial("warp_specialize");
+  // matmul_kernel_tma_persistent with tl::TensorDescriptor arguments: the shapes of
+  // DescriptorPersistentMatmul (ragged in M, N and K), both epilogues.
+  for (bool subtile : {false, true}) matmul_descriptor_persistent<tl::f16>(90, 120, 72, 4, subtile, true);
+  matmul_descriptor_persistent<tl::bf16>(64, 128, 64, 3, true, true);
 }
 
 TEST(Tutorial09, PersistentMatmul) {
