@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (issue 41, Triton's tutorial 09): the conformance suite's Tutorial09
-# cases on the device (tl's transcription against double references at ragged sizes), then
+# cases on the device (tl's transcription against double references at ragged sizes) and
+# descriptor_test, then
 # the persistent-matmul benchmark beside Triton 3.6's same kernels
 # (bench/run_persistent_matmul_bench.py: persistent, descriptor persistent with and without
 # EPILOGUE_SUBTILE, TMA persistent with host descriptors, f16, 8192x8192 at K = 1024 and
@@ -11,6 +12,9 @@ source "$(dirname "$0")/gpu_env.sh"
 {
   timeout 600 /tmp/tl/bin/conformance_test --gtest_filter='Tutorial09.*' --gtest_brief=1
   echo "conformance Tutorial09 exit $?"
+  # tensor descriptors on the device: made in the kernel and on the host, NaN padding, edges
+  timeout 600 /tmp/tl/bin/descriptor_test --gtest_brief=1
+  echo "descriptor_test exit $?"
 } 2>&1 | tee "$OUT/persistent_matmul_tests.txt" | grep -a "exit\|FAILED\|PASSED"
 [[ ${TL_SKIP_BENCH:-0} == 1 ]] && exit 0
 cd /tmp/tl/bench
