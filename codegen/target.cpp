@@ -30,6 +30,7 @@ std::string CompileOptions::key() const {
   // Only where set, so that the keys of kernels without them stay what they were.
   if (matrix_instr_nonkdim || kpack != 1) k += fmt::format("m{}k{}", matrix_instr_nonkdim, kpack);
   if (mma_version) k += fmt::format("v{}", mma_version);
+  if (!enable_fp_fusion) k += "nf";
   return k;
 }
 

@@ -40,6 +40,7 @@ struct CompileOptions {
   int matrix_instr_nonkdim = 0;  // AMD tl::dot: MFMA M/N (16, 32; 0: tl chooses)
   int kpack = 1;                 // AMD tl::dot: operand k-packing (1, 2)
   int mma_version = 0;           // NVIDIA tl::dot: 0 tl chooses, 2 mma.sync, 3 wgmma (sm_90a)
+  bool enable_fp_fusion = true;  // a user's float a * b + c may become one fma (Triton's default)
   // Internal (not a launch option, not in the key): whether the pipeliner may give a loop
   // with an asynchronous dot a stage more. compile() plans again without it when the
   // program then exceeds the target's shared memory.

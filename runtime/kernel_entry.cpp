@@ -26,7 +26,7 @@ nlohmann::json kernel_meta(const KernelOrigin& origin, const codegen::CodeObject
   const codegen::CompileOptions& o = origin.options;
   m["options"] = {{"num_warps", o.num_warps}, {"num_stages", o.num_stages}, {"waves_per_eu", o.waves_per_eu},
                   {"bounds_check", o.bounds_check}, {"matrix_instr_nonkdim", o.matrix_instr_nonkdim}, {"kpack", o.kpack},
-                  {"mma_version", o.mma_version}};
+                  {"mma_version", o.mma_version}, {"enable_fp_fusion", o.enable_fp_fusion}};
   m["report"] = code.report;
   m["remarks"] = code.remarks;
   m["format"] = code.format;
@@ -156,7 +156,8 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
     c.fail("'constants_hex' is not lowercase hex bytes");
   if (const nlohmann::json* o = c.object("options")) {
     // The ranges check_options (runtime/launch.cpp) enforces on a launch.
-    c.only(*o, {"num_warps", "num_stages", "waves_per_eu", "bounds_check", "matrix_instr_nonkdim", "kpack", "mma_version"},
+    c.only(*o, {"num_warps", "num_stages", "waves_per_eu", "bounds_check", "matrix_instr_nonkdim", "kpack", "mma_version",
+                "enable_fp_fusion"},
            "'options'");
     int64_t warps = c.integer("num_warps", 1, 32, o);
     if (warps & (warps - 1)) c.fail("'num_warps' is not a power of two");
@@ -164,6 +165,8 @@ std::optional<codegen::CodeObject> check(const cache::Entry& e, Checker& c) {
     c.integer("waves_per_eu", 0, 16, o);
     if (const nlohmann::json* b = c.member("bounds_check", o); b && !b->is_boolean())
       c.fail("'bounds_check' is not a boolean");
+    if (const nlohmann::json* b = c.member("enable_fp_fusion", o); b && !b->is_boolean())
+      c.fail("'enable_fp_fusion' is not a boolean");
     int64_t nonkdim = c.integer("matrix_instr_nonkdim", 0, 32, o);
     if (nonkdim != 0 && nonkdim != 16 && nonkdim != 32) c.fail("'matrix_instr_nonkdim' is not 0, 16 or 32");
     c.integer("kpack", 1, 2, o);

@@ -139,6 +139,7 @@ codegen::CompileOptions compile_options(const launch_options& o, const codegen::
   c.bounds_check = target.kind == codegen::TargetDesc::cpu && (o.bounds_check || env::flag("TL_BOUNDS_CHECK"));
   if (target.kind == codegen::TargetDesc::amdgpu) c.matrix_instr_nonkdim = o.matrix_instr_nonkdim, c.kpack = o.kpack;
   if (target.kind == codegen::TargetDesc::nvptx) c.mma_version = o.mma_version;
+  c.enable_fp_fusion = o.enable_fp_fusion;
   return c;
 }
 
@@ -428,6 +429,7 @@ void launch_key(KeyBytes& k, const LaunchRequest& r, const runtime::Device* dev)
     bounds = v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0 && std::strcmp(v, "off") != 0;
   }
   k.push_back(bounds ? 'b' : '-');
+  k.push_back(o.enable_fp_fusion ? 'f' : '-');
   for (const ArgValue& a : r.args)
     if (!a.trace_time) k.push_back(specialized_as(a));
   k.push_back('|');

@@ -40,7 +40,7 @@ Value* Lowerer::constant(const ir::Operation& op) {
   return llvm::ConstantInt::get(reg_type(t), uint64_t(op.i0), is_signed(t));
 }
 
-Value* Lowerer::binary(Op op, DType t, Value* a, Value* b) {
+Value* Lowerer::binary(Op op, DType t, Value* a, Value* b, bool contract) {
   if (is_float(t)) {
     Value* x = widen(a, t);
     Value* y = widen(b, t);
@@ -55,6 +55,8 @@ Value* Lowerer::binary(Op op, DType t, Value* a, Value* b) {
       case Op::max: r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::maxnum, x, y); break;
       default: throw compile_error(fmt::format("tl cpu: '{}' on {}", op_name(op), name(t)));
     }
+    if (contract && (op == Op::add || op == Op::sub || op == Op::mul))
+      if (auto* i = llvm::dyn_cast<llvm::Instruction>(r)) i->setHasAllowContract(true);
     return narrow(r, t);
   }
   if (op == Op::add || op == Op::sub || op == Op::mul || op == Op::div || op == Op::rem || op == Op::min ||
@@ -229,7 +231,7 @@ Value* Lowerer::compute(const ir::Operation& op, const Idx& idx) {
     case Op::atomic_cas: return atomic_cas_elem(op, idx);
     case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::min: case Op::max:
     case Op::band: case Op::bor: case Op::bxor: case Op::shl: case Op::shr:
-      return binary(op.op, rt.dtype, operand(0), operand(1));
+      return binary(op.op, rt.dtype, operand(0), operand(1), opts_.enable_fp_fusion && op.i0 == 0);
     case Op::neg: case Op::bnot: case Op::exp: case Op::exp2: case Op::log: case Op::log2: case Op::sqrt:
     case Op::rsqrt: case Op::abs: case Op::sin: case Op::cos: case Op::erf: case Op::floor: case Op::ceil:
       return unary(op.op, rt.dtype, operand(0));

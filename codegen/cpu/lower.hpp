@@ -106,7 +106,9 @@ class Lowerer {
 
   // ---- per-element semantics (elementwise.cpp)
   llvm::Value* compute(const ir::Operation& op, const Idx& idx);
-  llvm::Value* binary(Op op, DType t, llvm::Value* a, llvm::Value* b);
+  // contract: the float add/sub/mul may fuse into an fma (enable_fp_fusion, not the math
+  // library's own)
+  llvm::Value* binary(Op op, DType t, llvm::Value* a, llvm::Value* b, bool contract = false);
   llvm::Value* unary(Op op, DType t, llvm::Value* a);
   llvm::Value* compare(CmpPred p, DType t, llvm::Value* a, llvm::Value* b);
   llvm::Value* cast(llvm::Value* v, DType from, DType to);

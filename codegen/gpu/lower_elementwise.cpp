@@ -166,6 +166,16 @@ namespace {
 bool nsw(const ir::Operation& op) {
   return op.i1 == ir::kIndexArithmetic && is_signed(op.result()->type.dtype);
 }
+// Triton's enable_fp_fusion (on by default): a float add, sub or mul may fuse with a
+// product into one fma (LLVM's contract flag, which NVPTX selects as fma.rn and AMDGPU as
+// v_fma/v_fmac); one the math library marked (i0 = 1: its compensated sums and products
+// need each rounding) or any with the option off rounds on its own (NVPTX's mul.rn /
+// add.rn, which ptxas keeps apart).
+llvm::Value* fusable(const ir::Operation& op, bool enabled, llvm::Value* v) {
+  if (enabled && op.i0 == 0)
+    if (auto* i = llvm::dyn_cast<llvm::Instruction>(v)) i->setHasAllowContract(true);
+  return v;
+}
 }  // namespace
 
 llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
@@ -175,9 +185,15 @@ llvm::Value* Lowerer::element(const ir::Operation& op, const Values& a) {
   switch (op.op) {
     // Integers: one semantics on every target (codegen/integer_ops.hpp): wrapping, but for
     // signed index arithmetic (offsets and masks), which the language lets not wrap: nsw.
-    case Op::add: return fl ? b.CreateFAdd(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
-    case Op::sub: return fl ? b.CreateFSub(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
-    case Op::mul: return fl ? b.CreateFMul(a[0], a[1]) : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
+    case Op::add:
+      return fl ? fusable(op, opts_.enable_fp_fusion, b.CreateFAdd(a[0], a[1]))
+                : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
+    case Op::sub:
+      return fl ? fusable(op, opts_.enable_fp_fusion, b.CreateFSub(a[0], a[1]))
+                : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
+    case Op::mul:
+      return fl ? fusable(op, opts_.enable_fp_fusion, b.CreateFMul(a[0], a[1]))
+                : codegen::integer_binary(b, op.op, sg, a[0], a[1], nsw(op));
     case Op::div: {
       if (!fl) return codegen::integer_binary(b, op.op, sg, a[0], a[1]);
       if (op.i0 == 2 && a[1]->getType()->isFloatTy())  // `div rcp`: x times the raw reciprocal

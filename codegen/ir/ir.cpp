@@ -173,7 +173,9 @@ class Printer {
       case Op::program_id: case Op::num_programs: case Op::expand_dims:
         return fmt::format(" axis={}", op.i0);
       case Op::arange: return fmt::format(" {}..{}", op.i0, op.i1);
-      case Op::add: case Op::sub: case Op::mul: case Op::shl: return op.i1 ? " index" : "";
+      case Op::add: case Op::sub: case Op::mul: case Op::shl:
+        // " rn": a float op of the math library, never fused into an fma (enable_fp_fusion)
+        return op.i1 ? " index" : op.op != Op::shl && op.i0 == 1 && is_float(op.result()->type.dtype) ? " rn" : "";
       case Op::cmp: return fmt::format(" {}", pred_name(op.i0));
       case Op::trans: return fmt::format(" perm=[{}]", fmt::join(op.ints, ","));
       case Op::split: return op.i0 ? " hi" : " lo";

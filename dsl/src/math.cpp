@@ -12,8 +12,9 @@
 // - min/max are IEEE minNum/maxNum: a NaN operand gives the other one, which is how NaN
 //   is kept out of the integer parts (exponents, table indices); every function then
 //   puts NaN back with a select.
-// - Nothing is contracted (NVPTX writes mul.rn / add.rn, which ptxas keeps apart); every
-//   fma here is an explicit one.
+// - Nothing is contracted: every add, sub and mul here is marked to round on its own (the
+//   IR's `rn`, which enable_fp_fusion leaves alone: NVPTX writes mul.rn / add.rn, which
+//   ptxas keeps apart); every fma here is an explicit one.
 // The algorithms are the textbook ones (Cody-Waite and Payne-Hanek reduction, the
 // atanh-series logarithm, fdlibm's asin/acos and log1p decompositions); the polynomial
 // coefficients are near-minimax fits made for tl (relative error, Lawson-weighted least
@@ -51,9 +52,19 @@ struct M {
   V inf() const { return f(std::numeric_limits<double>::infinity()); }
   V truth(bool b) const { return constant(DType::i1, b ? 1 : 0, b ? 1 : 0, loc); }
 
-  V add(V a, V b) const { return binary(Op::add, a, b, loc); }
-  V sub(V a, V b) const { return binary(Op::sub, a, b, loc); }
-  V mul(V a, V b) const { return binary(Op::mul, a, b, loc); }
+  // Float sums, differences and products rounded on their own (i0 = 1): Triton's
+  // enable_fp_fusion, on by default, fuses a user's a * b + c into an fma, but these
+  // compositions count each rounding in their bounds, and their compensated sums and
+  // double-double products are exact only as written.
+  V rn(V r) const {
+    if (r->def && (r->def->op == Op::add || r->def->op == Op::sub || r->def->op == Op::mul) &&
+        is_float(r->type.dtype))
+      r->def->i0 = 1;
+    return r;
+  }
+  V add(V a, V b) const { return rn(binary(Op::add, a, b, loc)); }
+  V sub(V a, V b) const { return rn(binary(Op::sub, a, b, loc)); }
+  V mul(V a, V b) const { return rn(binary(Op::mul, a, b, loc)); }
   V div(V a, V b) const { return binary(Op::div, a, b, loc); }
   // num / den for den in [1, 2]: num times the target's reciprocal instruction (`div rcp`,
   // within about an ulp of 1/den; the CPU divides), refined by one Newton step on the

@@ -1,5 +1,6 @@
 // tl's f64 math (dsl/src/math.cpp's f64 compositions: exp, exp2, log, log2, tanh, sigmoid,
-// expm1, log1p, sinh, cosh, atan, atan2, asin, acos, cbrt, erf, clamp) against long double
+// expm1, log1p, sinh, cosh, atan, atan2, asin, acos, cbrt, erf, erfc, sin, cos, tan, pow,
+// clamp) against long double
 // references (x87's 64-bit significand: its own error is 2^-11 of an f64 ulp): the maximum
 // error in f64 ulp on random bit patterns over each function's range, uniform values where
 // the error peaks, and the edges (+-0,

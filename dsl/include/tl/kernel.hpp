@@ -152,6 +152,12 @@ struct launch_options {
   // mma.sync, 3 forces wgmma (a compile error at a dot it cannot take). Other targets
   // ignore it.
   int mma_version = 0;
+  // Triton's enable_fp_fusion: a float a * b + c (add, sub and mul of f16, bf16, f32, f64)
+  // may be computed as one fma, rounded once, on every target (LLVM's contract flag:
+  // NVIDIA fma.rn, AMD v_fma/v_fmac, the CPU's FMA where it has one). false keeps every
+  // product and sum rounded on its own (NVIDIA mul.rn / add.rn). tl's math library rounds
+  // its own operations on their own either way.
+  bool enable_fp_fusion = true;
   // Programmatic dependent launch (Triton's launch_pdl=True, tutorial 11): this launch may
   // start before the previous kernel on its stream has finished, and overlaps its tail; the
   // kernel calls tl::gdc_wait() before touching what that kernel writes. NVIDIA sm_90 and
