@@ -85,9 +85,19 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
   // take its formats and shape (gfx950); elsewhere it is upcast to bf16 and an ordinary dot
   // here, before anything plans the dot's operands.
   const gpu::TargetCapabilities scaled_caps = capabilities_for(target);
-  if (passes::decompose_scaled_dots(f, [&](const ir::Operation& dot) {
-        return target.kind == TargetDesc::amdgpu && gpu::scaled_dot_is_native(scaled_caps, dot, opts.num_warps);
-      }) > 0)
+  // On sm_90 an upcast B goes through a shared buffer where the dot can be a warpgroup
+  // dot (wgmma reads B from shared memory only; mma.sync took it from registers through
+  // a layout conversion's scratch, the same trip through shared memory).
+  const bool wgmma = target.kind == TargetDesc::nvptx && opts.mma_version != 2 && opts.num_warps % 4 == 0;
+  auto stage_b = [&](const ir::Operation& dot) {
+    return wgmma && gpu::warpgroup_dot_obstacle(scaled_caps, dot, opts.num_warps, /*operands_known=*/false).empty();
+  };
+  if (passes::decompose_scaled_dots(
+          f,
+          [&](const ir::Operation& dot) {
+            return target.kind == TargetDesc::amdgpu && gpu::scaled_dot_is_native(scaled_caps, dot, opts.num_warps);
+          },
+          stage_b) > 0)
     dump("scaled-dot decomposition", f);
 
   if (passes::combine_dot_accumulate(f) > 0) dump("dot-accumulate combining", f);

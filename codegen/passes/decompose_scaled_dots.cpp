@@ -118,11 +118,27 @@ bool unit_scale(const Value* s) {
   return (c.result()->type.dtype == DType::e8m0 || is_int(c.result()->type.dtype)) && c.i0 == 127;
 }
 
-int decompose(ir::Block& block, const std::function<bool(const ir::Operation&)>& native) {
+using DotTest = std::function<bool(const ir::Operation&)>;
+
+// b upcast to bf16 [N, K] through a one-stage shared buffer of its own at the function's
+// top, read back transposed for the dot: a K-major B that sm_90's wgmma reads through a
+// matrix descriptor (it reads B from shared memory only; Triton's Hopper emulation stores
+// the upcast operand with local_alloc the same way). The dot stays synchronous (a
+// one-stage operand: plan_async_dots), so the next iteration's store waits for its reads.
+Value* staged(ir::Function& f, ir::Builder& b, Value* v, ir::SrcLoc loc) {
+  ir::Builder top(f.body);
+  top.before(*f.body.ops.front());  // (f.body holds the dot, or the loop around it)
+  Value* buf = top.create1(Op::shared_alloc, {}, Type::shared_buffer(v->type.dtype, v->type.shape, 1), loc);
+  Value* zero = b.constant(DType::i32, 0, loc);
+  b.create(Op::shared_store, {buf, zero, v}, {}, loc);
+  return b.create1(Op::shared_load, {buf, zero}, v->type, loc);
+}
+
+int decompose(ir::Function& f, ir::Block& block, const DotTest& native, const DotTest& stage_b) {
   int n = 0;
   for (size_t i = 0; i < block.ops.size(); ++i) {
     ir::Operation& op = *block.ops[i];
-    for (auto& r : op.regions) n += decompose(*r, native);
+    for (auto& r : op.regions) n += decompose(f, *r, native, stage_b);
     if (op.op != Op::dot || !ir::is_scaled_dot(op) || native(op)) continue;
     ir::Builder b(block);
     b.before(op);
@@ -132,8 +148,9 @@ int decompose(ir::Block& block, const std::function<bool(const ir::Operation&)>&
     Value* sb = unit_scale(op.operands[4]) ? nullptr : op.operands[4];
     Value* a16 = u.operand(a, sa);
     // b is [K, N] packed along K: upcast as [N, K], its scales' orientation.
-    Value* b16 = u.trans(u.operand(u.trans(bt), sb));
-    op.operands = {a16, b16, acc};
+    Value* bn = u.operand(u.trans(bt), sb);
+    op.operands = {a16, u.trans(bn), acc};
+    if (bn->def->op != Op::trans && stage_b && stage_b(op)) op.operands[1] = u.trans(staged(f, b, bn, op.loc));
     i = size_t(std::find_if(block.ops.begin(), block.ops.end(), [&](auto& o) { return o.get() == &op; }) -
                block.ops.begin());
     ++n;
@@ -143,8 +160,9 @@ int decompose(ir::Block& block, const std::function<bool(const ir::Operation&)>&
 
 }  // namespace
 
-int decompose_scaled_dots(ir::Function& f, const std::function<bool(const ir::Operation&)>& native) {
-  return decompose(f.body, native);
+int decompose_scaled_dots(ir::Function& f, const std::function<bool(const ir::Operation&)>& native,
+                          const std::function<bool(const ir::Operation&)>& stage_b) {
+  return decompose(f, f.body, native, stage_b);
 }
 
 }  // namespace tl::passes

@@ -49,8 +49,11 @@ int combine_dot_accumulate(ir::Function& f);
 
 // Rewrites each tl::dot_scaled (a dot of five operands) that `native` refuses into the
 // upcast of its operands to bf16 with their scales and an ordinary dot (Triton's
-// DecomposeScaledBlocked; codegen/passes/decompose_scaled_dots.cpp). Returns how many.
-int decompose_scaled_dots(ir::Function& f, const std::function<bool(const ir::Operation&)>& native);
+// DecomposeScaledBlocked; codegen/passes/decompose_scaled_dots.cpp). Where `stage_b` says
+// so of the rewritten dot (sm_90's wgmma, which reads B from shared memory only), an
+// upcast b goes through a one-stage shared buffer of its own. Returns how many.
+int decompose_scaled_dots(ir::Function& f, const std::function<bool(const ir::Operation&)>& native,
+                          const std::function<bool(const ir::Operation&)>& stage_b = nullptr);
 
 // Rewrites loop-carried values advanced by a loop-invariant step (`a += BLOCK_K *
 // stride`, `k_remaining -= BLOCK_K`) inside loops with num_stages > 1 (the loop's own,

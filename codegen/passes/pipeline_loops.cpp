@@ -37,6 +37,9 @@
 //   and read a user would write) and the form above follows. Only where the copy is
 //   possible and the dot reads the buffer wide (K along the contiguous dim, or the
 //   target's transposing read at that width: PipelineOptions::transposed_dot_read_bits).
+//   A load of OCP MX packed values (f4e2m1 weights, e8m0 scales) that reaches a dot
+//   through tl::dot_scaled's upcast is staged the same way (upcast_for_dot), read back in
+//   the upcast's layout.
 //   A rank-2 load whose pointers run contiguous along dim 0 (attention's K^T,
 //   `K + n[None, :] * D + d[:, None]`) is copied transposed: its address math is rebuilt
 //   for the [N, K] tile (transposed_expr), copied row-contiguous into a buffer of that
@@ -264,6 +267,34 @@ class Pipeliner {
     return true;
   }
 
+  // Whether `load` reads OCP MX packed values (f4e2m1, or e8m0 scales) that reach a
+  // tl::dot of the body through their upcast (decompose_scaled_dots: bitcasts, nibble
+  // shifts, joins, multiplies): Triton's pipeliner stages tl.dot_scaled's packed operand
+  // and its scales too. The buffer is read back in the upcast's own layout, a row of
+  // bytes at a time (K-contiguous), so the dot's reading rule does not apply.
+  static bool upcast_for_dot(ir::Block& body, const ir::Operation& load) {
+    const DType d = load.result()->type.dtype;
+    if (d != DType::f4e2m1 && d != DType::e8m0) return false;
+    std::vector<const ir::Value*> work{load.result()};
+    std::set<const ir::Value*> seen;
+    while (!work.empty()) {
+      const ir::Value* v = work.back();
+      work.pop_back();
+      for (auto [user, i] : ir::uses_of(body, v)) {
+        if (user->op == Op::dot && i < 2) return true;
+        if (user->op == Op::shared_store && i == 2) {  // (sm_90: the upcast B through its buffer)
+          for (auto& r : body.ops)
+            if (r->op == Op::shared_load && r->operands[0] == user->operands[0] && seen.insert(r->result()).second)
+              work.push_back(r->result());
+          continue;
+        }
+        if (!ir::has_trait(user->op, ir::kPure) || !user->regions.empty() || user->results.size() != 1) continue;
+        if (seen.insert(user->result()).second) work.push_back(user->result());
+      }
+    }
+    return false;
+  }
+
   // Whether every dot `v` feeds (through transposes) reads its staged operands through
   // matrix descriptors (PipelineOptions::dot_reads_descriptors). A cast on the way needs
   // the tile in registers: a descriptor reads the buffer in the dot's own type.
@@ -287,10 +318,12 @@ class Pipeliner {
     ir::Operation& load = *plan.load;
     ir::Block& body = *loop.regions[0];
     bool k_contiguous = true;
-    if (o_.wave_size <= 1 || load.parent != &body || !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
+    if (o_.wave_size <= 1 || load.parent != &body) return nullptr;
+    const bool upcast = upcast_for_dot(body, load);
+    if (!upcast && !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
     // Copied as it is, or transposed (contiguous along dim 0, not the last): the
     // buffer's rows then run along the other dim, which flips which dim is contiguous.
-    const bool transposed = o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 &&
+    const bool transposed = !upcast && o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 &&
                             copyable(load, 0) && transposable(load.result(), true);
     if (!copyable(load) && !transposed) return nullptr;
     if (transposed) {
