@@ -91,9 +91,11 @@ inline void check(const Problem& p) {
 // packed weights, their scales) go through one-stage tl::shared buffers, which the
 // pipeliner turns into copies straight into num_stages buffers issued ahead (cp.async,
 // global_load_lds), as Triton stages tl.dot_scaled's operands on Hopper; 0: the loads
-// are prefetched into registers. The tuner tries both. (On sm_90 now only x is copied
-// straight into shared memory: the packed weights and scales pass through a bitcast to
-// bytes between their load and store, and the pipeliner prefetches them into registers.)
+// are prefetched into registers. The tuner tries both. (With 0 the compiler stages them
+// itself: x and the packed weight tiles are copied into the pipeliner's buffers, the upcast
+// reading them back; the scales, rows of K / 32 bytes, are copied where 4-byte aligned. With
+// 1 the packed weights and scales pass through a bitcast to bytes between their load and
+// store, which is not a copy: the pipeliner prefetches them into registers.)
 struct Config {
   BOOST_HANA_DEFINE_STRUCT(Config, (int, block_m), (int, block_n), (int, block_k), (int, group_m), (int, num_stages),
                            (int, num_warps), (int, matrix_instr_nonkdim), (int, operands_in_shared));
