@@ -110,6 +110,13 @@ TARGETS = [("gfx942", GPUTarget("hip", "gfx942", 64)), ("gfx950", GPUTarget("hip
            ("sm_90", GPUTarget("cuda", 90, 32))]
 
 
+def cpu_ms():
+    """CPU time of this process's threads and its reaped children (the AMD backend's ld.lld), ms:
+    what holds on a loaded machine, as tl-bench-compile's "cpu" counter."""
+    t = os.times()
+    return (t.user + t.system + t.children_user + t.children_system) * 1e3
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=7)
@@ -121,19 +128,20 @@ def main():
     for kname in args.kernels.split(","):
         fn, sig, const, attrs = KERNELS[kname]
         for name in args.targets.split(","):
-            times = []
+            times, cpu = [], []
             try:
                 for _ in range(args.repeats + 1):  # the first compile also loads the backend: dropped
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), cpu_ms()
                     triton.compile(ASTSource(fn=fn, signature=sig, constexprs=const, attrs=attrs),
                                    target=targets[name], options={"num_warps": 4})
                     times.append((time.perf_counter() - t0) * 1e3)
+                    cpu.append(cpu_ms() - c0)
             except Exception as e:  # e.g. no ptxas in this Triton wheel for sm_90
                 print(f"triton_compile/{kname}/{name}: failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}")
                 continue
             t = times[1:]
             print(f"triton_compile/{kname}/{name}_median {statistics.median(t):8.1f} ms  (min {min(t):.1f}, "
-                  f"max {max(t):.1f}, {len(t)} compiles)", flush=True)
+                  f"max {max(t):.1f}, {len(t)} compiles; cpu median {statistics.median(cpu[1:]):.1f} ms)", flush=True)
 
 
 if __name__ == "__main__":

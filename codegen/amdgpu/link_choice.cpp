@@ -75,13 +75,15 @@ namespace tl::codegen {
 // Here rather than in target.cpp: only AMD has such a choice, and target.cpp stays free of
 // comgr (tests/fuzz builds it alone).
 // (TL_AMDGPU_SCHEDULE forcing one machine schedule, codegen/amdgpu/schedule.hpp, and
-// TL_AMDGPU_SCHEDULES choosing among fewer, are part of it too: code scheduled another way
-// is another entry.)
+// TL_AMDGPU_SCHEDULES choosing among fewer, and TL_AMDGPU_REUSE_IR_PASSES=0 copying the
+// module for each alternative before its IR passes, are part of it too: code scheduled
+// another way is another entry.)
 std::string build_identity(const TargetDesc& d) {
   if (d.kind != TargetDesc::amdgpu) return std::string();
   std::string id = amd::choose_link(d.arch).key();
   if (std::string forced = amd::env("TL_AMDGPU_SCHEDULE"); !forced.empty()) id += "|schedule=" + forced;
   if (std::string mode = amd::env("TL_AMDGPU_SCHEDULES"); !mode.empty() && mode != "all") id += "|schedules=" + mode;
+  if (amd::env("TL_AMDGPU_REUSE_IR_PASSES") == "0") id += "|reuse_ir_passes=0";
   return id;
 }
 }  // namespace tl::codegen

@@ -51,21 +51,81 @@ std::optional<int> wait_count(const std::string& operands, const char* name) {
   return std::atoi(operands.c_str() + at + std::string(name).size() + 1);
 }
 
-std::vector<uint8_t> emit_object(llvm::Module& m, llvm::TargetMachine& tm) {
+// A code generation is LLVM IR passes (address arithmetic, control flow structurization,
+// code generation preparation: 15-30 % of the time of a tutorial 03 matmul or 06
+// attention, and as long again for each alternative) and then instruction selection and
+// the machine passes. Only the machine scheduler reads "amdgpu-sched-strategy", so the IR
+// passes give every schedule the same IR: they run once, on the kernel's module, and
+// every schedule's machine part starts from their result. A legacy pass manager that
+// keeps the passes of one part: the pipeline's analyses (immutable passes) in both, the
+// IR part up to the instruction selector, the machine part from it (with the call-graph
+// pass that nests the machine passes in call-graph order, as in the whole pipeline). The
+// IR part and then the machine part on one module make the whole pipeline's code, byte
+// for byte.
+enum class Part { whole, ir, machine };
+
+class PartPassManager : public llvm::legacy::PassManager {
+ public:
+  explicit PartPassManager(Part part) : part_(part) {}
+  void add(llvm::Pass* p) override {
+    if (p->getPassName() == "AMDGPU DAG->DAG Pattern Instruction Selection") selector_seen_ = true;
+    const bool keep = part_ == Part::whole || p->getAsImmutablePass() != nullptr ||
+                      (part_ == Part::ir ? !selector_seen_ : selector_seen_ || p->getPassName() == "DummyCGSCCPass");
+    if (keep)
+      llvm::legacy::PassManager::add(p);
+    else
+      delete p;
+  }
+  // False where this LLVM's pipeline has no such instruction selector: the part is then
+  // not what it says, and must not be run.
+  bool split() const { return selector_seen_; }
+
+ private:
+  Part part_;
+  bool selector_seen_ = false;
+};
+
+std::vector<uint8_t> emit_object(llvm::Module& m, llvm::TargetMachine& tm, Part part = Part::whole) {
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);
-  llvm::legacy::PassManager pm;
+  PartPassManager pm(part);
   if (tm.addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
     throw compile_error("the AMDGPU target cannot emit an object file");
+  if (part != Part::whole && !pm.split()) throw compile_error("AMDGPU code generation: no instruction selector to split at");
   pm.run(m);
   return {buf.begin(), buf.end()};
 }
 
+// TL_AMDGPU_REUSE_IR_PASSES=0: every schedule's code generation whole, each alternative
+// from a copy of the module taken before the default's (as before the IR passes were
+// shared; in the cache key). The same choice and VGPRs on the 225 AMD kernels of
+// bench/compare_builds.sh; in 8 the kept alternative's code differs (up to 7
+// instructions and 2 SGPRs), from its copy's use-list order
+// (bench/results/compile-time-2026-11-28b).
+bool reuse_ir_passes() {
+  const char* v = std::getenv("TL_AMDGPU_REUSE_IR_PASSES");
+  return !(v && std::string(v) == "0");
+}
+
+// Runs the IR part of `m`'s code generation and returns `m` as bitcode that reads back
+// with the same use-list order (what instruction selection walks: a copy with another
+// order can compile to other code), for the machine part of the alternatives.
+llvm::SmallVector<char, 0> prepare_for_alternatives(llvm::Module& m, llvm::TargetMachine& tm) {
+  emit_object(m, tm, Part::ir);
+  llvm::SmallVector<char, 0> bitcode;
+  llvm::raw_svector_ostream os(bitcode);
+  llvm::WriteBitcodeToFile(m, os, /*ShouldPreserveUseListOrder=*/true);
+  return bitcode;
+}
+
 // Emits the module in `bitcode` with the schedule `strategy` on the calling thread, in a
 // context and with a TargetMachine of its own (LLVM allows neither to be used by two
-// threads at once): `like`'s target, processor, features and options.
+// threads at once): `like`'s target, processor, features and options. `part`: whole, or
+// machine where `bitcode` is prepare_for_alternatives' (`agprs`: with the accumulators'
+// AGPRs allowed).
 std::vector<uint8_t> emit_on_own_context(const llvm::SmallVector<char, 0>& bitcode, const llvm::TargetMachine& like,
-                                         const std::string& kernel, const std::string& strategy) {
+                                         const std::string& kernel, const std::string& strategy, Part part,
+                                         bool agprs = false) {
   llvm::LLVMContext ctx;
   auto mod = llvm::parseBitcodeFile(llvm::MemoryBufferRef(llvm::StringRef(bitcode.data(), bitcode.size()), kernel), ctx);
   if (!mod) throw compile_error("AMDGPU scheduling: cannot read the kernel's bitcode back: " + llvm::toString(mod.takeError()));
@@ -75,11 +135,12 @@ std::vector<uint8_t> emit_on_own_context(const llvm::SmallVector<char, 0>& bitco
   if (!tm) throw compile_error("AMDGPU scheduling: cannot create a second target machine");
   llvm::Function* fn = (*mod)->getFunction(kernel);
   if (!fn) throw compile_error("AMDGPU scheduling: no kernel '" + kernel + "' in the module");
-  fn->addFnAttr("amdgpu-sched-strategy", strategy);
+  if (agprs) fn->removeFnAttr("amdgpu-agpr-alloc");
+  if (strategy != "default") fn->addFnAttr("amdgpu-sched-strategy", strategy);
   // LLVM's errors in this context (an inline assembly the assembler refuses) become a
   // compile_error as on the calling thread, not LLVM's default: print and exit the process.
   std::vector<uint8_t> object;
-  codegen::with_llvm_diagnostics(ctx, kernel, ir::SrcLoc{}, [&] { object = emit_object(**mod, *tm); });
+  codegen::with_llvm_diagnostics(ctx, kernel, ir::SrcLoc{}, [&] { object = emit_object(**mod, *tm, part); });
   return object;
 }
 
@@ -112,16 +173,16 @@ constexpr bool kSecondThread = true;
 // first failure. (Under ThreadSanitizer one after the other: the same code.)
 template <class F>
 std::vector<uint8_t> beside(const llvm::SmallVector<char, 0>& bitcode, const llvm::TargetMachine& tm,
-                            const std::string& kernel, const char* strategy, F&& here) {
+                            const std::string& kernel, const char* strategy, Part part, F&& here) {
   if (!kSecondThread) {
     here();
-    return emit_on_own_context(bitcode, tm, kernel, strategy);
+    return emit_on_own_context(bitcode, tm, kernel, strategy, part);
   }
   std::vector<uint8_t> object;
   std::exception_ptr error;
   std::thread other([&] {
     try {
-      object = emit_on_own_context(bitcode, tm, kernel, strategy);
+      object = emit_on_own_context(bitcode, tm, kernel, strategy, part);
     } catch (...) {
       error = std::current_exception();
     }
@@ -231,12 +292,19 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     with_strategy(m, strategy);
     return {emit_object(m, tm), strategy};
   }
-  // Code generation rewrites the IR it runs on: an alternative starts from a copy of
-  // this one, taken before the default's code generation (here, cloned again for each
-  // alternative made on this thread; as bitcode for the one made on a second thread).
-  auto pristine = llvm::CloneModule(m);
+  // The IR part of the code generation once, then the default's machine part on `m` and
+  // each alternative's on a copy of the IR part's result (reuse_ir_passes). Without it,
+  // each is whole: code generation rewrites the IR it runs on, so an alternative starts
+  // from a copy taken before the default's (cloned again for each alternative made on
+  // this thread; as bitcode for the one made on a second thread).
+  const bool reuse = reuse_ir_passes();
+  const Part rest = reuse ? Part::machine : Part::whole;
+  std::unique_ptr<llvm::Module> pristine;
   llvm::SmallVector<char, 0> bitcode;
-  {
+  if (reuse) {
+    bitcode = prepare_for_alternatives(m, tm);
+  } else {
+    pristine = llvm::CloneModule(m);
     llvm::raw_svector_ostream os(bitcode);
     llvm::WriteBitcodeToFile(*pristine, os);
   }
@@ -246,6 +314,9 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
   llvm::Function* kfn = m.getFunction(kernel);
   const bool agprs_held = kfn && kfn->getFnAttribute("amdgpu-agpr-alloc").getValueAsString() == "0";
   auto alternative_here = [&](const char* alt) {
+    if (reuse)
+      return evaluate({emit_on_own_context(bitcode, tm, kernel, alt, Part::machine), alt}, workgroup_size, kernel,
+                      /*with_overlap=*/true);
     std::unique_ptr<llvm::Module> mod = llvm::CloneModule(*pristine);
     with_strategy(*mod, alt);
     return evaluate({emit_object(*mod, tm), alt}, workgroup_size, kernel, /*with_overlap=*/true);
@@ -256,20 +327,20 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
   std::optional<Candidate> dflt, first, second;
   const bool every_kernel = schedules_mode() == "all";
   if (every_kernel) {
-    std::vector<uint8_t> object = beside(bitcode, tm, kernel, kAlternatives[0], [&] {
-      dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel, /*with_overlap=*/true);
+    std::vector<uint8_t> object = beside(bitcode, tm, kernel, kAlternatives[0], rest, [&] {
+      dflt = evaluate({emit_object(m, tm, rest), "default"}, workgroup_size, kernel, /*with_overlap=*/true);
     });
     first = evaluate({std::move(object), kAlternatives[0]}, workgroup_size, kernel, /*with_overlap=*/true);
   } else {
-    dflt = evaluate({emit_object(m, tm), "default"}, workgroup_size, kernel, /*with_overlap=*/false);
+    dflt = evaluate({emit_object(m, tm, rest), "default"}, workgroup_size, kernel, /*with_overlap=*/false);
     std::string skipped;
     if (!alternatives_can_pay(dflt->report, tm.getTargetCPU().str(), &skipped)) {
       dflt->scheduled.remark = fmt::format("schedule: default (VGPRs: default {}; {})", dflt->report.vgpr, skipped);
       return std::move(dflt->scheduled);
     }
     dflt->overlap = memory_overlap(disassemble(dflt->scheduled.object));
-    std::vector<uint8_t> object =
-        beside(bitcode, tm, kernel, kAlternatives[0], [&] { second = alternative_here(kAlternatives[1]); });
+    std::vector<uint8_t> object = beside(bitcode, tm, kernel, kAlternatives[0], rest,
+                                         [&] { second = alternative_here(kAlternatives[1]); });
     first = evaluate({std::move(object), kAlternatives[0]}, workgroup_size, kernel, /*with_overlap=*/true);
   }
   Candidate best = *dflt;
@@ -289,10 +360,16 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     if (allowed || !saves) break;
   }
   if (agprs_held && spills(best.report) > 0) {
-    std::unique_ptr<llvm::Module> agpr_copy = std::move(pristine);
-    agpr_copy->getFunction(kernel)->removeFnAttr("amdgpu-agpr-alloc");
-    with_strategy(*agpr_copy, best.scheduled.strategy);
-    Candidate c = evaluate({emit_object(*agpr_copy, tm), best.scheduled.strategy + "+agprs"}, workgroup_size, kernel,
+    std::vector<uint8_t> object;
+    if (reuse) {
+      object = emit_on_own_context(bitcode, tm, kernel, best.scheduled.strategy, Part::machine, /*agprs=*/true);
+    } else {
+      std::unique_ptr<llvm::Module> agpr_copy = std::move(pristine);
+      agpr_copy->getFunction(kernel)->removeFnAttr("amdgpu-agpr-alloc");
+      with_strategy(*agpr_copy, best.scheduled.strategy);
+      object = emit_object(*agpr_copy, tm);
+    }
+    Candidate c = evaluate({std::move(object), best.scheduled.strategy + "+agprs"}, workgroup_size, kernel,
                            /*with_overlap=*/false);
     tried += fmt::format(", {}+agprs {} ({} spilled)", best.scheduled.strategy, c.report.vgpr,
                          spills(c.report));

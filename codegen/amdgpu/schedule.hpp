@@ -13,7 +13,9 @@
 // as the default (memory_overlap below). Two threads: the first alternative is compiled
 // on a second thread (a context and TargetMachine of its own, from bitcode) at once with
 // the default, so a kernel whose choice stops there costs one code generation of wall
-// time where a core is free; the second alternative follows only where needed.
+// time where a core is free; the second alternative follows only where needed. The code
+// generation's LLVM IR passes, the same for every schedule, run once: each schedule's
+// instruction selection and machine passes start from their result.
 // TL_AMDGPU_SCHEDULES=occupancy compiles the alternatives only where they can change
 // the kernel's spills or occupancy (the default spills, or the VGPRs of one more wave a
 // SIMD are within reach: schedule.cpp, alternatives_can_pay), then both at once; other

@@ -7,7 +7,8 @@
 //     uses fewer registers;
 //   - TL_AMDGPU_SCHEDULE forces one schedule, and below -O2 only the default is made;
 //   - the first alternative is made on a second thread, the same code as when forced;
-//     with TL_AMDGPU_SCHEDULES=occupancy, only where spills or occupancy can change.
+//     with TL_AMDGPU_SCHEDULES=occupancy, only where spills or occupancy can change;
+//   - every schedule starts from one run of the IR passes: the same choice and VGPRs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -201,6 +202,37 @@ TEST(AmdgpuSchedule, AlternativesNearAnOccupancyStepCompiledAtOnce) {
     ScopedEnv e("TL_AMDGPU_SCHEDULE", "iterative-minreg");
     EXPECT_EQ(compile(arch, *g).binary, chosen.binary) << arch;
   }
+}
+
+// Every schedule's machine part starts from one run of the code generation's IR passes
+// (schedule.cpp, prepare_for_alternatives): the default chosen is the code of the whole
+// pipeline forced to the default, byte for byte, and the choice and every candidate's
+// VGPRs are those of whole code generations (TL_AMDGPU_REUSE_IR_PASSES=0). Tutorial
+// 03's matmul on gfx942 compiles all three schedules and keeps the default; the softmax
+// row keeps iterative-minreg.
+TEST(AmdgpuSchedule, SchedulesShareOneRunOfTheIrPasses) {
+  matmul_tutorial::Config c;
+  codegen::CompileOptions o;
+  o.num_warps = c.num_warps;
+  o.num_stages = c.num_stages;
+  auto shared = codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target("gfx942"), o);
+  const std::string sched = schedule_remark(shared);
+  ASSERT_EQ(sched.rfind("schedule: default (", 0), 0u) << "the case no longer keeps the default: " << sched;
+  ASSERT_NE(sched.find("iterative-maxocc"), std::string::npos) << "the case no longer compiles maxocc: " << sched;
+  {
+    ScopedEnv e("TL_AMDGPU_SCHEDULE", "default");
+    EXPECT_EQ(codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target("gfx942"), o).binary,
+              shared.binary);
+  }
+  ScopedEnv e("TL_AMDGPU_REUSE_IR_PASSES", "0");
+  EXPECT_EQ(schedule_remark(codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target("gfx942"), o)),
+            sched);
+  auto f = softmax_kernel();
+  auto whole = compile("gfx942", *f);
+  unsetenv("TL_AMDGPU_REUSE_IR_PASSES");
+  auto g = softmax_kernel();
+  EXPECT_EQ(schedule_remark(compile("gfx942", *g)), schedule_remark(whole));
+  EXPECT_NE(schedule_remark(whole).find("schedule: iterative-minreg"), std::string::npos) << schedule_remark(whole);
 }
 
 TEST(AmdgpuSchedule, BelowO2OnlyTheDefault) {
