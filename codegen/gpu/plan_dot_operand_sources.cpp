@@ -23,6 +23,8 @@
 //    convert_layout, which then only writes). Runs after plan_conversion_paths: it reads
 //    the recorded paths.
 #include <algorithm>
+#include <functional>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -87,17 +89,53 @@ void erase(ir::Operation& op) {
 
 // Part 1: dot operands converted through shared memory become staged buffers.
 void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget& t) {
-  // What the program already holds in shared memory: its buffers (an upper bound: the
-  // allocator overlaps buffers never live together) and the largest conversion scratch.
+  // What the program already holds in shared memory: its buffers and the largest
+  // conversion scratch. Buffers whose uses do not overlap in program order (attention's
+  // masked and unmasked loops, each with its own stages) are not live together, and the
+  // allocator puts them in the same bytes: the figure is the most bytes live at one op,
+  // a buffer live from its first use to its last (to the end of a loop that it is used in
+  // and allocated outside of).
   int64_t buffers = 0, scratch = 0;
-  std::vector<std::pair<ir::Operation*, int>> candidates;
-  std::unordered_map<const ir::Value*, int> uses;
+  // Each value's uses (op, operand index), in program order; the candidates are the
+  // conversions some dot reads as an operand, each once, in the order of their first dot.
+  std::unordered_map<const ir::Value*, std::vector<std::pair<ir::Operation*, int>>> users;
+  std::vector<ir::Operation*> candidates;
   ir::walk(f.body, [&](ir::Operation& op) {
-    for (const ir::Value* v : op.operands) ++uses[v];
-    if (op.op == Op::shared_alloc) buffers += (tile_bytes(op.result()->type) + 127) / 128 * 128;
-    if (op.op == Op::dot)
-      for (int i = 0; i < 2; ++i) candidates.emplace_back(&op, i);
+    for (size_t j = 0; j < op.operands.size(); ++j) {
+      auto& u = users[op.operands[j]];
+      if (op.op == Op::dot && j < 2 && u.empty() && op.operands[j]->def) candidates.push_back(op.operands[j]->def);
+      u.emplace_back(&op, int(j));
+    }
   });
+  std::unordered_map<const ir::Operation*, std::pair<int, int>> span;  // op: its position, the last inside it
+  int position = 0;
+  std::function<void(ir::Block&)> number = [&](ir::Block& blk) {
+    for (auto& op : blk.ops) {
+      const int at = position++;
+      for (auto& r : op->regions) number(*r);
+      span[op.get()] = {at, position - 1};
+    }
+  };
+  number(f.body);
+  std::vector<std::tuple<int, int, int64_t>> live;  // first, last, bytes
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op != Op::shared_alloc) return;
+    int first = span[&op].first, last = first;
+    for (auto [user, j] : users[op.result()]) {
+      int end = span[user].second;
+      for (const ir::Operation* p = user->parent ? user->parent->parent : nullptr; p; p = p->parent ? p->parent->parent : nullptr)
+        if (p->op == Op::for_ && span[p].first > span[&op].first) end = std::max(end, span[p].second);
+      last = std::max(last, end);
+    }
+    live.emplace_back(first, last, (tile_bytes(op.result()->type) + 127) / 128 * 128);
+  });
+  for (const auto& start : live) {  // the most bytes live together: at some buffer's first use
+    const int at = std::get<0>(start);
+    int64_t sum = 0;
+    for (auto [first, last, bytes] : live)
+      if (first <= at && at <= last) sum += bytes;
+    buffers = std::max(buffers, sum);
+  }
   auto through_shared = [](const ir::Operation* c) {
     return c && c->op == Op::convert_layout && ir::ConvertPath(c->i0) == ir::ConvertPath::shared;
   };
@@ -105,10 +143,18 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     if (through_shared(&op)) scratch = std::max(scratch, tile_bytes(op.result()->type));
   });
   const int64_t budget = t.caps->shared_bytes_per_program;
-  for (auto [dot, i] : candidates) {
-    ir::Value* operand = dot->operands[size_t(i)];
-    ir::Operation* conv = operand->def;
-    if (!through_shared(conv) || uses[operand] != 1) continue;
+  for (ir::Operation* conv : candidates) {
+    if (!through_shared(conv)) continue;
+    // The dots reading the converted tile, all as the same operand (A or B): one buffer
+    // serves them all, a read before each. Attention's backward reads its Q (dQ) or K and
+    // V (dK/dV) in two loops, the masked blocks' and the rest: left in registers they
+    // held 64 more registers a thread in each loop, where ptxas spilled (dK/dV causal
+    // 64x64 w4 D = 128: 164 bytes; dQ 128x32 w4: 464).
+    const auto& uses = users[conv->result()];
+    const int i = uses.front().second;
+    bool only_dots = true;
+    for (auto [user, j] : uses) only_dots &= user->op == Op::dot && j == i;
+    if (!only_dots) continue;
     // Where the dot then reads it wide (ldmatrix, for 16- and 8-bit tiles) while the
     // conversion, run every iteration, reads it two bytes at a time: tutorial-06
     // attention at 64x64, D = 64 on the H100 went from 44 to 173 TFLOP/s (a conversion
@@ -121,12 +167,14 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     // memory than a buffer per operand (the AMD GEMM tiles of dot_codegen_test keep their
     // LDS and registers).
     const int bits = bit_width(conv->operands[0]->type.dtype);
-    const bool read_wide = t.caps->load_matrix && (bits == 16 || bits == 8) && conv->parent == dot->parent &&
-                           tile_bytes(conv->operands[0]->type) >= kStageForWidthBytes;
-    ir::Operation* loop = dot->parent->parent;
-    const bool crowded =
-        loop && loop->op == Op::for_ &&
-        4 * (carried_registers(*loop) + registers_of(conv->result())) > 3 * t.caps->registers_per_thread;
+    bool read_wide = false, crowded = false;
+    for (auto [d, j] : uses) {
+      read_wide |= t.caps->load_matrix && (bits == 16 || bits == 8) && conv->parent == d->parent &&
+                   tile_bytes(conv->operands[0]->type) >= kStageForWidthBytes;
+      ir::Operation* loop = d->parent->parent;
+      crowded |= loop && loop->op == Op::for_ &&
+                 4 * (carried_registers(*loop) + registers_of(conv->result())) > 3 * t.caps->registers_per_thread;
+    }
     if (!read_wide && !crowded) continue;
     ir::Value* v = conv->operands[0];
     const ir::Type& vt = v->type;
@@ -145,7 +193,6 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
     ir::Value* buf = top.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(vt.dtype, shape, 1), loc);
     // The store, as soon as the tile exists: in its own block (before the loop for a
     // loop-invariant tile such as attention's Q, stored once).
-    ir::Block& blk = *dot->parent;
     ir::Block& home = v->def ? *v->def->parent : *v->owner;
     ir::Builder st(home);
     if (v->def && v->def->parent == &home) st.after(*v->def);
@@ -159,19 +206,21 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
       stored->layout = trans_layout(*v->layout, perm);
     }
     st.create(Op::shared_store, {buf, stage, stored}, {}, loc);
-    // The read, right before the dot, which reads it a K step at a time (part 2).
-    ir::Builder rd(blk);
-    rd.before(*dot);
-    ir::Value* read = rd.create1(Op::shared_load, {buf, stage}, ir::Type{vt.dtype, vt.pointee, shape}, loc);
-    read->layout = transposed ? trans_source_layout(want, perm) : want;
-    ir::Value* replacement = read;
-    if (transposed) {
-      ir::Operation& tr = rd.create(Op::trans, {read}, {vt}, loc);
-      tr.ints = perm;
-      replacement = tr.result();
-      replacement->layout = want;
+    // The reads, each right before its dot, which reads it a K step at a time (part 2).
+    for (auto [d, j] : uses) {
+      ir::Builder rd(*d->parent);
+      rd.before(*d);
+      ir::Value* read = rd.create1(Op::shared_load, {buf, stage}, ir::Type{vt.dtype, vt.pointee, shape}, loc);
+      read->layout = transposed ? trans_source_layout(want, perm) : want;
+      ir::Value* replacement = read;
+      if (transposed) {
+        ir::Operation& tr = rd.create(Op::trans, {read}, {vt}, loc);
+        tr.ints = perm;
+        replacement = tr.result();
+        replacement->layout = want;
+      }
+      d->operands[size_t(j)] = replacement;
     }
-    dot->operands[size_t(i)] = replacement;
     erase(*conv);
   }
 }

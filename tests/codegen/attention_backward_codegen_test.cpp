@@ -159,6 +159,12 @@ const NvCase kNvCases[] = {
     {true, 32, 64, 4, 128, false}, {true, 32, 64, 4, 128, true},  {true, 64, 64, 4, 128, false, false},
     {true, 64, 64, 4, 64, false},  {true, 64, 64, 4, 64, true},   {false, 64, 64, 4, 128, false},
     {false, 64, 64, 4, 128, true}, {false, 128, 64, 8, 128, true}, {false, 128, 64, 8, 64, false},
+    // Where ptxas spilled while K and V (dK/dV) or Q and dO (dQ), read by the dots of both
+    // loops, stayed in registers (164, 164 and 464 bytes of spill stores): staged once in
+    // shared memory, each dot reading them through a descriptor (plan_dot_operand_sources).
+    // dK/dV causal 64x64 w4 D = 128 then needs 98 KB: its stage more would leave one program a
+    // multiprocessor, so its dots wait at once.
+    {true, 64, 64, 4, 128, true, false}, {true, 64, 128, 8, 128, true}, {false, 128, 32, 4, 128, false},
 };
 
 TEST(AttentionBackwardCodegen, NvidiaEveryDotIsAWarpgroupDotReadingTheOneStage) {
