@@ -90,13 +90,21 @@ int64_t get(const compile_report& r, const char* k, int64_t def = -1) {
   return it == r.end() ? def : it->second;
 }
 
+// Registers spilled: AMD's code object reports VGPRs and SGPRs; NVIDIA's driver, loading
+// the code on the device, passes on ptxas's bytes of spill stores (4 a register), what
+// Triton counts as n_spills. Absent figures count 0 (a cross-compiled NVIDIA kernel has
+// none: ptxas runs in the driver).
+int64_t spills(const compile_report& r) {
+  return std::max<int64_t>(0, get(r, "spill_vgpr", 0)) + std::max<int64_t>(0, get(r, "spill_sgpr", 0)) +
+         (std::max<int64_t>(0, get(r, "spill_store_bytes", 0)) + 3) / 4;
+}
+
 // The short form of a report in the table: what the target reports of the rules' inputs.
 std::string report_text(const compile_report& r) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
   if (int64_t v = get(r, "vgpr"); v >= 0) add(fmt::format("vgpr={}", v));
-  if (r.count("spill_vgpr") || r.count("spill_sgpr"))
-    add(fmt::format("spills={}", std::max<int64_t>(0, get(r, "spill_vgpr", 0)) + std::max<int64_t>(0, get(r, "spill_sgpr", 0))));
+  if (r.count("spill_vgpr") || r.count("spill_sgpr") || r.count("spill_store_bytes")) add(fmt::format("spills={}", spills(r)));
   if (int64_t v = get(r, "lds_bytes"); v >= 0) add(fmt::format("lds={}", v));
   else if (int64_t v = get(r, "shared_bytes"); v > 0) add(fmt::format("shared={}", v));
   if (int64_t v = get(r, "occupancy"); v >= 0) add(fmt::format("occ={}", v));
@@ -107,9 +115,8 @@ std::string report_text(const compile_report& r) {
 // Why a report breaks a rule ("" when it breaks none).
 std::string violation(const compile_report& r, const tune_rules& rules, const std::vector<report_rule>& user,
                       int64_t shared_budget) {
-  const int64_t spills = std::max<int64_t>(0, get(r, "spill_vgpr", 0)) + std::max<int64_t>(0, get(r, "spill_sgpr", 0));
-  if (rules.max_spills >= 0 && spills > rules.max_spills)
-    return fmt::format("spills {} registers (limit {})", spills, rules.max_spills);
+  if (const int64_t n = spills(r); rules.max_spills >= 0 && n > rules.max_spills)
+    return fmt::format("spills {} registers (limit {})", n, rules.max_spills);
   int64_t shared = get(r, "lds_bytes");
   if (shared < 0) shared = get(r, "shared_bytes", 0);
   int64_t budget = rules.max_shared_bytes >= 0 ? rules.max_shared_bytes : shared_budget;

@@ -194,6 +194,45 @@ TEST(AttentionSampleAmd, PruningDropsSpillingCandidates) {
   EXPECT_GT(spilled, 0) << "waves_per_eu 2 at 128x64 D 128 spilled when this was written";
 }
 
+// NVIDIA pruning by ptxas's report (issue 42), on an sm_90 GPU only: the tuner's compile
+// loads each candidate on the device, whose driver passes on ptxas's spill stores, and a
+// candidate that spills is dropped without running, as AMD's are by the code object's
+// report. At D 128 causal the dQ candidates 128x64 w4 (232 bytes of spill stores when this
+// was written: the [128, 128] f32 dQ is 128 registers a thread) and 128x128 w8 (2300
+// bytes) spill; 64x64 w4 and 128x64 w8 do not.
+TEST(AttentionSample, NvidiaPruningDropsCandidatesThatPtxasSpills) {
+  if (!on_gpu() || test_device().target().rfind("sm_90", 0) != 0) GTEST_SKIP() << "needs an sm_90 GPU (ptxas runs in its driver)";
+  auto dev = test_device();
+  auto x = dev.alloc<tl::ty::bf16>(1), dq = dev.alloc<tl::ty::bf16>(1);
+  auto f = dev.alloc<tl::ty::f32>(1);
+  auto t = attention::dq_tuner<tl::ty::bf16>().prune("sm_90", x, x, x, x, f, f, dq, int64_t(1), int64_t(8), int64_t(8),
+                                                     int64_t(4096), int64_t(4096), int64_t(128), true, -1.0);
+  const auto list = attention::candidates(attention::Kernel::dq);
+  ASSERT_EQ(t.rows.size(), list.size());
+  int kept = 0, spilled = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const auto& r = t.rows[i];
+    SCOPED_TRACE(r.config + " " + r.dropped);
+    if (!attention::runs_on(list[i], attention::Kernel::dq, "sm_90", 128)) continue;
+    ASSERT_EQ(r.reports.size(), 1u);
+    ASSERT_TRUE(r.reports[0].count("spill_store_bytes")) << "no ptxas figure in the report";
+    const int64_t bytes = r.reports[0].at("spill_store_bytes");
+    if (bytes > 0) {
+      ++spilled;
+      EXPECT_NE(r.dropped.find("spills"), std::string::npos);
+    }
+    if (r.dropped.empty()) {
+      ++kept;
+      EXPECT_EQ(bytes, 0);
+    }
+    const bool known_spill = list[i].num_warps == 4 ? list[i].block_m == 128 && list[i].block_n == 64
+                                                    : list[i].block_m == 128 && list[i].block_n == 128;
+    if (known_spill) EXPECT_GT(bytes, 0);
+  }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(spilled, 0);
+}
+
 // Every misuse is refused before a launch: the outputs keep their poison.
 TEST(AttentionSample, BadInputIsAClearErrorBeforeAnyLaunch) {
   auto dev = test_device();
