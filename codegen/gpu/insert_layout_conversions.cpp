@@ -114,7 +114,19 @@ int insert_layout_conversions(ir::Function& f, const PlanTarget& t) {
   // splitting N, would hold 8 times the registers through the loop). One conversion of a
   // value to a layout serves every later read (the walk is in program order, so the
   // first dominates the rest).
+  // Through shared memory, a conversion left in the loop costs an exchange and two barriers
+  // an iteration: hoisted, it costs the registers the larger layout holds, taken where
+  // that is at most 16 32-bit registers a thread (Q as the A operand of a dot whose 4
+  // warps all read it, 32x64 bf16: 12 more; samples/attention's causal forward at 32x32
+  // D=64 from 136 VGPRs and 24 s_barriers to 132 and 17 on gfx942, 112 and 13 to 110 and
+  // 10 on gfx950), not the decode kernel's 8-fold Q.
   auto distinct_regs = [](const Layout& l) { return l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask()); };
+  auto hoists = [&](const ir::Value& v, const Layout& want, const ir::Block* home) {
+    const int more = distinct_regs(want) - distinct_regs(*v.layout);
+    if (more <= 0) return true;
+    const int64_t bytes = int64_t(more) * std::max(1, byte_width(v.type.dtype));
+    return bytes <= 16 * 4 && conversion_path_at(*v.layout, want, home, t) == ir::ConvertPath::shared;
+  };
   std::map<std::tuple<const ir::Value*, std::string, const ir::Block*>, ir::Value*> made;
   int64_t buffer_bytes = 0;  // every shared buffer's, as if all were live at once
   ir::walk(f.body, [&](ir::Operation& op) {
@@ -128,7 +140,7 @@ int insert_layout_conversions(ir::Function& f, const PlanTarget& t) {
     const ir::Block* home = v->def ? v->def->parent : v->owner;
     ir::Operation* at = n.op;
     bool hoisted = false;
-    if (distinct_regs(n.want) <= distinct_regs(*v->layout))
+    if (hoists(*v, n.want, home))
       while (at->parent != home && at->parent->parent) {
         at = at->parent->parent;
         hoisted = true;
