@@ -16,23 +16,13 @@
 
 #include "bench/attention_tutorial.hpp"
 #include "bench/matmul_tutorial.hpp"
+#include "bench/rmsnorm_row_kernel.hpp"
 #include "samples/rmsnorm/rmsnorm.hpp"
 
 namespace {
 
 // The RMSNorm-size kernel of the issues: one bf16 row of 4096 per program, 4 warps.
-auto make_kernel() {
-  return tl::kernel("rmsnorm_bench", [](tl::ptr<tl::bf16> x, tl::ptr<tl::bf16> y, tl::ptr<tl::bf16> w,
-                                        tl::i32 cols, tl::f32 eps, int BLOCK) {
-    auto c = tl::arange(0, BLOCK);
-    auto m = c < cols;
-    auto row = tl::program_id(0);
-    auto v = tl::load(x + row * cols + c, m, 0.0f).to<tl::f32>();
-    auto inv = tl::rsqrt(tl::sum(v * v, 0) / cols.to<tl::f32>() + eps);
-    auto g = tl::load(w + c, m, 0.0f).to<tl::f32>();
-    tl::store(y + row * cols + c, (v * inv * g).to<tl::bf16>(), m);
-  });
-}
+auto make_kernel() { return tlbench::rmsnorm_row_kernel(); }
 
 void first_launch_cpu(benchmark::State& state) {
   setenv("TL_ALWAYS_COMPILE", "1", 1);
