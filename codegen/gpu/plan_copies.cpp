@@ -125,18 +125,95 @@ bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const T
   return form && (form->hi + 1) * eb <= int64_t(kBufferNumRecords);
 }
 
-// Operand `k` of `op` in layout `l`: a value with a layout of its own (not rematerialized
-// address math, which is emitted in its user's layout) converts to it right before `op`.
-void in_layout(ir::Operation& op, size_t k, const Layout& l, const PlanTarget& t) {
-  ir::Value* v = op.operands[k];
-  if (!v->layout || v->rematerialized || *v->layout == l) return;
-  ir::Builder b(*op.parent);
-  b.before(op);
-  ir::Value* conv = b.create1(Op::convert_layout, {v}, v->type, op.loc);
-  conv->layout = l;
-  plan_conversion_path(*conv->def, t);
-  plan_exchange_encoding(*conv->def, t);
-  op.operands[k] = conv;
+// A copy's pointers, mask or other in its copy layout. A value with a layout of its own
+// (not rematerialized address math, which is emitted in its user's layout) converts to it;
+// but where it is elementwise math over a broadcast of a smaller tile (samples/moe's
+// gathered rows: addptr(broadcast([BLOCK_M, 1] row pointers), column offsets)), the math
+// is rebuilt in the copy layout and only the smaller tile converted, when that moves fewer
+// bytes: a whole pointer tile, 8 bytes an element, takes as much scratch as a stage.
+class InCopyLayout {
+ public:
+  InCopyLayout(ir::Function& f, ir::Operation& at, const PlanTarget& t) : f_(f), at_(at), t_(t) {}
+
+  ir::Value* operator()(ir::Value* v, const Layout& l) { return build(v, l); }
+
+  // The ops the rebuilt math replaced, once nothing reads them (a conversion left there
+  // would still be emitted and take its scratch).
+  void erase_if_dead(ir::Value* v) {
+    ir::Operation* d = v->def;
+    if (!d || !d->regions.empty() || !ir::has_trait(d->op, ir::kPure) || !ir::uses_of(f_.body, v).empty()) return;
+    std::vector<ir::Value*> operands = d->operands;
+    ir::Block& b = *d->parent;
+    for (size_t i = 0; i < b.ops.size(); ++i)
+      if (b.ops[i].get() == d) {
+        b.ops.erase(b.ops.begin() + std::ptrdiff_t(i));
+        break;
+      }
+    for (ir::Value* o : operands) erase_if_dead(o);
+  }
+
+ private:
+  static bool needs(const ir::Value* v, const Layout& l) { return v->layout && !v->rematerialized && !(*v->layout == l); }
+  static bool rebuildable(const ir::Operation* d) {
+    return d && d->results.size() == 1 && d->regions.empty() &&
+           (d->op == Op::broadcast || d->op == Op::addptr || d->op == Op::add || d->op == Op::sub || d->op == Op::mul ||
+            d->op == Op::band || d->op == Op::bor || d->op == Op::cmp || d->op == Op::select);
+  }
+  static int64_t bytes(const ir::Value* v) {
+    return v->type.numel() * (v->type.dtype == DType::ptr ? 8 : std::max(1, byte_width(v->type.dtype)));
+  }
+  // The bytes the cheaper way exchanges: converting `v` itself, or its operands in the
+  // layouts the rebuilt op reads them in.
+  int64_t cost(const ir::Value* v, const Layout& l, int depth = 0) const {
+    if (!needs(v, l)) return 0;
+    const ir::Operation* d = v->def;
+    int64_t direct = bytes(v), rebuilt = direct + 1;
+    if (depth < 8 && rebuildable(d)) {
+      rebuilt = 0;
+      for (const ir::Value* o : d->operands) rebuilt += cost(o, operand_in(*d, o, l), depth + 1);
+    }
+    return std::min(direct, rebuilt);
+  }
+  static Layout operand_in(const ir::Operation& d, const ir::Value* o, const Layout& l) {
+    return d.op == Op::broadcast ? broadcast_source_layout(l, o->type.shape) : l;
+  }
+  ir::Value* build(ir::Value* v, const Layout& l, int depth = 0) {
+    if (!needs(v, l)) return v;
+    ir::Operation* d = v->def;
+    // (a builder made after the operands are built: each inserts right before the copy)
+    auto before_copy = [&] {
+      ir::Builder b(*at_.parent);
+      b.before(at_);
+      return b;
+    };
+    if (depth < 8 && rebuildable(d)) {
+      int64_t rebuilt = 0;
+      for (const ir::Value* o : d->operands) rebuilt += cost(o, operand_in(*d, o, l), depth + 1);
+      if (rebuilt < bytes(v)) {
+        ir::ValueMap map;
+        for (ir::Value* o : d->operands) map.map(o, build(o, operand_in(*d, o, l), depth + 1));
+        ir::Operation& c = before_copy().insert(ir::clone(*d, map));
+        c.result()->layout = l;
+        c.result()->rematerialized = false;
+        return c.result();
+      }
+    }
+    ir::Value* conv = before_copy().create1(Op::convert_layout, {v}, v->type, at_.loc);
+    conv->layout = l;
+    plan_conversion_path(*conv->def, t_);
+    plan_exchange_encoding(*conv->def, t_);
+    return conv;
+  }
+  ir::Function& f_;
+  ir::Operation& at_;
+  const PlanTarget& t_;
+};
+
+void in_layout(ir::Function& f, ir::Operation& op, size_t k, const Layout& l, const PlanTarget& t) {
+  InCopyLayout in(f, op, t);
+  ir::Value* old = op.operands[k];
+  op.operands[k] = in(old, l);
+  if (op.operands[k] != old) in.erase_if_dead(old);
 }
 
 // Plans `op`'s chunk and copy layout; false where no width fits a compiler copy (the
@@ -188,7 +265,7 @@ bool plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const pa
 // the pipeliner makes of a load it cannot copy: a load into registers and a store of the
 // stage, synchronous, at the copy's place. Its wait then waits for nothing of it. The load
 // reads in a copy layout of the widest access the pointers, mask and swizzle vector allow.
-void load_and_store(ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
+void load_and_store(ir::Function& f, ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
                     const PlanTarget& t) {
   const TargetCapabilities& caps = *t.caps;
   const ir::Type& bt = op.operands[0]->type;
@@ -224,7 +301,7 @@ void load_and_store(ir::Operation& op, const passes::SharedBuffers& buffers, con
   ir::Value* value = b.create1(Op::load, operands, vt, op.loc);
   value->layout = *l;
   b.create(Op::shared_store, {op.operands[0], op.operands[1], value}, {}, op.loc);
-  for (size_t k = 0; k < value->def->operands.size(); ++k) in_layout(*value->def, k, *l, t);
+  for (size_t k = 0; k < value->def->operands.size(); ++k) in_layout(f, *value->def, k, *l, t);
   op.layout = *l;
   op.copy = ir::Operation::CopyPlan{0, false};
 }
@@ -239,14 +316,14 @@ int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTar
   });
   for (ir::Operation* op : copies) {
     if (!plan_copy(*op, buffers, axis, t)) {
-      load_and_store(*op, buffers, axis, t);
+      load_and_store(f, *op, buffers, axis, t);
       continue;
     }
     // The pointers, mask and other in the copy layout (operand_layout). A buffer copy's
     // pointers are the form that carries its base and offsets (buffer_operands), never
     // read as pointers.
     for (size_t k = 2; k < op->operands.size(); ++k)
-      if (!(k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource))) in_layout(*op, k, *op->layout, t);
+      if (!(k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource))) in_layout(f, *op, k, *op->layout, t);
   }
   return int(copies.size());
 }

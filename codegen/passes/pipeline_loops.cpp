@@ -346,7 +346,12 @@ class Pipeliner {
                              o_.transposed_dot_read_bits.end())
       return nullptr;
     const ir::Type t = load.result()->type;
-    if (!fits_shared(t.numel() * byte_width(t.dtype) * loop_stages_ + scratch)) return nullptr;
+    // (e2m1 tiles count a byte an element as they are stored, two codes a byte, and are
+    // also held upcast to bf16 where the dot reads them: a buffer of their own on sm_90, a
+    // conversion's scratch elsewhere. Uncounted, gfx942's MoE K loop staged its weights
+    // and then fit no second stage at all.)
+    const int64_t upcast_bytes = upcast && t.dtype == DType::f4e2m1 ? t.numel() * 4 : 0;
+    if (!fits_shared(t.numel() * std::max(1, byte_width(t.dtype)) * loop_stages_ + scratch + upcast_bytes)) return nullptr;
     ir::Operation* copy = &load;
     if (transposed) {
       // The load again with every operand's address math rebuilt transposed, before it;
