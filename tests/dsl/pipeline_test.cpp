@@ -117,8 +117,13 @@ class Pipelining : public ::testing::TestWithParam<int> {};
 
 TEST_P(Pipelining, SameResultsForEveryStageCountAndTripCount) {
   const int mode = GetParam();
+  // Bit for bit across stage counts needs every rounding as written: with enable_fp_fusion
+  // a product and the sum it feeds fuse where pipelining leaves them in one block, not
+  // where it puts them apart.
   expect_every_stage_count_agrees(
-      [&](auto& X, auto& S, auto& Y, int n, int stages) { stream_kernel()[tl::grid(1)](X, S, Y, n, stages, mode); },
+      [&](auto& X, auto& S, auto& Y, int n, int stages) {
+        stream_kernel()[tl::grid(1)].with({.enable_fp_fusion = false})(X, S, Y, n, stages, mode);
+      },
       1000, true, fmt::format("mode {}", mode));
 }
 

@@ -320,10 +320,13 @@ struct AmdCase {
 
 TEST(AttentionSampleAmd, ForwardWithinTritonsRegistersReadingLdsWide) {
   const int lds942 = 32768, lds950 = 65536;
-  const AmdCase cases[] = {{"gfx942", 4, false, 293, 316, lds942}, {"gfx942", 4, true, 295, 316, lds942, 2},
+  const AmdCase cases[] = {{"gfx942", 4, false, 312, 316, lds942}, {"gfx942", 4, true, 308, 316, lds942, 2},
                            {"gfx942", 8, false, 172, 207, lds942}, {"gfx942", 8, true, 172, 208, lds942},
                            {"gfx950", 4, false, 220, 348, lds950}, {"gfx950", 4, true, 226, 340, lds950},
                            {"gfx950", 8, false, 137, 202, lds950}, {"gfx950", 8, true, 136, 200, lds950}};
+  // (gfx942 4 waves: 293 -> 312 and causal 295 -> 308 with enable_fp_fusion on by default, as
+  // Triton's: the softmax's products fused into fmas keep more values live; still under
+  // Triton's 316.)
   // (gfx950 causal 4 waves: 224 -> 226 when loops stopped wrapping at INT_MAX and integer
   // arithmetic stopped being nsw outside offsets and masks, issue 45; 8 waves went down.)
   auto* x = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
