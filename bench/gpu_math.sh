@@ -12,7 +12,7 @@ TL_MATH_EXHAUSTIVE=1 timeout 600 /tmp/tl/bin/math_test 2>&1 | tee "$OUT/math_gpu
 # f64 math on the device (tl's f64 compositions: exp log log2 tanh sigmoid expm1 log1p sinh cosh)
 [[ -x /tmp/tl/bin/math_f64_test ]] &&
   timeout 300 /tmp/tl/bin/math_f64_test 2>&1 | tee "$OUT/math_f64_gpu.txt" | grep -a "\[ math \]\|FAILED\|PASSED"
-for t in ${TL_GPU_TESTS:-dot_precision_test dot_test warpgroup_dot_test conformance_test}; do
+for t in ${TL_GPU_TESTS:-fp_fusion_test dot_precision_test dot_test warpgroup_dot_test conformance_test}; do
   echo "== $t" >> "$OUT/gpu_tests.log"
   timeout 300 /tmp/tl/bin/$t --gtest_brief=1 >> "$OUT/gpu_tests.log" 2>&1
   echo "$t exit $?" | tee -a "$OUT/gpu_tests.log"
