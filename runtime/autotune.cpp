@@ -91,12 +91,17 @@ int64_t get(const compile_report& r, const char* k, int64_t def = -1) {
 }
 
 // Registers spilled: AMD's code object reports VGPRs and SGPRs; NVIDIA's driver, loading
-// the code on the device, passes on ptxas's bytes of spill stores (4 a register), what
-// Triton counts as n_spills. Absent figures count 0 (a cross-compiled NVIDIA kernel has
-// none: ptxas runs in the driver).
+// the code on the device, passes on ptxas's bytes of spill stores (4 a register) where its
+// log names them, else the function's local memory (CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+// what Triton counts as n_spills; the H200's driver gave no ptxas lines for the attention
+// backward). Absent figures count 0 (a cross-compiled NVIDIA kernel has none: ptxas runs in
+// the driver).
+int64_t nvidia_spill_bytes(const compile_report& r) {
+  return std::max<int64_t>(0, r.count("spill_store_bytes") ? get(r, "spill_store_bytes", 0) : get(r, "local_bytes", 0));
+}
 int64_t spills(const compile_report& r) {
   return std::max<int64_t>(0, get(r, "spill_vgpr", 0)) + std::max<int64_t>(0, get(r, "spill_sgpr", 0)) +
-         (std::max<int64_t>(0, get(r, "spill_store_bytes", 0)) + 3) / 4;
+         (nvidia_spill_bytes(r) + 3) / 4;
 }
 
 // The short form of a report in the table: what the target reports of the rules' inputs.
@@ -104,7 +109,8 @@ std::string report_text(const compile_report& r) {
   std::string s;
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : " ") + part; };
   if (int64_t v = get(r, "vgpr"); v >= 0) add(fmt::format("vgpr={}", v));
-  if (r.count("spill_vgpr") || r.count("spill_sgpr") || r.count("spill_store_bytes")) add(fmt::format("spills={}", spills(r)));
+  if (r.count("spill_vgpr") || r.count("spill_sgpr") || r.count("spill_store_bytes") || r.count("local_bytes"))
+    add(fmt::format("spills={}", spills(r)));
   if (int64_t v = get(r, "lds_bytes"); v >= 0) add(fmt::format("lds={}", v));
   else if (int64_t v = get(r, "shared_bytes"); v > 0) add(fmt::format("shared={}", v));
   if (int64_t v = get(r, "occupancy"); v >= 0) add(fmt::format("occ={}", v));

@@ -215,8 +215,11 @@ TEST(AttentionSample, NvidiaPruningDropsCandidatesThatPtxasSpills) {
     SCOPED_TRACE(r.config + " " + r.dropped);
     if (!attention::runs_on(list[i], attention::Kernel::dq, "sm_90", 128)) continue;
     ASSERT_EQ(r.reports.size(), 1u);
-    ASSERT_TRUE(r.reports[0].count("spill_store_bytes")) << "no ptxas figure in the report";
-    const int64_t bytes = r.reports[0].at("spill_store_bytes");
+    // ptxas's spill stores where the driver's log names them, else the local memory
+    // (Triton's n_spills): the driver's report always has the latter.
+    const auto& rep = r.reports[0];
+    ASSERT_TRUE(rep.count("spill_store_bytes") || rep.count("local_bytes")) << "no spill figure in the report";
+    const int64_t bytes = rep.count("spill_store_bytes") ? rep.at("spill_store_bytes") : rep.at("local_bytes");
     if (bytes > 0) {
       ++spilled;
       EXPECT_NE(r.dropped.find("spills"), std::string::npos);
