@@ -216,63 +216,15 @@ void in_layout(ir::Function& f, ir::Operation& op, size_t k, const Layout& l, co
   if (op.operands[k] != old) in.erase_if_dead(old);
 }
 
-// Plans `op`'s chunk and copy layout; false where no width fits a compiler copy (the
-// caller then loads and stores it), an error at the user's line for the user's own copy.
-bool plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
-               const PlanTarget& t) {
-  const TargetCapabilities& caps = *t.caps;
-  const ir::Type& bt = op.operands[0]->type;
-  const ir::Value* ptr = op.operands[2];
-  const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
-  const DType dt = bt.dtype;
-  const int eb = byte_width(dt);
-  const SharedTileLayout st =
-      stage_tile_layout(bt.shape, buffers.of(op.operands[0]), eb, {caps.shared_banks, caps.shared_bank_bytes});
-  passes::DirectCopyQuery q;
-  q.ptr = ptr;
-  q.mask = mask;
-  q.target_widths.assign(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
-  q.wave_size = t.wave_size;
-  q.vec_elements = st.vec;
-  for (int w : passes::direct_copy_widths(axis, q)) {
-    if (auto l = copy_layout(bt.shape, st.offsets, w / eb, t.wave_size, t.num_warps)) {
-      op.layout = *l;
-      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, caps)};
-      return true;
-    }
-  }
-  if (op.i1 == ir::kCompilerCopy) return false;
-  const int last = bt.rank() - 1;
-  const int contiguous = axis.vector_width(ptr, last, 16);  // elements, aligned to the access
-  const int64_t constancy = mask ? axis.mask_constancy(mask, last) : int64_t(1) << 30;
-  const int64_t tile_bytes = bt.numel() * eb;
-  std::vector<std::string> ws_str;
-  for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
-  std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
-  throw compile_error(
-      fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
-                  "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
-                  "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
-                  "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
-                  "needs the tile to hold {} chunks",
-                  caps.arch, fmt::join(ws_str, ", "), ir::Type{dt, dt, bt.shape}.str(), eb, tile_bytes,
-                  contiguous * eb, mask_note, st.vec, t.wave_size, t.wave_size),
-      op.loc.file, op.loc.line);
-}
-
 // A compiler copy no chunk width fits (the pipeliner decided before the layouts and the
 // stage's swizzle existed: passes::direct_copy_widths with what it knew then) becomes what
 // the pipeliner makes of a load it cannot copy: a load into registers and a store of the
 // stage, synchronous, at the copy's place. Its wait then waits for nothing of it. The load
 // reads in a copy layout of the widest access the pointers, mask and swizzle vector allow.
-void load_and_store(ir::Function& f, ir::Operation& op, const passes::SharedBuffers& buffers, const passes::AxisAnalysis& axis,
+void load_and_store(ir::Function& f, ir::Operation& op, const SharedTileLayout& st, const passes::AxisAnalysis& axis,
                     const PlanTarget& t) {
-  const TargetCapabilities& caps = *t.caps;
   const ir::Type& bt = op.operands[0]->type;
   ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
-  const int eb = byte_width(bt.dtype);
-  const SharedTileLayout st =
-      stage_tile_layout(bt.shape, buffers.of(op.operands[0]), eb, {caps.shared_banks, caps.shared_bank_bytes});
   const int last = bt.rank() - 1;
   int64_t per = std::min<int64_t>({axis.vector_width(op.operands[2], last, 16), st.vec,
                                    mask ? axis.mask_constancy(mask, last) : st.vec});
@@ -306,6 +258,54 @@ void load_and_store(ir::Function& f, ir::Operation& op, const passes::SharedBuff
   op.copy = ir::Operation::CopyPlan{0, false};
 }
 
+// Plans `op`'s chunk and copy layout (true: its pointers, mask and other are then to be
+// read in it); a compiler copy no width fits is loaded and stored instead (false), the
+// user's own copy is an error at the user's line.
+bool plan_copy(ir::Function& f, ir::Operation& op, const passes::SharedBuffers& buffers,
+               const passes::AxisAnalysis& axis, const PlanTarget& t) {
+  const TargetCapabilities& caps = *t.caps;
+  const ir::Type& bt = op.operands[0]->type;
+  const ir::Value* ptr = op.operands[2];
+  const ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
+  const DType dt = bt.dtype;
+  const int eb = byte_width(dt);
+  const SharedTileLayout st =
+      stage_tile_layout(bt.shape, buffers.of(op.operands[0]), eb, {caps.shared_banks, caps.shared_bank_bytes});
+  passes::DirectCopyQuery q;
+  q.ptr = ptr;
+  q.mask = mask;
+  q.target_widths.assign(caps.direct_to_shared_widths.begin(), caps.direct_to_shared_widths.end());
+  q.wave_size = t.wave_size;
+  q.vec_elements = st.vec;
+  for (int w : passes::direct_copy_widths(axis, q)) {
+    if (auto l = copy_layout(bt.shape, st.offsets, w / eb, t.wave_size, t.num_warps)) {
+      op.layout = *l;
+      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, caps)};
+      return true;
+    }
+  }
+  if (op.i1 == ir::kCompilerCopy) {
+    load_and_store(f, op, st, axis, t);
+    return false;
+  }
+  const int last = bt.rank() - 1;
+  const int contiguous = axis.vector_width(ptr, last, 16);  // elements, aligned to the access
+  const int64_t constancy = mask ? axis.mask_constancy(mask, last) : int64_t(1) << 30;
+  const int64_t tile_bytes = bt.numel() * eb;
+  std::vector<std::string> ws_str;
+  for (int w : caps.direct_to_shared_widths) ws_str.push_back(std::to_string(w));
+  std::string mask_note = mask ? fmt::format(", its mask is constant over {} elements of a row", constancy) : "";
+  throw compile_error(
+      fmt::format("tl::amd::global_load_to_shared: {} copies {} bytes a lane straight into shared memory (tl uses "
+                  "4 and up), the lanes of a wave on consecutive chunks of the stage; this {} tile ({}-byte "
+                  "elements, {} bytes) fits none: its pointers give {} contiguous aligned bytes along the last "
+                  "dim{}, a chunk stays within one 16-byte swizzle vector ({} elements), and a wave of {} lanes "
+                  "needs the tile to hold {} chunks",
+                  caps.arch, fmt::join(ws_str, ", "), ir::Type{dt, dt, bt.shape}.str(), eb, tile_bytes,
+                  contiguous * eb, mask_note, st.vec, t.wave_size, t.wave_size),
+      op.loc.file, op.loc.line);
+}
+
 }  // namespace
 
 int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t) {
@@ -315,10 +315,7 @@ int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTar
     if (op.op == Op::global_load_to_shared) copies.push_back(&op);
   });
   for (ir::Operation* op : copies) {
-    if (!plan_copy(*op, buffers, axis, t)) {
-      load_and_store(f, *op, buffers, axis, t);
-      continue;
-    }
+    if (!plan_copy(f, *op, buffers, axis, t)) continue;
     // The pointers, mask and other in the copy layout (operand_layout). A buffer copy's
     // pointers are the form that carries its base and offsets (buffer_operands), never
     // read as pointers.
