@@ -15,6 +15,9 @@ source "$(dirname "$0")/gpu_env.sh"
   # tensor descriptors on the device: made in the kernel and on the host, NaN padding, edges
   timeout 600 /tmp/tl/bin/descriptor_test --gtest_brief=1
   echo "descriptor_test exit $?"
+  # the CUtensorMap of host descriptors against the driver's cuTensorMapEncodeTiled
+  timeout 600 /tmp/tl/bin/tensor_map_test --gtest_brief=1
+  echo "tensor_map_test exit $?"
 } 2>&1 | tee "$OUT/persistent_matmul_tests.txt" | grep -a "exit\|FAILED\|PASSED"
 [[ ${TL_SKIP_BENCH:-0} == 1 ]] && exit 0
 cd /tmp/tl/bench

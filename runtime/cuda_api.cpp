@@ -82,6 +82,7 @@ std::unique_ptr<Api> Api::load(const char* path) {
   }
   resolve(lib, api->cuModuleGetLoadingMode, "cuModuleGetLoadingMode");
   resolve(lib, api->cuLaunchKernelEx, "cuLaunchKernelEx");
+  resolve(lib, api->cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled");
   return api;
 }
 

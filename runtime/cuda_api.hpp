@@ -190,6 +190,12 @@ class Api {
   // original cuEventElapsedTime, which older drivers and some Jetson drivers alone export.
   CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent stop) = nullptr;
   CUresult (*cuEventDestroy)(CUevent event) = nullptr;  // _v2
+  // Optional (CUDA 12.0+): a tensor map for TMA (runtime/tensor_map.hpp); the map is 128
+  // bytes at a 64-byte aligned address, every enum an int.
+  CUresult (*cuTensorMapEncodeTiled)(void* tensor_map, int data_type, uint32_t rank, void* global_address,
+                                     const uint64_t* global_dim, const uint64_t* global_strides,
+                                     const uint32_t* box_dim, const uint32_t* element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill) = nullptr;
   CUresult (*cuGetErrorString)(CUresult err, const char** str) = nullptr;
   CUresult (*cuGetErrorName)(CUresult err, const char** str) = nullptr;
 
