@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -75,9 +76,8 @@ bool dump_ir_enabled() {
 
 namespace {
 
-// The target-independent passes, in place on `f`.
-void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
-                     std::vector<std::string>& remarks, int* most_shared_stages = nullptr) {
+// The target-independent passes before the pipeliner, in place on `f`.
+void run_passes_before_pipelining(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   dump("tracing", f);
   ir::verify(f);
 
@@ -108,10 +108,23 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
   // Pointers and offsets carried through a pipelined loop, read from its induction
   // variable instead, so that the pipeliner can compute them for iterations ahead.
   if (passes::rewrite_carried_inductions(f, opts.num_stages) > 0) dump("carried-induction rewriting", f);
+}
+
+// What a plan that did not fit the target's shared memory gave up, for the next one
+// (plan_program).
+struct PlanLimits {
+  std::map<int, passes::PipelineOptions::LoopLimit> loops;  // by loop number
+  bool async_dot_stages = true;                             // for every loop
+};
+
+// The pipeliner and the target-independent passes after it, in place on `f`. `staged`: the
+// loops it staged loads of into shared memory.
+void run_pipelining(ir::Function& f, const TargetDesc& target, const CompileOptions& opts, const PlanLimits& limits,
+                    std::vector<std::string>& remarks, std::vector<passes::StagedLoop>& staged) {
   // Loads issued num_stages-1 iterations ahead; the address arithmetic it clones for them
   // and what the original loads leave unused go to a second CSE and DCE.
   passes::PipelineOptions pipelining{opts.num_stages, 0};
-  pipelining.max_stages = opts.max_stages;
+  pipelining.loop_limits = limits.loops;
   if (target.kind != TargetDesc::cpu) {
     const auto caps = capabilities_for(target);
     pipelining.shared_bytes_limit = caps.shared_bytes_per_program;
@@ -133,12 +146,13 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
       pipelining.dot_reads_descriptors = [caps, nw = opts.num_warps](const ir::Operation& dot) {
         return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
       };
-    if (target.kind == TargetDesc::nvptx && opts.async_dot_stages && opts.mma_version != 2 && opts.num_warps % 4 == 0)
+    if (target.kind == TargetDesc::nvptx && opts.async_dot_stages && limits.async_dot_stages &&
+        opts.mma_version != 2 && opts.num_warps % 4 == 0)
       pipelining.dot_may_run_async = [caps, nw = opts.num_warps](const ir::Operation& dot) {
         return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
       };
   }
-  if (passes::pipeline_loops(f, pipelining, remarks, most_shared_stages) > 0) {
+  if (passes::pipeline_loops(f, pipelining, remarks, &staged) > 0) {
     dump("software pipelining", f);
     passes::eliminate_common_subexpressions(f);
     passes::eliminate_dead_code(f);
@@ -156,14 +170,18 @@ void run_tile_passes(ir::Function& f, const TargetDesc& target, const CompileOpt
 // The GPU middle end (codegen/gpu/passes.hpp), on a copy of `f`, so that the traced
 // function stays target-independent. Every decision lands in the copy's IR, shared-memory
 // offsets included; the lowering (codegen/gpu/lower_kernel.cpp) only emits it. `paths`:
-// the conversions left, by ConvertPath.
+// the conversions left, by ConvertPath; `copied`: `f`'s values -> the copy's. Where the
+// program does not fit the target's shared memory, `overflow` says so and the passes
+// after the allocation do not run.
 std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const TargetDesc& target,
                                              const CompileOptions& opts, std::vector<std::string>& remarks,
-                                             std::vector<int>& paths) {
+                                             std::vector<int>& paths, ir::ValueMap& copied,
+                                             std::optional<gpu::SharedMemoryOverflow>& overflow) {
   const auto caps = capabilities_for(target);
   const gpu::PlanTarget t = gpu_plan_target(caps, target, opts);
-  std::unique_ptr<ir::Function> planned = ir::clone_function(f);
+  std::unique_ptr<ir::Function> planned = ir::clone_function(f, &copied);
   ir::Function& g = *planned;
+  g.num_warps = t.num_warps;  // (what the layouts are made for, and the lowering reads)
   if (gpu::convert_to_buffer_ops(g, passes::AxisAnalysis(g), t) > 0) {
     passes::eliminate_dead_code(g);  // (the global pointer tiles the buffer loads replaced)
     dump("buffer-op conversion", g);
@@ -187,11 +205,13 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   gpu::plan_async_dots(g, t, opts.num_stages);
   dump("asynchronous dot planning", g);
   if (gpu::plan_copies(g, passes::AxisAnalysis(g), t) > 0) {
+    passes::eliminate_dead_code(g);  // (what a copy's operands were computed from before the copy layout)
     dump("copy planning", g);
     gpu::plan_wait_counts(g, passes::AxisAnalysis(g), t);
     dump("wait-count planning", g);
   }
-  gpu::allocate_shared_memory(g, t, remarks);
+  overflow = gpu::allocate_shared_memory(g, t, remarks);
+  if (overflow) return planned;
   dump("shared-memory allocation", g);
   gpu::insert_shared_barriers(g, t);
   dump("shared-memory barrier insertion", g);
@@ -200,30 +220,11 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   return planned;
 }
 
-}  // namespace
-
-std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
-  std::vector<std::string> remarks;
-  std::vector<int> paths;
-  run_tile_passes(f, target, opts, remarks);
-  if (target.kind == TargetDesc::cpu) return ir::clone_function(f);
-  return run_gpu_passes(f, target, opts, remarks, paths);
-}
-
-namespace {
-
-// Whether the pipeliner gave some loop's buffers a stage more for an asynchronous dot (it
-// marks the loop: ir::kAsyncDotStage).
-bool async_dot_stages_added(ir::Function& f) {
-  bool added = false;
-  ir::walk(f.body, [&](ir::Operation& op) { added |= op.op == Op::for_ && op.i1 == ir::kAsyncDotStage; });
-  return added;
-}
-
-// Thrown by compile_planned where the stage more the pipeliner gave a loop for
-// asynchronous dots that read A from registers costs programs a multiprocessor (the
-// attention backward's dK/dV at 64x64, D = 128: 131 KB, one program, where two fit
-// without it): compile() plans again without it (the dots then wait at once).
+// Where the stage more the pipeliner gave a loop for asynchronous dots that read A from
+// registers costs programs a multiprocessor (the attention backward's dK/dV at 64x64,
+// D = 128: 131 KB, one program, where two fit without it), the programs a multiprocessor
+// holds with it and without it: plan_program plans again without it (the dots then wait
+// at once).
 struct AsyncStageCostsOccupancy {
   int64_t with, without;  // programs a multiprocessor (programs_a_multiprocessor)
 };
@@ -270,25 +271,138 @@ std::optional<AsyncStageCostsOccupancy> register_a_async_stages(const ir::Functi
                                   programs_a_multiprocessor(total - more, limit, threads)};
 }
 
-// Every pass, then the target's lowering and emission, on `f` (in place). `remarks`: the
-// passes' remarks, kept when a later step throws; `most_shared_stages`: the pipeliner's.
-CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
-                           std::chrono::steady_clock::time_point start, std::vector<std::string>& remarks,
-                           int* most_shared_stages = nullptr) {
+int64_t buffer_bytes(const ir::Operation& alloc) {
+  const ir::Type& t = alloc.result()->type;
+  return t.numel() * t.stages * std::max(1, byte_width(t.dtype));
+}
+
+// The error of a program that does not fit at any stage count: the allocator's, with the
+// loop it overflows in, the buffers live there and the loops already planned with fewer
+// stages, each at the user's line.
+[[noreturn]] void throw_overflow(const gpu::SharedMemoryOverflow& o, const std::vector<std::string>& given_up) {
+  std::vector<std::string> notes;
+  for (const ir::Operation* p = o.at->parent ? o.at->parent->parent : nullptr; p;
+       p = p->parent ? p->parent->parent : nullptr)
+    if (p->op == Op::for_ || p->op == Op::while_) {
+      notes.push_back(fmt::format("in the loop at {}", ir::short_location(p->loc)));
+      break;
+    }
+  std::vector<std::string> live;
+  for (const ir::Operation* a : o.live)
+    if (a != o.at) live.push_back(fmt::format("{} at {}", a->result()->type.str(), ir::short_location(a->loc)));
+  if (!live.empty()) notes.push_back(fmt::format("live there: {}", fmt::join(live, ", ")));
+  if (!given_up.empty())
+    notes.push_back(fmt::format("already planned with fewer pipeline stages: {}", fmt::join(given_up, ", ")));
+  std::string msg = o.message;
+  if (!notes.empty()) msg += fmt::format(" ({})", fmt::join(notes, "; "));
+  throw compile_error(msg, o.at->loc.file, o.at->loc.line);
+}
+
+// Every pass: the target-independent ones in place on `f`, and on a GPU the middle end on a
+// copy, which it returns (null on the CPU, where `f` is the program). Where the plan does
+// not fit the target's shared memory (the allocator's answer, SharedMemoryOverflow), the
+// pipeliner runs again on the program as it was before it, the loop whose buffers hold
+// the most bytes where the program overflows given a stage fewer (first the stage more an
+// asynchronous dot got), and the passes after it; each step is a remark (issue 39: fewer
+// stages planned rather than a failed compile). Where no pipelined loop's buffers are live
+// there, the overflow is a compile error at its line. On NVIDIA, the stage more for
+// asynchronous dots reading A from registers is given up the same way where it costs
+// programs a multiprocessor.
+std::unique_ptr<ir::Function> plan_program(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
+                                           std::vector<std::string>& remarks, std::vector<int>& paths) {
   {
     PhaseTimer t(kPhaseTilePasses);
-    run_tile_passes(f, target, opts, remarks, most_shared_stages);
+    run_passes_before_pipelining(f, target, opts);
   }
-  std::unique_ptr<ir::Function> planned;
-  std::vector<int> paths;
-  if (target.kind != TargetDesc::cpu) {
+  std::vector<passes::StagedLoop> staged;
+  if (target.kind == TargetDesc::cpu) {
+    PhaseTimer t(kPhaseTilePasses);
+    run_pipelining(f, target, opts, PlanLimits{}, remarks, staged);
+    return nullptr;
+  }
+  // The program before the pipeliner, where it may pipeline a loop (what a plan that did
+  // not fit is made again from).
+  bool pipelines = false;
+  ir::walk(f.body, [&](ir::Operation& op) { pipelines |= op.op == Op::for_ && (op.i0 > 1 || opts.num_stages > 1); });
+  std::unique_ptr<ir::Function> before_pipelining = pipelines ? ir::clone_function(f) : nullptr;
+  PlanLimits limits;
+  std::vector<std::string> steps, given_up;
+  ir::Function* attempt = &f;
+  std::unique_ptr<ir::Function> again;
+  for (;;) {
+    std::vector<std::string> r;
+    staged.clear();
+    {
+      PhaseTimer t(kPhaseTilePasses);
+      run_pipelining(*attempt, target, opts, limits, r, staged);
+    }
     PhaseTimer t(kPhaseGpuPlanning);
-    planned = run_gpu_passes(f, target, opts, remarks, paths);
-    if (target.kind == TargetDesc::nvptx && opts.async_dot_stages)
-      if (auto o = register_a_async_stages(*planned, capabilities_for(target), opts.num_warps * 32);
-          o && o->with < o->without)
-        throw *o;
+    ir::ValueMap copied;
+    std::optional<gpu::SharedMemoryOverflow> overflow;
+    std::unique_ptr<ir::Function> planned = run_gpu_passes(*attempt, target, opts, r, paths, copied, overflow);
+    if (!overflow) {
+      std::optional<AsyncStageCostsOccupancy> o;
+      if (target.kind == TargetDesc::nvptx && opts.async_dot_stages && limits.async_dot_stages)
+        o = register_a_async_stages(*planned, capabilities_for(target), opts.num_warps * 32);
+      if (!o || o->with >= o->without || !before_pipelining) {
+        remarks.insert(remarks.end(), r.begin(), r.end());
+        remarks.insert(remarks.end(), steps.begin(), steps.end());
+        return planned;
+      }
+      steps.push_back(fmt::format("pipelined: the stage more for asynchronous dots reading A from registers would "
+                                  "leave {} program{} a multiprocessor where {} fit without it: planned again "
+                                  "without it, those dots waited for at once",
+                                  o->with, o->with == 1 ? "" : "s", o->without));
+      limits.async_dot_stages = false;
+    } else {
+      // The loop whose buffers hold the most bytes where the program overflows.
+      const passes::StagedLoop* loop = nullptr;
+      int64_t most = 0;
+      for (const passes::StagedLoop& l : staged) {
+        int64_t bytes = 0;
+        for (const ir::Operation* a : l.allocs) {
+          const ir::Operation* c = copied.lookup(a->result())->def;
+          if (std::find(overflow->live.begin(), overflow->live.end(), c) != overflow->live.end())
+            bytes += buffer_bytes(*c);
+        }
+        if (bytes > most) most = bytes, loop = &l;
+      }
+      if (!loop || !before_pipelining) throw_overflow(*overflow, given_up);
+      passes::PipelineOptions::LoopLimit& limit = limits.loops[loop->number];
+      const std::string at = ir::short_location(loop->loc);
+      if (loop->buffers > loop->stages) {
+        limit.async_dot_stage = false;
+        steps.push_back(fmt::format("pipelined: loop at {}: the buffer more for its asynchronous dot did not fit the "
+                                    "target's shared memory ({}): planned again without it, its dot waited for at once",
+                                    at, overflow->message));
+      } else {
+        limit.max_stages = loop->stages - 1;
+        steps.push_back(fmt::format("pipelined: loop at {}: {} stages did not fit the target's shared memory ({}): "
+                                    "planned again with {}",
+                                    at, loop->stages, overflow->message, loop->stages - 1));
+        given_up.push_back(fmt::format("the loop at {} at {} stage{}", at, loop->stages - 1, loop->stages == 2 ? "" : "s"));
+      }
+    }
+    again = ir::clone_function(*before_pipelining);
+    attempt = again.get();
   }
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  std::vector<std::string> remarks;
+  std::vector<int> paths;
+  std::unique_ptr<ir::Function> planned = plan_program(f, target, opts, remarks, paths);
+  return planned ? std::move(planned) : ir::clone_function(f);
+}
+
+CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  auto start = std::chrono::steady_clock::now();
+  PhaseProfile profile;
+  std::vector<std::string> remarks;
+  std::vector<int> paths;
+  std::unique_ptr<ir::Function> planned = plan_program(f, target, opts, remarks, paths);
   ir::Function& lowered = planned ? *planned : f;
 
   CodeObject out;
@@ -315,63 +429,8 @@ CodeObject compile_planned(ir::Function& f, const TargetDesc& target, const Comp
       out.report[fmt::format("conversions_{}", ir::convert_path_name(p))] = paths[size_t(p)];
   dump("LLVM optimization", module);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  out.phase_ms = profile.times();  // (the plans that did not fit included)
   return out;
-}
-
-}  // namespace
-
-CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
-  auto start = std::chrono::steady_clock::now();
-  PhaseProfile profile;
-  std::vector<std::string> remarks;
-  if (target.kind == TargetDesc::cpu) {
-    CodeObject out = compile_planned(f, target, opts, start, remarks);
-    out.phase_ms = profile.times();
-    return out;
-  }
-  // The pipeliner checks its stages against the target's shared memory with its own
-  // estimate of the layout conversions' scratch; allocate_shared_memory knows it. Where the program
-  // does not fit, it is planned again from the traced function with less: first without
-  // the stage an asynchronous dot's loop gets beyond num_stages (its dot then waits for
-  // each group: what num_stages alone gives), then with a stage fewer for every loop that
-  // stages through shared memory, down to none, each time with a remark (issue 39's
-  // direction: fewer stages planned rather than a failed compile). What still does not
-  // fit is not the pipeliner's: its error names the op that needs the memory.
-  std::unique_ptr<ir::Function> traced = ir::clone_function(f);
-  CompileOptions o = opts;
-  ir::Function* attempt = &f;
-  std::unique_ptr<ir::Function> again;
-  std::vector<std::string> notes;
-  for (;;) {
-    remarks.clear();
-    int staged = 0;
-    try {
-      CodeObject out = compile_planned(*attempt, target, o, start, remarks, &staged);
-      out.remarks.insert(out.remarks.end(), notes.begin(), notes.end());
-      out.phase_ms = profile.times();  // (the attempts that did not fit included)
-      return out;
-    } catch (const AsyncStageCostsOccupancy& e) {
-      notes.push_back(fmt::format("pipelined: the stage more for asynchronous dots reading A from registers would "
-                                  "leave {} program{} a multiprocessor where {} fit without it: planned again "
-                                  "without it, those dots waited for at once",
-                                  e.with, e.with == 1 ? "" : "s", e.without));
-      o.async_dot_stages = false;
-      again = ir::clone_function(*traced);
-      attempt = again.get();
-    } catch (const gpu::shared_memory_exceeded& e) {
-      if (o.async_dot_stages && async_dot_stages_added(*attempt)) {
-        o.async_dot_stages = false;
-      } else if (staged > 1) {
-        notes.push_back(fmt::format("pipelined: {} stages did not fit ({}): planned again with at most {}", staged,
-                                    e.what(), staged - 1));
-        o.max_stages = staged - 1;
-      } else {
-        throw;
-      }
-      again = ir::clone_function(*traced);
-      attempt = again.get();
-    }
-  }
 }
 
 }  // namespace tl::codegen

@@ -42,13 +42,9 @@ struct CompileOptions {
   int mma_version = 0;           // NVIDIA tl::dot: 0 tl chooses, 2 mma.sync, 3 wgmma (sm_90a)
   bool enable_fp_fusion = true;  // a user's float a * b + c may become one fma (Triton's default)
   // Internal (not a launch option, not in the key): whether the pipeliner may give a loop
-  // with an asynchronous dot a stage more. compile() plans again without it when the
-  // program then exceeds the target's shared memory.
+  // with an asynchronous dot a stage more (compile() plans again without it, a loop at a
+  // time, where the program then exceeds the target's shared memory: codegen/pipeline.cpp).
   bool async_dot_stages = true;
-  // Internal too: the most stages the pipeliner may give a loop. compile() lowers it when
-  // the stages it planned do not fit the target's shared memory once the lowering adds
-  // the layout conversions' scratch (codegen/pipeline.cpp).
-  int max_stages = 8;
   int opt_level = 3;
   std::string key() const;
 };

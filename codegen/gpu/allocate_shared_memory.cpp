@@ -1,9 +1,10 @@
 // allocate_shared_memory (passes.hpp): the allocator's answer (shared_memory.cpp: buffer
 // offsets, the scratch region above the buffers live where it is used, each op's scratch
 // bytes) recorded in the IR, before lowering, as Triton's AllocationAnalysis feeds its
-// lowering. A program that does not fit fails here, naming the buffer or the op whose
-// scratch does not fit, before any of it is emitted (and codegen/pipeline.cpp may plan it
-// again with fewer stages).
+// lowering. A program that does not fit is found here, before any of it is emitted, and
+// said as data (SharedMemoryOverflow: the buffer or the op whose scratch does not fit, the
+// buffers live there), which codegen/pipeline.cpp answers with fewer pipeline stages or a
+// compile error at that line.
 #include <fmt/format.h>
 
 #include "codegen/gpu/passes.hpp"
@@ -11,8 +12,10 @@
 
 namespace tl::gpu {
 
-void allocate_shared_memory(ir::Function& f, const PlanTarget& t, std::vector<std::string>& remarks) {
-  const SharedMemoryPlan plan = plan_shared_memory(f, *t.caps, t.caps->arch);
+std::optional<SharedMemoryOverflow> allocate_shared_memory(ir::Function& f, const PlanTarget& t,
+                                                           std::vector<std::string>& remarks) {
+  SharedMemoryPlan plan = plan_shared_memory(f, *t.caps, t.caps->arch);
+  if (plan.overflow) return std::move(plan.overflow);
   ir::walk(f.body, [&](ir::Operation& op) {
     op.smem.reset();
     if (op.op == Op::shared_alloc) {
@@ -31,6 +34,7 @@ void allocate_shared_memory(ir::Function& f, const PlanTarget& t, std::vector<st
         "in all",
         plan.scratch_bytes, plan.scratch_bytes, plan.scratch_offset, plan.buffer_bytes,
         std::max(plan.buffer_bytes, plan.scratch_offset + plan.scratch_bytes)));
+  return std::nullopt;
 }
 
 }  // namespace tl::gpu

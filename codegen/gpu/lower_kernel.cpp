@@ -24,7 +24,12 @@ std::string kernel_symbol(const std::string& name) {
 Lowerer::Lowerer(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts, GpuHooks& hooks)
     : f_(f), m_(m), ctx_(m.getContext()), opts_(opts), hooks_(hooks), b(m.getContext()), axis_(f) {
   ws_ = hooks.wave_size();
-  nw_ = opts.num_warps;  // (a power of two within the target's threads: codegen/pipeline.cpp)
+  // The warps the planning made every layout for, recorded in the IR (a power of two
+  // within the target's threads: codegen/pipeline.cpp).
+  nw_ = f.num_warps;
+  if (nw_ < 1)
+    throw compile_error("gpu lowering: a function the GPU planning did not plan (no num_warps; a tl bug)", f.loc.file,
+                        f.loc.line);
   threads_ = ws_ * nw_;
   info_.block_threads = threads_;
   info_.waves_per_eu = opts.waves_per_eu;

@@ -26,7 +26,8 @@
 //   plan_wait_counts           AMD: the loads each of the pipeliner's waits leaves in
 //                              flight (vmcnt)
 //   allocate_shared_memory     every buffer's and every scratch use's bytes of shared
-//                              memory (Operation::smem)
+//                              memory (Operation::smem), or the overflow as data (the
+//                              pipeline then plans a loop with fewer stages)
 //   insert_shared_barriers     the barriers those bytes need beyond the tile IR's
 //                              (Triton's Membar), and sm_90's async-proxy fences
 // Private to codegen.
@@ -38,6 +39,7 @@
 
 #include "codegen/gpu/capabilities.hpp"
 #include "codegen/gpu/layout.hpp"
+#include "codegen/gpu/shared_memory.hpp"
 #include "codegen/ir/ir.hpp"
 #include "codegen/passes/axis_analysis.hpp"
 
@@ -125,8 +127,9 @@ int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages);
 // Records on every global_load_to_shared its copy layout (Operation::layout) and plan
 // (Operation::copy: the bytes a lane moves per load, and on AMD whether a compiler copy
 // goes through a buffer resource it makes), and converts its pointers, mask and other to
-// that layout where they have another (plan_copies.cpp). A copy no width fits is a
-// compile error at its line. Returns the copies planned.
+// that layout where they have another (plan_copies.cpp; what they were computed from is
+// left to dead-code elimination). A copy no width fits is a compile error at its line.
+// Returns the copies planned.
 int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTarget& t);
 
 // On targets whose copy waits count loads (AMD's vmcnt): every async_wait the pipeliner
@@ -137,10 +140,13 @@ void plan_wait_counts(ir::Function& f, const passes::AxisAnalysis& axis, const P
 
 // Records where each shared_alloc's buffer and each op's scratch (scratch_bytes) lie in
 // the program's shared memory (Operation::smem; shared_memory.hpp's allocator), last of
-// the planning passes: it sizes what they decided. Throws shared_memory_exceeded, naming
-// the buffer or op, where the program does not fit; `remarks` gets a line where the
-// scratch shares bytes with buffers not live where it is used.
-void allocate_shared_memory(ir::Function& f, const PlanTarget& t, std::vector<std::string>& remarks);
+// the planning passes: it sizes what they decided. Where the program does not fit it
+// records nothing and returns the overflow (the buffer or op, the buffers live there):
+// codegen/pipeline.cpp plans again with fewer stages or makes it an error at that line.
+// `remarks` gets a line where the scratch shares bytes with buffers not live where it is
+// used.
+std::optional<SharedMemoryOverflow> allocate_shared_memory(ir::Function& f, const PlanTarget& t,
+                                                           std::vector<std::string>& remarks);
 // The barriers the planning made necessary, over the allocated bytes (Triton's Membar):
 // between an exchange through scratch and the previous one's reads, around buffers in
 // the bytes of dead ones, before a dot reads an operand staged for it; and, with

@@ -133,24 +133,9 @@ bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const T
 // bytes: a whole pointer tile, 8 bytes an element, takes as much scratch as a stage.
 class InCopyLayout {
  public:
-  InCopyLayout(ir::Function& f, ir::Operation& at, const PlanTarget& t) : f_(f), at_(at), t_(t) {}
+  InCopyLayout(ir::Operation& at, const PlanTarget& t) : at_(at), t_(t) {}
 
   ir::Value* operator()(ir::Value* v, const Layout& l) { return build(v, l); }
-
-  // The ops the rebuilt math replaced, once nothing reads them (a conversion left there
-  // would still be emitted and take its scratch).
-  void erase_if_dead(ir::Value* v) {
-    ir::Operation* d = v->def;
-    if (!d || !d->regions.empty() || !ir::has_trait(d->op, ir::kPure) || !ir::uses_of(f_.body, v).empty()) return;
-    std::vector<ir::Value*> operands = d->operands;
-    ir::Block& b = *d->parent;
-    for (size_t i = 0; i < b.ops.size(); ++i)
-      if (b.ops[i].get() == d) {
-        b.ops.erase(b.ops.begin() + std::ptrdiff_t(i));
-        break;
-      }
-    for (ir::Value* o : operands) erase_if_dead(o);
-  }
 
  private:
   static bool needs(const ir::Value* v, const Layout& l) { return v->layout && !v->rematerialized && !(*v->layout == l); }
@@ -204,16 +189,15 @@ class InCopyLayout {
     plan_exchange_encoding(*conv->def, t_);
     return conv;
   }
-  ir::Function& f_;
   ir::Operation& at_;
   const PlanTarget& t_;
 };
 
-void in_layout(ir::Function& f, ir::Operation& op, size_t k, const Layout& l, const PlanTarget& t) {
-  InCopyLayout in(f, op, t);
-  ir::Value* old = op.operands[k];
-  op.operands[k] = in(old, l);
-  if (op.operands[k] != old) in.erase_if_dead(old);
+// (What the rebuilt math replaced goes to the dead-code elimination after this pass: a
+// conversion left there would still be emitted and take its scratch.)
+void in_layout(ir::Operation& op, size_t k, const Layout& l, const PlanTarget& t) {
+  InCopyLayout in(op, t);
+  op.operands[k] = in(op.operands[k], l);
 }
 
 // A compiler copy no chunk width fits (the pipeliner decided before the layouts and the
@@ -221,7 +205,7 @@ void in_layout(ir::Function& f, ir::Operation& op, size_t k, const Layout& l, co
 // the pipeliner makes of a load it cannot copy: a load into registers and a store of the
 // stage, synchronous, at the copy's place. Its wait then waits for nothing of it. The load
 // reads in a copy layout of the widest access the pointers, mask and swizzle vector allow.
-void load_and_store(ir::Function& f, ir::Operation& op, const SharedTileLayout& st, const passes::AxisAnalysis& axis,
+void load_and_store(ir::Operation& op, const SharedTileLayout& st, const passes::AxisAnalysis& axis,
                     const PlanTarget& t) {
   const ir::Type& bt = op.operands[0]->type;
   ir::Value* mask = op.operands.size() > 3 ? op.operands[3] : nullptr;
@@ -253,7 +237,7 @@ void load_and_store(ir::Function& f, ir::Operation& op, const SharedTileLayout& 
   ir::Value* value = b.create1(Op::load, operands, vt, op.loc);
   value->layout = *l;
   b.create(Op::shared_store, {op.operands[0], op.operands[1], value}, {}, op.loc);
-  for (size_t k = 0; k < value->def->operands.size(); ++k) in_layout(f, *value->def, k, *l, t);
+  for (size_t k = 0; k < value->def->operands.size(); ++k) in_layout(*value->def, k, *l, t);
   op.layout = *l;
   op.copy = ir::Operation::CopyPlan{0, false};
 }
@@ -261,7 +245,7 @@ void load_and_store(ir::Function& f, ir::Operation& op, const SharedTileLayout& 
 // Plans `op`'s chunk and copy layout (true: its pointers, mask and other are then to be
 // read in it); a compiler copy no width fits is loaded and stored instead (false), the
 // user's own copy is an error at the user's line.
-bool plan_copy(ir::Function& f, ir::Operation& op, const passes::SharedBuffers& buffers,
+bool plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers,
                const passes::AxisAnalysis& axis, const PlanTarget& t) {
   const TargetCapabilities& caps = *t.caps;
   const ir::Type& bt = op.operands[0]->type;
@@ -285,7 +269,7 @@ bool plan_copy(ir::Function& f, ir::Operation& op, const passes::SharedBuffers& 
     }
   }
   if (op.i1 == ir::kCompilerCopy) {
-    load_and_store(f, op, st, axis, t);
+    load_and_store(op, st, axis, t);
     return false;
   }
   const int last = bt.rank() - 1;
@@ -315,12 +299,12 @@ int plan_copies(ir::Function& f, const passes::AxisAnalysis& axis, const PlanTar
     if (op.op == Op::global_load_to_shared) copies.push_back(&op);
   });
   for (ir::Operation* op : copies) {
-    if (!plan_copy(f, *op, buffers, axis, t)) continue;
+    if (!plan_copy(*op, buffers, axis, t)) continue;
     // The pointers, mask and other in the copy layout (operand_layout). A buffer copy's
     // pointers are the form that carries its base and offsets (buffer_operands), never
     // read as pointers.
     for (size_t k = 2; k < op->operands.size(); ++k)
-      if (!(k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource))) in_layout(f, *op, k, *op->layout, t);
+      if (!(k == 2 && (op->i1 == ir::kBufferAccess || op->copy->through_resource))) in_layout(*op, k, *op->layout, t);
   }
   return int(copies.size());
 }

@@ -292,12 +292,20 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
       at = std::max(at, align_up(o->offset + o->bytes, buf.align));
     }
     buf.offset = at;
-    int64_t limit = caps.shared_bytes_per_program;
-    if (at + buf.bytes > limit)
-      throw shared_memory_exceeded(fmt::format("shared memory: {} bytes needed with this buffer ({}, {} bytes) live, more "
-                                      "than the {} a program may use on {}; use smaller tiles or fewer stages",
-                                      at + buf.bytes, buf.alloc->result()->type.str(), buf.bytes, limit, target),
-                          buf.alloc->loc.file, buf.alloc->loc.line);
+    const int64_t limit = caps.shared_bytes_per_program;
+    if (at + buf.bytes > limit) {
+      SharedMemoryOverflow o;
+      o.needed = at + buf.bytes;
+      o.limit = limit;
+      o.at = buf.alloc;
+      for (const SharedBuffer* b : busy) o.live.push_back(b->alloc);
+      o.live.push_back(buf.alloc);
+      o.message = fmt::format("shared memory: {} bytes needed with this buffer ({}, {} bytes) live, more than the {} a "
+                              "program may use on {}; use smaller tiles or fewer stages",
+                              o.needed, buf.alloc->result()->type.str(), buf.bytes, limit, target);
+      plan.overflow = std::move(o);
+      return plan;
+    }
     plan.buffer_bytes = std::max(plan.buffer_bytes, at + buf.bytes);
     placed.push_back(k);
   }
@@ -307,9 +315,13 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   // they do not, such as a hand-staged kernel's tl::shared buffers allocated after its
   // Q block is converted, it lets the scratch share their bytes).
   int64_t above = 0;
+  std::set<const ir::Operation*> live;  // (the buffers live at some use)
   for (auto [point, op] : a.scratch_uses) {
     for (const SharedBuffer& buf : plan.buffers)
-      if (buf.first <= point && point <= buf.last) above = std::max(above, buf.offset + buf.bytes);
+      if (buf.first <= point && point <= buf.last) {
+        above = std::max(above, buf.offset + buf.bytes);
+        live.insert(buf.alloc);
+      }
     const int64_t bytes = align_up(scratch_bytes(*op), 16);
     if (bytes > plan.scratch_bytes) plan.scratch_bytes = bytes, plan.largest_scratch_use = op;
   }
@@ -318,13 +330,17 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   const int64_t total = std::max(plan.buffer_bytes, plan.scratch_offset + plan.scratch_bytes);
   if (total > caps.shared_bytes_per_program) {
     const ir::Operation& op = *plan.largest_scratch_use;
-    throw shared_memory_exceeded(
-        fmt::format("{} bytes of shared memory needed ({} for the shared buffers live where layout conversions and "
-                    "reductions exchange data, {} for their scratch: '{}' here), more than the {} a program may use "
-                    "on {}; use smaller tiles",
-                    total, plan.scratch_offset, plan.scratch_bytes, op_name(op.op), caps.shared_bytes_per_program,
-                    target),
-        op.loc.file, op.loc.line);
+    SharedMemoryOverflow o;
+    o.needed = total;
+    o.limit = caps.shared_bytes_per_program;
+    o.at = &op;
+    for (const SharedBuffer& buf : plan.buffers)  // (in definition order)
+      if (live.count(buf.alloc)) o.live.push_back(buf.alloc);
+    o.message = fmt::format("{} bytes of shared memory needed ({} for the shared buffers live where layout conversions "
+                            "and reductions exchange data, {} for their scratch: '{}' here), more than the {} a program "
+                            "may use on {}; use smaller tiles",
+                            total, plan.scratch_offset, plan.scratch_bytes, op_name(op.op), o.limit, target);
+    plan.overflow = std::move(o);
   }
   return plan;
 }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -17,13 +18,6 @@
 #include "tl/error.hpp"
 
 namespace tl::gpu {
-
-// A program that needs more shared memory than its target has (its buffers, or them and the
-// layout conversions' scratch): a compile_error the compiler may answer by planning again
-// with fewer stages (codegen/pipeline.cpp).
-class shared_memory_exceeded : public compile_error {
-  using compile_error::compile_error;
-};
 
 struct SharedBuffer {
   const ir::Operation* alloc = nullptr;  // its shared_alloc
@@ -40,6 +34,21 @@ struct SharedBuffer {
   }
 };
 
+// A program that needs more shared memory than its target has (its buffers, or them and
+// the scratch region), as data: codegen/pipeline.cpp plans it again with fewer pipeline
+// stages where a loop's buffers are live there, else makes `message` a compile error at
+// `at`'s line.
+struct SharedMemoryOverflow {
+  int64_t needed = 0, limit = 0;
+  // The buffer's shared_alloc that would end past the limit, or the op with the most
+  // scratch where the scratch region would.
+  const ir::Operation* at = nullptr;
+  // The shared_allocs of the buffers live there: those the buffer would be placed among,
+  // the buffer included; those live at ops that use the scratch region.
+  std::vector<const ir::Operation*> live;
+  std::string message;
+};
+
 struct SharedMemoryPlan {
   std::vector<SharedBuffer> buffers;  // in definition (pre-)order
   // Every value of shared-buffer type (a shared_alloc's result, a loop-carried argument
@@ -53,6 +62,8 @@ struct SharedMemoryPlan {
   int64_t scratch_offset = 0;
   int64_t scratch_bytes = 0;  // the largest use's (scratch_bytes(op)), rounded to 16
   const ir::Operation* largest_scratch_use = nullptr;
+  // Where the program does not fit (the plan is then incomplete, not to be recorded).
+  std::optional<SharedMemoryOverflow> overflow;
 
   // The buffer a shared_alloc defines, or -1.
   int index_of(const ir::Operation* alloc) const;
@@ -72,10 +83,9 @@ DType gpu_accumulator_dtype(const ir::Operation& reduce_or_scan);
 inline bool uses_scratch(const ir::Operation& op) { return scratch_bytes(op) > 0; }
 
 // Live ranges and offsets of every shared_alloc in `f`, and the scratch region above the
-// buffers live where it is used. Throws shared_memory_exceeded naming the line of the first
-// allocation (in placement order) that would end past the target's
-// `shared_bytes_per_program`, or of the op whose scratch would, with the bytes needed, the
-// limit and `target`.
+// buffers live where it is used. Where the first allocation (in placement order) would end
+// past the target's `shared_bytes_per_program`, or the scratch region would, the plan's
+// `overflow` says so, its message naming the bytes needed, the limit and `target`.
 SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilities& caps, const std::string& target);
 
 // What allocate_shared_memory recorded in `f` (its ops' `smem` slices), read back for the

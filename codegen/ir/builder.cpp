@@ -201,15 +201,17 @@ void remove_carried_value(Block& scope, Operation& for_op, int i) {
   for (size_t k = 0; k < for_op.results.size(); ++k) for_op.results[k]->index = int(k);
 }
 
-std::unique_ptr<Function> clone_function(const Function& f) {
+std::unique_ptr<Function> clone_function(const Function& f, ValueMap* map) {
   auto out = std::make_unique<Function>();
   out->name = f.name;
   out->loc = f.loc;
   out->arg_info = f.arg_info;
-  ValueMap map;
-  for (auto& a : f.body.args) map.map(a.get(), out->body.add_arg(a->type));
+  out->num_warps = f.num_warps;
+  ValueMap own;
+  ValueMap& m = map ? *map : own;
+  for (auto& a : f.body.args) m.map(a.get(), out->body.add_arg(a->type));
   Builder at(out->body);
-  clone_ops(f.body, at, map);
+  clone_ops(f.body, at, m);
   return out;
 }
 

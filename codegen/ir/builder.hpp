@@ -69,8 +69,9 @@ std::unique_ptr<Operation> clone(const Operation& op, ValueMap& map);
 void clone_ops(const Block& src, Builder& at, ValueMap& map, bool skip_terminator = false);
 
 // A deep copy of a whole function (what the GPU middle end plans on, so that the traced
-// function can be compiled again for another target).
-std::unique_ptr<Function> clone_function(const Function& f);
+// function can be compiled again for another target). `map`, where not null, gets every
+// old value's copy.
+std::unique_ptr<Function> clone_function(const Function& f, ValueMap* map = nullptr);
 
 // Every op that uses `v`, with the operand index, inside `scope` (recursively).
 std::vector<std::pair<Operation*, int>> uses_of(Block& scope, const Value* v);

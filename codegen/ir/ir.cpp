@@ -133,7 +133,9 @@ class Printer {
       if (i < f.arg_info.size() && f.arg_info[i].divisible_by_16) out_ += " {div16}";
       if (i < f.arg_info.size() && f.arg_info[i].pointer_range_32) out_ += " {range32}";
     }
-    out_ += ") {\n";
+    out_ += ")";
+    if (f.num_warps) out_ += fmt::format(" attributes {{num_warps = {}}}", f.num_warps);
+    out_ += " {\n";
     block(f.body, 1);
     out_ += "}\n";
     // GPU planning's layouts, each printed once (Triton's #blocked / #mma aliases).

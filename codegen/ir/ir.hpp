@@ -179,6 +179,10 @@ class Function {
   SrcLoc loc;
   Block body;  // the kernel arguments are body.args
   std::vector<ArgInfo> arg_info;
+  // GPU planning: the warps a program runs, which every layout and the lowering are made
+  // for (codegen/pipeline.cpp records the launch's num_warps on the planned copy; 0 on
+  // the traced function and on the CPU). Printed `attributes {num_warps = 4}`.
+  int num_warps = 0;
 
   std::string str(bool with_locations = true) const;
 };

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <functional>
-
+#include <map>
 #include <string>
 #include <vector>
 
@@ -92,9 +92,24 @@ struct PipelineOptions {
   // one stage more than num_stages, where shared memory allows, so that the copies of
   // iteration i+S-1 never overwrite the stage the dot of iteration i-1 may still read.
   std::function<bool(const ir::Operation& dot)> dot_may_run_async;
-  // The most stages a loop gets (fewer than its num_stages where the program did not fit
-  // the target's shared memory with more: codegen/pipeline.cpp's compile()).
-  int max_stages = 8;
+  // Limits put on single loops where a plan did not fit the target's shared memory
+  // (codegen/pipeline.cpp plans again with them), by loop number: a for loop's place in
+  // pre-order among the function's for loops as the pipeliner finds them.
+  struct LoopLimit {
+    int max_stages = 1 << 30;
+    bool async_dot_stage = true;  // whether it may get the stage more for an asynchronous dot
+  };
+  std::map<int, LoopLimit> loop_limits;
+};
+
+// A loop the pipeliner staged loads of into shared memory (pipeline_loops' report).
+struct StagedLoop {
+  int number = 0;  // PipelineOptions::loop_limits' key
+  ir::SrcLoc loc;
+  int stages = 0;   // what it was pipelined at
+  int buffers = 0;  // the stages its buffers got (stages + 1 with the asynchronous dot's)
+  // The shared_allocs its copies write (the program's ops as the pipeliner left them).
+  std::vector<const ir::Operation*> allocs;
 };
 // The stages `loop` is pipelined at: its own tl::num_stages where it has one; else the
 // launch's for an innermost loop (no loop inside it) with a tl::dot directly in its body
@@ -107,9 +122,9 @@ int loop_num_stages(const ir::Operation& loop, int launch_num_stages, std::strin
 // loads issued num_stages-1 iterations ahead, into registers or through multi-buffered
 // shared memory. Adds a `pipelined: ...` line to `remarks` per such loop; returns how
 // many loops it pipelined.
-// `most_shared_stages`: where not null, the most stages of a loop that pipelined a load
-// into shared memory (0: none), what a program over the target's shared memory can give up.
+// `staged`: where not null, every loop that pipelined a load into shared memory, what a
+// program over the target's shared memory can give up (in the order pipelined).
 int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks,
-                   int* most_shared_stages = nullptr);
+                   std::vector<StagedLoop>* staged = nullptr);
 
 }  // namespace tl::passes

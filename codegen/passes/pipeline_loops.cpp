@@ -72,6 +72,7 @@
 #include <climits>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
@@ -183,6 +184,10 @@ class Pipeliner {
       : f_(f), o_(o), remarks_(remarks) {}
 
   int run() {
+    // (numbered before any loop is rebuilt: PipelineOptions::loop_limits' keys)
+    ir::walk(f_.body, [&](ir::Operation& op) {
+      if (op.op == Op::for_) numbers_.emplace(&op, int(numbers_.size()));
+    });
     process(f_.body);
     return pipelined_;
   }
@@ -468,9 +473,11 @@ class Pipeliner {
     };
     std::string not_chosen;
     if (loop_num_stages(loop, o_.num_stages, &not_chosen) <= 1) return decline(not_chosen);
-    const int n = std::min(asked, o_.max_stages);
-    if (n <= 1)
-      return decline("its stages did not fit the target's shared memory with the layout conversions' scratch");
+    const int number = numbers_.count(&loop) ? numbers_.at(&loop) : -1;
+    const auto limit = o_.loop_limits.find(number);
+    const bool limited = limit != o_.loop_limits.end();
+    const int n = limited ? std::min(asked, limit->second.max_stages) : asked;
+    if (n <= 1) return decline("its stages did not fit the target's shared memory");
     // The launch's num_stages pipelines the loads that feed a tl::dot only (Triton's
     // loadOpsToIndirectionLevel); the loop's own, every load it can.
     std::set<const ir::Operation*> dot_fed;
@@ -547,7 +554,7 @@ class Pipeliner {
     // dot_may_run_async), where the program's shared memory has room for it.
     buffers_ = n;
     bool async_dot = false;
-    if (o_.dot_may_run_async)
+    if (o_.dot_may_run_async && (!limited || limit->second.async_dot_stage))
       for (auto& op : body.ops) {
         // (B from the stages, and A too or, as plan_async_dots asks, a 16-bit tile in
         // registers computed from the result of a dot the iteration waits for, when this
@@ -566,6 +573,10 @@ class Pipeliner {
       }
       if (fits_shared(stage_more)) buffers_ = n + 1;
     }
+    std::vector<const ir::Operation*> allocs;  // (the buffers it stages into, each once, for the report)
+    for (auto& p : plans)
+      if (p.store && std::find(allocs.begin(), allocs.end(), p.store->operands[0]->def) == allocs.end())
+        allocs.push_back(p.store->operands[0]->def);
     ir::Operation* now = transform(loop, n, plans);
     if (buffers_ > n) now->i1 = ir::kAsyncDotStage;
     ++pipelined_;
@@ -575,11 +586,12 @@ class Pipeliner {
     if (staged > 0) line += fmt::format(", {} of them staged there for tl::dot by the compiler", staged);
     if (buffers_ > n) line += fmt::format(", {} buffers a tile for the asynchronous dot", buffers_);
     else if (async_dot) line += ", no room for a buffer more: its dot stays synchronous";
+    else if (limited && !limit->second.async_dot_stage)
+      line += ", no buffer more for an asynchronous dot: it did not fit the target's shared memory";
     if (n < asked)
-      line += fmt::format(", at {} stages: {} did not fit the target's shared memory with the layout conversions' "
-                          "scratch", n, asked);
+      line += fmt::format(", at {} stages: {} did not fit the target's shared memory", n, asked);
     line += ")";
-    if (to_shared > 0) most_shared_stages_ = std::max(most_shared_stages_, n);
+    if (to_shared > 0 && staged_) staged_->push_back(StagedLoop{number, now->loc, n, buffers_, std::move(allocs)});
     for (auto& d : declined) line += fmt::format("; not pipelined: {}", d);
     remarks_.push_back(line);
     return now;
@@ -919,7 +931,8 @@ class Pipeliner {
   int pipelined_ = 0;
 
  public:
-  int most_shared_stages_ = 0;  // pipeline_loops' most_shared_stages
+  std::unordered_map<const ir::Operation*, int> numbers_;  // for loop -> its number
+  std::vector<StagedLoop>* staged_ = nullptr;              // pipeline_loops' report
 };
 
 }  // namespace
@@ -944,11 +957,10 @@ int loop_num_stages(const ir::Operation& loop, int launch_num_stages, std::strin
 }
 
 int pipeline_loops(ir::Function& f, const PipelineOptions& o, std::vector<std::string>& remarks,
-                   int* most_shared_stages) {
+                   std::vector<StagedLoop>* staged) {
   Pipeliner p(f, o, remarks);
-  const int n = p.run();
-  if (most_shared_stages) *most_shared_stages = p.most_shared_stages_;
-  return n;
+  p.staged_ = staged;
+  return p.run();
 }
 
 }  // namespace tl::passes
