@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <mutex>
@@ -88,10 +89,12 @@ TensorMapChoice tensor_map_request(DType e, uint64_t base, std::span<const int64
     if (bytes >= (uint64_t(1) << 40))
       return no(fmt::format("strides[{}] = {} is {} bytes; TMA takes strides below 2^40 bytes", d, strides[d], bytes));
     // The layout the driver describes: each dim's stride spans the dims inside it.
-    const uint64_t inner = t == 1 ? r.global_dim[0] * eb : r.global_strides[t - 2] * r.global_dim[t - 1];
+    // (in 128 bits: a stride below 2^40 times a dim up to 2^32 may pass 2^64)
+    const unsigned __int128 inner =
+        t == 1 ? (unsigned __int128)r.global_dim[0] * eb : (unsigned __int128)r.global_strides[t - 2] * r.global_dim[t - 1];
     if (bytes < inner)
       return no(fmt::format("strides[{}] = {} ({} bytes) is less than the {} bytes of the dims inside it: TMA takes "
-                            "no overlapping dims", d, strides[d], bytes, inner));
+                            "no overlapping dims", d, strides[d], bytes, uint64_t(std::min<unsigned __int128>(inner, UINT64_MAX))));
     r.global_strides[t - 1] = bytes;
   }
   const uint64_t inner_box = uint64_t(r.box_dim[0]) * eb;

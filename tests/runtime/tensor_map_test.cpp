@@ -117,6 +117,9 @@ TEST(TensorMap, EachDocumentedConstraintRefuses) {
   refused(request(DType::f16, kBase, {0, 64}, {64, 1}, {64, 64}), "1 to 2^32");
   refused(request(DType::u8, kBase, {4, 64}, {int64_t(1) << 40, 1}, {4, 64}), "below 2^40");
   refused(request(DType::f16, kBase, {4, 64}, {32, 1}, {4, 64}), "overlapping");
+  // 2^36 bytes x 2^28 rows is 2^64: the bytes inside dim 0 counted without wrapping to 0
+  refused(request(DType::u8, kBase, {4, int64_t(1) << 28, 16}, {int64_t(1) << 39, int64_t(1) << 36, 1}, {1, 1, 16}),
+          "overlapping");
   refused(request(DType::f16, kBase, {4, 64}, {-64, 1}, {4, 64}), "non-negative");
   refused(request(DType::f16, kBase, {4, 64}, {64, 2}, {4, 64}), "last stride");
   refused(request(DType::i8, kBase, {4, 64}, {64, 1}, {4, 64}, 0, padding_option::nan), "NaN for f16");
