@@ -91,7 +91,8 @@ class AmdgpuTarget final : public codegen::Target {
     std::optional<ScheduledObject> scheduled;
     {
       codegen::PhaseTimer t(codegen::kPhaseCodegen);  // (every schedule alternative compiled)
-      scheduled = emit_scheduled(m, *tm_, lowered_.kernel_symbol, lowered_.block_threads, strategy);
+      scheduled = emit_scheduled(m, *tm_, lowered_.kernel_symbol, lowered_.block_threads, desc_.wave_size,
+                                 lowered_.shared_bytes, strategy);
     }
     std::vector<uint8_t> object = std::move(scheduled->object);
 

@@ -239,9 +239,60 @@ bool alternatives_can_pay(const ResourceReport& r, const std::string& arch, std:
   const int floor = std::max(1, int(used * (1.0 - kReach)));
   for (int v = used - 1; v >= floor; --v)
     if (occupancy(arch, v, 0, r.lds_bytes, r.waves_per_workgroup) > r.occupancy) return true;
-  *why = fmt::format("no alternative compiled: no spills, and {} VGPRs would still give {} waves a SIMD", floor,
-                     r.occupancy);
+  *why = fmt::format("no spills, and {} VGPRs would still give {} waves a SIMD", floor, r.occupancy);
   return false;
+}
+
+// Whether the LDS `lds_bytes` allows only one workgroup of `waves_per_workgroup` waves a
+// CU, whatever the registers (4 SIMDs a CU on every processor occupancy() knows). False
+// for a processor it does not know.
+bool lds_allows_one_workgroup(const std::string& arch, int lds_bytes, int waves_per_workgroup) {
+  if (lds_bytes <= 0 || waves_per_workgroup < 1) return false;
+  try {
+    return occupancy(arch, 1, 0, lds_bytes, waves_per_workgroup) == (waves_per_workgroup + 3) / 4;
+  } catch (const compile_error&) {  // no limits known for this processor
+    return false;
+  }
+}
+
+// The registers of a lane that are architectural VGPRs on gfx90a and later; past them a
+// kernel's unified count is AGPRs, which only MFMAs and memory instructions read
+// directly (other uses copy them with v_accvgpr_read/write).
+constexpr int kArchitecturalVgprs = 256;
+
+// Whether an alternative schedule is worth comparing once the default's report is known
+// (TL_AMDGPU_SCHEDULES=all): not where the kernel does not spill, its LDS allows one
+// workgroup a CU, which it has, and its registers are architectural VGPRs. The LDS is the
+// same whatever the schedule, so no schedule can raise that occupancy, and below 256 the
+// VGPR count matters through the occupancy only: an alternative would be kept for a
+// count no limit reads. (Above 256, fewer registers are fewer AGPRs and their copies:
+// the 128x128x128 GEMM on gfx90a keeps iterative-minreg, 366 -> 324.) These are the large
+// matrix tiles, whose alternatives cost the most: tutorial 03's matmul (64 KiB of LDS on
+// gfx942, 96 KiB on gfx950) made three code generations and kept the default, as every
+// such kernel of bench/compare_builds.sh did. Where the LDS allows several workgroups
+// the alternatives are still compared, though none can raise the occupancy past the LDS's
+// there either: one was kept for 6 VGPRs fewer at the same occupancy (the 64x64x32 matmul
+// on gfx950, 50 -> 44 at 6 waves), and the VGPR records of bench/amd_quality hold such
+// savings.
+bool alternatives_can_change(const ResourceReport& r, const std::string& arch, std::string* why) {
+  if (spills(r) > 0 || r.occupancy == 0 || r.vgpr > kArchitecturalVgprs) return true;
+  if (!lds_allows_one_workgroup(arch, r.lds_bytes, r.waves_per_workgroup)) return true;
+  if (r.occupancy < (r.waves_per_workgroup + 3) / 4) return true;
+  *why = fmt::format("no spills, its {} VGPRs architectural, and its {} bytes of LDS allow one workgroup a CU, "
+                     "which it has",
+                     r.vgpr, r.lds_bytes);
+  return false;
+}
+
+// Where the LDS the lowering allocated allows one workgroup a CU, alternatives_can_change
+// is likely to refuse the alternatives once the default is compiled (unless it spills or
+// its registers pass the architectural VGPRs): the default is then code-generated
+// alone first, and the alternatives (minreg and maxocc at once) only where its report
+// says they can change something. Elsewhere minreg is made at once with the default, as
+// the default alone first would cost a code generation's wall time more where the
+// alternatives are compared. (The order only: the choice is the same either way.)
+bool default_first(const std::string& arch, int declared_lds_bytes, int waves_per_workgroup) {
+  return lds_allows_one_workgroup(arch, declared_lds_bytes, waves_per_workgroup);
 }
 
 }  // namespace
@@ -281,7 +332,8 @@ bool overlaps_as_much(const MemoryOverlap& c, const MemoryOverlap& r) {
 }
 
 ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel,
-                               int workgroup_size, const std::string& strategy) {
+                               int workgroup_size, int wave_size, int declared_lds_bytes,
+                               const std::string& strategy) {
   auto with_strategy = [&](llvm::Module& mod, const std::string& s) {
     if (s == "default") return;
     llvm::Function* fn = mod.getFunction(kernel);
@@ -322,22 +374,29 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     return evaluate({emit_object(*mod, tm), alt}, workgroup_size, kernel, /*with_overlap=*/true);
   };
   // The first alternative (iterative-minreg) on a second thread, beside what this thread
-  // does: the default (every kernel, TL_AMDGPU_SCHEDULES=all), or the second alternative
-  // (only where the alternatives can pay, TL_AMDGPU_SCHEDULES=occupancy).
+  // does: the default (TL_AMDGPU_SCHEDULES=all, unless default_first), or the second
+  // alternative (once the default's report says the alternatives can change something:
+  // alternatives_can_change, or with TL_AMDGPU_SCHEDULES=occupancy alternatives_can_pay).
   std::optional<Candidate> dflt, first, second;
   const bool every_kernel = schedules_mode() == "all";
-  if (every_kernel) {
+  const std::string arch = tm.getTargetCPU().str();
+  std::string skipped;
+  auto keep_default = [&](const char* what) {
+    dflt->scheduled.remark =
+        fmt::format("schedule: default (VGPRs: default {}; {}: {})", dflt->report.vgpr, what, skipped);
+    return std::move(dflt->scheduled);
+  };
+  if (every_kernel && !default_first(arch, declared_lds_bytes, (workgroup_size + wave_size - 1) / wave_size)) {
     std::vector<uint8_t> object = beside(bitcode, tm, kernel, kAlternatives[0], rest, [&] {
       dflt = evaluate({emit_object(m, tm, rest), "default"}, workgroup_size, kernel, /*with_overlap=*/true);
     });
+    if (!alternatives_can_change(dflt->report, arch, &skipped)) return keep_default("no alternative compared");
     first = evaluate({std::move(object), kAlternatives[0]}, workgroup_size, kernel, /*with_overlap=*/true);
   } else {
     dflt = evaluate({emit_object(m, tm, rest), "default"}, workgroup_size, kernel, /*with_overlap=*/false);
-    std::string skipped;
-    if (!alternatives_can_pay(dflt->report, tm.getTargetCPU().str(), &skipped)) {
-      dflt->scheduled.remark = fmt::format("schedule: default (VGPRs: default {}; {})", dflt->report.vgpr, skipped);
-      return std::move(dflt->scheduled);
-    }
+    if (every_kernel ? !alternatives_can_change(dflt->report, arch, &skipped)
+                     : !alternatives_can_pay(dflt->report, arch, &skipped))
+      return keep_default("no alternative compiled");
     dflt->overlap = memory_overlap(disassemble(dflt->scheduled.object));
     std::vector<uint8_t> object = beside(bitcode, tm, kernel, kAlternatives[0], rest,
                                          [&] { second = alternative_here(kAlternatives[1]); });

@@ -16,6 +16,11 @@
 // time where a core is free; the second alternative follows only where needed. The code
 // generation's LLVM IR passes, the same for every schedule, run once: each schedule's
 // instruction selection and machine passes start from their result.
+// No alternative is compared where the kernel does not spill, its registers are
+// architectural VGPRs, and its LDS allows one workgroup a CU, which it has: no schedule
+// can change its occupancy, and fewer VGPRs would change nothing at run time (tutorial
+// 03's matmul: one code generation where it took three; schedule.cpp,
+// alternatives_can_change).
 // TL_AMDGPU_SCHEDULES=occupancy compiles the alternatives only where they can change
 // the kernel's spills or occupancy (the default spills, or the VGPRs of one more wave a
 // SIMD are within reach: schedule.cpp, alternatives_can_pay), then both at once; other
@@ -56,9 +61,12 @@ struct ScheduledObject {
 };
 
 // Emits `m` (already optimized) as a relocatable object for the kernel `kernel`, launched
-// with `workgroup_size` work-items, with the best schedule by the rule above. `strategy`:
-// "" to choose, or one strategy to force ("default", "iterative-minreg", ...). Consumes m.
+// with `workgroup_size` work-items (waves of `wave_size`), with the best schedule by the rule
+// above. `declared_lds_bytes`: the LDS the lowering allocated, which only orders the code
+// generations (schedule.cpp, default_first). `strategy`: "" to choose, or one strategy to
+// force ("default", "iterative-minreg", ...). Consumes m.
 ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const std::string& kernel,
-                               int workgroup_size, const std::string& strategy);
+                               int workgroup_size, int wave_size, int declared_lds_bytes,
+                               const std::string& strategy);
 
 }  // namespace tl::amd

@@ -8,7 +8,9 @@
 //   - TL_AMDGPU_SCHEDULE forces one schedule, and below -O2 only the default is made;
 //   - the first alternative is made on a second thread, the same code as when forced;
 //     with TL_AMDGPU_SCHEDULES=occupancy, only where spills or occupancy can change;
-//   - every schedule starts from one run of the IR passes: the same choice and VGPRs.
+//   - every schedule starts from one run of the IR passes: the same choice and VGPRs;
+//   - where the LDS allows one workgroup a CU, which the kernel has, within 256 VGPRs
+//     (tutorial 03's matmul), no alternative is compared: one code generation.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -208,24 +210,24 @@ TEST(AmdgpuSchedule, AlternativesNearAnOccupancyStepCompiledAtOnce) {
 // (schedule.cpp, prepare_for_alternatives): the default chosen is the code of the whole
 // pipeline forced to the default, byte for byte, and the choice and every candidate's
 // VGPRs are those of whole code generations (TL_AMDGPU_REUSE_IR_PASSES=0). Tutorial
-// 03's matmul on gfx942 compiles all three schedules and keeps the default; the softmax
-// row keeps iterative-minreg.
+// 06's attention forward on gfx942 compiles all three schedules and keeps the default;
+// the softmax row keeps iterative-minreg.
 TEST(AmdgpuSchedule, SchedulesShareOneRunOfTheIrPasses) {
-  matmul_tutorial::Config c;
+  attn::Config c;
   codegen::CompileOptions o;
   o.num_warps = c.num_warps;
   o.num_stages = c.num_stages;
-  auto shared = codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target("gfx942"), o);
+  auto shared = codegen::compile(*attn::trace_ir(c, 128, false), codegen::parse_target("gfx942"), o);
   const std::string sched = schedule_remark(shared);
   ASSERT_EQ(sched.rfind("schedule: default (", 0), 0u) << "the case no longer keeps the default: " << sched;
   ASSERT_NE(sched.find("iterative-maxocc"), std::string::npos) << "the case no longer compiles maxocc: " << sched;
   {
     ScopedEnv e("TL_AMDGPU_SCHEDULE", "default");
-    EXPECT_EQ(codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target("gfx942"), o).binary,
+    EXPECT_EQ(codegen::compile(*attn::trace_ir(c, 128, false), codegen::parse_target("gfx942"), o).binary,
               shared.binary);
   }
   ScopedEnv e("TL_AMDGPU_REUSE_IR_PASSES", "0");
-  EXPECT_EQ(schedule_remark(codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target("gfx942"), o)),
+  EXPECT_EQ(schedule_remark(codegen::compile(*attn::trace_ir(c, 128, false), codegen::parse_target("gfx942"), o)),
             sched);
   auto f = softmax_kernel();
   auto whole = compile("gfx942", *f);
@@ -233,6 +235,32 @@ TEST(AmdgpuSchedule, SchedulesShareOneRunOfTheIrPasses) {
   auto g = softmax_kernel();
   EXPECT_EQ(schedule_remark(compile("gfx942", *g)), schedule_remark(whole));
   EXPECT_NE(schedule_remark(whole).find("schedule: iterative-minreg"), std::string::npos) << schedule_remark(whole);
+}
+
+// Tutorial 03's matmul (128x128x64, 3 stages, 4 warps) is held at one workgroup a CU by
+// its LDS (64 KiB on gfx942, 96 KiB on gfx950), with its registers all architectural
+// VGPRs: no schedule can change its occupancy, so the default (what the
+// alternatives left it when they were compiled: minreg had less memory overlap, maxocc
+// no fewer VGPRs) is kept from one code generation, the code of the default forced.
+TEST(AmdgpuSchedule, NoAlternativeWhereTheLdsHoldsTheOccupancy) {
+  matmul_tutorial::Config c;
+  codegen::CompileOptions o;
+  o.num_warps = c.num_warps;
+  o.num_stages = c.num_stages;
+  for (const char* arch : {"gfx942", "gfx950"}) {
+    auto co = codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target(arch), o);
+    const std::string sched = schedule_remark(co);
+    EXPECT_EQ(co.report.at("occupancy"), 1) << arch;
+    EXPECT_EQ(co.report.at("spill_vgpr"), 0) << arch;
+    EXPECT_LE(co.report.at("vgpr"), 256) << arch;
+    EXPECT_EQ(sched.rfind("schedule: default (VGPRs: default ", 0), 0u) << sched;
+    EXPECT_NE(sched.find("bytes of LDS allow one workgroup a CU, which it has"), std::string::npos) << sched;
+    EXPECT_EQ(sched.find("iterative"), std::string::npos) << sched;
+    ScopedEnv e("TL_AMDGPU_SCHEDULE", "default");
+    EXPECT_EQ(codegen::compile(*matmul_tutorial::trace_ir<tl::bf16>(c), codegen::parse_target(arch), o).binary,
+              co.binary)
+        << arch;
+  }
 }
 
 TEST(AmdgpuSchedule, BelowO2OnlyTheDefault) {
