@@ -97,6 +97,14 @@ TensorMapChoice tensor_map_request(DType e, uint64_t base, std::span<const int64
                             "no overlapping dims", d, strides[d], bytes, uint64_t(std::min<unsigned __int128>(inner, UINT64_MAX))));
     r.global_strides[t - 1] = bytes;
   }
+  // Undocumented, measured (H200, driver 580.159): the driver refuses a box of more than
+  // 228 KiB (233472 bytes, an SM's shared memory). tl asks for at most what one program's
+  // shared memory holds on sm_90 (227 KiB), where the box has to land anyway.
+  uint64_t box_bytes = eb;
+  for (size_t t = 0; t < rank; ++t) box_bytes *= r.box_dim[t];
+  if (box_bytes > kMaxBoxBytes)
+    return no(fmt::format("block_shape {} is {} bytes; a TMA box lands in one program's shared memory, at most {} "
+                          "bytes (227 KiB) on sm_90", dims_str(block), box_bytes, kMaxBoxBytes));
   const uint64_t inner_box = uint64_t(r.box_dim[0]) * eb;
   if (inner_box % 16 != 0)
     return no(fmt::format("the block's last dim is {} x {} = {} bytes; a TMA box's innermost dim is a multiple of 16 "

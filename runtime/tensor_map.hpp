@@ -18,7 +18,10 @@
 // swizzle, at most its span (32, 64 or 128 bytes); element strides in [1, 8]; NaN fill
 // for floating-point map types only. The layout it describes, strides[0] >= dim[0] x bytes
 // and strides[i] >= strides[i - 1] x dim[i], is required too (the driver documents strides
-// as the dims plus padding; a descriptor that overlaps itself takes the non-TMA path).
+// as the dims plus padding; a descriptor that overlaps itself takes the non-TMA path). One
+// rule the documentation lacks, measured on the H200 (driver 580.159,
+// tests/runtime/tensor_map_test.cpp): a box of more than 228 KiB is refused; tl takes boxes
+// of at most kMaxBoxBytes, the shared memory one sm_90 program may have.
 //
 // Not yet used by the kernels tl compiles: a descriptor load lowers to masked accesses on
 // NVIDIA (docs/language.md, "Tensor descriptors"); the device side of TMA (the map as a
@@ -37,6 +40,9 @@
 #include "tl/dtype.hpp"
 
 namespace tl::cuda {
+
+// The largest box tl asks for: 227 KiB, an sm_90 program's shared memory (opted in).
+constexpr uint64_t kMaxBoxBytes = 232448;
 
 // cuda.h's enums, as tl passes them (ints).
 enum class TensorMapDataType : int {
