@@ -139,18 +139,25 @@ class GpuHooks {
   // m64nNk instruction for the lane's warpgroup, A and B through 64-bit shared-memory
   // matrix descriptors (`trans_a` / `trans_b`: the operand lies MN-major), or A from
   // registers (`desc_a` null: `a`, the lane's k_per_lane elements in mma.sync's A
-  // fragment order, as matrix_multiply takes them), `c` the lane's
+  // fragment order, as matrix_multiply takes them, packed by warpgroup_a_words), `c` the lane's
   // n / 2 accumulator elements (f32 or i32) in the fragment's order; returns them as the
   // instruction leaves them (still being written until a wait). warpgroup_fence before a
   // warpgroup's first wgmma that reads registers written since, warpgroup_commit closes
   // the wgmmas issued since the last commit into a group, warpgroup_wait lets at most
   // `pending` groups stay in flight and gives `regs` back through it, so that nothing
-  // reads them before (the compiler sees the wait as their definition).
+  // reads them before (the compiler sees the wait as their definition). `accumulate`
+  // false: the instruction computes A.B alone (wgmma's scale-d 0), `c` is not read.
   virtual std::vector<llvm::Value*> warpgroup_matrix_multiply(llvm::IRBuilderBase& b, const MatrixInstruction& mi,
                                                               llvm::Value* desc_a, const std::vector<llvm::Value*>& a,
                                                               llvm::Value* desc_b, bool trans_a, bool trans_b,
-                                                              const std::vector<llvm::Value*>& c) {
+                                                              const std::vector<llvm::Value*>& c, bool accumulate) {
     return {};
+  }
+  // An A fragment from registers as the instruction reads it (NVIDIA: 32-bit words), made
+  // before the warpgroup_fence of the group whose wgmma reads it.
+  virtual std::vector<llvm::Value*> warpgroup_a_words(llvm::IRBuilderBase& b, const MatrixInstruction& mi,
+                                                      const std::vector<llvm::Value*>& a) {
+    return a;
   }
   virtual void warpgroup_fence(llvm::IRBuilderBase& b) {}
   virtual void warpgroup_commit(llvm::IRBuilderBase& b) {}

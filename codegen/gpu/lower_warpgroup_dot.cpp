@@ -19,6 +19,7 @@
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
+#include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "tl/error.hpp"
 
@@ -91,17 +92,41 @@ void Lowerer::lower_warpgroup_dot(const ir::Operation& op, const DotPlan& p) {
   };
   Values c = get(op.operands[2], p.acc);
   const int per_acc = p.acc_regs_per_instr();
+  // An accumulator of zeros (the attention backward's dP^T = V.dO^T, each iteration) is not
+  // read: the first K step's wgmmas take scale-d 0 and no registers. Passed as zeros, ptxas
+  // set the 32 accumulator registers a lane to 0 with a move each (IMAD.MOV) every iteration.
+  const bool zero_c = ir::is_zero_constant(op.operands[2]);
+  // A from registers: every instruction's fragment packed (NVIDIA: cvt.rn.bf16x2 of P^T and
+  // dS^T in the attention backward) before the fence, as PTX asks (a wgmma.fence between a
+  // register's write and the wgmma reading it). Packed at each wgmma instead, after the
+  // fence, ptxas put a warpgroup.arrive before each (its C7519 note) and the group's
+  // wgmmas each waited on their own scoreboard: dK/dV at 64x64 D=64 on the H200 357 -> 331 us.
+  // Only up to 16 registers a lane (every attention tile's P^T / dS^T: a 64 x 64 A, or two
+  // 64 x 32): MoE's upcast A of K = 128, all made before the fence, left ptxas 14.9 KB of
+  // spill stores (gpt-oss's gate/up, 64x128x128 w4), where made at each wgmma it had 0.4.
+  const auto a_fragment = [&](int mr, int ks) {
+    return Values(a_regs.begin() + p.a_reg(mr, ks), a_regs.begin() + p.a_reg(mr, ks) + mi.k_per_lane);
+  };
+  const bool pack_first = a_in_registers && int64_t(a_regs.size()) * bit_width(mi.a) <= 16 * 32;
+  std::vector<Values> a_words(size_t(pack_first ? p.k_steps * p.reps_m : 0));
+  for (int ks = 0; ks < p.k_steps && pack_first; ++ks)
+    for (int mr = 0; mr < p.reps_m; ++mr)
+      a_words[size_t(ks * p.reps_m + mr)] = hooks_.warpgroup_a_words(b, mi, a_fragment(mr, ks));
   hooks_.warpgroup_fence(b);
   for (int ks = 0; ks < p.k_steps; ++ks)
     for (int mr = 0; mr < p.reps_m; ++mr) {
       llvm::Value* da = a_in_registers ? nullptr : descriptor(A, false, 64 * wg_m * mr, ks * mi.k, g_m, 64);
-      Values fa;
-      if (a_in_registers) fa.assign(a_regs.begin() + p.a_reg(mr, ks), a_regs.begin() + p.a_reg(mr, ks) + mi.k_per_lane);
+      Values fa = !a_in_registers ? Values{}
+                  : pack_first    ? a_words[size_t(ks * p.reps_m + mr)]
+                                  : hooks_.warpgroup_a_words(b, mi, a_fragment(mr, ks));
       for (int nr = 0; nr < p.reps_n; ++nr) {
         llvm::Value* db = descriptor(B, true, ks * mi.k, mi.n * wg_n * nr, g_n, mi.n);
         const int cr = p.acc_reg(mr, nr);
         Values fc(c.begin() + cr, c.begin() + cr + per_acc);
-        Values out = hooks_.warpgroup_matrix_multiply(b, mi, da, fa, db, !A.m.k_major, !B.m.k_major, fc);
+        const bool accumulate = !(zero_c && ks == 0);
+        if (!accumulate)
+          for (auto& x : fc) x = llvm::PoisonValue::get(x->getType());
+        Values out = hooks_.warpgroup_matrix_multiply(b, mi, da, fa, db, !A.m.k_major, !B.m.k_major, fc, accumulate);
         if (int(out.size()) != per_acc)
           fail(op, fmt::format("tl::dot: {} has no lowering of {}", hooks_.target_name(), mi.name));
         std::copy(out.begin(), out.end(), c.begin() + cr);

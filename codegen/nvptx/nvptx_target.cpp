@@ -210,11 +210,15 @@ class NvptxHooks final : public gpu::GpuHooks {
   }
   // Without libdevice: the hardware's approximate instructions (what CUDA's fast-math
   // intrinsics use); sqrt stays the correctly rounded sqrt.rn.
+  // exp2 is Triton's tl.exp2 on NVIDIA, ex2.approx.ftz.f32: one MUFU.EX2, results below
+  // 2^-126 flushed to +0. ex2.approx.f32 keeps them by scaling around the MUFU (an FSETP
+  // and two FMULs more an element), which the attention backward at D = 64 paid in its
+  // issue-bound loop: its dK/dV kernel 363 -> 357 us, dQ 223 -> 201 us on the H200 (issue 42).
   llvm::Value* math(llvm::IRBuilderBase& b, Op op, llvm::Value* x) override {
     if (!x->getType()->isFloatTy()) return nullptr;
     auto f = [&](double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); };
     switch (op) {
-      case Op::exp2: return b.CreateIntrinsic(Intr::nvvm_ex2_approx, {b.getFloatTy()}, {x});
+      case Op::exp2: return b.CreateIntrinsic(Intr::nvvm_ex2_approx_ftz, {b.getFloatTy()}, {x});
       case Op::exp:
         return b.CreateIntrinsic(Intr::nvvm_ex2_approx, {b.getFloatTy()}, {b.CreateFMul(x, f(M_LOG2E))});
       case Op::log2: return b.CreateIntrinsic(Intr::nvvm_lg2_approx_f, kNoTypes, {x});
@@ -392,7 +396,7 @@ class NvptxHooks final : public gpu::GpuHooks {
   std::vector<llvm::Value*> warpgroup_matrix_multiply(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
                                                       llvm::Value* desc_a, const std::vector<llvm::Value*>& a,
                                                       llvm::Value* desc_b, bool trans_a, bool trans_b,
-                                                      const std::vector<llvm::Value*>& c) override {
+                                                      const std::vector<llvm::Value*>& c, bool accumulate) override {
     const size_t n = c.size();
     const bool integer = mi.acc == DType::i32;
     std::string regs;
@@ -408,17 +412,16 @@ class NvptxHooks final : public gpu::GpuHooks {
       args.push_back(desc_a);
       constraints += "l,";
     } else {
-      std::vector<llvm::Value*> words = pack_words(b, a, mi.a);
-      for (size_t i = 0; i < words.size(); ++i) {
+      for (size_t i = 0; i < a.size(); ++i) {  // (warpgroup_a_words' 32-bit words)
         a_operand += fmt::format("{}${}", i ? "," : "{", n + args.size());
-        args.push_back(words[i]);
+        args.push_back(a[i]);
         constraints += "r,";
       }
       a_operand += "}";
     }
     const size_t db = n + args.size();
     args.push_back(desc_b);
-    args.push_back(b.getInt32(1));
+    args.push_back(b.getInt32(accumulate ? 1 : 0));  // scale-d
     constraints += "l,r";
     std::string scales = integer ? "" : ", 1, 1";
     if (mi.transposable) scales += desc_a ? fmt::format(", {}, {}", trans_a ? 1 : 0, trans_b ? 1 : 0)
@@ -427,6 +430,10 @@ class NvptxHooks final : public gpu::GpuHooks {
         "{{\n.reg .pred p;\nsetp.ne.b32 p, ${}, 0;\nwgmma.mma_async.sync.aligned.m{}n{}k{}.{} {{{}}}, {}, ${}, p{};\n}}",
         db + 1, mi.m, mi.n, mi.k, mi.ptx_types, regs, a_operand, db, scales);
     return call_tied_asm(b, text, constraints, args, n);
+  }
+  std::vector<llvm::Value*> warpgroup_a_words(llvm::IRBuilderBase& b, const gpu::MatrixInstruction& mi,
+                                              const std::vector<llvm::Value*>& a) override {
+    return pack_words(b, a, mi.a);
   }
   void warpgroup_fence(llvm::IRBuilderBase& b) override {
     b.CreateIntrinsic(Intr::nvvm_wgmma_fence_sync_aligned, kNoTypes, {});

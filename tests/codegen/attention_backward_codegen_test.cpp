@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <regex>
+#include <set>
 #include <vector>
 #include <string>
 
@@ -216,6 +217,51 @@ TEST(AttentionBackwardCodegen, NvidiaEveryDotIsAWarpgroupDotReadingTheOneStage) 
     if (!r.ran) continue;
     EXPECT_TRUE(r.ok) << r.output;
     EXPECT_NE(r.output.find("0 bytes spill stores, 0 bytes spill loads"), std::string::npos) << r.output;
+  }
+}
+
+// The backward's loops on sm_90 are issue-bound at D = 64 (32 exp2 and 16 conversions a
+// lane between four dots of 64x64x64 an iteration), where three things cost instructions
+// that Triton's kernels do not pay (issue 42; bench/results/h200-2026-11-29-attention-bwd-d64):
+// - exp2 is ex2.approx.ftz.f32, one MUFU.EX2 (ex2.approx.f32 scaled the subnormal results
+//   around it: an FSETP and two FMULs more an element);
+// - the A fragments a warpgroup dot reads from registers (P^T, dS^T; dS) are converted and
+//   packed before the group's wgmma.fence: written between the fence and their wgmma,
+//   ptxas injected a warpgroup.arrive before each wgmma (its note C7519);
+// - a dot whose accumulator is zeros (dK/dV's Q.K^T and V.dO^T, dQ's Q.K^T and dO.V^T)
+//   starts with scale-d 0 instead of zeroed registers (ptxas moved 0 into each of the 32
+//   accumulator registers a lane every iteration).
+TEST(AttentionBackwardCodegen, NvidiaRegisterOperandsAndZeroAccumulatorsCostNothingInTheLoop) {
+  for (const NvCase& c : kNvCases) {
+    SCOPED_TRACE(name(c));
+    const std::string ptx = tltest::isa_of_compiled(compile(c));
+    EXPECT_EQ(count(ptx, "ex2.approx.f32"), 0);
+    EXPECT_GT(count(ptx, "ex2.approx.ftz.f32"), 0);
+    // Between each wgmma.fence and its group's commit: the wgmmas and their descriptors only.
+    int groups = 0;
+    for (size_t at = ptx.find("wgmma.fence.sync.aligned;"); at != std::string::npos;
+         at = ptx.find("wgmma.fence.sync.aligned;", at + 1), ++groups) {
+      const size_t end = ptx.find("wgmma.commit_group.sync.aligned;", at);
+      ASSERT_NE(end, std::string::npos);
+      const std::string group = ptx.substr(at, end - at);
+      EXPECT_EQ(count(group, "cvt."), 0) << group;
+    }
+    EXPECT_EQ(groups, count(ptx, "wgmma.commit_group.sync.aligned;"));
+    // The wgmmas whose scale-d is a register set to 0: at least the first K step of each
+    // zero-accumulator dot (two a loop in dK/dV and in dQ).
+    std::set<std::string> zero_regs;
+    const std::regex zero_mov(R"(mov\.b32\s+(%r\d+), 0;)");
+    for (auto it = std::sregex_iterator(ptx.begin(), ptx.end(), zero_mov); it != std::sregex_iterator(); ++it)
+      zero_regs.insert((*it)[1]);
+    int scale_d_0 = 0;
+    for (const std::string& z : zero_regs) scale_d_0 += count(ptx, "setp.ne.b32 p, " + z + ", 0;");
+    const int loops = c.dkdv && !c.causal ? 1 : 2;
+    EXPECT_GE(scale_d_0, 2 * loops) << ptx;
+    EXPECT_EQ(count(ptx, "setp.ne.b32 p, "), count(ptx, "wgmma.mma_async"));
+    tltest::PtxasRun r = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
+    if (!r.ran) continue;
+    EXPECT_TRUE(r.ok) << r.output;
+    EXPECT_EQ(r.output.find("C7519"), std::string::npos) << r.output;
   }
 }
 
