@@ -8,6 +8,7 @@
 // special values exactly. Outputs poisoned before each run. The same code runs on every
 // target (GPUs have no f64 libm): TL_DEVICE=cuda|hip runs this on the device, and the
 // compile tests below check the sm_90 / gfx942 / gfx950 code calls nothing.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -111,7 +112,7 @@ TL_FN64(tan);
 #undef TL_FN64
 
 // Two operands: atan2(y, x), clamp(x, lo, hi) with lo = -y and hi = y, and pow(x, y).
-enum class Binary { atan2, clamp, pow };
+enum class Binary { atan2, clamp, pow, fdiv };
 std::vector<double> run2(Binary op, const std::vector<double>& ys, const std::vector<double>& xs) {
   static auto k = tl::kernel("math_f64_binary", [](tl::ptr<tl::f64> y, tl::ptr<tl::f64> x, tl::ptr<tl::f64> out,
                                                    tl::i32 n, int which) {
@@ -120,7 +121,8 @@ std::vector<double> run2(Binary op, const std::vector<double>& ys, const std::ve
     auto a = tl::load(y + i, m, 1.0), b = tl::load(x + i, m, 1.0);
     if (which == int(Binary::atan2)) tl::store(out + i, tl::atan2(a, b), m);
     else if (which == int(Binary::clamp)) tl::store(out + i, tl::clamp(b, -a, a, tl::propagate_nan::all), m);
-    else tl::store(out + i, tl::pow(b, a), m);
+    else if (which == int(Binary::pow)) tl::store(out + i, tl::pow(b, a), m);
+    else tl::store(out + i, tl::fdiv(b, a), m);
   });
   const int n = int(xs.size());
   auto Y = upload<ty::f64>(ys), X = upload<ty::f64>(xs);
@@ -296,7 +298,9 @@ TEST(MathF64, SinCosTan) {
 
 TEST(MathF64, ErfcPow) {
   check<erfc_fn>("erfc", [](long double x) { return std::erfc(x); },
-                 concat({random_bits(kRandom, 30), uniform(kRandom, -6, 28), uniform(kRandom, -1.5, 3), edges()}), 2.5);
+                 concat({random_bits(kRandom, 30), uniform(kRandom, -6, 28), uniform(kRandom, -1.5, 3),
+                         uniform(kRandom, 0.9, 1.0), edges()}),
+                 3.0);
   check_specials<erfc_fn>("erfc", {{0.0, 1.0}, {-0.0, 1.0}, {30.0, 0.0}, {-30.0, 2.0}, {kInf, 0.0}, {-kInf, 2.0},
                                    {kNaN, kNaN}});
   // pow on random bases with exponents that take the result anywhere from the subnormals to
@@ -332,6 +336,20 @@ TEST(MathF64, ErfcPow) {
     double g = got[xs.size() - specials.size() + j], want = specials[j][2];
     EXPECT_TRUE(std::isnan(want) ? std::isnan(g) : g == want && std::signbit(g) == std::signbit(want))
         << "pow(" << specials[j][0] << ", " << specials[j][1] << ") = " << g << ", want " << want;
+  }
+}
+
+// Triton's fdiv of f64 (ieee_rounding=False, its default) is div.rn.f64: there is no
+// approximate f64 division, so tl::fdiv of f64 tiles is the correctly rounded quotient.
+TEST(MathF64, FdivIsCorrectlyRounded) {
+  auto xs = concat({random_bits(kRandom, kInf), edges()});
+  auto ys = concat({random_bits(kRandom, kInf), edges()});
+  std::reverse(ys.begin(), ys.end());
+  auto got = run2(Binary::fdiv, ys, xs);
+  for (size_t i = 0; i < xs.size(); ++i) {
+    double want = xs[i] / ys[i];
+    EXPECT_TRUE(std::isnan(want) ? std::isnan(got[i]) : got[i] == want && std::signbit(got[i]) == std::signbit(want))
+        << std::hexfloat << xs[i] << " / " << ys[i] << " = " << got[i] << ", want " << want;
   }
 }
 

@@ -118,8 +118,9 @@ template <class E> tile<E> fast_dividef(const tile<E>& x, const tile<E>& y, Loc 
 // Division and square root rounded to nearest even (Triton's tl.math.div_rn, sqrt_rn and
 // tl.fdiv): tl's `/` and tl::sqrt already round so on every target (LLVM's plain fdiv and
 // sqrt: the CPU's, AMDGPU's full-precision sequence, NVPTX's div.rn / sqrt.rn); these name
-// it. fdiv(x, y) with ieee_rounding = false (the default, as Triton's) is fast_dividef;
-// with true it is div_rn.
+// it. fdiv(x, y) with ieee_rounding = false (the default, as Triton's) is fast_dividef for
+// f32, f16 and bf16; with true it is div_rn. f64 has no approximate division in Triton
+// either (its fdiv of f64 lowers to div.rn.f64), so f64's fdiv is div_rn whatever the flag.
 template <class E> tile<E> div_rn(const tile<E>& x, const tile<E>& y, Loc loc = Loc::current()) {
   static_assert(is_float(E::dtype) && !is_fp8(E::dtype), "tl::div_rn takes floating-point tiles");
   return tile<E>(detail::binary(Op::div, x.get(), y.get(), loc));
@@ -130,7 +131,8 @@ template <class E> tile<E> sqrt_rn(const tile<E>& x, Loc loc = Loc::current()) {
 }
 template <class E>
 tile<E> fdiv(const tile<E>& x, const tile<E>& y, bool ieee_rounding = false, Loc loc = Loc::current()) {
-  return ieee_rounding ? div_rn(x, y, loc) : fast_dividef(x, y, loc);
+  if constexpr (E::dtype == DType::f64) return div_rn(x, y, loc);
+  else return ieee_rounding ? div_rn(x, y, loc) : fast_dividef(x, y, loc);
 }
 
 }  // namespace tl
