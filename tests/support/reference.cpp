@@ -1,12 +1,23 @@
 #include "support/reference.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace tltest {
 
 tl::device test_device() { return tl::default_device(); }
 bool on_gpu() { return test_device().kind() != tl::device_kind::cpu; }
 
+// Random inputs differ from run to run (a bound holds for the function, not for one draw);
+// the seed is printed with the test's output, so a failure in CI is reproduced with
+// TL_TEST_SEED=<seed>.
 std::mt19937_64& rng() {
-  static std::mt19937_64 r(0x5eed ^ std::random_device{}());
+  static std::mt19937_64 r([] {
+    const char* env = std::getenv("TL_TEST_SEED");
+    uint64_t seed = env && *env ? std::strtoull(env, nullptr, 0) : (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+    std::printf("[ seed ] TL_TEST_SEED=%llu\n", (unsigned long long)seed);
+    return seed;
+  }());
   return r;
 }
 
