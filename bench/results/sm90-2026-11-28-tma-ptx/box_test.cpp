@@ -23,11 +23,16 @@ int main(int argc, char** argv) {
   std::string ptx = ss.str();
   std::string log;
   CUmodule mod = api->load_module(ptx.c_str(), &log);
+  // triton_tma_load.ptx: Triton 3.6's kernel for the same load (triton_tma_load.py), a control:
+  // its map is tl's with the 128-byte swizzle its metadata asks for, it reads the box back
+  // through its own layout and stores it row-major. f32 only.
+  const bool triton = std::string(argc > 1 ? argv[1] : "").find("triton") != std::string::npos;
   CUfunction fn;
-  api->check(api->cuModuleGetFunction(&fn, mod, "box"), "get");
+  api->check(api->cuModuleGetFunction(&fn, mod, triton ? "k" : "box"), "get");
   const int M = 37, N = 70, LD = 72;  // rows, cols, row stride (elements)
   int failures = 0, cases = 0;
   for (int eb : {4, 2}) {
+    if (triton && eb != 4) continue;
     const DType dt = eb == 4 ? DType::f32 : DType::f16;
     std::vector<uint8_t> host(size_t(M) * LD * eb);
     for (int i = 0; i < M; ++i)
@@ -45,7 +50,8 @@ int main(int argc, char** argv) {
                        {-8, -16, tl::padding_option::zero, 0}, {40, 0, tl::padding_option::zero, 0},
                        {30, 60, tl::padding_option::nan, 0},   {0, 0, tl::padding_option::zero, 128},
                        {29, 50, tl::padding_option::zero, 128}, {-3, -5, tl::padding_option::nan, 128}};
-    for (const Case& k : cs) {
+    for (Case k : cs) {
+      if (triton) k.swizzle = 128;
       ++cases;
       const std::vector<int64_t> shape{M, N}, strides{LD, 1};
       const std::vector<int> block{rows, cols};
@@ -62,7 +68,15 @@ int main(int argc, char** argv) {
         api->check(api->cuMemcpyHtoD(dmap, map.bytes.data(), sizeof map), "map h2d");
       }
       void* params[] = {global_map ? static_cast<void*>(&dmap) : static_cast<void*>(&map), &out, &c0, &c1, &bytes};
-      api->check(api->cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr), "launch");
+      // Triton's: the map, the shape (i32) and strides (i64) it passes beside it, out, c0, c1,
+      // its two scratch pointers; 2056 bytes of dynamic shared memory.
+      int shape0 = M, shape1 = N;
+      int64_t stride0 = LD, stride1 = 1;
+      CUdeviceptr none = 0;
+      void* tparams[] = {&map, &shape0, &shape1, &stride0, &stride1, &out, &c0, &c1, &none, &none};
+      api->check(api->cuLaunchKernel(fn, 1, 1, 1, 128, 1, 1, triton ? 2056 : 0, nullptr, triton ? tparams : params,
+                                     nullptr),
+                 "launch");
       CUresult sr = api->cuCtxSynchronize();
       if (sr != CUDA_SUCCESS) { printf("launch failed: CUresult %d\n", sr); return 2; }
       if (dmap) api->cuMemFree(dmap);
@@ -72,7 +86,7 @@ int main(int argc, char** argv) {
       for (int i = 0; i < rows; ++i)
         for (int j = 0; j < cols; ++j) {
           size_t at = size_t(i) * cols * eb + size_t(j) * eb;
-          if (k.swizzle == 128) at = size_t(i) * 128 + (((size_t(j) * eb / 16) ^ size_t(i % 8)) * 16) + (size_t(j) * eb % 16);
+          if (k.swizzle == 128 && !triton) at = size_t(i) * 128 + (((size_t(j) * eb / 16) ^ size_t(i % 8)) * 16) + (size_t(j) * eb % 16);
           uint32_t g = 0;
           std::memcpy(&g, &got[at], eb);
           const int gi = k.r + i, gj = k.c + j;

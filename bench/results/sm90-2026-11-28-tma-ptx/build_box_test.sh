@@ -7,7 +7,7 @@
 #   box*.ptx         box.ll through llc-22, and four variants of it (README.md: why)
 # Then on the H200, from the repository root (carry build/tma_gpu):
 #   build/tma_gpu/tensor_map_test; build/tma_gpu/probe
-#   for v in box box_cta32 box_nofence box_paramaddr box_global; do echo "== $v"; timeout 20 build/tma_gpu/box_test build/tma_gpu/$v.ptx; done
+#   for v in triton_tma_load box box_cta32 box_nofence box_paramaddr box_global; do echo "== $v"; timeout 20 build/tma_gpu/box_test build/tma_gpu/$v.ptx; done
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 HERE=$ROOT/bench/results/sm90-2026-11-28-tma-ptx
@@ -32,6 +32,9 @@ sed 's/cvta.param.u64 \t%rd1, %rd3;/mov.b64 \t%rd1, %rd3;/' "$OUT/box.ptx" > "$O
 sed 's/^\tfence.mbarrier_init.release.cluster;//' "$OUT/box.ptx" > "$OUT/box_nofence.ptx"
 # Triton's form: the destination the 32-bit shared::cta address of the buffer, no fence.
 sed 's/complete_tx::bytes \[%rd6\]/complete_tx::bytes [smem]/; s/^\tfence.mbarrier_init.release.cluster;//' "$OUT/box.ptx" > "$OUT/box_cta32.ptx"
+# Triton 3.6's kernel for the same load, the control (triton_tma_load.py made it for sm_90).
+cp "$HERE/triton_tma_load.ptx" "$OUT/triton_tma_load.ptx"
 PTXAS=$(python3 -c "import triton,os;print(os.path.dirname(triton.__file__))")/backends/nvidia/bin/ptxas
 for v in box box_global box_paramaddr box_nofence box_cta32; do $PTXAS -arch=sm_90 "$OUT/$v.ptx" -o /dev/null; done
+$PTXAS -arch=sm_90a "$OUT/triton_tma_load.ptx" -o /dev/null  # (Triton targets sm_90a)
 echo "built $OUT"

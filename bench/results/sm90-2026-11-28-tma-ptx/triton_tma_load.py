@@ -11,3 +11,4 @@ def k(desc, out, c0, c1):
 src = ASTSource(fn=k, signature={"desc": "tensordesc<fp32[16, 32]>", "out": "*fp32", "c0": "i32", "c1": "i32"}, constexprs={})
 c = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
 open("tri.ptx", "w").write(c.asm["ptx"])
+print({k: v for k, v in c.metadata._asdict().items() if k in ("tensordesc_meta", "shared", "num_warps", "name")})
