@@ -355,7 +355,10 @@ class Interp {
         default: throw std::logic_error("unary");
       }
       if ((o.op == Op::sin || o.op == Op::cos) && p_.gpu && std::fabs(x) > 100 * M_PI) { r.u[k] = 1; continue; }
-      long double y = fn(x);
+      // sqrt is held exact: the double's own sqrt, correctly rounded (sqrtl rounded to a
+      // double rounds twice and was off by an ulp for sqrt(19713), seed 7301317; f32 from
+      // the double's sqrt is exact too, 53 >= 2 * 24 + 2 bits)
+      long double y = o.op == Op::sqrt ? (long double)std::sqrt(x) : fn(x);
       double prop = 0;
       if (ex > 0) {
         if (x - ex <= lo_domain && x + ex >= lo_domain) { r.u[k] = 1; continue; }
