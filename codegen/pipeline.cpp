@@ -271,11 +271,6 @@ std::optional<AsyncStageCostsOccupancy> register_a_async_stages(const ir::Functi
                                   programs_a_multiprocessor(total - more, limit, threads)};
 }
 
-int64_t buffer_bytes(const ir::Operation& alloc) {
-  const ir::Type& t = alloc.result()->type;
-  return t.numel() * t.stages * std::max(1, byte_width(t.dtype));
-}
-
 // The error of a program that does not fit at any stage count: the allocator's, with the
 // loop it overflows in, the buffers live there and the loops already planned with fewer
 // stages, each at the user's line.
@@ -363,7 +358,7 @@ std::unique_ptr<ir::Function> plan_program(ir::Function& f, const TargetDesc& ta
         for (const ir::Operation* a : l.allocs) {
           const ir::Operation* c = copied.lookup(a->result())->def;
           if (std::find(overflow->live.begin(), overflow->live.end(), c) != overflow->live.end())
-            bytes += buffer_bytes(*c);
+            bytes += gpu::buffer_bytes(*c);
         }
         if (bytes > most) most = bytes, loop = &l;
       }

@@ -48,11 +48,6 @@ namespace {
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-int64_t buffer_bytes(const ir::Operation& alloc) {
-  const ir::Type& t = alloc.result()->type;
-  return t.numel() * t.stages * byte_width(t.dtype);
-}
-
 struct Analysis {
   // op -> [its number, the last number inside it]
   std::unordered_map<const ir::Operation*, std::pair<int64_t, int64_t>> span;
@@ -237,6 +232,11 @@ int64_t scratch_bytes(const ir::Operation& op) {
 }
 
 int64_t buffer_alignment(const ir::Operation& alloc, const TargetCapabilities& caps) {
+int64_t buffer_bytes(const ir::Operation& alloc) {
+  const ir::Type& t = alloc.result()->type;
+  return t.numel() * t.stages * byte_width(t.dtype);
+}
+
   const int64_t row = int64_t(caps.shared_banks) * caps.shared_bank_bytes;
   const ir::Type& t = alloc.result()->type;
   int64_t align = buffer_bytes(alloc) >= row ? std::max<int64_t>(16, row) : 16;

@@ -93,6 +93,8 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
 // Live ranges are not kept in the IR (the barriers are placed by then).
 SharedMemoryPlan recorded_shared_memory(const ir::Function& f, const TargetCapabilities& caps);
 
+// The bytes a shared_alloc's buffer takes: all its stages of its tile.
+int64_t buffer_bytes(const ir::Operation& alloc);
 // The alignment a buffer gets (shared_memory.cpp says why).
 int64_t buffer_alignment(const ir::Operation& alloc, const TargetCapabilities& caps);
 
