@@ -62,6 +62,8 @@ llvm::Value* select_tree(llvm::IRBuilderBase& b, const Values& v, uint32_t base,
 llvm::Value* shuffle_idx_any(Lowerer& L, llvm::Value* x, llvm::Value* src_lane) {
   auto& b = L.b;
   llvm::Type* ty = x->getType();
+  if (ty->isFloatTy())
+    if (llvm::Value* f = L.hooks_.shuffle_idx_f32(b, x, src_lane)) return f;
   const llvm::DataLayout& dl = L.m_.getDataLayout();
   unsigned bits = unsigned(dl.getTypeSizeInBits(ty));
   llvm::Type* ity = b.getIntNTy(bits);

@@ -69,6 +69,13 @@ class GpuHooks {
   // 0 .. wave size - 1, may differ per lane). Every lane active. Warp-local layout
   // conversions are made of these (convert_within_warp.cpp).
   virtual llvm::Value* shuffle_idx(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) = 0;
+  // The same of an f32 `v` as a float, where the target has such a shuffle (nullptr: the
+  // caller shuffles its bits). LLVM turns a negation of a float it sees only as shuffled
+  // integer bits into an integer XOR of the sign, which ptxas cannot fold into the FFMA
+  // that uses it (the attention backward's exp2(s - LSE): 16 LOP3 a lane an iteration).
+  virtual llvm::Value* shuffle_idx_f32(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) {
+    return nullptr;
+  }
 
   // Workgroup barrier that also orders shared-memory accesses across it.
   virtual void barrier(llvm::IRBuilderBase& b) = 0;

@@ -108,6 +108,10 @@ class NvptxHooks final : public gpu::GpuHooks {
     return b.CreateIntrinsic(Intr::nvvm_shfl_sync_idx_i32, kNoTypes,
                              {b.getInt32(0xffffffffu), v, src_lane, b.getInt32(0x1f)});
   }
+  llvm::Value* shuffle_idx_f32(llvm::IRBuilderBase& b, llvm::Value* v, llvm::Value* src_lane) override {
+    return b.CreateIntrinsic(Intr::nvvm_shfl_sync_idx_f32, kNoTypes,
+                             {b.getInt32(0xffffffffu), v, src_lane, b.getInt32(0x1f)});
+  }
   void barrier(llvm::IRBuilderBase& b) override {
     b.CreateIntrinsic(Intr::nvvm_barrier_cta_sync_aligned_all, kNoTypes, {b.getInt32(0)});
   }

@@ -230,13 +230,18 @@ TEST(AttentionBackwardCodegen, NvidiaEveryDotIsAWarpgroupDotReadingTheOneStage) 
 //   ptxas injected a warpgroup.arrive before each wgmma (its note C7519);
 // - a dot whose accumulator is zeros (dK/dV's Q.K^T and V.dO^T, dQ's Q.K^T and dO.V^T)
 //   starts with scale-d 0 instead of zeroed registers (ptxas moved 0 into each of the 32
-//   accumulator registers a lane every iteration).
+//   accumulator registers a lane every iteration);
+// - f32 values shuffled between lanes as floats (shfl.sync's f32 form): shuffled as i32
+//   bits, LLVM made -LSE a sign XOR of each of the 16 shuffled values a lane.
 TEST(AttentionBackwardCodegen, NvidiaRegisterOperandsAndZeroAccumulatorsCostNothingInTheLoop) {
   for (const NvCase& c : kNvCases) {
     SCOPED_TRACE(name(c));
     const std::string ptx = tltest::isa_of_compiled(compile(c));
     EXPECT_EQ(count(ptx, "ex2.approx.f32"), 0);
     EXPECT_GT(count(ptx, "ex2.approx.ftz.f32"), 0);
+    // LSE and Delta reach the scores' columns through float shuffles: -LSE stays a float
+    // negation that ptxas folds into the FFMA, not a sign XOR of the shuffled bits.
+    EXPECT_EQ(count(ptx, ", -2147483648;"), 0) << ptx;
     // Between each wgmma.fence and its group's commit: the wgmmas and their descriptors only.
     int groups = 0;
     for (size_t at = ptx.find("wgmma.fence.sync.aligned;"); at != std::string::npos;
