@@ -47,10 +47,14 @@ const std::vector<Problem> kSmoke = {problem(1, 2, 1, 200, 64, true), problem(1,
 // the ones whose accumulators fit the registers (64x64 w4; 32 rows x 64 keys / 128x64 w8;
 // 64 x 128 keys w8 / 128x64 w8).
 const std::vector<Config> kFwd = {{128, 64, 4, 2, 0, 0}, {64, 64, 4, 2, 0, 0}, {128, 128, 8, 2, 0, 0}};
+// The last two: each kernel's best at D = 64 on the H200, tl's and Triton's
+// (bench/results/h200-2026-11-29-attention-bwd-d64), in both sides' lists.
 const std::vector<std::pair<Config, Config>> kBwd = {{{32, 128, 4, 2, 0, 0}, {128, 32, 4, 2, 0, 0}},
                                                      {{64, 64, 4, 2, 0, 0}, {64, 64, 4, 2, 0, 0}},
                                                      {{32, 64, 4, 2, 0, 0}, {128, 64, 8, 2, 0, 0}},
-                                                     {{64, 128, 8, 2, 0, 0}, {128, 64, 8, 2, 0, 0}}};
+                                                     {{64, 128, 8, 2, 0, 0}, {128, 64, 8, 2, 0, 0}},
+                                                     {{64, 64, 4, 2, 0, 0}, {128, 32, 4, 2, 0, 0}},
+                                                     {{64, 64, 4, 3, 0, 0}, {128, 64, 8, 3, 0, 0}}};
 
 Config parse_config(const std::string& s) {
   Config c{0, 0, 0, 0, 0, 0};

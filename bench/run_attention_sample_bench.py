@@ -35,8 +35,10 @@ SHAPES = [(4, 8, 8, 4096, 128, False), (4, 8, 8, 4096, 128, True), (4, 16, 16, 2
 FWD = [(128, 64, 4, 2), (64, 64, 4, 2), (128, 128, 8, 2)]
 # (dK/dV BLOCK_M rows a step, BLOCK_N keys a program, dQ BLOCK_M rows a program, BLOCK_N keys a step, warps, stages)
 # (tl's list, bench/attention_sample_bench.cpp, and the tutorial's own 5 stages)
+# The last two: each kernel's best one at D = 64 on the H200 (bench/results/h200-2026-11-29-attention-bwd-d64):
+# tl's dK/dV 64x64 s2 with dQ 128x32 s2, Triton's dK/dV 64x64 s3 with dQ 128x64 w8 s3.
 BWD = [(32, 128, 128, 32, 4, 2), (64, 64, 64, 64, 4, 2), (32, 64, 128, 64, (4, 8), 2), (64, 128, 128, 64, 8, 2),
-       (32, 128, 128, 32, 4, 5)]
+       (32, 128, 128, 32, 4, 5), (64, 64, 128, 32, 4, 2), (64, 64, 128, 64, (4, 8), 3)]
 MODES = {"mma.sync": "1", "default": "0"}
 TOL = 2e-2
 
