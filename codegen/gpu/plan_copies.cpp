@@ -79,7 +79,9 @@ std::optional<AffineForm> affine_form(const ir::Value* v, int depth = 0) {
   if (depth > 32 || !d || !v->rematerialized || v->type.dtype != DType::i32) return std::nullopt;
   const int64_t limit = int64_t(kBufferNumRecords);
   switch (d->op) {
-    case Op::splat: return AffineForm{0, true};
+    case Op::splat:  // (the resource's base: only a scalar LLVM keeps in SGPRs, ir::is_uniform_scalar)
+      if (!ir::is_uniform_scalar(d->operands[0])) return std::nullopt;
+      return AffineForm{0, true};
     case Op::arange:
       if (d->i0 < 0) return std::nullopt;
       return AffineForm{d->i1 - 1, false};

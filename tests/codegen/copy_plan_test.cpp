@@ -203,6 +203,53 @@ TEST(CopyPlan, ACopyNoWidthFitsIsLoadedAndStored) {
   }
 }
 
+// A compiler copy goes through a buffer resource only where the uniform part of its
+// offsets is a scalar LLVM keeps in SGPRs (ir::is_uniform_scalar, the answer
+// convert_to_buffer_ops and the lowering's buffer accesses ask too): a row block whose
+// start is loaded from memory (gathered rows) is divergent to LLVM, and a resource made
+// of it would need a loop of readfirstlanes; the copies go through their addresses. B's
+// copies, from arguments and the loop's index, are buffer copies. gfx950.
+TEST(CopyPlan, AResourceBaseIsAUniformScalar) {
+  using namespace tl;
+  auto f = tltest::trace("gathered_rows", [&](tl::detail::Trace& t) {
+    auto a = tltest::ptr_arg<ty::f16>(t, "a", true, true), bt = tltest::ptr_arg<ty::f16>(t, "bt", true, true);
+    auto c = tltest::ptr_arg<ty::f32>(t, "c", true, true);
+    auto starts = tltest::ptr_arg<ty::i32>(t, "starts", true, true);
+    auto K = tltest::scalar_arg<ty::i32>(t, "K", true);
+    const int S = 1024;  // (the rows' stride, a constant: offsets of the form a resource takes)
+    auto start = tl::load(starts + tl::program_id(0));
+    auto rm = start + tl::arange(0, 64), rn = tl::arange(0, 64), rk = tl::arange(0, 64);
+    auto acc = tl::zeros<ty::f32>({64, 64});
+    for (auto k : tl::range(0, K, 64)) {
+      auto x = tl::load(a + (tl::expand_dims(rm, 1) * S + tl::expand_dims(k + rk, 0)));
+      auto y = tl::load(bt + (tl::expand_dims(rn, 1) * S + tl::expand_dims(k + rk, 0)));
+      acc = tl::dot(x, tl::trans(y), acc);
+    }
+    tl::store(c + tl::expand_dims(rn, 1) * 64 + tl::expand_dims(rn, 0), acc);
+  });
+  auto g = codegen::planned_program(*f, codegen::parse_target("gfx950"), tltest::launch_options(4, 2));
+  const ir::Value* a_arg = g->body.args[0].get();
+  const std::string ir = g->str();
+  auto copies = ops_of(g->body, Op::global_load_to_shared);
+  ASSERT_FALSE(copies.empty()) << ir;
+  int of_a = 0;
+  for (const ir::Operation* copy : copies) {
+    ASSERT_TRUE(copy->copy.has_value()) << ir;
+    // The copy's base argument: the pointers are addptr(splat(arg), offsets) here.
+    const ir::Value* p = copy->operands[2];
+    while (p->def && (p->def->op == Op::addptr || p->def->op == Op::splat || p->def->op == Op::broadcast))
+      p = p->def->operands[0];
+    if (p == a_arg) {
+      ++of_a;
+      EXPECT_FALSE(copy->copy->through_resource) << ir;
+      EXPECT_NE(copy->i1, ir::kBufferAccess) << ir;
+    } else {
+      EXPECT_TRUE(copy->i1 == ir::kBufferAccess || copy->copy->through_resource) << ir;
+    }
+  }
+  EXPECT_GT(of_a, 0) << ir;
+}
+
 // The pipeliner records the stage more it gives a loop's buffers for a warpgroup dot it
 // may leave in flight (`for ... async_dot_stage`, num_stages + 1 stages a buffer), which
 // plan_async_dots reads instead of inferring it from the buffers' stages (the PTX of an
