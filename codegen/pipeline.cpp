@@ -89,6 +89,10 @@ void run_passes_before_pipelining(ir::Function& f, const TargetDesc& target, con
   // dot (wgmma reads B from shared memory only; mma.sync took it from registers through
   // a layout conversion's scratch, the same trip through shared memory).
   const bool wgmma = target.kind == TargetDesc::nvptx && opts.mma_version != 2 && opts.num_warps % 4 == 0;
+  // sm_90 multiplies bf16 natively (mul.rn.bf16x2): the e2m1 upcast in bf16 arithmetic.
+  const bool bf16_math = target.kind == TargetDesc::nvptx &&
+                         std::any_of(scaled_caps.matrix_instructions.begin(), scaled_caps.matrix_instructions.end(),
+                                     [](const auto& m) { return m.family == gpu::MatrixFamily::nvidia_wgmma; });
   auto stage_b = [&](const ir::Operation& dot) {
     return wgmma && gpu::warpgroup_dot_obstacle(scaled_caps, dot, opts.num_warps, /*operands_known=*/false).empty();
   };
@@ -97,7 +101,7 @@ void run_passes_before_pipelining(ir::Function& f, const TargetDesc& target, con
           [&](const ir::Operation& dot) {
             return target.kind == TargetDesc::amdgpu && gpu::scaled_dot_is_native(scaled_caps, dot, opts.num_warps);
           },
-          stage_b) > 0)
+          stage_b, /*bf16_math=*/bf16_math) > 0)
     dump("scaled-dot decomposition", f);
 
   if (passes::combine_dot_accumulate(f) > 0) dump("dot-accumulate combining", f);

@@ -224,6 +224,36 @@ class LayoutPlanner {
     return false;
   }
 
+  // Whether the program has a warpgroup dot (sm_90's wgmma: the only dots that take an
+  // upcast in their operand layout so far, see below).
+  bool warpgroup_dots() const {
+    return std::any_of(plan_.dots_.begin(), plan_.dots_.end(), [](const auto& d) { return d.second.warpgroup(); });
+  }
+
+  // Whether `v` is tl::dot_scaled's upcast (decompose_scaled_dots) of packed e2m1 values
+  // read from a shared buffer (the pipeliner's stage, or the user's of bytes): pure ops
+  // down to that read. A warpgroup dot takes such an A from registers in its operand
+  // layout, so the read and every step of the upcast are made in (projections of) that
+  // layout, as Triton's local_load into a dot operand followed by fp4_to_fp: no
+  // conversion through shared memory between the upcast and the dot.
+  bool upcast_from_shared(const ir::Value* v, int depth = 24) const {
+    const ir::Operation* d = v->def;
+    if (!d || depth == 0) return false;
+    if (d->op == Op::shared_load) return v->type.dtype == DType::f4e2m1 || v->type.dtype == DType::u8;
+    switch (d->op) {
+      case Op::cast: case Op::bitcast: case Op::reshape: case Op::join: case Op::band: case Op::shr:
+      case Op::mul:
+        break;
+      default:
+        return false;
+    }
+    for (const ir::Value* x : d->operands)
+      if (!x->type.is_scalar() && x->def && x->def->op != Op::splat && x->def->op != Op::broadcast &&
+          upcast_from_shared(x, depth - 1))
+        return true;
+    return false;
+  }
+
   std::optional<Layout> wanted_layout(const ir::Value* v) {
     if (!distributed(v)) return std::nullopt;
     if (auto it = wanted_.find(v); it != wanted_.end()) return it->second;
@@ -282,6 +312,15 @@ class LayoutPlanner {
         case Op::abs: case Op::select: case Op::addptr: case Op::hint:
           meet(wanted_layout(u->result()));
           break;
+        // (The nibbles and bit fields of tl::dot_scaled's upcast, between a staged read of
+        // packed e2m1 bytes and the warpgroup dot that wants it as its A.)
+        // (Not the e8m0 scales' decoding: loaded in the projection of the operand layout, a
+        // prefetched scale tile held 64 registers a thread with its broadcast copies, and
+        // gpt-oss-20b's gate/up at 128x128x128 w8 spilled 7.9 KB.)
+        case Op::band: case Op::bor: case Op::shl: case Op::shr: case Op::bitcast:
+          if (warpgroup_dots() && u->result()->type.shape == v->type.shape && upcast_from_shared(u->result()))
+            meet(wanted_layout(u->result()));
+          break;
         // A dot's accumulator is wanted in the dot's accumulator layout (a loop's carried
         // accumulator then never converts); an operand read from a shared buffer is read
         // straight into its operand layout (Triton's local_load into a dot operand), while
@@ -297,7 +336,8 @@ class LayoutPlanner {
           if (index == 2) meet(p.acc);
           // tl::dot_scaled's scales: loaded straight into the bytes each instruction reads.
           else if (index >= 3) meet(index == 3 ? p.a_scale : p.b_scale);
-          else if (match_shared_dot_operand(v)) meet(index == 0 ? p.a : p.b);
+          else if (match_shared_dot_operand(v) || (index == 0 && p.warpgroup() && upcast_from_shared(v)))
+            meet(index == 0 ? p.a : p.b);
           break;
         }
         case Op::for_:  // an initial value of a loop-carried tile (operands 0-2 are the bounds)

@@ -19,6 +19,8 @@
 //    loop (`for ... async_dot_stage`, ir::kAsyncDotStage); a loop without the mark keeps
 //    its dots synchronous here.
 // (The fences of the async proxy before the barriers: insert_shared_barriers.)
+#include <set>
+
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
@@ -45,6 +47,49 @@ bool after_synchronous_dot(ir::Block& body, const ir::Value* v, const PlanTarget
   });
 }
 
+// Whether `v` (a dot's A, 16-bit, in registers) is computed in `body` from reads of shared
+// buffers (tl::dot_scaled's upcast of a staged packed tile, decompose_scaled_dots' swapped
+// dot) that all come after the warpgroup dot before `dot` in the body, where the body
+// has another warpgroup dot. Every warpgroup dot is followed by a wait (wait_group 1 when
+// asynchronous, 0 when not), which completes every group but the newest: the one after
+// the previous dot (or, for the body's first dot, the last dot's of the previous
+// iteration) has completed this dot's previous group before the reads that recompute its
+// A registers. (samples/moe's gate and up dots: gate's wgmma runs while up's weights are
+// upcast, up's across the loop's head into the next gate upcast.)
+bool upcast_after_previous_dot(ir::Block& body, const ir::Operation& dot, const ir::Value* v, const PlanTarget& t) {
+  auto at = [&](const ir::Operation* op) {
+    for (size_t i = 0; i < body.ops.size(); ++i)
+      if (body.ops[i].get() == op) return int(i);
+    return -1;
+  };
+  const int here = at(&dot);
+  int previous = -1, dots = 0;
+  for (size_t i = 0; i < body.ops.size(); ++i) {
+    const ir::Operation& o = *body.ops[i];
+    if (o.op != Op::dot || !recorded_dot_plan(*t.caps, o, t.num_warps, t.wave_size).warpgroup()) continue;
+    ++dots;
+    if (int(i) < here) previous = int(i);
+  }
+  if (dots < 2 || here < 0) return false;
+  bool reads = false, ok = true;
+  std::vector<const ir::Value*> work{v};
+  std::set<const ir::Value*> seen;
+  while (!work.empty() && ok) {
+    const ir::Value* x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second || !x->def || x->def->parent != &body) continue;
+    const ir::Operation& d = *x->def;
+    if (d.op == Op::shared_load) {
+      reads = true;
+      ok = at(&d) > previous;
+      continue;
+    }
+    if (!ir::has_trait(d.op, ir::kPure) || !d.regions.empty()) ok = false;
+    for (const ir::Value* o : d.operands) work.push_back(o);
+  }
+  return ok && reads;
+}
+
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.
 bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages, const PlanTarget& t) {
   // (the pipeliner says whether it gave the loop's buffers the stage more: kAsyncDotStage;
@@ -58,23 +103,39 @@ bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int nu
   // completes this group before they are written again.
   for (int i = 0; i < 2; ++i) {
     auto m = match_descriptor_operand(dot.operands[size_t(i)], i);
-    if (!m && i == 0 && bit_width(dot.operands[0]->type.dtype) == 16 && after_synchronous_dot(body, dot.operands[0], t))
+    if (!m && i == 0 && bit_width(dot.operands[0]->type.dtype) == 16 &&
+        (after_synchronous_dot(body, dot.operands[0], t) || upcast_after_previous_dot(body, dot, dot.operands[0], t)))
       continue;
     if (!m || m->alloc->result()->type.stages != n + 1) return false;
   }
   ir::Operation* yield = body.terminator();
   const ir::Value* acc = dot.operands[2];
+  // A dot decompose_scaled_dots transposed (acc^T = b a^T + acc^T) takes the carried
+  // accumulator transposed and gives its result back transposed: layout renamings, the
+  // same registers.
+  ir::Operation* acc_trans = nullptr;
+  ir::Operation* result_trans = nullptr;
+  if (acc->def && acc->def->op == Op::trans && acc->def->parent == &body && only_use(body, acc, &dot, 2)) {
+    auto uses = ir::uses_of(body, dot.result());
+    if (uses.size() != 1 || uses[0].first->op != Op::trans) return false;
+    acc_trans = acc->def;
+    result_trans = uses[0].first;
+    acc = acc_trans->operands[0];
+  }
   if (acc->owner != &body || acc->index < 1) return false;  // the accumulator is carried
   const int slot = acc->index - 1;
-  if (yield->operands[size_t(slot)] != dot.result()) return false;  // ... from this dot
-  if (!only_use(body, dot.result(), yield, slot) || !only_use(body, acc, &dot, 2)) return false;
+  const ir::Value* out = result_trans ? result_trans->result() : dot.result();
+  if (yield->operands[size_t(slot)] != out) return false;  // ... from this dot
+  if (!only_use(body, out, yield, slot) || !only_use(body, acc, acc_trans ? acc_trans : &dot, acc_trans ? 0 : 2))
+    return false;
   dot.i1 = ir::kAsyncDot;
   ir::Builder in(body);
   in.after(dot);
   ir::Value* pending = in.create1(Op::dot_wait, {dot.result()}, dot.result()->type, dot.loc);
   pending->def->i0 = 1;
   pending->layout = dot.result()->layout;
-  yield->operands[size_t(slot)] = pending;
+  if (result_trans) result_trans->operands[0] = pending;
+  else yield->operands[size_t(slot)] = pending;
   ir::Value* result = loop.result(slot);
   ir::Builder after(*loop.parent);
   after.after(loop);

@@ -51,9 +51,12 @@ int combine_dot_accumulate(ir::Function& f);
 // upcast of its operands to bf16 with their scales and an ordinary dot (Triton's
 // DecomposeScaledBlocked; codegen/passes/decompose_scaled_dots.cpp). Where `stage_b` says
 // so of the rewritten dot (sm_90's wgmma, which reads B from shared memory only), an
-// upcast b goes through a one-stage shared buffer of its own. Returns how many.
+// upcast b times a 16-bit a as loaded is computed transposed (the upcast wgmma's A, from
+// registers), and another upcast b goes through a one-stage shared buffer of its own.
+// `bf16_math`: the target multiplies bf16 natively, e2m1 is upcast in bf16 arithmetic.
+// Returns how many.
 int decompose_scaled_dots(ir::Function& f, const std::function<bool(const ir::Operation&)>& native,
-                          const std::function<bool(const ir::Operation&)>& stage_b = nullptr);
+                          const std::function<bool(const ir::Operation&)>& stage_b = nullptr, bool bf16_math = false);
 
 // Rewrites loop-carried values advanced by a loop-invariant step (`a += BLOCK_K *
 // stride`, `k_remaining -= BLOCK_K`) inside loops with num_stages > 1 (the loop's own,

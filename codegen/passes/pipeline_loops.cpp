@@ -558,11 +558,23 @@ class Pipeliner {
       for (auto& op : body.ops) {
         // (B from the stages, and A too or, as plan_async_dots asks, a 16-bit tile in
         // registers computed from the result of a dot the iteration waits for, when this
-        // dot accumulates into a carried value: the attention backward's dV and dK)
+        // dot accumulates into a carried value: the attention backward's dV and dK; or,
+        // where the body has another such dot, tl::dot_scaled's upcast of a staged packed
+        // tile into a dot decompose_scaled_dots transposed, whose accumulator is carried
+        // transposed: samples/moe's gate and up)
         if (op->op != Op::dot || !o_.dot_may_run_async(*op)) continue;
         const ir::Value* a = op->operands[0];
-        const bool register_a = bit_width(a->type.dtype) == 16 && carried(body, op->operands[2]) &&
-                                computed_from_waited_dot(body, a);
+        const ir::Value* acc = op->operands[2];
+        if (acc->def && acc->def->op == Op::trans) acc = acc->def->operands[0];
+        const int dots = int(std::count_if(body.ops.begin(), body.ops.end(), [&](auto& d) {
+          return d->op == Op::dot && o_.dot_may_run_async(*d);
+        }));
+        auto staged_read = [&](const ir::Operation& d) {
+          return d.op == Op::shared_load && reads_staged_buffer(d.result(), plans);
+        };
+        const bool register_a = bit_width(a->type.dtype) == 16 && carried(body, acc) &&
+                                (computed_from_waited_dot(body, a) ||
+                                 (dots > 1 && ir::computed_in_block_from(body, a, staged_read)));
         async_dot |= reads_staged_buffer(op->operands[1], plans) && (reads_staged_buffer(a, plans) || register_a);
       }
     if (async_dot) {
