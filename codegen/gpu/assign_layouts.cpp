@@ -230,6 +230,16 @@ class LayoutPlanner {
     return std::any_of(plan_.dots_.begin(), plan_.dots_.end(), [](const auto& d) { return d.second.warpgroup(); });
   }
 
+  // Whether `dot` is one decompose_scaled_dots computed transposed (acc^T = b a^T + acc^T:
+  // its accumulator a transpose). Only its upcast A is made in the operand layout: tutorial
+  // 10's (both operands upcast, the dot as written) holds its whole K tile in registers
+  // that way, where converting it lets the dot read a K step at a time (sm_90 128x128x128
+  // w4: 0 -> 504 B of spill stores).
+  static bool transposed_dot(const ir::Operation& dot) {
+    const ir::Value* acc = dot.operands[2];
+    return acc->def && acc->def->op == Op::trans;
+  }
+
   // Whether `v` is tl::dot_scaled's upcast (decompose_scaled_dots) of packed e2m1 values
   // read from a shared buffer (the pipeliner's stage, or the user's of bytes): pure ops
   // down to that read. A warpgroup dot takes such an A from registers in its operand
@@ -336,7 +346,7 @@ class LayoutPlanner {
           if (index == 2) meet(p.acc);
           // tl::dot_scaled's scales: loaded straight into the bytes each instruction reads.
           else if (index >= 3) meet(index == 3 ? p.a_scale : p.b_scale);
-          else if (match_shared_dot_operand(v) || (index == 0 && p.warpgroup() && upcast_from_shared(v)))
+          else if (match_shared_dot_operand(v) || (index == 0 && p.warpgroup() && transposed_dot(*u) && upcast_from_shared(v)))
             meet(index == 0 ? p.a : p.b);
           break;
         }
