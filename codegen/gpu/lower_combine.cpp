@@ -65,7 +65,6 @@ bool scan_tuple_by_bits(Lowerer& L, const Layout& l, int axis, const std::vector
   auto& b = L.b;
   int off = dim_offset(l.shape, axis);
   uint32_t n_axis = uint32_t(l.shape[axis]);
-  uint32_t axis_mask = (n_axis - 1) << off;
   // owner[k]: which hardware bit holds axis bit k (kind 0 register, 1 lane, 2 warp).
   const std::optional<std::vector<HardwareBit>> holders = dim_bit_holders(l, axis);
   if (!holders) return false;
