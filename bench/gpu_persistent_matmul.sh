@@ -18,6 +18,13 @@ source "$(dirname "$0")/gpu_env.sh"
   # the CUtensorMap of host descriptors against the driver's cuTensorMapEncodeTiled
   timeout 600 /tmp/tl/bin/tensor_map_test --gtest_brief=1
   echo "tensor_map_test exit $?"
+  # descriptor loads through TMA (launch_options::tma): boxes at every corner, every swizzle,
+  # tutorial 09's kernel; each case alone (a faulting copy poisons the context; a copy that
+  # never lands hangs its wait)
+  for t in BoxesAtRaggedNegativeAndOutsideCorners NanFill OneAndThreeDims Tutorial09PersistentMatmul; do
+    timeout 120 /tmp/tl/bin/tma_descriptor_test --gtest_filter="TmaDescriptor.$t" --gtest_brief=1
+    echo "tma_descriptor_test $t exit $?"
+  done
 } 2>&1 | tee "$OUT/persistent_matmul_tests.txt" | grep -a "exit\|FAILED\|PASSED"
 [[ ${TL_SKIP_BENCH:-0} == 1 ]] && exit 0
 cd /tmp/tl/bench

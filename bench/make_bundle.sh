@@ -14,7 +14,7 @@ TESTS=(ops_test trace_errors_test numeric_test driver_test misuse_catalogue_test
        dot_test warpgroup_dot_test gemm_test fp8_decode_test attention_test matmul_tutorial_test cpu_launch_test
        attention_sample_test semantics_test tl-fuzz-differential while_test
        hints_test pointer_values_test conformance_test random_test math_test math_f64_test fp_fusion_test dot_precision_test shape_ops_test
-       cache_modifier_test inline_asm_test combine_test sort_test descriptor_test tensor_map_test tiles_5d_test hand_staged_attention_test
+       cache_modifier_test inline_asm_test combine_test sort_test descriptor_test tensor_map_test tma_descriptor_test tiles_5d_test hand_staged_attention_test
        multi_gpu_test compile_worker_test compile_profile_test gdc_test cached_launch_test autotune_test)
 cmake --build "$BUILD" -j"$(nproc)" --target tl tl-bench-gpu tl-bench-launch tl-bench-fp8-quant tl-bench-activation tl-bench-moe-topk tl-bench-moe tl-bench-persistent-matmul tl-bench-pipeline tl-amd-quality tl-bench-tune \
   tl-bench-gemm tl-bench-fp8-decode tl-bench-attention tl-bench-attention-sample tl-sample-attention tl-sample-rmsnorm tl-sample-vector_add tl-sample-fp8_quant tl-sample-gemm tl-sample-fp8_decode tl-sample-moe tl-cache "${TESTS[@]}"

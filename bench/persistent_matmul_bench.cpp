@@ -166,19 +166,23 @@ int main(int argc, char** argv) try {
       struct Variant {
         std::string name;
         bool descriptor, subtile, host = false;
+        bool tma = false;  // launch_options::tma: A and B loaded by TMA copies (unpipelined; off by default)
       };
       // (tma_persistent's descriptors made once, as the tutorial makes them before launching)
       const auto tma = persistent_matmul::make_tma_descriptors<tl::f16>(A, BT, C, s.M, s.N, s.K, c.bm, c.bn, c.bk, false);
       for (const Variant& v : {Variant{"persistent", false, false}, Variant{"descriptor_persistent", true, false},
                                Variant{"descriptor_persistent_subtile", true, true},
-                               Variant{"tma_persistent", true, false, true}}) {
+                               Variant{"tma_persistent", true, false, true},
+                               Variant{"tma_persistent_tma", true, false, true, true}}) {
+        tl::launch_options vopts = opts;
+        vopts.tma = v.tma;
         auto launch = [&] {
           if (!v.descriptor)
             matmul_kernel_persistent<tl::f16>()[grid].with(opts)(A, B, C, s.M, s.N, s.K, s.K, 1, s.N, 1, s.N, 1, c.bm, c.bn,
                                                                   c.bk, kGroup, num_sms);
           else if (v.host)
-            matmul_kernel_tma_persistent<tl::f16>()[grid].with(opts)(tma.a, tma.b, tma.c, s.M, s.N, s.K, c.bm, c.bn, c.bk,
-                                                                      kGroup, false, num_sms);
+            matmul_kernel_tma_persistent<tl::f16>()[grid].with(vopts)(tma.a, tma.b, tma.c, s.M, s.N, s.K, c.bm, c.bn, c.bk,
+                                                                       kGroup, false, num_sms);
           else
             matmul_kernel_descriptor_persistent<tl::f16>()[grid].with(opts)(A, BT, C, s.M, s.N, s.K, c.bm, c.bn, c.bk,
                                                                              kGroup, v.subtile, num_sms);

@@ -15,6 +15,9 @@ Kernels, both sides (bench/persistent_matmul_tutorial.hpp is tl's transcription)
   tma_persistent                 `matmul_kernel_tma_persistent`: the descriptor kernel with the
                                  descriptors made on the host (Triton's TensorDescriptor, the
                                  CUtensorMap made by its launcher; tl: tl::TensorDescriptor)
+  tma_persistent_tma             tl only: tma_persistent launched with launch_options::tma (A and B
+                                 loaded by TMA copies, one at a time: not pipelined yet), beside
+                                 Triton's tma_persistent
 Both sides run the same fixed configurations from the tutorial's autotuning space
 (BLOCK_M x BLOCK_N x BLOCK_K, num_stages, num_warps; GROUP_SIZE_M 8; WARP_SPECIALIZE off,
 Hopper has none) instead of the tutorial's @triton.autotune, so each row compares one
@@ -47,7 +50,9 @@ SIZES = [(8192, 8192, 1024), (8192, 8192, 4096)]
 # 256, BK 64 or 128, stages 2-4, warps 4 or 8)
 CONFIGS = [(128, 128, 64, 3, 8), (128, 256, 64, 3, 8)]
 GROUP_M = 8
-KERNELS = ("persistent", "descriptor_persistent", "descriptor_persistent_subtile", "tma_persistent")
+KERNELS = ("persistent", "descriptor_persistent", "descriptor_persistent_subtile", "tma_persistent", "tma_persistent_tma")
+# tl's tma_persistent launched with launch_options::tma (its loads TMA copies): beside Triton's tma_persistent.
+SAME_TRITON_KERNEL = {"tma_persistent_tma": "tma_persistent"}
 
 
 @triton.jit
@@ -257,7 +262,7 @@ def main():
         wr.writerow(["kernel", "M", "N", "K", "block_m", "block_n", "block_k", "num_stages", "num_warps", "tl_tflops",
                      "triton_tflops", "tl_over_triton", "tl_ms", "triton_ms", "tl_ok"])
         for k in keys:
-            t, r = tlr.get(k, {}), tri.get(k, {})
+            t, r = tlr.get(k, {}), tri.get((SAME_TRITON_KERNEL.get(k[0], k[0]),) + tuple(k[1:]), {})
             ratio = t.get("tflops", nan) / r.get("tflops", nan)
             wr.writerow(list(k) + [t.get("tflops", ""), r.get("tflops", ""), round(ratio, 3), t.get("ms", ""),
                                    r.get("ms", ""), t.get("ok", "")])

@@ -134,6 +134,8 @@ class CudaDevice : public Device {
     void** params = inline_params;
     if (args.size() > kInline) more.resize(args.size()), params = more.data();
     for (size_t i = 0; i < args.size(); ++i) params[i] = const_cast<uint64_t*>(&args[i]);
+    // (a tensor map, a 128-byte grid-constant parameter: the driver copies it from here)
+    for (const TensorMapArg& m : d.tensor_maps) params[m.slot] = const_cast<void*>(m.map);
     auto& ck = static_cast<CudaKernel&>(k);
     const auto s = static_cast<cuda::CUstream>(stream);
     if (d.programmatic_dependent && programmatic_launch_) {

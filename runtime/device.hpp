@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <span>
 #include <vector>
 
 #include "codegen/target.hpp"
@@ -26,6 +27,12 @@ class LoadedKernel {
   std::map<std::string, int64_t> resources;
 };
 
+// A tensor map kernel parameter (LaunchDims::tensor_maps).
+struct TensorMapArg {
+  size_t slot = 0;
+  const void* map = nullptr;
+};
+
 struct LaunchDims {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block_threads = 1;
@@ -33,6 +40,10 @@ struct LaunchDims {
   // launch_options::launch_pdl: the launch may overlap the previous one on its stream
   // (programmatic dependent launch). Devices without it launch plainly.
   bool programmatic_dependent = false;
+  // The kernel parameters that are tensor maps (launch_options::tma): the 128 bytes at
+  // `map` are passed by value where argument `slot` is (its slot in ArgSlots is unused).
+  // CUDA only; the other devices never take a kernel with one.
+  std::span<const TensorMapArg> tensor_maps;
 };
 
 // One 8-byte slot per kernel argument, in signature order. Pointers are device

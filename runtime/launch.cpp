@@ -30,6 +30,7 @@
 #include "runtime/device.hpp"
 #include "runtime/env.hpp"
 #include "runtime/kernel_entry.hpp"
+#include "runtime/tensor_map.hpp"
 #include "tl/kernel.hpp"
 #include "tl/numeric.hpp"
 
@@ -101,6 +102,15 @@ ir::Value* declare_argument(int index, DType dtype, bool is_pointer, const point
   return v;
 }
 
+ir::Value* declare_tensor_map_argument(int index) {
+  Trace& t = Trace::current(std::source_location::current());
+  if (index >= int(t_args.size()) || t_args[size_t(index)].trace_time) return nullptr;
+  // (the value is the map's address: a generic pointer to its 128 bytes)
+  ir::Value* v = t.add_argument(ir::Type{DType::ptr, DType::u8, {}}, fmt::format("arg{}", index), false);
+  t.mark_tensor_map(v);
+  return v;
+}
+
 namespace {
 
 // A compiled and loaded specialization.
@@ -114,6 +124,7 @@ struct Specialization {
 // What declare_argument reads from a run-time argument, as one letter of the key: a
 // pointer's 16-byte alignment and small range, an integer's divisibility by 16 or value 1.
 char specialized_as(const ArgValue& a) {
+  if (a.tensor_map) return 'M';
   if (a.is_pointer) return a.bits % 16 == 0 ? (small_range(a) ? 'B' : 'A') : (small_range(a) ? 'b' : 'a');
   if (is_int(a.dtype) && a.dtype != DType::i1) return a.bits == 1 ? '1' : int64_t(a.bits) % 16 == 0 ? 'D' : 'd';
   return 's';
@@ -513,8 +524,25 @@ void KernelBase::launch(const LaunchRequest& r, trace_ref trace) {
   // (Reused: packing the arguments allocates nothing once the thread has launched.)
   thread_local runtime::ArgSlots t_slots;
   t_slots.clear();
-  for (const ArgValue& a : r.args)
-    if (!a.trace_time) t_slots.push_back(a.bits);
+  // The tensor maps the kernel takes (launch_options::tma), encoded here (cached: a
+  // descriptor seen before is not encoded again) and passed by value where their slot is.
+  thread_local std::vector<cuda::TensorMap> t_maps;
+  thread_local std::vector<runtime::TensorMapArg> t_map_args;
+  t_maps.clear();
+  t_map_args.clear();
+  for (const ArgValue& a : r.args) {
+    if (a.trace_time) continue;
+    if (a.tensor_map) {
+      const cuda::Api* api = cuda::Api::get();
+      const std::optional<cuda::TensorMapRequest> req = cuda::tma_request(*a.tensor_map);
+      if (!api || !req) fail(fmt::format("kernel '{}': a tensor map argument without the CUDA driver (a tl bug)", name_));
+      t_map_args.push_back({t_slots.size(), nullptr});
+      t_maps.push_back(cuda::encode_tensor_map(*api, *req));
+    }
+    t_slots.push_back(a.bits);
+  }
+  for (size_t i = 0; i < t_map_args.size(); ++i) t_map_args[i].map = &t_maps[i];
+  dims.tensor_maps = t_map_args;
   g_launches.fetch_add(1, std::memory_order_relaxed);
   dev.launch(*hot->spec->loaded, dims, t_slots, r.stream);
 }

@@ -186,4 +186,30 @@ uint64_t tensor_map_encodes() {
   return g_encodes;
 }
 
+std::optional<TensorMapRequest> tma_request(const detail::host_descriptor_data& d) {
+  const int swizzle = detail::tensor_map_swizzle_bytes(d.dtype, d.block);
+  if (swizzle < 0) return std::nullopt;
+  return tensor_map_request(d.dtype, d.base, d.shape, d.strides, d.block, d.padding, swizzle).request;
+}
+
 }  // namespace tl::cuda
+
+namespace tl::detail {
+
+void choose_tensor_maps(std::span<ArgValue> args, const launch_options& o, const std::string& target) {
+  // (sm_90 alone: the form of the copy the lowering emits is Triton's for sm_90)
+  const bool hopper = o.tma && target.rfind("sm_90", 0) == 0;
+  for (ArgValue& a : args)
+    if (a.tensor_map) a.trace_time = !(hopper && cuda::tma_request(*a.tensor_map));
+}
+
+void choose_tensor_maps(std::span<ArgValue> args, const launch_options& o, const device& dev) {
+  if (!o.tma || dev.kind() != device_kind::cuda) {
+    for (ArgValue& a : args)
+      if (a.tensor_map) a.trace_time = true;
+    return;
+  }
+  choose_tensor_maps(args, o, dev.target());
+}
+
+}  // namespace tl::detail

@@ -23,9 +23,9 @@
 // tests/runtime/tensor_map_test.cpp): a box of more than 228 KiB is refused; tl takes boxes
 // of at most kMaxBoxBytes, the shared memory one sm_90 program may have.
 //
-// Not yet used by the kernels tl compiles: a descriptor load lowers to masked accesses on
-// NVIDIA (docs/language.md, "Tensor descriptors"); the device side of TMA (the map as a
-// kernel parameter, mbarriers, the pipeliner's stages) is the next step.
+// Used by the kernels tl compiles under launch_options::tma (off by default): the map a
+// grid-constant kernel parameter, each load one TMA copy waited for on an mbarrier
+// (Op::tensor_map_load); the pipeliner's stages on mbarriers are the next step.
 #pragma once
 
 #include <array>
@@ -114,5 +114,12 @@ static_assert(sizeof(TensorMap) == 128);
 TensorMap encode_tensor_map(const Api& api, const TensorMapRequest& r);
 // How many maps encode_tensor_map has asked the driver for (cache misses), for tests.
 uint64_t tensor_map_encodes();
+
+// The request a launch encodes for a host descriptor whose kernel parameter takes its
+// map (launch_options::tma on sm_90): the map's swizzle the one of the shared buffer its
+// loads land in (tl::detail::tensor_map_swizzle_bytes). nullopt where tl does not load the
+// descriptor through TMA: its block is not one tl takes, or a rule above refuses it (a
+// descriptor TMA cannot take is loaded as on other GPUs, not refused).
+std::optional<TensorMapRequest> tma_request(const detail::host_descriptor_data& d);
 
 }  // namespace tl::cuda

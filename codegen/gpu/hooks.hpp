@@ -180,6 +180,15 @@ class GpuHooks {
   // previous one (AMD, older NVIDIA).
   virtual void grid_dependency_wait(llvm::IRBuilderBase& b) {}
   virtual void grid_dependency_launch_dependents(llvm::IRBuilderBase& b) {}
+  // Hopper's TMA (Op::tensor_map_load): the box of the tensor map at `tensor_map` (a
+  // generic pointer to its 128 bytes) whose first element is at `coords` (innermost dim
+  // first) copied into shared memory at `dst`, `bytes` of it, waited for on the mbarrier
+  // at `mbarrier` (8 bytes of shared memory no one else uses during the call): every
+  // thread returns once the box has landed. false: the target has no TMA.
+  virtual bool tensor_map_load(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* dst, llvm::Value* mbarrier,
+                               llvm::Value* tensor_map, const std::vector<llvm::Value*>& coords, int bytes) {
+    return false;
+  }
 
   // NVIDIA's ldmatrix.x4 (.trans): four 8x8 matrices of 16-bit elements from shared
   // memory, lane l giving the address of row l % 8 of matrix l / 8 (16 contiguous bytes);

@@ -65,6 +65,12 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
         if (op.i1 != ir::kReadByDot) out.push_back({passes::SharedAccess::read, ranges(op.operands[0])});
         return;
       case Op::shared_store: out.push_back({passes::SharedAccess::write, ranges(op.operands[0])}); return;
+      case Op::tensor_map_load:
+        // The stage, and its mbarrier in the op's scratch (initialised, waited on and
+        // invalidated within the op, between barriers of its own).
+        out.push_back({passes::SharedAccess::write, ranges(op.operands[0])});
+        if (op.smem) out.push_back({passes::SharedAccess::exchange, {{op.smem->offset, op.smem->offset + op.smem->bytes}}});
+        return;
       case Op::global_load_to_shared:
         // (a compiler copy plan_copies loads and stores writes nothing itself: its shared_store does)
         if (!(op.copy && op.copy->chunk_bytes == 0)) out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])});

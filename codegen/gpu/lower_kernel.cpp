@@ -44,9 +44,11 @@ void Lowerer::fail(const ir::Operation& op, const std::string& what) {
 
 LoweringResult Lowerer::run() {
   std::vector<llvm::Type*> params;
-  for (auto& a : f_.body.args) {
-    DType t = a->type.dtype;
-    params.push_back(t == DType::i1 ? b.getInt8Ty() : reg_type(t));  // bool travels as a byte
+  auto tensor_map = [&](size_t i) { return i < f_.arg_info.size() && f_.arg_info[i].tensor_map; };
+  for (size_t i = 0; i < f_.body.args.size(); ++i) {
+    DType t = f_.body.args[i]->type.dtype;
+    if (tensor_map(i)) params.push_back(b.getPtrTy());  // (byval: the pointer to the param's copy)
+    else params.push_back(t == DType::i1 ? b.getInt8Ty() : reg_type(t));  // bool travels as a byte
   }
   auto* fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
   std::string name = kernel_symbol(f_.name);
@@ -56,6 +58,14 @@ LoweringResult Lowerer::run() {
     llvm::Argument* arg = fn_->getArg(unsigned(i));
     arg->setName(i < f_.arg_info.size() && !f_.arg_info[i].name.empty() ? f_.arg_info[i].name : fmt::format("arg{}", i));
     arg->addAttr(llvm::Attribute::NoUndef);
+    if (tensor_map(i)) {
+      // A CUtensorMap by value (CUDA's `const __grid_constant__ CUtensorMap`, as Triton
+      // passes it): 128 bytes, 64-byte aligned, read in place through its generic address.
+      arg->addAttr(llvm::Attribute::getWithByValType(ctx_, llvm::ArrayType::get(b.getInt8Ty(), 128)));
+      arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+      arg->addAttr(llvm::Attribute::get(ctx_, "nvvm.grid_constant"));
+      continue;
+    }
     if (a->type.is_ptr() && i < f_.arg_info.size() && f_.arg_info[i].divisible_by_16)
       arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(16)));
   }
@@ -287,6 +297,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::shared_store: return lower_shared_store(op);
     case Op::global_load_to_shared: return lower_global_load_to_shared(op);
     case Op::async_wait: return lower_async_wait(op);
+    case Op::tensor_map_load: return lower_tensor_map_load(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::dot: return lower_dot(op);

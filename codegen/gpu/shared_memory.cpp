@@ -75,6 +75,18 @@ const ir::Operation* carrying_loop(const ir::Value* v) {
   return v->owner->parent->op == Op::for_ ? v->owner->parent : nullptr;
 }
 
+// The last op using `v`, through a transposition or cast (the dot reading a load kReadByDot).
+int64_t read_by_dot_at(const ir::Value* v, const Analysis& a) {
+  int64_t at = 0;
+  auto it = a.users.find(v);
+  if (it == a.users.end()) return at;
+  for (const ir::Operation* w : it->second) {
+    at = std::max(at, a.span.at(w).first);
+    if (w->op == Op::trans || w->op == Op::cast) at = std::max(at, read_by_dot_at(w->result(), a));
+  }
+  return at;
+}
+
 void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const Analysis& a) {
   auto [def, def_end] = a.span.at(buf.alloc);
   buf.first = buf.last = def;
@@ -93,6 +105,10 @@ void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const An
     if (it == a.users.end()) continue;
     for (const ir::Operation* u : it->second) {
       int64_t point = a.span.at(u).first;
+      // A read by a dot (kReadByDot) reads the buffer at the dot, not at the load: the
+      // buffer lives until then (a descriptor load's own buffer, made in the loop body
+      // where the load is, is not carried by the loop that would cover the dot otherwise).
+      if (u->op == Op::shared_load && u->i1 == ir::kReadByDot) point = std::max(point, read_by_dot_at(u->result(), a));
       for (const ir::Operation* p = u->parent ? u->parent->parent : nullptr; p;
            p = p->parent ? p->parent->parent : nullptr)
         if ((p->op == Op::for_ || p->op == Op::while_) && !contains(p, def))
@@ -192,6 +208,7 @@ int64_t scratch_bytes(const ir::Operation& op) {
       return scan_scratch(l, int(op.i0), dtypes);
     }
     case Op::gather: return op.operands[0]->type.numel() * bytes_of(op.operands[0]);
+    case Op::tensor_map_load: return 8;  // its mbarrier
     case Op::flip: {
       // Through shared memory only where the flipped coordinate's bits move across warps.
       const Layout& l = recorded_layout(op, op.result());
@@ -231,12 +248,12 @@ int64_t scratch_bytes(const ir::Operation& op) {
   }
 }
 
-int64_t buffer_alignment(const ir::Operation& alloc, const TargetCapabilities& caps) {
 int64_t buffer_bytes(const ir::Operation& alloc) {
   const ir::Type& t = alloc.result()->type;
   return t.numel() * t.stages * byte_width(t.dtype);
 }
 
+int64_t buffer_alignment(const ir::Operation& alloc, const TargetCapabilities& caps) {
   const int64_t row = int64_t(caps.shared_banks) * caps.shared_bank_bytes;
   const ir::Type& t = alloc.result()->type;
   int64_t align = buffer_bytes(alloc) >= row ? std::max<int64_t>(16, row) : 16;

@@ -36,6 +36,7 @@ const char* op_name(Op op) {
     case Op::shared_alloc: return "shared_alloc";
     case Op::shared_load: return "shared_load"; case Op::shared_store: return "shared_store";
     case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
+    case Op::tensor_map_load: return "tensor_map_load";
     case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot";
     case Op::convert_layout: return "convert_layout";
@@ -132,6 +133,7 @@ class Printer {
       out_ += fmt::format("{}{}: {}", i ? ", " : "", name(a), a->type.str());
       if (i < f.arg_info.size() && f.arg_info[i].divisible_by_16) out_ += " {div16}";
       if (i < f.arg_info.size() && f.arg_info[i].pointer_range_32) out_ += " {range32}";
+      if (i < f.arg_info.size() && f.arg_info[i].tensor_map) out_ += " {tensor_map}";
     }
     out_ += ")";
     if (f.num_warps) out_ += fmt::format(" attributes {{num_warps = {}}}", f.num_warps);

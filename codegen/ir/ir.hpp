@@ -119,6 +119,9 @@ struct ArgInfo {
   // (kBufferNumRecords) past it (Triton's AMD `tt.pointer_range = 32`), known from the
   // launch's tl::buffer: non-negative offsets from it fit a buffer access's 32 bits.
   bool pointer_range_32 = false;
+  // NVIDIA sm_90: the argument is a descriptor's CUtensorMap, 128 bytes passed by value
+  // as a grid constant (its value a pointer to them), read only by tensor_map_load.
+  bool tensor_map = false;
 };
 
 class Block {

@@ -55,6 +55,8 @@ OpProperties describe(Op op) {
     // i0: kCopyIntoLastReadStage; i1: kBufferAccess (tl::amd::buffer_load_to_shared).
     case Op::global_load_to_shared: return {kWritesMemory, kAttrI0 | kAttrI1};
     case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
+    // Writes its stage (and waits for the copy itself): ordered as a shared_store is.
+    case Op::tensor_map_load: return {kWritesMemory, 0};
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n

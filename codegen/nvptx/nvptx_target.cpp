@@ -468,6 +468,95 @@ class NvptxHooks final : public gpu::GpuHooks {
     if (has_grid_dependency_control()) b.CreateIntrinsic(Intr::nvvm_griddepcontrol_launch_dependents, kNoTypes, {});
   }
 
+  // Op::tensor_map_load, in the form Triton 3.6 emits for a descriptor load on sm_90
+  // (bench/results/sm90-2026-11-28-tma-ptx/triton_tma_load.ptx), which is known to run,
+  // rather than the form LLVM 22's TMA intrinsics lower to (the copy's destination a
+  // 64-bit shared::cluster address from cvta, a fence.mbarrier_init after the init, thread
+  // 0 issuing): that form faulted on the H200 with CUDA_ERROR_ILLEGAL_INSTRUCTION, and
+  // which of the three differences is at fault is not known yet. So, as Triton: inline PTX
+  // with the 32-bit shared::cta addresses of the box and the mbarrier; thread 0
+  // initialises the mbarrier (count 1) and, after a barrier, arms it with the box's bytes
+  // (arrive.expect_tx); no fence.mbarrier_init (Triton has none: one CTA, no cluster);
+  // one thread of warp 0 chosen by elect.sync issues the copy; every thread waits for
+  // phase 0 with try_wait.parity; after a last barrier thread 0 invalidates the mbarrier,
+  // so that its 8 bytes are plain shared memory again and the next load initialises it
+  // afresh (one stage, the phase always 0).
+  bool tensor_map_load(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* dst, llvm::Value* mbarrier,
+                       llvm::Value* tensor_map, const std::vector<llvm::Value*>& coords, int bytes) override {
+    if (std::atoi(desc_.arch.c_str() + 3) < 90) return false;
+    llvm::LLVMContext& ctx = b.getContext();
+    llvm::Function* fn = b.GetInsertBlock()->getParent();
+    llvm::Type* i32 = b.getInt32Ty();
+    llvm::Value* dst32 = b.CreatePtrToInt(dst, i32, "tma.dst");
+    llvm::Value* bar32 = b.CreatePtrToInt(mbarrier, i32, "tma.bar");
+    llvm::Value* map = b.CreatePtrToInt(tensor_map, b.getInt64Ty(), "tma.map");
+    auto asm_call = [&](llvm::Type* ret, const std::string& text, const std::string& constraints,
+                        std::vector<llvm::Value*> args) -> llvm::Value* {
+      std::vector<llvm::Type*> ins;
+      for (llvm::Value* x : args) ins.push_back(x->getType());
+      auto* fty = llvm::FunctionType::get(ret, ins, false);
+      llvm::CallInst* call = b.CreateCall(fty, llvm::InlineAsm::get(fty, text, constraints, true), args);
+      call->addFnAttr(llvm::Attribute::Convergent);
+      return call;
+    };
+    // `body` run by the threads for which `pred` holds.
+    auto only = [&](llvm::Value* pred, const char* name, auto&& body) {
+      auto* then = llvm::BasicBlock::Create(ctx, std::string("tma.") + name, fn);
+      auto* next = llvm::BasicBlock::Create(ctx, std::string("tma.") + name + ".end", fn);
+      b.CreateCondBr(pred, then, next);
+      b.SetInsertPoint(then);
+      body();
+      b.CreateBr(next);
+      b.SetInsertPoint(next);
+    };
+    llvm::Value* first = b.CreateICmpEQ(tid, b.getInt32(0));
+    only(first, "init", [&] {
+      asm_call(b.getVoidTy(), "mbarrier.init.shared::cta.b64 [$0], 1;", "r,~{memory}", {bar32});
+    });
+    barrier(b);
+    only(first, "arm", [&] {
+      asm_call(b.getVoidTy(), fmt::format("mbarrier.arrive.expect_tx.shared.b64 _, [$0], {};", bytes), "r,~{memory}",
+               {bar32});
+    });
+    barrier(b);
+    llvm::Value* warp0 = b.CreateICmpULT(tid, b.getInt32(32));
+    only(warp0, "warp0", [&] {
+      llvm::Value* elected = asm_call(i32, "{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 $0, 1, 0, p;\n\t}",
+                                      "=r", {});
+      only(b.CreateICmpNE(elected, b.getInt32(0)), "issue", [&] {
+        std::string list;
+        std::string constraints = "r,l,r";
+        std::vector<llvm::Value*> args = {dst32, map, bar32};
+        for (size_t i = 0; i < coords.size(); ++i) {
+          list += fmt::format("{}${}", i ? ", " : "", 3 + i);
+          constraints += ",r";
+          args.push_back(coords[i]);
+        }
+        asm_call(b.getVoidTy(),
+                 fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], "
+                             "[$1, {{{}}}], [$2];",
+                             coords.size(), list),
+                 constraints + ",~{memory}", args);
+      });
+    });
+    barrier(b);
+    // Every thread: until phase 0 has completed (the box's bytes landed).
+    auto* wait = llvm::BasicBlock::Create(ctx, "tma.wait", fn);
+    auto* done = llvm::BasicBlock::Create(ctx, "tma.done", fn);
+    b.CreateBr(wait);
+    b.SetInsertPoint(wait);
+    llvm::Value* complete = asm_call(
+        i32, "{\n\t.reg .pred c;\n\tmbarrier.try_wait.parity.shared.b64 c, [$1], 0;\n\tselp.u32 $0, 1, 0, c;\n\t}",
+        "=r,r,~{memory}", {bar32});
+    b.CreateCondBr(b.CreateICmpNE(complete, b.getInt32(0)), done, wait);
+    b.SetInsertPoint(done);
+    barrier(b);
+    only(first, "inval", [&] {
+      asm_call(b.getVoidTy(), "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", {bar32});
+    });
+    return true;
+  }
+
   // mma.sync (LLVM 22's llvm.nvvm.mma.*, fragments in codegen/gpu/dot_layout.cpp): A in
   // four 32-bit registers, B in two, C/D four f32 or s32. Two 16-bit elements a register
   // (bf16 packed as i32, f16 as <2 x half>), four 8-bit ones (i32), one tf32 (the f32's
@@ -509,8 +598,9 @@ class NvptxTarget final : public codegen::Target {
     // mma.sync on FP8 needs PTX 8.4 (sm_89+, where the capability table lists it); a
     // warpgroup dot (wgmma) the architecture-specific sm_90a (PTX 8.0), whose code runs on
     // compute capability 9.0 alone: a kernel without one stays plain sm_90.
-    bool fp8_dot = false, warpgroup_dot = false;
+    bool fp8_dot = false, warpgroup_dot = false, tensor_map = false;
     ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
+      tensor_map |= op.op == Op::tensor_map_load;  // (cp.async.bulk.tensor, elect.sync: PTX 8.0)
       fp8_dot |= op.op == Op::dot && is_fp8(op.operands[0]->type.dtype);
       if (op.op == Op::dot)
         for (const auto& mi : hooks_.capabilities().matrix_instructions)
@@ -519,6 +609,7 @@ class NvptxTarget final : public codegen::Target {
     const std::string arch = warpgroup_dot && desc_.arch == "sm_90" ? "sm_90a" : desc_.arch;
     int ptx = ptx_version(arch);
     if (fp8_dot) ptx = std::max(ptx, 84);
+    if (tensor_map) ptx = std::max(ptx, 80);
     std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx) : desc_.features;
     tm_ = &codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", arch, features, opts.opt_level >= 3), [&] {
       std::string err;

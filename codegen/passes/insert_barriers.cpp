@@ -271,6 +271,8 @@ int insert_barriers(ir::Function& f) {
     switch (op.op) {
       case Op::shared_load: out.push_back({SharedAccess::read, ranges(op.operands[0])}); break;
       case Op::shared_store: out.push_back({SharedAccess::write, ranges(op.operands[0])}); break;
+      // (complete for every thread when it ends: its own mbarrier wait)
+      case Op::tensor_map_load: out.push_back({SharedAccess::write, ranges(op.operands[0])}); break;
       case Op::global_load_to_shared: out.push_back({SharedAccess::copy, ranges(op.operands[0])}); break;
       default: break;
     }

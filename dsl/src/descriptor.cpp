@@ -13,11 +13,22 @@
 // thread compares each row and each column it holds once, not each element, and the axis
 // analysis reads the last dim's compares as constant over aligned runs where the shape and
 // offsets allow (a shape divisible by 16 keeps 16-byte accesses).
+//
+// Where the kernel takes the descriptor's CUtensorMap (NVIDIA sm_90 under
+// launch_options::tma: descriptor_parts::tensor_map), a load is instead
+//
+//   buf = shared_alloc [1, block...] (the encoding TMA writes: tensor_map_swizzle_bytes)
+//   tensor_map_load(buf, 0, map, offsets...)   one box copied by TMA, waited for
+//   shared_load(buf, 0)                        in whatever layout its users want
+//
+// the shape's bounds and the padding being the map's (TMA fills what lies outside with
+// 0 or NaN), so there is no mask. Stores stay masked stores.
 #include <fmt/format.h>
 
 #include <bit>
 #include <limits>
 
+#include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "dsl/src/trace.hpp"
 #include "tl/amd.hpp"
@@ -90,7 +101,29 @@ BlockAccess block_access(const descriptor_parts& d, const Shape& block, const st
   return {binary(Op::addptr, d.base, move, loc), broadcast_to(offs, block, loc), broadcast_to(mask, block, loc)};
 }
 
+// The shared encoding a TMA box of `block` lands in with `swizzle` bytes (see
+// tensor_map_swizzle_bytes): a warpgroup dot operand's (the same swizzle), else row-major.
+ir::SharedEncoding tensor_map_encoding(DType e, const Shape& block, int swizzle) {
+  const ir::Type buffer = ir::Type::shared_buffer(e, block, 1);
+  if (swizzle) return gpu::descriptor_encoding(buffer);
+  ir::SharedEncoding enc;
+  for (size_t d = block.size(); d-- > 0;) enc.order.push_back(int(d));
+  enc.vec = std::max(1, std::min(16 / byte_width(e), block.back()));
+  return enc;
+}
+
 }  // namespace
+
+int tensor_map_swizzle_bytes(DType e, std::span<const int> block) {
+  if (e == DType::ptr || e == DType::i1 || block.empty()) return -1;
+  const int64_t eb = byte_width(e);
+  int64_t bytes = eb;
+  for (int b : block) bytes *= b;
+  if (bytes < 128) return -1;
+  const int64_t row = int64_t(block.back()) * eb;
+  if (block.size() == 2 && block[0] % 8 == 0 && row % 32 == 0) return row <= 128 ? int(row) : -1;
+  return 0;
+}
 
 descriptor_parts make_tensor_descriptor(Value* base, const std::vector<index_arg>& shape,
                                         const std::vector<index_arg>& strides, const Shape& block,
@@ -192,6 +225,21 @@ void host_descriptor_rank_error(int rank, int param_rank, const std::source_loca
 
 Value* descriptor_load(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
                        const access_options& opts, const Loc& loc) {
+  if (d.tensor_map) {
+    const char* fn = "tensor_descriptor::load";
+    check_offsets(block, offsets, fn, loc);
+    const DType e = d.base->type.pointee;
+    // (the launch gave the map only where this is not -1: choose_tensor_maps)
+    const int swizzle = tensor_map_swizzle_bytes(e, block);
+    Trace& tr = Trace::current(loc);
+    Value* buf = tr.emit1(Op::shared_alloc, {}, ir::Type::shared_buffer(e, block, 1), loc);
+    buf->def->shared = tensor_map_encoding(e, block, swizzle);
+    Value* stage = constant(DType::i32, 0, 0, loc);
+    std::vector<Value*> operands{buf, stage, d.tensor_map};
+    for (size_t i = 0; i < offsets.size(); ++i) operands.push_back(scalar_index(offsets[i], DType::i32, fn, "offsets", i, loc));
+    tr.emit(Op::tensor_map_load, std::move(operands), loc);
+    return shared_load(buf, stage, loc);
+  }
   BlockAccess a = block_access(d, block, offsets, "tensor_descriptor::load", loc);
   // A masked-off element reads 0, as TMA's zero padding (on AMD the buffer's own 0: a
   // zero `other` costs no select there), or NaN (TMA's OOB_FILL_NAN_REQUEST_ZERO_FMA: a

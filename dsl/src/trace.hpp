@@ -53,6 +53,8 @@ class Trace {
   ir::Value* emit1(Op op, std::vector<ir::Value*> operands, ir::Type result, const Loc& loc);
   // `pointer_range_32`: ir::ArgInfo's, for pointers.
   ir::Value* add_argument(ir::Type t, std::string name, bool divisible_by_16, bool pointer_range_32 = false);
+  // The argument just added is a descriptor's CUtensorMap (ir::ArgInfo::tensor_map).
+  void mark_tensor_map(const ir::Value* arg) { fn_->arg_info[size_t(arg->index)].tensor_map = true; }
 
   int depth() const { return int(frames_.size()); }
 

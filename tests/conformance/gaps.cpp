@@ -45,8 +45,9 @@ const std::vector<gap>& gaps() {
        "10 block-scaled matmul", partial,
        "descriptors made in the kernel (`tl::make_tensor_descriptor`, `desc.load/store`, `padding_option` "
        "zero or nan) and on the host (`tl::TensorDescriptor`, Triton's `TensorDescriptor` kernel argument) exist, "
-       "lowered to buffer accesses on AMD and masked accesses elsewhere; not yet: TMA on Hopper "
-       "(`cp.async.bulk.tensor`), `tl._experimental_descriptor_load/store`",
+       "lowered to buffer accesses on AMD and masked accesses elsewhere; TMA on Hopper (`cp.async.bulk.tensor`) "
+       "for host descriptors' loads behind `launch_options::tma`, off by default, unpipelined and not yet run on a "
+       "GPU; not yet: `tl._experimental_descriptor_load/store`",
        "09's `matmul_kernel_descriptor_persistent` and `matmul_kernel_tma_persistent` run as written (with and "
        "without EPILOGUE_SUBTILE); 06's kernel loads and stores through pointer tiles at the descriptor's offsets",
        nullptr},

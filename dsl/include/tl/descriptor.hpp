@@ -23,10 +23,15 @@
 // Lowering: the block's first element becomes a scalar base, the block's elements i32
 // offsets from it and the shape a mask; on AMD that is a buffer load/store (the base in a
 // buffer resource, masked-off lanes moved past its end: no branch), on NVIDIA and the CPU
-// the masked load/store through `base + offsets`. TMA on Hopper is a later step.
+// the masked load/store through `base + offsets`. On NVIDIA sm_90 with the launch option
+// tl::launch_options::tma (off by default), a load through a descriptor made on the host
+// is a TMA copy instead (the kernel takes the descriptor's CUtensorMap, which the launch
+// encodes: runtime/tensor_map.hpp), where TMA takes the descriptor (docs/language.md).
 #pragma once
 
 #include <cstdint>
+#include <source_location>
+#include <span>
 #include <vector>
 
 #include "tl/kernel.hpp"
@@ -56,7 +61,20 @@ struct descriptor_parts {
   std::vector<ir::Value*> shape;
   std::vector<ir::Value*> strides;
   padding_option padding = padding_option::zero;
+  // A host descriptor's CUtensorMap argument, where the kernel takes one (NVIDIA sm_90,
+  // launch_options::tma, a descriptor TMA takes): loads copy through it. Else null.
+  ir::Value* tensor_map = nullptr;
 };
+// The swizzle (bytes: 0, 32, 64 or 128) of the shared buffer a TMA load of this block
+// lands in, which is the map's swizzle too, or -1 where tl does not load this block
+// through TMA. A 2-D block of 8k rows whose rows are 32, 64 or 128 bytes is swizzled as a
+// warpgroup dot reads its operands (the row's bytes; codegen/gpu/warpgroup_dot.cpp's
+// descriptor_encoding is the same layout); one whose rows are a longer multiple of 32
+// bytes is not taken (that encoding splits a row into column blocks, which one box cannot
+// write); any other block lies row-major, unswizzled. A block under 128 bytes is not taken
+// (a box's shared address is 128-byte aligned, which the allocator gives buffers of 128
+// bytes or more).
+int tensor_map_swizzle_bytes(DType e, std::span<const int> block);
 descriptor_parts make_tensor_descriptor(ir::Value* base, const std::vector<index_arg>& shape,
                                         const std::vector<index_arg>& strides, const Shape& block_shape,
                                         padding_option padding, const Loc& loc);
@@ -106,14 +124,14 @@ template <class T, int Rank = 0> class tensor_descriptor {
 
   // (made by tl::make_tensor_descriptor, or from a host TensorDescriptor at a launch)
   tensor_descriptor(const detail::descriptor_parts& p, shape_t block)
-      : base_(p.base), block_(std::move(block)), padding_(p.padding) {
+      : base_(p.base), block_(std::move(block)), padding_(p.padding), tensor_map_(p.tensor_map) {
     for (ir::Value* s : p.shape) shape_.push_back(i32(s));
     for (ir::Value* s : p.strides) strides_.push_back(i64(s));
   }
 
  private:
   detail::descriptor_parts parts() const {
-    detail::descriptor_parts p{base_.get(), {}, {}, padding_};
+    detail::descriptor_parts p{base_.get(), {}, {}, padding_, tensor_map_};
     for (const i32& s : shape_) p.shape.push_back(s.get());
     for (const i64& s : strides_) p.strides.push_back(s.get());
     return p;
@@ -123,6 +141,7 @@ template <class T, int Rank = 0> class tensor_descriptor {
   std::vector<i64> strides_;
   shape_t block_;
   padding_option padding_;
+  ir::Value* tensor_map_;  // (a kernel argument: valid wherever the descriptor is)
 };
 
 // Triton's tl.make_tensor_descriptor(base, shape, strides, block_shape, padding_option):
@@ -164,6 +183,17 @@ void store_tensor_descriptor(const tensor_descriptor<E, R>& d, const std::vector
 // them; the strides' and shape's divisibility by 16 specialize as any integer argument's),
 // the block shape and padding trace-time constants (each its own specialization).
 namespace detail {
+// What a launch reads from a host descriptor to encode its tensor map (ArgValue::tensor_map).
+struct host_descriptor_data {
+  DType dtype = DType::u8;
+  uint64_t base = 0;
+  uint64_t range_bytes = 0;  // a tl::buffer's bytes, else 0
+  std::vector<int64_t> shape, strides;
+  std::vector<int> block;
+  padding_option padding = padding_option::zero;
+  std::source_location loc;
+};
+
 template <class E> class host_tensor_descriptor {
  public:
   using elem = E;
@@ -172,16 +202,16 @@ template <class E> class host_tensor_descriptor {
   host_tensor_descriptor(const buffer<elem>& base, std::vector<int64_t> shape, std::vector<int64_t> strides,
                          std::vector<int> block_shape, padding_option padding = padding_option::zero,
                          std::source_location loc = std::source_location::current())
-      : base_(reinterpret_cast<uint64_t>(base.data())), range_bytes_(base.bytes()), shape_(std::move(shape)),
-        strides_(std::move(strides)), block_(std::move(block_shape)), padding_(padding), loc_(loc) {
+      : d_{elem::dtype, reinterpret_cast<uint64_t>(base.data()), base.bytes(), std::move(shape), std::move(strides),
+           std::move(block_shape), padding, loc} {
     check();
     // (elements addressed past the buffer's end are a false descriptor, as Triton's)
   }
   host_tensor_descriptor(const host_t* base, std::vector<int64_t> shape, std::vector<int64_t> strides,
                          std::vector<int> block_shape, padding_option padding = padding_option::zero,
                          std::source_location loc = std::source_location::current())
-      : base_(reinterpret_cast<uint64_t>(base)), shape_(std::move(shape)), strides_(std::move(strides)),
-        block_(std::move(block_shape)), padding_(padding), loc_(loc) {
+      : d_{elem::dtype, reinterpret_cast<uint64_t>(base), 0, std::move(shape), std::move(strides),
+           std::move(block_shape), padding, loc} {
     check();
   }
   // Triton's TensorDescriptor.from_tensor: the buffer holds a contiguous tensor of `shape`
@@ -194,24 +224,18 @@ template <class E> class host_tensor_descriptor {
     return host_tensor_descriptor(base, std::move(shape), std::move(strides), std::move(block_shape), padding, loc);
   }
 
-  uint64_t base_address() const { return base_; }
-  uint64_t range_bytes() const { return range_bytes_; }  // a tl::buffer's bytes, else 0
-  const std::vector<int64_t>& shape() const { return shape_; }
-  const std::vector<int64_t>& strides() const { return strides_; }
-  const std::vector<int>& block_shape() const { return block_; }
-  padding_option padding() const { return padding_; }
-  const std::source_location& location() const { return loc_; }
+  uint64_t base_address() const { return d_.base; }
+  uint64_t range_bytes() const { return d_.range_bytes; }  // a tl::buffer's bytes, else 0
+  const std::vector<int64_t>& shape() const { return d_.shape; }
+  const std::vector<int64_t>& strides() const { return d_.strides; }
+  const std::vector<int>& block_shape() const { return d_.block; }
+  padding_option padding() const { return d_.padding; }
+  const std::source_location& location() const { return d_.loc; }
+  const host_descriptor_data& data() const { return d_; }
 
  private:
-  void check() const {
-    check_host_descriptor(elem::dtype, base_, shape_, strides_, block_, padding_, loc_);
-  }
-  uint64_t base_;
-  uint64_t range_bytes_ = 0;
-  std::vector<int64_t> shape_, strides_;
-  std::vector<int> block_;
-  padding_option padding_;
-  std::source_location loc_;
+  void check() const { check_host_descriptor(elem::dtype, d_.base, d_.shape, d_.strides, d_.block, d_.padding, d_.loc); }
+  host_descriptor_data d_;
 };
 }  // namespace detail
 
@@ -221,13 +245,15 @@ template <class T> using TensorDescriptor = detail::host_tensor_descriptor<elem_
 namespace detail {
 
 // A tl::tensor_descriptor<T, Rank> kernel parameter (kernel.hpp's composite_param): 1 +
-// 2 Rank run-time arguments (the base; the shape as i32; the strides as i64) and the block
-// shape and padding as trace-time constants.
+// 2 Rank run-time arguments (the base; the shape as i32; the strides as i64), the block
+// shape and padding as trace-time constants, and the slot of its CUtensorMap: a run-time
+// argument only where the launch chooses TMA for it (choose_tensor_maps: NVIDIA sm_90,
+// launch_options::tma, a descriptor TMA takes), else absent as a constant's.
 template <class T, int Rank> struct composite_param<tensor_descriptor<T, Rank>> {
   static_assert(Rank >= 1 && Rank <= 5, "tl::tensor_descriptor<T, Rank> as a kernel parameter: Rank is 1 to 5");
   using E = elem_t<T>;
   static constexpr bool value = true;
-  static constexpr size_t slots = 1 + 2 * size_t(Rank);
+  static constexpr size_t slots = 2 + 2 * size_t(Rank);
   static constexpr size_t constant_bytes = sizeof(int32_t) * size_t(Rank) + 1;
 
   template <class A> static const host_tensor_descriptor<E>& host(const A& a) {
@@ -253,6 +279,8 @@ template <class T, int Rank> struct composite_param<tensor_descriptor<T, Rank>> 
       std::memcpy(constants + sizeof(int32_t) * size_t(d), &b, sizeof b);
     }
     constants[sizeof(int32_t) * size_t(Rank)] = char(a.padding());
+    v[1 + 2 * Rank].trace_time = true;  // (until the launch chooses TMA for it)
+    v[1 + 2 * Rank].tensor_map = &a.data();
   }
   template <class A> static tensor_descriptor<T, Rank> make(int slot, const A& arg) {
     const host_tensor_descriptor<E>& a = host(arg);
@@ -262,6 +290,7 @@ template <class T, int Rank> struct composite_param<tensor_descriptor<T, Rank>> 
     for (int d = 0; d < Rank; ++d) strides.push_back(i64(declare_argument(slot + 1 + Rank + d, DType::i64, false)));
     shape_t block(a.block_shape().begin(), a.block_shape().end());
     descriptor_parts p = make_tensor_descriptor(base.get(), shape, strides, block, a.padding(), a.location());
+    p.tensor_map = declare_tensor_map_argument(slot + 1 + 2 * Rank);
     return tensor_descriptor<T, Rank>(p, std::move(block));
   }
 };

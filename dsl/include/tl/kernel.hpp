@@ -164,6 +164,13 @@ struct launch_options {
   // later (cuLaunchKernelEx with programmatic stream serialization); ignored elsewhere, as
   // Triton ignores it where the GPU lacks it. Not part of the compiled code.
   bool launch_pdl = false;
+  // Hopper's TMA for tensor descriptors (issue 41, not measured yet, hence off): on NVIDIA
+  // sm_90 a kernel parameter tl::tensor_descriptor<T, Rank> given a host
+  // tl::TensorDescriptor whose block TMA takes (tl/descriptor.hpp,
+  // tensor_map_swizzle_bytes; runtime/tensor_map.hpp's rules) receives the descriptor's
+  // CUtensorMap, encoded at the launch, and its loads are TMA copies into shared memory,
+  // one at a time (no pipelining yet). Ignored on other targets and for other descriptors.
+  bool tma = false;
 };
 
 // A user stream: hipStream_t or CUstream (ignored on the CPU).
@@ -172,6 +179,8 @@ struct stream {
 };
 
 namespace detail {
+
+struct host_descriptor_data;  // (tl/descriptor.hpp)
 
 // A run-time argument of a launch, with what the specialization key needs from it.
 struct ArgValue {
@@ -187,6 +196,9 @@ struct ArgValue {
   // (Triton's AMD `tt.pointer_range = 32`): 32-bit byte offsets reach every element, so
   // AMD loads through it may become buffer loads (codegen/gpu/convert_to_buffer_ops.cpp).
   uint64_t range_bytes = 0;
+  // A host tensor descriptor's map slot (tl/descriptor.hpp): the descriptor the launch
+  // encodes the CUtensorMap of. trace_time until choose_tensor_maps makes it an argument.
+  const host_descriptor_data* tensor_map = nullptr;
 };
 
 struct LaunchRequest {
@@ -244,6 +256,14 @@ class KernelBase {
 // Declares kernel argument i while tracing; returns its value. Pointers: dtype is the
 // pointee, and `pointee` describes it where it is itself a pointer (ptr<ptr<f16>>).
 ir::Value* declare_argument(int index, DType dtype, bool is_pointer, const pointer_desc& pointee = {});
+
+// Declares the CUtensorMap argument of a descriptor parameter (slot `index`) while
+// tracing, where the launch chose TMA for it (its ArgValue not trace_time); else null.
+ir::Value* declare_tensor_map_argument(int index);
+// Makes each tensor map slot among `args` a run-time argument where TMA takes its
+// descriptor on `target` ("sm_90") with these options, else leaves it absent.
+void choose_tensor_maps(std::span<ArgValue> args, const launch_options& o, const std::string& target);
+void choose_tensor_maps(std::span<ArgValue> args, const launch_options& o, const device& dev);
 
 // The slot bits of a scalar argument (narrow floats rounded to nearest even).
 void scalar_bits(DType d, double f, int64_t i, uint64_t& bits);
@@ -334,6 +354,7 @@ template <class F> class kernel_t : public detail::KernelBase {
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
     device fallback;
     if (!d) fallback = default_device();
+    if constexpr (kHasDescriptors) detail::choose_tensor_maps(prep.values, o, d ? d : fallback);
     detail::LaunchRequest r{&g, &o, d ? &d : &fallback, s, prep.values, prep.constant_bytes()};
     auto traced = [&] { trace(std::make_index_sequence<arity>{}, args...); };
     launch(r, detail::trace_ref::of(traced));
@@ -344,6 +365,7 @@ template <class F> class kernel_t : public detail::KernelBase {
   template <class... A> std::string compile(const std::string& target, const launch_options& o, A&&... args) {
     static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
+    if constexpr (kHasDescriptors) detail::choose_tensor_maps(prep.values, o, target);
     return compile_only(target, o, prep.values, std::string(prep.constant_bytes()),
                         [&] { trace(std::make_index_sequence<arity>{}, args...); });
   }
@@ -351,6 +373,7 @@ template <class F> class kernel_t : public detail::KernelBase {
   template <class... A> std::string compile(const device& dev, const launch_options& o, A&&... args) {
     static_assert(sizeof...(A) == arity, "tl compile: wrong number of arguments for this kernel");
     auto prep = prepare(std::make_index_sequence<arity>{}, args...);
+    if constexpr (kHasDescriptors) detail::choose_tensor_maps(prep.values, o, dev);
     return compile_only(dev, o, prep.values, std::string(prep.constant_bytes()),
                         [&] { trace(std::make_index_sequence<arity>{}, args...); });
   }
@@ -379,6 +402,10 @@ template <class F> class kernel_t : public detail::KernelBase {
     }(std::make_index_sequence<I>{});
   }
   static constexpr size_t kSlots = slot_of<arity>();
+  // Whether a parameter is composite (a tensor descriptor, which may take a tensor map).
+  static constexpr bool kHasDescriptors = []<size_t... J>(std::index_sequence<J...>) {
+    return (false || ... || detail::composite_param<std::tuple_element_t<J, params>>::value);
+  }(std::make_index_sequence<arity>{});
 
   struct Prepared {
     std::array<detail::ArgValue, kSlots> values{};

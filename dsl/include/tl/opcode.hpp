@@ -46,6 +46,15 @@ enum class Op : uint8_t {
   // lets it. shared_load with i0 = 1 is load_shared_relaxed: a read the user has
   // already synchronized with an async_wait.
   global_load_to_shared, async_wait,
+  // Hopper's TMA (NVIDIA sm_90, a descriptor load whose kernel takes the descriptor's
+  // CUtensorMap: dsl/src/descriptor.cpp): copies the box at the coordinates into one stage
+  // of a shared buffer through cp.async.bulk.tensor and waits for it on an mbarrier in the
+  // op's own 16 bytes of scratch. Operands: the buffer, the stage (scalar i32), the map
+  // (the kernel argument marked {tensor_map}) and one scalar i32 coordinate a dim
+  // (outermost first, as the descriptor's offsets); no result. Complete for every thread
+  // when the op ends (a write of the stage, as a shared_store is, for the barrier passes).
+  // Only NVIDIA sm_90 lowers it; no other target's trace makes it.
+  tensor_map_load,
   // synchronization: every thread of the program waits here, and its earlier shared-
   // memory writes are visible to the others after it
   barrier,
