@@ -185,7 +185,22 @@ class InCopyLayout {
         return c.result();
       }
     }
-    ir::Value* conv = before_copy().create1(Op::convert_layout, {v}, v->type, at_.loc);
+    // On NVIDIA a value from outside the copy's loops (x's row offsets, loaded once before
+    // the K loop) converts once, before the outermost of them: inside, the conversion's
+    // trip through shared memory and its barrier came back every iteration (samples/moe's
+    // sm_90 K loop: 3 -> 2 barriers; 128x128x128 w8 gate/up 144 -> 36 B of spill stores,
+    // down 199 -> 183 registers). (On gfx942 the offsets held across the loop cost the
+    // MoE kernels 12-24 VGPRs at the same occupancy: not compared with compare_builds yet.)
+    ir::Operation* place = &at_;
+    const bool nvidia = !t_.caps->matrix_instructions.empty() &&
+                        t_.caps->matrix_instructions[0].family != MatrixFamily::amd_mfma;
+    for (ir::Operation* loop = at_.parent->parent;
+         nvidia && loop && loop->op == Op::for_ && !ir::defined_inside(v, loop);
+         loop = loop->parent ? loop->parent->parent : nullptr)
+      place = loop;
+    ir::Builder hoisted(*place->parent);
+    hoisted.before(*place);
+    ir::Value* conv = (place == &at_ ? before_copy() : hoisted).create1(Op::convert_layout, {v}, v->type, at_.loc);
     conv->layout = l;
     plan_conversion_path(*conv->def, t_);
     plan_exchange_encoding(*conv->def, t_);
