@@ -391,7 +391,8 @@ Built build(const std::string& name, const std::source_location& loc, std::span<
                                target.kind == codegen::TargetDesc::cpu ? "cpu" : target.arch, target.str()};
   for (size_t i = 0; i < fn.body.args.size(); ++i)
     origin.signature.push_back(fn.body.args[i]->type.str() + (fn.arg_info[i].divisible_by_16 ? " div16" : "") +
-                               (fn.arg_info[i].pointer_range_32 ? " range32" : ""));
+                               (fn.arg_info[i].pointer_range_32 ? " range32" : "") +
+                               (fn.arg_info[i].tensor_map ? " tensor_map" : ""));
   origin.constants = constants;
   origin.options = opts;
   origin.compiler = compiler_identity();

@@ -82,7 +82,13 @@ TEST(TmaCodegen, TheBlocksTmaLoadsAndTheirSwizzle) {
 // the issuing thread, and no cp.async (the masked copies they replace); Triton's form:
 // 32-bit shared addresses for the box and the mbarrier, no fence.mbarrier_init.
 TEST(TmaCodegen, Tutorial09LoadsAreTmaCopiesOnSm90) {
-  const std::string ptx = isa_of_compiled(compile_tutorial("sm_90", true));
+  const std::string meta = compile_tutorial("sm_90", true);
+  // (the metadata's signature names the map parameters: A's and B's)
+  const nlohmann::json signature = nlohmann::json::parse(meta).at("signature");
+  int maps = 0;
+  for (const auto& s : signature) maps += s.get<std::string>().ends_with(" tensor_map");
+  EXPECT_EQ(maps, 2) << signature.dump();
+  const std::string ptx = isa_of_compiled(meta);
   std::regex copy(R"(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes \[%r\d+\], \[%rd\d+, \{%r\d+, %r\d+\}\], \[%r\d+\];)");
   EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), copy), std::sregex_iterator()), 2) << ptx;
   // A's and B's maps; C's block [128, 128] has 256-byte rows, which TMA does not load here.
