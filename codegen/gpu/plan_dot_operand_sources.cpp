@@ -282,7 +282,12 @@ void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t) {
     auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.get() == &conv; });
     if (++it == ops.end()) return;
     const ir::Operation& dot = **it;
-    if (dot.op == Op::dot && (dot.operands[0] == conv.result() || dot.operands[1] == conv.result()))
+    // (Not a warpgroup dot's: it takes a register A whole, as the conversion leaves it;
+    // marked, the conversion was never made and the lowering failed, "tile used before it
+    // was lowered": samples/moe's 128x256x128 w8 MXFP4 gate/up, tutorial 10's 128x128x256
+    // w8 on sm_90.)
+    if (dot.op == Op::dot && (dot.operands[0] == conv.result() || dot.operands[1] == conv.result()) &&
+        !recorded_dot_plan(*t.caps, dot, t.num_warps, t.wave_size).warpgroup())
       conv.i1 |= ir::kConversionReadByDot;
   });
 }

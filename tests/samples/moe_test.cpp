@@ -244,6 +244,19 @@ TEST(MoeSample, NvidiaUpcastsThePackedWeightsIntoWarpgroupDotRegisters) {
   }
 }
 
+// sm_90 compiles the tuner's 128-row configurations at gpt-oss-20b's layer: the upcast
+// A of up's dot, converted through shared memory right before it, was marked for the
+// dot to read a K step at a time, which a warpgroup dot does not do, and the lowering
+// failed ("tile used before it was lowered"; the tuner dropped them).
+TEST(MoeSample, NvidiaCompilesTheLargeCandidates) {
+  const moe::Problem p{4096, 2880, 2880, 32, 4};
+  for (const moe::Config c : {moe::Config{128, 256, 128, 8, 3, 8, 0, 0}, moe::Config{128, 128, 128, 8, 3, 8, 0, 1},
+                              moe::Config{16, 128, 256, 8, 2, 4, 0, 1}}) {
+    SCOPED_TRACE(moe::str(c));
+    EXPECT_NO_THROW(moe::compile_experts<tl::ty::f4e2m1>("sm_90", c, p));
+  }
+}
+
 // gfx942 and gfx950 (both through the upcast to bf16 MFMA: bf16 x e2m1 has no scaled
 // MFMA) compile, for gpt-oss-20b's layer (H = I = 2880, 32 experts, top 4), a candidate of
 // the tuner without spills, its K loop pipelined: the tuner, which drops every candidate
