@@ -17,6 +17,7 @@
 #include <llvm/Analysis/ValueTracking.h>
 #include <llvm/IR/Operator.h>
 
+#include "codegen/gpu/copy_offsets.hpp"
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/builder.hpp"
@@ -287,76 +288,82 @@ std::pair<llvm::Value*, int64_t> split_nonnegative(llvm::Value* v, const llvm::D
   return {x, k};
 }
 
-// The offsets of a copy plan_copies sends through a resource (its affine_form: the
-// same cases), emitted in the copy layout `l`: a uniform i64 part (null: 0) for the
-// resource's base, and per register a non-negative part varying with the lane (null: 0)
-// and a constant for soffset.
+// The offsets of a copy plan_copies sends through a resource, emitted in the copy layout
+// by the fold plan_copies bounded them with (copy_offsets.hpp): a uniform i64 part (null:
+// 0) for the resource's base, and per register a non-negative part varying with the lane
+// (null: 0) and a constant for soffset.
 struct AffineOffsets {
   llvm::Value* uniform = nullptr;
   Values lane;
   std::vector<int64_t> consts;
 };
 
-AffineOffsets emit_affine_offsets(Lowerer& L, const ir::Value* v, const Layout& l) {
-  const ir::Operation* d = v->def;
-  if (!d || !L.is_lazy(v)) throw compile_error("gpu lowering: a copy's offsets are not the form plan_copies accepted (a tl bug)");
-  llvm::IRBuilderBase& b = L.b;
-  const size_t n = size_t(l.num_regs());
-  auto add64 = [&](llvm::Value* x, llvm::Value* y) { return !x ? y : !y ? x : b.CreateAdd(x, y, "", false, true); };
-  switch (d->op) {
-    case Op::splat: {
-      AffineOffsets t;
-      t.uniform = b.CreateSExt(L.scalar(d->operands[0]), b.getInt64Ty());
-      t.lane.assign(n, nullptr);
-      t.consts.assign(n, 0);
-      return t;
-    }
-    case Op::arange: {
-      Values vals = L.get(v, l);
-      AffineOffsets t;
-      t.lane.resize(n);
-      t.consts.resize(n);
-      for (size_t r = 0; r < n; ++r) std::tie(t.lane[r], t.consts[r]) = split_nonnegative(vals[r], L.m_.getDataLayout());
-      return t;
-    }
-    case Op::broadcast:
-      return emit_affine_offsets(L, d->operands[0], broadcast_source_layout(l, d->operands[0]->type.shape));
-    case Op::reshape: case Op::expand_dims:
-      return emit_affine_offsets(L, d->operands[0], reshape_layout(l, d->operands[0]->type.shape));
-    case Op::add: {
-      AffineOffsets x = emit_affine_offsets(L, d->operands[0], l), y = emit_affine_offsets(L, d->operands[1], l);
-      x.uniform = add64(x.uniform, y.uniform);
-      for (size_t r = 0; r < n; ++r) {
-        llvm::Value *p = x.lane[r], *q = y.lane[r];
-        x.lane[r] = !p ? q : !q ? p : b.CreateAdd(p, q, "", true, true);
-        x.consts[r] += y.consts[r];
-      }
-      return x;
-    }
-    case Op::sub: {  // of a uniform amount
-      AffineOffsets x = emit_affine_offsets(L, d->operands[0], l), y = emit_affine_offsets(L, d->operands[1], l);
-      if (y.uniform) x.uniform = x.uniform ? b.CreateSub(x.uniform, y.uniform, "", false, true) : b.CreateNeg(y.uniform);
-      return x;
-    }
-    case Op::mul: {
-      for (int side = 0; side < 2; ++side) {
-        auto c = ir::splat_int_constant(d->operands[size_t(1 - side)]);
-        if (!c || *c < 0) continue;
-        AffineOffsets x = emit_affine_offsets(L, d->operands[size_t(side)], l);
-        if (x.uniform) x.uniform = b.CreateMul(x.uniform, b.getInt64(uint64_t(*c)), "", false, true);
-        for (size_t r = 0; r < n; ++r) {
-          if (x.lane[r]) x.lane[r] = b.CreateMul(x.lane[r], b.getInt32(uint32_t(*c)), "", true, true);
-          x.consts[r] *= *c;
-        }
-        return x;
-      }
-      // uniform * uniform
-      AffineOffsets x = emit_affine_offsets(L, d->operands[0], l), y = emit_affine_offsets(L, d->operands[1], l);
-      x.uniform = b.CreateMul(x.uniform, y.uniform, "", false, true);
-      return x;
-    }
-    default: throw compile_error("gpu lowering: a copy's offsets are not the form plan_copies accepted (a tl bug)");
+// copy_offsets.hpp's algebra that emits: a node is emitted in the layout that travels
+// down (a broadcast's operand in the layout it is broadcast from).
+class OffsetEmitter {
+ public:
+  using Term = AffineOffsets;
+  using Where = Layout;
+  explicit OffsetEmitter(Lowerer& L) : L_(L), b(L.b) {}
+
+  Layout where(const ir::Operation& d, const Layout& l) const {
+    const auto& shape = d.operands[0]->type.shape;
+    return d.op == Op::broadcast ? broadcast_source_layout(l, shape) : reshape_layout(l, shape);
   }
+  std::optional<Term> uniform(const ir::Value* scalar, const Layout& l) {
+    const size_t n = size_t(l.num_regs());
+    AffineOffsets t;
+    t.uniform = b.CreateSExt(L_.scalar(scalar), b.getInt64Ty());
+    t.lane.assign(n, nullptr);
+    t.consts.assign(n, 0);
+    return t;
+  }
+  std::optional<Term> arange(const ir::Value* v, const Layout& l) {
+    const size_t n = size_t(l.num_regs());
+    Values vals = L_.get(v, l);
+    AffineOffsets t;
+    t.lane.resize(n);
+    t.consts.resize(n);
+    for (size_t r = 0; r < n; ++r) std::tie(t.lane[r], t.consts[r]) = split_nonnegative(vals[r], L_.m_.getDataLayout());
+    return t;
+  }
+  std::optional<Term> add(Term x, const Term& y) {
+    x.uniform = !x.uniform ? y.uniform : !y.uniform ? x.uniform : b.CreateAdd(x.uniform, y.uniform, "", false, true);
+    for (size_t r = 0; r < x.lane.size(); ++r) {
+      llvm::Value *p = x.lane[r], *q = y.lane[r];
+      x.lane[r] = !p ? q : !q ? p : b.CreateAdd(p, q, "", true, true);
+      x.consts[r] += y.consts[r];
+    }
+    return x;
+  }
+  // Of a uniform amount (plan_copies' bound: y has no lane part).
+  std::optional<Term> sub(Term x, const Term& y) {
+    if (y.uniform) x.uniform = x.uniform ? b.CreateSub(x.uniform, y.uniform, "", false, true) : b.CreateNeg(y.uniform);
+    return x;
+  }
+  std::optional<Term> scale(Term x, int64_t c) {
+    if (x.uniform) x.uniform = b.CreateMul(x.uniform, b.getInt64(uint64_t(c)), "", false, true);
+    for (size_t r = 0; r < x.lane.size(); ++r) {
+      if (x.lane[r]) x.lane[r] = b.CreateMul(x.lane[r], b.getInt32(uint32_t(c)), "", true, true);
+      x.consts[r] *= c;
+    }
+    return x;
+  }
+  std::optional<Term> mul_uniform(Term x, const Term& y) {
+    x.uniform = b.CreateMul(x.uniform, y.uniform, "", false, true);
+    return x;
+  }
+
+ private:
+  Lowerer& L_;
+  llvm::IRBuilderBase& b;
+};
+
+AffineOffsets emit_affine_offsets(Lowerer& L, const ir::Value* v, const Layout& l) {
+  OffsetEmitter emit(L);
+  auto t = fold_copy_offsets(v, emit, l);
+  if (!t) throw compile_error("gpu lowering: a copy's offsets are not the form plan_copies accepted (a tl bug)");
+  return std::move(*t);
 }
 }  // namespace
 

@@ -15,7 +15,7 @@
 //
 // Through a resource (AMD, the compiler's own copies): where the pointers are
 // addptr(splat(base), offsets) with offsets of the form a tile's offsets take (uniform
-// scalars, aranges from 0 up, constant non-negative strides: AffineForm below), the
+// scalars, aranges from 0 up, constant non-negative strides: copy_offsets.hpp), the
 // uniform part goes into the buffer resource's base, the constants into soffset and one
 // small non-negative offset a lane into a VGPR, and a masked-off chunk's offset past the
 // bound reads zeros with no branch.
@@ -23,6 +23,7 @@
 
 #include <algorithm>
 
+#include "codegen/gpu/copy_offsets.hpp"
 #include "codegen/gpu/layout.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
@@ -64,57 +65,53 @@ std::optional<Layout> copy_layout(const std::vector<int>& shape, const LinearMap
   return l;
 }
 
-// What an i32 offset tile of a copy is, when it has the form a tile's offsets take:
-// hi bounds a lane's part plus its constant over the whole tile (the uniform part
-// aside), uniform says whether a uniform scalar part is present. Every node is
-// rematerialized address math (the lowering re-emits it in the copy layout to split it:
-// lower_shared.cpp's AffineOffsets follows these same cases).
-struct AffineForm {
-  int64_t hi = 0;
-  bool uniform = false;
+// The bound of a copy's offsets in the form a tile's offsets take (copy_offsets.hpp's
+// fold, which the lowering's emission also walks): hi bounds a lane's part plus its
+// constant over the whole tile (the uniform part aside), uniform says whether a uniform
+// scalar part is present. An arange's range is AxisAnalysis's (the one answer to "is it
+// non-negative"); a lane's part stays under the resource's bound.
+class OffsetBound {
+ public:
+  struct Term {
+    int64_t hi = 0;
+    bool uniform = false;
+  };
+  struct Where {};
+  explicit OffsetBound(const passes::AxisAnalysis& axis) : axis_(axis) {}
+
+  Where where(const ir::Operation&, const Where& w) const { return w; }
+  std::optional<Term> uniform(const ir::Value*, const Where&) const { return Term{0, true}; }
+  std::optional<Term> arange(const ir::Value* v, const Where&) const {
+    const passes::ValueRange& r = axis_.get(v).range;
+    if (r.lo < 0) return std::nullopt;
+    return Term{r.hi, false};
+  }
+  std::optional<Term> add(const Term& x, const Term& y) const {
+    if (x.hi + y.hi > kLimit) return std::nullopt;
+    return Term{x.hi + y.hi, x.uniform || y.uniform};
+  }
+  // Of a uniform amount (a lane part of 0: hi 0, as the offsets are never negative).
+  std::optional<Term> sub(const Term& x, const Term& y) const {
+    if (y.hi != 0) return std::nullopt;
+    return Term{x.hi, x.uniform || y.uniform};
+  }
+  std::optional<Term> scale(const Term& x, int64_t c) const {
+    if (c && x.hi > kLimit / c) return std::nullopt;
+    return Term{x.hi * c, x.uniform};
+  }
+  std::optional<Term> mul_uniform(const Term& x, const Term& y) const {
+    if (x.hi != 0 || y.hi != 0 || !x.uniform || !y.uniform) return std::nullopt;
+    return Term{0, true};
+  }
+
+ private:
+  static constexpr int64_t kLimit = int64_t(kBufferNumRecords);
+  const passes::AxisAnalysis& axis_;
 };
 
-std::optional<AffineForm> affine_form(const ir::Value* v, int depth = 0) {
-  const ir::Operation* d = v->def;
-  if (depth > 32 || !d || !v->rematerialized || v->type.dtype != DType::i32) return std::nullopt;
-  const int64_t limit = int64_t(kBufferNumRecords);
-  switch (d->op) {
-    case Op::splat:  // (the resource's base: only a scalar LLVM keeps in SGPRs, ir::is_uniform_scalar)
-      if (!ir::is_uniform_scalar(d->operands[0])) return std::nullopt;
-      return AffineForm{0, true};
-    case Op::arange:
-      if (d->i0 < 0) return std::nullopt;
-      return AffineForm{d->i1 - 1, false};
-    case Op::broadcast: case Op::reshape: case Op::expand_dims: return affine_form(d->operands[0], depth + 1);
-    case Op::add: {
-      auto x = affine_form(d->operands[0], depth + 1), y = affine_form(d->operands[1], depth + 1);
-      if (!x || !y || x->hi + y->hi > limit) return std::nullopt;
-      return AffineForm{x->hi + y->hi, x->uniform || y->uniform};
-    }
-    case Op::sub: {  // of a uniform amount (a lane part of 0: hi 0, as the offsets are never negative)
-      auto x = affine_form(d->operands[0], depth + 1), y = affine_form(d->operands[1], depth + 1);
-      if (!x || !y || y->hi != 0) return std::nullopt;
-      return AffineForm{x->hi, x->uniform || y->uniform};
-    }
-    case Op::mul: {
-      for (int side = 0; side < 2; ++side) {
-        auto c = ir::splat_int_constant(d->operands[size_t(1 - side)]);
-        if (!c || *c < 0) continue;
-        auto x = affine_form(d->operands[size_t(side)], depth + 1);
-        if (!x || (*c && x->hi > limit / *c)) return std::nullopt;
-        return AffineForm{x->hi * *c, x->uniform};
-      }
-      // uniform * uniform
-      auto x = affine_form(d->operands[0], depth + 1), y = affine_form(d->operands[1], depth + 1);
-      if (!x || !y || x->hi != 0 || y->hi != 0 || !x->uniform || !y->uniform) return std::nullopt;
-      return AffineForm{0, true};
-    }
-    default: return std::nullopt;
-  }
-}
-
 // Whether compiler copy `op` with chunks of `bytes` goes through a resource it makes.
-bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const TargetCapabilities& caps) {
+bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const passes::AxisAnalysis& axis,
+                             const TargetCapabilities& caps) {
   const auto& bw = caps.buffer_copy_widths;
   if (op.i1 != ir::kCompilerCopy || !caps.has_buffer_ops() || !ir::copy_fills_zeros(op) ||
       std::find(bw.begin(), bw.end(), bytes) == bw.end())
@@ -123,7 +120,8 @@ bool copies_through_resource(const ir::Operation& op, int bytes, int eb, const T
   if (!ptr->def || ptr->def->op != Op::addptr || !ptr->rematerialized || !ptr->def->operands[0]->def ||
       ptr->def->operands[0]->def->op != Op::splat)
     return false;
-  auto form = affine_form(ptr->def->operands[1]);
+  OffsetBound bound(axis);
+  auto form = fold_copy_offsets(ptr->def->operands[1], bound, OffsetBound::Where{});
   return form && (form->hi + 1) * eb <= int64_t(kBufferNumRecords);
 }
 
@@ -281,7 +279,7 @@ bool plan_copy(ir::Operation& op, const passes::SharedBuffers& buffers,
   for (int w : passes::direct_copy_widths(axis, q)) {
     if (auto l = copy_layout(bt.shape, st.offsets, w / eb, t.wave_size, t.num_warps)) {
       op.layout = *l;
-      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, caps)};
+      op.copy = ir::Operation::CopyPlan{w, copies_through_resource(op, w, eb, axis, caps)};
       return true;
     }
   }
