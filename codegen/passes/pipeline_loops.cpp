@@ -107,37 +107,34 @@ const ir::Value* through_shape(const ir::Value* v) {
   return v;
 }
 
-// Whether every element of `x` is at least `iv` (x is iv, or iv plus something
-// non-negative: an arange from 0 up, a constant >= 0).
-bool at_least(const ir::Value* x, const ir::Value* iv) {
+// Whether every element of `x` is at least `iv`: x is iv, or iv plus something
+// AxisAnalysis's range proves non-negative (an arange from 0 up, a constant >= 0; the
+// one answer to "is it non-negative", which buffer offsets ask too). The relation to iv
+// is this function's, which AxisAnalysis's per-value ranges cannot state.
+bool at_least(const ir::Value* x, const ir::Value* iv, const AxisAnalysis& axis) {
   x = through_shape(x);
   if (x == iv) return true;
-  if (!x->def) return false;
-  auto nonnegative = [](const ir::Value* v) {
-    v = through_shape(v);
-    if (!v->def) return false;
-    if (v->def->op == Op::arange) return v->def->i0 >= 0;
-    return v->def->op == Op::constant && v->def->i0 >= 0 && !is_float(v->type.dtype);
-  };
-  if (x->def->op != Op::add) return false;
+  if (!x->def || x->def->op != Op::add) return false;
+  auto nonnegative = [&](const ir::Value* v) { return axis.get(v).range.lo >= 0; };
   const ir::Value *a = x->def->operands[0], *b = x->def->operands[1];
-  return (at_least(a, iv) && nonnegative(b)) || (at_least(b, iv) && nonnegative(a));
+  return (at_least(a, iv, axis) && nonnegative(b)) || (at_least(b, iv, axis) && nonnegative(a));
 }
 
 // Whether `mask` is false wherever the iteration at `iv` does not exist (iv >= ub):
 // an and of terms one of which is `x < ub` with x >= iv, the user's own bound check
 // (`k + tl::arange(0, B) < n` for `tl::range(.., n, ..)`). Then the mask alone keeps the
 // loads of iterations past the end from reading, as in a hand-written prefetch.
-bool mask_bounds_iteration(const ir::Value* mask, const ir::Value* iv, const ir::Value* ub) {
+bool mask_bounds_iteration(const ir::Value* mask, const ir::Value* iv, const ir::Value* ub, const AxisAnalysis& axis) {
   mask = through_shape(mask);
   if (!mask->def || !is_int(iv->type.dtype)) return false;
   if (mask->def->op == Op::band)
-    return mask_bounds_iteration(mask->def->operands[0], iv, ub) || mask_bounds_iteration(mask->def->operands[1], iv, ub);
+    return mask_bounds_iteration(mask->def->operands[0], iv, ub, axis) ||
+           mask_bounds_iteration(mask->def->operands[1], iv, ub, axis);
   if (mask->def->op != Op::cmp) return false;
   auto pred = CmpPred(mask->def->i0);
   const ir::Value *a = mask->def->operands[0], *b = mask->def->operands[1];
-  if (pred == CmpPred::lt) return through_shape(b) == ub && at_least(a, iv);
-  if (pred == CmpPred::gt) return through_shape(a) == ub && at_least(b, iv);
+  if (pred == CmpPred::lt) return through_shape(b) == ub && at_least(a, iv, axis);
+  if (pred == CmpPred::gt) return through_shape(a) == ub && at_least(b, iv, axis);
   return false;
 }
 
@@ -635,7 +632,7 @@ class Pipeliner {
     ir::Value* ptr = map.lookup(load.operands[0]);
     const ir::Operation& loop = *load.parent->parent;
     if (load.operands.size() > 1 &&
-        mask_bounds_iteration(load.operands[1], load.parent->args[0].get(), loop.operands[1])) {
+        mask_bounds_iteration(load.operands[1], load.parent->args[0].get(), loop.operands[1], *axis_)) {
       std::vector<ir::Value*> ops{ptr, map.lookup(load.operands[1])};
       if (load.operands.size() > 2) ops.push_back(map.lookup(load.operands[2]));
       return ops;
