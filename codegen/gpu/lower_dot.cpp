@@ -92,6 +92,11 @@ void Lowerer::lower_dot(const ir::Operation& op) {
     if (!o.cast) return read_stage_registers(*o.read, o.layout, first, count, o.regs);
     read_stage_registers(*o.read, o.layout, first, count, o.raw);
     const DType from = o.cast->operands[0]->type.dtype, to = o.cast->result()->type.dtype;
+    if (o.cast->op == Op::bitcast) {  // (u8 codes as their MX format: the same bits)
+      for (int r = first; r < first + count; ++r)
+        if (!o.regs[size_t(r)]) o.regs[size_t(r)] = b.CreateBitCast(o.raw[size_t(r)], reg_type(to));
+      return;
+    }
     // Each run of registers not converted yet converts at once, so that FP8 converts in
     // pairs (cast_registers) within the K step's registers.
     for (int r = first; r < first + count;) {

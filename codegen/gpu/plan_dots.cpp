@@ -17,6 +17,7 @@
 #include <unordered_set>
 
 #include "codegen/gpu/dot_layout.hpp"
+#include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/passes.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/op_properties.hpp"
@@ -87,14 +88,14 @@ std::optional<DotPlan> plan(const ir::Operation& dot, const PlanTarget& t, DotRe
 // target has one the renumbering stands: seed 002's tuple on gfx950 then keeps P in
 // registers (32 ds_bpermute an iteration fewer; D = 64: 120 -> 114 VGPRs).
 bool eight_bit_source(const ir::Value* v) {
-  while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast) && bit_width(v->type.dtype) > 8)
+  while (v->def && (v->def->op == Op::trans || converts_dot_operand_registers(*v->def)) && bit_width(v->type.dtype) > 8)
     v = v->def->operands[0];
   return bit_width(v->type.dtype) == 8;
 }
 
-// Whether `v` is (a cast or transpose of) a read of a shared buffer.
+// Whether `v` is (a cast, bitcast or transpose of) a read of a shared buffer.
 bool from_shared(const ir::Value* v) {
-  while (v->def && (v->def->op == Op::trans || v->def->op == Op::cast)) v = v->def->operands[0];
+  while (v->def && (v->def->op == Op::trans || converts_dot_operand_registers(*v->def))) v = v->def->operands[0];
   return v->def && v->def->op == Op::shared_load;
 }
 

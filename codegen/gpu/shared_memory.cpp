@@ -37,6 +37,7 @@
 #include <numeric>
 #include <set>
 
+#include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/layout.hpp"
 #include "codegen/gpu/shared_encoding.hpp"
 #include "codegen/ir/op_properties.hpp"
@@ -82,7 +83,7 @@ int64_t read_by_dot_at(const ir::Value* v, const Analysis& a) {
   if (it == a.users.end()) return at;
   for (const ir::Operation* w : it->second) {
     at = std::max(at, a.span.at(w).first);
-    if (w->op == Op::trans || w->op == Op::cast) at = std::max(at, read_by_dot_at(w->result(), a));
+    if (w->op == Op::trans || converts_dot_operand_registers(*w)) at = std::max(at, read_by_dot_at(w->result(), a));
   }
   return at;
 }

@@ -248,8 +248,9 @@ class Pipeliner {
     return store;
   }
 
-  // Whether every use of `v` is a tl::dot operand, directly or through casts and
-  // transposes; `k_contiguous` says whether each of them has K along `v`'s last
+  // Whether every use of `v` is a tl::dot operand, directly or through casts (bitcasts
+  // too: u8 codes as their MX format for a scaled dot) and transposes; `k_contiguous`
+  // says whether each of them has K along `v`'s last
   // (contiguous) dim, as a row-major A or a transposed B^T: read from shared memory a
   // row of k at a time, wide on every target.
   static bool only_feeds_dots(ir::Block& body, const ir::Value* v, bool& k_contiguous, bool transposed = false) {
@@ -260,7 +261,9 @@ class Pipeliner {
         k_contiguous &= (i == 0) != transposed;
         continue;
       }
-      if (user->op == Op::cast && only_feeds_dots(body, user->result(), k_contiguous, transposed)) continue;
+      if ((user->op == Op::cast || user->op == Op::bitcast) &&
+          only_feeds_dots(body, user->result(), k_contiguous, transposed))
+        continue;
       if (user->op == Op::trans && v->type.rank() == 2 &&
           only_feeds_dots(body, user->result(), k_contiguous, !transposed))
         continue;
