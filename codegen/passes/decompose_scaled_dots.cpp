@@ -37,7 +37,7 @@ class Upcast {
       if (!scale) return v;
       const int rows = v->type.shape[0], K = v->type.shape[1];
       Value* blocks = reshape(v, {rows, K / 32, 32});
-      Value* s = broadcast(reshape(e8m0_to_bf16(scale), {rows, K / 32, 1}), {rows, K / 32, 32});
+      Value* s = broadcast(reshape(e8m0_to(scale, DType::bf16), {rows, K / 32, 1}), {rows, K / 32, 32});
       return reshape(b_.create1(Op::mul, {blocks, s}, blocks->type, loc_), {rows, K});
     }
     Value* v = d == DType::f4e2m1 ? e2m1_to_f32(x) : x;
@@ -45,7 +45,7 @@ class Upcast {
     v = cast(v, DType::f32);
     const int rows = v->type.shape[0], K = v->type.shape[1];
     Value* blocks = reshape(v, {rows, K / 32, 32});
-    Value* s = broadcast(reshape(e8m0_to_f32(scale), {rows, K / 32, 1}), {rows, K / 32, 32});
+    Value* s = broadcast(reshape(e8m0_to(scale, DType::f32), {rows, K / 32, 1}), {rows, K / 32, 32});
     Value* scaled = b_.create1(Op::mul, {blocks, s}, blocks->type, loc_);
     return cast(reshape(scaled, {rows, K}), DType::bf16);
   }
@@ -96,24 +96,16 @@ class Upcast {
   Value* reshape(Value* x, const Shape& s) { return b_.create1(Op::reshape, {x}, x->type.with_shape(s), loc_); }
   Value* broadcast(Value* x, const Shape& s) { return b_.create1(Op::broadcast, {x}, x->type.with_shape(s), loc_); }
 
-  // e8m0 codes as f32: 2^(code - 127), bits code << 23; code 0 (2^-127) is f32's
-  // subnormal 0x00400000, code 255 NaN (OCP MX).
-  Value* e8m0_to_f32(Value* scale) {
-    Value* c = cast(bitcast(scale, DType::u8), DType::u32);
-    Value* bits = op(Op::shl, c, 23);
-    bits = select(cmp(CmpPred::eq, c, 0), 0x00400000, bits);
-    bits = select(cmp(CmpPred::eq, c, 255), 0x7FC00000, bits);
-    return bitcast(bits, DType::f32);
-  }
-
-  // e8m0 codes as bf16 (f32's upper half: code << 7; code 0 the subnormal 0x0040, 255
-  // NaN), for the bf16 upcast.
-  Value* e8m0_to_bf16(Value* scale) {
-    Value* c = cast(bitcast(scale, DType::u8), DType::u16);
-    Value* bits = op(Op::shl, c, 7);
-    bits = select(cmp(CmpPred::eq, c, 0), 0x0040, bits);
-    bits = select(cmp(CmpPred::eq, c, 255), 0x7FC0, bits);
-    return bitcast(bits, DType::bf16);
+  // e8m0 codes as f32 (2^(code - 127): bits code << 23; code 0, 2^-127, is f32's
+  // subnormal 0x00400000, code 255 NaN, OCP MX) or as bf16 (f32's upper half: code << 7,
+  // 0x0040, 0x7FC0), for the bf16 upcast.
+  Value* e8m0_to(Value* scale, DType to) {
+    const bool f32 = to == DType::f32;
+    Value* c = cast(bitcast(scale, DType::u8), f32 ? DType::u32 : DType::u16);
+    Value* bits = op(Op::shl, c, f32 ? 23 : 7);
+    bits = select(cmp(CmpPred::eq, c, 0), f32 ? 0x00400000 : 0x0040, bits);
+    bits = select(cmp(CmpPred::eq, c, 255), f32 ? 0x7FC00000 : 0x7FC0, bits);
+    return bitcast(bits, to);
   }
 
   // e2m1_to_f32's placement in bf16's bits (f32's upper half: sign bit 15, the exponent's
