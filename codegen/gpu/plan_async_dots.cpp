@@ -90,6 +90,43 @@ bool upcast_after_previous_dot(ir::Block& body, const ir::Operation& dot, const 
   return ok && reads;
 }
 
+// Where a wait for `dot`'s group must come in `body` so that the registers of its A (`v`,
+// 16-bit) are not written while the wgmma reads them, where the body has no other
+// warpgroup dot and `v` is computed by pure ops from reads of shared buffers (tl::
+// dot_scaled's upcast of a staged packed tile into the dot decompose_scaled_dots
+// transposed: samples/moe's down projection); null otherwise. A's registers are written
+// by the op that computes them, found below the renamings (reshape, bitcast, trans: the
+// same registers), and nothing before it in the body writes them: a wait_group 0 just
+// before it keeps them unchanged until the wgmma has completed, and the dot of iteration
+// i runs while iteration i+1 issues its copies, waits for its stage and upcasts (Triton's
+// wait before the next write of a register operand).
+const ir::Operation* a_registers_written(ir::Block& body, const ir::Operation& dot, const ir::Value* v,
+                                       const PlanTarget& t) {
+  for (auto& o : body.ops)
+    if (o.get() != &dot && o->op == Op::dot && recorded_dot_plan(*t.caps, *o, t.num_warps, t.wave_size).warpgroup())
+      return nullptr;
+  bool reads = false;
+  std::vector<const ir::Value*> work{v};
+  std::set<const ir::Value*> seen;
+  while (!work.empty()) {
+    const ir::Value* x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second || !x->def || x->def->parent != &body) continue;
+    const ir::Operation& d = *x->def;
+    if (d.op == Op::shared_load) {
+      reads = true;
+      continue;
+    }
+    if (!ir::has_trait(d.op, ir::kPure) || !d.regions.empty()) return nullptr;
+    for (const ir::Value* o : d.operands) work.push_back(o);
+  }
+  if (!reads) return nullptr;
+  while (v->def && v->def->parent == &body &&
+         (v->def->op == Op::reshape || v->def->op == Op::bitcast || v->def->op == Op::trans))
+    v = v->def->operands[0];
+  return v->def && v->def->parent == &body ? v->def : nullptr;
+}
+
 // Makes `dot` (in `loop`'s body) asynchronous when the conditions above hold.
 bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int num_stages, const PlanTarget& t) {
   // (the pipeliner says whether it gave the loop's buffers the stage more: kAsyncDotStage;
@@ -100,11 +137,17 @@ bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int nu
   // A may come from registers (the attention backward's P^T and dS^T, 16-bit), which the
   // wgmma reads until its group completes: only where they are computed from a
   // synchronous warpgroup dot's result, whose wait (wait_group 0) in the next iteration
-  // completes this group before they are written again.
+  // completes this group before they are written again; or upcast from shared reads, with
+  // the wait after the previous warpgroup dot (upcast_after_previous_dot) or, the body's
+  // only one, a wait of its own before they are written (a_registers_written).
+  const ir::Operation* wait_before = nullptr;  // (where the dot's group must be complete)
   for (int i = 0; i < 2; ++i) {
     auto m = match_descriptor_operand(dot.operands[size_t(i)], i);
     if (!m && i == 0 && bit_width(dot.operands[0]->type.dtype) == 16 &&
         (after_synchronous_dot(body, dot.operands[0], t) || upcast_after_previous_dot(body, dot, dot.operands[0], t)))
+      continue;
+    if (!m && i == 0 && bit_width(dot.operands[0]->type.dtype) == 16 &&
+        (wait_before = a_registers_written(body, dot, dot.operands[0], t)))
       continue;
     if (!m || m->alloc->result()->type.stages != n + 1) return false;
   }
@@ -130,6 +173,25 @@ bool make_async(ir::Function& f, ir::Operation& dot, ir::Operation& loop, int nu
     return false;
   dot.i1 = ir::kAsyncDot;
   ir::Builder in(body);
+  if (wait_before) {
+    // The carried accumulator through a wait for every group (the previous iteration's
+    // dot) before A's registers are written again.
+    // (before the accumulator's transposition too, where that comes first)
+    auto before = [&](const ir::Operation* a, const ir::Operation* b) {
+      for (auto& o : body.ops) {
+        if (o.get() == a) return true;
+        if (o.get() == b) return false;
+      }
+      return false;
+    };
+    if (acc_trans && before(acc_trans, wait_before)) wait_before = acc_trans;
+    in.before(*const_cast<ir::Operation*>(wait_before));
+    ir::Value* complete = in.create1(Op::dot_wait, {const_cast<ir::Value*>(acc)}, acc->type, dot.loc);
+    complete->def->i0 = 0;
+    complete->layout = acc->layout;
+    if (acc_trans) acc_trans->operands[0] = complete;
+    else dot.operands[2] = complete;
+  }
   in.after(dot);
   ir::Value* pending = in.create1(Op::dot_wait, {dot.result()}, dot.result()->type, dot.loc);
   pending->def->i0 = 1;

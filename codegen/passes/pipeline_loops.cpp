@@ -559,9 +559,11 @@ class Pipeliner {
         // (B from the stages, and A too or, as plan_async_dots asks, a 16-bit tile in
         // registers computed from the result of a dot the iteration waits for, when this
         // dot accumulates into a carried value: the attention backward's dV and dK; or,
-        // where the body has another such dot, tl::dot_scaled's upcast of a staged packed
-        // tile into a dot decompose_scaled_dots transposed, whose accumulator is carried
-        // transposed: samples/moe's gate and up)
+        // tl::dot_scaled's upcast of a staged packed tile into a dot decompose_scaled_dots
+        // transposed, whose accumulator is carried transposed: samples/moe's gate and up,
+        // each in flight while the other's A is upcast; a single such dot (the down
+        // projection) in flight until the next iteration's upcast is about to write its A,
+        // where plan_async_dots waits for it)
         if (op->op != Op::dot || !o_.dot_may_run_async(*op)) continue;
         const ir::Value* a = op->operands[0];
         const ir::Value* acc = op->operands[2];
