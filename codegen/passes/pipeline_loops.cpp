@@ -568,15 +568,11 @@ class Pipeliner {
         const ir::Value* a = op->operands[0];
         const ir::Value* acc = op->operands[2];
         if (acc->def && acc->def->op == Op::trans) acc = acc->def->operands[0];
-        const int dots = int(std::count_if(body.ops.begin(), body.ops.end(), [&](auto& d) {
-          return d->op == Op::dot && o_.dot_may_run_async(*d);
-        }));
         auto staged_read = [&](const ir::Operation& d) {
           return d.op == Op::shared_load && reads_staged_buffer(d.result(), plans);
         };
         const bool register_a = bit_width(a->type.dtype) == 16 && carried(body, acc) &&
-                                (computed_from_waited_dot(body, a) ||
-                                 (dots > 1 && ir::computed_in_block_from(body, a, staged_read)));
+                                (computed_from_waited_dot(body, a) || ir::computed_in_block_from(body, a, staged_read));
         async_dot |= reads_staged_buffer(op->operands[1], plans) && (reads_staged_buffer(a, plans) || register_a);
       }
     if (async_dot) {
