@@ -150,6 +150,11 @@ void run_pipelining(ir::Function& f, const TargetDesc& target, const CompileOpti
       pipelining.dot_reads_descriptors = [caps, nw = opts.num_warps](const ir::Operation& dot) {
         return gpu::warpgroup_dot_obstacle(caps, dot, nw, /*operands_known=*/false).empty();
       };
+    // Rows broadcast into a warpgroup dot's result only (the pipeliner asks
+    // dot_reads_descriptors of the dot; assign_layouts reads the staged row in the
+    // accumulator's columns): AMD's pipeliner, as Triton's stream pipeliner, stages dot
+    // operands only, its LDS kept for them; mma.sync targets are unmeasured.
+    pipelining.stage_broadcast_rows = bool(pipelining.dot_reads_descriptors);
     if (target.kind == TargetDesc::nvptx && opts.async_dot_stages && limits.async_dot_stages &&
         opts.mma_version != 2 && opts.num_warps % 4 == 0)
       pipelining.dot_may_run_async = [caps, nw = opts.num_warps](const ir::Operation& dot) {

@@ -422,6 +422,15 @@ class LayoutPlanner {
       return nullptr;
     }
     const ir::Operation* d = v->def;
+    // (a warpgroup dot not reached yet: plan_dots chose its accumulator layout already. A
+    // row statistic read before the dot it is applied to, the attention backward's LSE
+    // staged by the pipeliner, is then read straight in the accumulator's columns. Only
+    // sm_90's wgmma so far, where the pipeliner stages such rows: elsewhere the row is a
+    // register load that keeps its own wide layout, unmeasured on AMD.)
+    if (d && d->op == Op::dot) {
+      auto p = plan_.dots_.find(d);
+      return p == plan_.dots_.end() || !p->second.warpgroup() ? nullptr : &p->second.acc;
+    }
     if (!d || !has_trait(d->op, ir::kElementwise) || d->op == Op::load || d->op == Op::store) return nullptr;
     for (const ir::Value* x : d->operands)
       if (eager_tile(x)) return accumulator_layout_of(x, depth - 1);

@@ -275,6 +275,9 @@ class Lowerer {
   void exchange_read(const Exchange& x, int first, int count, Values& out);
   // Conversions whose dot reads them (ir::kConversionReadByDot), written, not yet read.
   std::unordered_map<const ir::Value*, Exchange> exchanges_read_by_dot_;
+  // Results of a for loop whose warpgroup dots lower_for waited for on the way out (and
+  // whose initial values were complete): the dot_wait 0 after the loop has nothing left.
+  std::unordered_set<const ir::Value*> waited_after_loop_;
   void lower_shared_alloc(const ir::Operation& op);
   // ---- tl::shared stages (lower_shared.cpp)
   int smem_buffer_of(const ir::Value* v) const;

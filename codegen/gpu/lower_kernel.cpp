@@ -391,10 +391,37 @@ void Lowerer::lower_for(const ir::Operation& op) {
     info_.uses_trap = true;
     if_then(b.CreateICmpEQ(step, b.getInt32(0)), [&] { hooks_.trap(b, op.loc.line); });
   }
+  // Carried values a warpgroup dot still computes when the loop ends (yielded through a
+  // dot_wait that leaves groups pending: plan_async_dots' dK and dV) are waited for on
+  // both ways to the exit, the loop's and the one that skips it, before the exit joins
+  // them. ptxas checks wgmma pipelines in code order: where LLVM placed the skipping
+  // path's copies of the initial values (into the accumulators' registers) between the
+  // loop and the dot_wait after it, it serialized every wgmma of the kernel (C7515; the
+  // attention backward's dK/dV at 32x128 D=64, and at 64x64 once LSE was staged). A
+  // wait opening that path ends the pipeline there, wherever it is placed; the dot_wait 0
+  // after the loop then has nothing left to wait for (waited_after_loop_: it emits nothing).
+  const ir::Operation* yield = body.terminator();
+  std::vector<bool> in_flight(n, false);
+  bool any_in_flight = false;
+  for (size_t i = 0; i < n && yield; ++i) {
+    const ir::Operation* d = yield->operands[i]->def;
+    in_flight[i] = d && d->op == Op::dot_wait && d->i0 > 0 && !held_as_scalar(yield->operands[i]->type);
+    any_in_flight |= in_flight[i];
+  }
   llvm::BasicBlock* pre = b.GetInsertBlock();
   auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn_);
   auto* exit = llvm::BasicBlock::Create(ctx_, "loop.exit", fn_);
-  b.CreateCondBr(codegen::loop_enters(b, lb, ub, step), loop, exit);
+  llvm::BasicBlock* skip = any_in_flight ? llvm::BasicBlock::Create(ctx_, "loop.skip", fn_, exit) : exit;
+  b.CreateCondBr(codegen::loop_enters(b, lb, ub, step), loop, skip);
+  if (any_in_flight) {
+    // (a wait tying no registers: tied to the initial values, it would need them copied
+    // into its registers, the accumulators', before it. The initial values are complete
+    // unless a dot before the loop left them in flight: that dot_wait 0 after the loop
+    // still waits, see below.)
+    b.SetInsertPoint(skip);
+    hooks_.warpgroup_wait(b, 0, {});
+    b.CreateBr(exit);
+  }
 
   b.SetInsertPoint(loop);
   llvm::PHINode* iv = b.CreatePHI(b.getInt32Ty(), 2, "iv");
@@ -418,23 +445,34 @@ void Lowerer::lower_for(const ir::Operation& op) {
   // without reading it), so LLVM may widen and fold the induction variable freely.
   llvm::Value* next = b.CreateAdd(iv, step, "iv.next", false, true);
   llvm::BasicBlock* latch = b.GetInsertBlock();
-  b.CreateCondBr(codegen::loop_continues(b, iv, next, ub, step), loop, exit);
+  llvm::BasicBlock* done = any_in_flight ? llvm::BasicBlock::Create(ctx_, "loop.done", fn_, exit) : exit;
+  b.CreateCondBr(codegen::loop_continues(b, iv, next, ub, step), loop, done);
   iv->addIncoming(next, latch);
   for (size_t i = 0; i < n; ++i)
     for (size_t r = 0; r < phis[i].size(); ++r) phis[i][r]->addIncoming(yields[i][r], latch);
+  if (any_in_flight) {
+    b.SetInsertPoint(done);
+    for (size_t i = 0; i < n; ++i)
+      if (in_flight[i]) yields[i] = hooks_.warpgroup_wait(b, 0, yields[i]);
+    b.CreateBr(exit);
+  }
 
   b.SetInsertPoint(exit);
   for (size_t i = 0; i < n; ++i) {
     Values vals;
     for (size_t r = 0; r < inits[i].size(); ++r) {
       llvm::PHINode* p = b.CreatePHI(inits[i][r]->getType(), 2);
-      p->addIncoming(inits[i][r], pre);
-      p->addIncoming(yields[i][r], latch);
+      p->addIncoming(inits[i][r], skip == exit ? pre : skip);
+      p->addIncoming(yields[i][r], any_in_flight ? done : latch);
       vals.push_back(p);
     }
     const ir::Value* res = op.result(int(i));
     if (held_as_scalar(res->type)) scalars_[res] = vals[0];
     else natural_[res] = Regs{layouts[i], vals};
+    const ir::Operation* init = op.operands[3 + i]->def;
+    if (in_flight[i] && !(init && ((init->op == Op::dot_wait && init->i0 > 0) ||
+                                   (init->op == Op::dot && init->i1 == ir::kAsyncDot))))
+      waited_after_loop_.insert(res);
   }
 }
 

@@ -141,6 +141,7 @@ void Lowerer::lower_warpgroup_dot(const ir::Operation& op, const DotPlan& p) {
 void Lowerer::lower_dot_wait(const ir::Operation& op) {
   const Layout& l = plan_.of(op.result());
   Values regs = get(op.operands[0], l);
+  if (op.i0 == 0 && waited_after_loop_.count(op.operands[0])) return set_natural(op.result(), Regs{l, regs});
   set_natural(op.result(), Regs{l, hooks_.warpgroup_wait(b, int(op.i0), regs)});
 }
 

@@ -450,6 +450,13 @@ class NvptxHooks final : public gpu::GpuHooks {
   std::vector<llvm::Value*> warpgroup_wait(llvm::IRBuilderBase& b, int pending,
                                            const std::vector<llvm::Value*>& regs) override {
     const size_t n = regs.size();
+    if (n == 0) {  // (a wait that ties no registers: lower_for's path that skips a loop)
+      auto* fty = llvm::FunctionType::get(b.getVoidTy(), false);
+      b.CreateCall(fty, llvm::InlineAsm::get(fty, fmt::format("wgmma.wait_group.sync.aligned {};", pending), "",
+                                             /*hasSideEffects=*/true))
+          ->addFnAttr(llvm::Attribute::Convergent);
+      return {};
+    }
     std::string constraints;
     for (size_t i = 0; i < n; ++i) constraints += regs[i]->getType()->isFloatTy() ? "=f," : "=r,";
     for (size_t i = 0; i < n; ++i) constraints += fmt::format("{}{}", i ? "," : "", i);

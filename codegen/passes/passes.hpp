@@ -82,6 +82,11 @@ struct PipelineOptions {
   // A dot operand whose pointers run contiguous along dim 0 (attention's K^T) staged by
   // copying its transpose (rows along the last dim) and reading tl::trans of the buffer.
   bool copy_transposed = false;
+  // A rank-1 load broadcast into an elementwise op on a dot's result (attention's LSE and
+  // Delta; a dot dot_reads_descriptors accepts) staged through shared memory and read back
+  // in the layout its broadcast wants, not held in registers and shuffled into it
+  // (pipeline_loops.cpp, broadcast_into_dot_result).
+  bool stage_broadcast_rows = false;
   // Whether `dot` will read its staged operands through matrix descriptors (sm_90's wgmma:
   // a 16-bit tile read K-major or, by the descriptor's transpose bit, MN-major, with no
   // copy either way). A tile copied transposed that feeds such dots both as it is and

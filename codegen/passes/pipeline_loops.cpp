@@ -40,6 +40,9 @@
 //   A load of OCP MX packed values (f4e2m1 weights, e8m0 scales) that reaches a dot
 //   through tl::dot_scaled's upcast is staged the same way (upcast_for_dot), read back in
 //   the upcast's layout.
+//   A rank-1 load broadcast into an elementwise op on a warpgroup dot's result (the
+//   attention backward's LSE and Delta) is staged the same way and read back in the
+//   accumulator's columns (broadcast_into_dot_result), not shuffled into them each iteration;
 //   A rank-2 load whose pointers run contiguous along dim 0 (attention's K^T,
 //   `K + n[None, :] * D + d[:, None]`) is copied transposed: its address math is rebuilt
 //   for the [N, K] tile (transposed_expr), copied row-contiguous into a buffer of that
@@ -300,6 +303,43 @@ class Pipeliner {
     return false;
   }
 
+  // Whether `v`, a rank-1 tile, reaches (through elementwise ops, then expand_dims or a
+  // reshape to rank 2 and a broadcast) an elementwise op of the body with an operand
+  // computed there from a tl::dot's result: a per-row statistic applied to an accumulator,
+  // the attention backward's LSE and Delta (exp2(s - lse[None, :]), dp - delta[None, :]).
+  // Held in registers, such a tile is loaded in its own coalesced layout and spread to the
+  // accumulator's columns by warp shuffles every iteration (dK/dV at 64x64 D=64 on sm_90:
+  // 32 shuffles a lane, with their copies and selects); staged, it is read back from
+  // shared memory straight in the layout the broadcast wants, as Triton's pipeliner
+  // stages every pipelined load and reads it in its user's layout.
+  // Only a dot whose operands the target reads through descriptors (sm_90's wgmma:
+  // PipelineOptions::stage_broadcast_rows).
+  bool broadcast_into_dot_result(ir::Block& body, const ir::Value* v) {
+    if (v->type.rank() != 1 || !o_.dot_reads_descriptors) return false;
+    auto from_dot = [&](const ir::Operation& d) { return d.op == Op::dot && o_.dot_reads_descriptors(d); };
+    std::vector<const ir::Value*> work{v};
+    std::set<const ir::Value*> seen{v};
+    while (!work.empty()) {
+      const ir::Value* x = work.back();
+      work.pop_back();
+      for (auto [user, i] : ir::uses_of(body, x)) {
+        if (user->results.size() != 1 || !user->regions.empty() || !ir::has_trait(user->op, ir::kPure)) continue;
+        const ir::Value* r = user->result();
+        if (x->type.rank() == 2 && ir::has_trait(user->op, ir::kElementwise))
+          for (size_t j = 0; j < user->operands.size(); ++j)
+            if (int(j) != i && user->operands[j]->type.rank() == 2 &&
+                ir::computed_in_block_from(body, user->operands[j], from_dot))
+              return true;
+        const bool follow = ((user->op == Op::expand_dims || user->op == Op::reshape) && x->type.rank() == 1 &&
+                             r->type.rank() == 2) ||
+                            (user->op == Op::broadcast && x->type.rank() == 2) ||
+                            (ir::has_trait(user->op, ir::kElementwise) && r->type.shape == x->type.shape);
+        if (follow && seen.insert(r).second) work.push_back(r);
+      }
+    }
+    return false;
+  }
+
   // Whether every dot `v` feeds (through transposes) reads its staged operands through
   // matrix descriptors (PipelineOptions::dot_reads_descriptors). A cast on the way needs
   // the tile in registers: a descriptor reads the buffer in the dot's own type.
@@ -325,10 +365,13 @@ class Pipeliner {
     bool k_contiguous = true;
     if (o_.wave_size <= 1 || load.parent != &body) return nullptr;
     const bool upcast = upcast_for_dot(body, load);
-    if (!upcast && !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
+    // (a row statistic broadcast into an accumulator is read back in the broadcast's
+    // layout, the accumulator's columns, as Triton reads it: no dot reading rule applies)
+    const bool row = !upcast && o_.stage_broadcast_rows && broadcast_into_dot_result(body, load.result());
+    if (!upcast && !row && !only_feeds_dots(body, load.result(), k_contiguous)) return nullptr;
     // Copied as it is, or transposed (contiguous along dim 0, not the last): the
     // buffer's rows then run along the other dim, which flips which dim is contiguous.
-    const bool transposed = !upcast && o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 &&
+    const bool transposed = !upcast && !row && o_.copy_transposed && !copyable(load) && load.result()->type.rank() == 2 &&
                             copyable(load, 0) && transposable(load.result(), true);
     if (!copyable(load) && !transposed) return nullptr;
     if (transposed) {
