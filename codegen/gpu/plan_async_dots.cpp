@@ -47,6 +47,31 @@ bool after_synchronous_dot(ir::Block& body, const ir::Value* v, const PlanTarget
   });
 }
 
+// Whether `v` is computed in `body` by pure ops from reads of shared buffers (at least
+// one; values from outside the body count as inputs), each read accepted by `read_ok`:
+// the A operand a wgmma reads from registers that tl::dot_scaled's upcast recomputes each
+// iteration (the two rules below ask it).
+template <class ReadOk>
+bool computed_from_shared_reads(const ir::Block& body, const ir::Value* v, ReadOk read_ok) {
+  bool reads = false;
+  std::vector<const ir::Value*> work{v};
+  std::set<const ir::Value*> seen;
+  while (!work.empty()) {
+    const ir::Value* x = work.back();
+    work.pop_back();
+    if (!seen.insert(x).second || !x->def || x->def->parent != &body) continue;
+    const ir::Operation& d = *x->def;
+    if (d.op == Op::shared_load) {
+      if (!read_ok(d)) return false;
+      reads = true;
+      continue;
+    }
+    if (!ir::has_trait(d.op, ir::kPure) || !d.regions.empty()) return false;
+    for (const ir::Value* o : d.operands) work.push_back(o);
+  }
+  return reads;
+}
+
 // Whether `v` (a dot's A, 16-bit, in registers) is computed in `body` from reads of shared
 // buffers (tl::dot_scaled's upcast of a staged packed tile, decompose_scaled_dots' swapped
 // dot) that all come after the warpgroup dot before `dot` in the body, where the body
@@ -71,23 +96,7 @@ bool upcast_after_previous_dot(ir::Block& body, const ir::Operation& dot, const 
     if (int(i) < here) previous = int(i);
   }
   if (dots < 2 || here < 0) return false;
-  bool reads = false, ok = true;
-  std::vector<const ir::Value*> work{v};
-  std::set<const ir::Value*> seen;
-  while (!work.empty() && ok) {
-    const ir::Value* x = work.back();
-    work.pop_back();
-    if (!seen.insert(x).second || !x->def || x->def->parent != &body) continue;
-    const ir::Operation& d = *x->def;
-    if (d.op == Op::shared_load) {
-      reads = true;
-      ok = at(&d) > previous;
-      continue;
-    }
-    if (!ir::has_trait(d.op, ir::kPure) || !d.regions.empty()) ok = false;
-    for (const ir::Value* o : d.operands) work.push_back(o);
-  }
-  return ok && reads;
+  return computed_from_shared_reads(body, v, [&](const ir::Operation& read) { return at(&read) > previous; });
 }
 
 // Where a wait for `dot`'s group must come in `body` so that the registers of its A (`v`,
@@ -105,22 +114,7 @@ const ir::Operation* a_registers_written(ir::Block& body, const ir::Operation& d
   for (auto& o : body.ops)
     if (o.get() != &dot && o->op == Op::dot && recorded_dot_plan(*t.caps, *o, t.num_warps, t.wave_size).warpgroup())
       return nullptr;
-  bool reads = false;
-  std::vector<const ir::Value*> work{v};
-  std::set<const ir::Value*> seen;
-  while (!work.empty()) {
-    const ir::Value* x = work.back();
-    work.pop_back();
-    if (!seen.insert(x).second || !x->def || x->def->parent != &body) continue;
-    const ir::Operation& d = *x->def;
-    if (d.op == Op::shared_load) {
-      reads = true;
-      continue;
-    }
-    if (!ir::has_trait(d.op, ir::kPure) || !d.regions.empty()) return nullptr;
-    for (const ir::Value* o : d.operands) work.push_back(o);
-  }
-  if (!reads) return nullptr;
+  if (!computed_from_shared_reads(body, v, [](const ir::Operation&) { return true; })) return nullptr;
   while (v->def && v->def->parent == &body &&
          (v->def->op == Op::reshape || v->def->op == Op::bitcast || v->def->op == Op::trans))
     v = v->def->operands[0];
