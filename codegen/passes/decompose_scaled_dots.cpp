@@ -33,14 +33,14 @@ class Upcast {
   Value* operand(Value* x, Value* scale) {
     const DType d = x->type.dtype;
     if (d == DType::f4e2m1 && bf16_math_) {
-      Value* v = e2m1_to_bf16(x);
+      Value* v = e2m1_to(x, DType::bf16);
       if (!scale) return v;
       const int rows = v->type.shape[0], K = v->type.shape[1];
       Value* blocks = reshape(v, {rows, K / 32, 32});
       Value* s = broadcast(reshape(e8m0_to(scale, DType::bf16), {rows, K / 32, 1}), {rows, K / 32, 32});
       return reshape(b_.create1(Op::mul, {blocks, s}, blocks->type, loc_), {rows, K});
     }
-    Value* v = d == DType::f4e2m1 ? e2m1_to_f32(x) : x;
+    Value* v = d == DType::f4e2m1 ? e2m1_to(x, DType::f32) : x;
     if (!scale) return cast(v, DType::bf16);
     v = cast(v, DType::f32);
     const int rows = v->type.shape[0], K = v->type.shape[1];
@@ -108,28 +108,7 @@ class Upcast {
     return bitcast(bits, to);
   }
 
-  // e2m1_to_f32's placement in bf16's bits (f32's upper half: sign bit 15, the exponent's
-  // low bits and the mantissa's top one at 8..6: c * (2^12 + 2^6)), then one bf16
-  // multiply by 2^126, exact; the scale's multiply after it is bf16 too, rounded once
-  // (to nearest even) as the f32 product's conversion rounds it. Per element: half a
-  // nibble op, a 16-bit convert, multiply and mask, two bf16 multiplies (which pair up as
-  // bf16x2), where the f32 form took three 32-bit integer ops, two f32 multiplies and half
-  // a bf16x2 convert: gpt-oss-20b's gate/up K step on sm_90 issues ~900 upcast
-  // instructions a thread in f32 (Triton's byte-permute form: ~530).
-  Value* e2m1_to_bf16(Value* x) {
-    const int rows = x->type.shape[0], half = x->type.shape[1];
-    Value* bytes = bitcast(x, DType::u8);
-    Value* lo = op(Op::band, bytes, 15);
-    Value* hi = op(Op::shr, bytes, 4);
-    Value* pairs = b_.create1(Op::join, {lo, hi}, lo->type.with_shape({rows, half, 2}), loc_);
-    Value* c = cast(reshape(pairs, {rows, 2 * half}), DType::u16);
-    Value* bits = op(Op::band, op(Op::mul, c, (1 << 12) + (1 << 6)), 0x81C0);
-    Value* tiny = bitcast(bits, DType::bf16);
-    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(DType::bf16, 0x1p126, loc_)}, tiny->type, loc_);
-    return b_.create1(Op::mul, {tiny, two_126}, tiny->type, loc_);
-  }
-
-  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K]. A
+  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K] (or bf16, below). A
   // code c (sign, e, m) put at f32's sign and at the top of its exponent and mantissa
   // fields, bits 31 and 24..22 (c * (2^28 + 2^22): the two copies of c do not overlap),
   // is the f32 2^(e - 127) (1 + m / 2), or 2^-127 m for e = 0 (a subnormal), exactly
@@ -137,16 +116,26 @@ class Upcast {
   // and one multiply an element (Triton's bit-placement upcast) where picking the
   // normal or subnormal form took nine; it needs subnormal f32 operands kept, which
   // every target's f32 multiply does (no flush-to-zero mode is set).
-  Value* e2m1_to_f32(Value* x) {
+  // As bf16: the same placement in bf16's bits (f32's upper half: sign bit 15, the exponent's
+  // low bits and the mantissa's top one at 8..6: c * (2^12 + 2^6)), then one bf16
+  // multiply by 2^126, exact; the scale's multiply after it is bf16 too, rounded once
+  // (to nearest even) as the f32 product's conversion rounds it. Per element: half a
+  // nibble op, a 16-bit convert, multiply and mask, two bf16 multiplies (which pair up as
+  // bf16x2), where the f32 form took three 32-bit integer ops, two f32 multiplies and half
+  // a bf16x2 convert: gpt-oss-20b's gate/up K step on sm_90 issues ~900 upcast
+  // instructions a thread in f32 (Triton's byte-permute form: ~530).
+  Value* e2m1_to(Value* x, DType to) {
+    const bool f32 = to == DType::f32;
     const int rows = x->type.shape[0], half = x->type.shape[1];
     Value* bytes = bitcast(x, DType::u8);
     Value* lo = op(Op::band, bytes, 15);
     Value* hi = op(Op::shr, bytes, 4);
     Value* pairs = b_.create1(Op::join, {lo, hi}, lo->type.with_shape({rows, half, 2}), loc_);
-    Value* c = cast(reshape(pairs, {rows, 2 * half}), DType::u32);
-    Value* bits = op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000);
-    Value* tiny = bitcast(bits, DType::f32);
-    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(DType::f32, 0x1p126, loc_)}, tiny->type, loc_);
+    Value* c = cast(reshape(pairs, {rows, 2 * half}), f32 ? DType::u32 : DType::u16);
+    Value* bits = f32 ? op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000)
+                      : op(Op::band, op(Op::mul, c, (1 << 12) + (1 << 6)), 0x81C0);
+    Value* tiny = bitcast(bits, to);
+    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(to, 0x1p126, loc_)}, tiny->type, loc_);
     return b_.create1(Op::mul, {tiny, two_126}, tiny->type, loc_);
   }
 };
