@@ -163,7 +163,7 @@ int main(int argc, char** argv) try {
     Buffers b{up(in.q), up(in.k), up(in.v), dev.alloc<tl::ty::bf16>(size_t(p.q_elems())), up(in.d_o),
               dev.alloc<tl::ty::bf16>(size_t(p.q_elems())), dev.alloc<tl::ty::bf16>(size_t(p.kv_elems())),
               dev.alloc<tl::ty::bf16>(size_t(p.kv_elems())), dev.alloc<tl::ty::f32>(size_t(p.rows())),
-              dev.alloc<tl::ty::f32>(size_t(p.rows()))};
+              dev.alloc<tl::ty::f32>(size_t(p.scratch_elems()))};
     const double flops = p.fwd_flops();
     for (const Config& c : fwd) {
       nlohmann::json r = {{"impl", "tl"}, {"pass", "fwd"}, {"shape", shape_json(p)}, {"config", attention::str(c)}};

@@ -566,11 +566,11 @@ inline Case attention_bwd_case(bool dkdv, int D, int stages) {
     auto o = attention::options_of(cfg);
     if (dkdv)
       return attention::bwd_dkdv_kernel<E>().compile(target, o, fake<tl::bf16>(0), fake<tl::bf16>(1), fake<tl::bf16>(2),
-                                                     fake<tl::bf16>(3), fake<tl::f32>(4), fake<tl::f32>(5),
+                                                     fake<tl::bf16>(3), fake<tl::f32>(4),
                                                      fake<tl::bf16>(6), fake<tl::bf16>(7), int(S), int(S), 1, scale, BM,
                                                      BN, D, 1, stages);
     return attention::bwd_dq_kernel<E>().compile(target, o, fake<tl::bf16>(0), fake<tl::bf16>(1), fake<tl::bf16>(2),
-                                                 fake<tl::bf16>(3), fake<tl::f32>(4), fake<tl::f32>(5),
+                                                 fake<tl::bf16>(3), fake<tl::f32>(4),
                                                  fake<tl::bf16>(6), int(S), int(S), 1, scale, BM, BN, D, 1, stages);
   };
   c.run = [=](tl::device dev, bool bench, const Timer* timer) {
@@ -587,7 +587,7 @@ inline Case attention_bwd_case(bool dkdv, int D, int stages) {
     auto q = up(in.q), k = up(in.k), v = up(in.v), d_o = up(in.d_o);
     auto o = dev.alloc<E>(size_t(p.q_elems())), dq = dev.alloc<E>(size_t(p.q_elems()));
     auto dk = dev.alloc<E>(size_t(p.kv_elems())), dv = dev.alloc<E>(size_t(p.kv_elems()));
-    auto lse = dev.alloc<tl::ty::f32>(size_t(p.rows())), delta = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+    auto lse = dev.alloc<tl::ty::f32>(size_t(p.rows())), delta = dev.alloc<tl::ty::f32>(size_t(p.scratch_elems()));
     // The forward and the preprocess once, at configurations of their own; then the kernel.
     attention::forward<E>(attention::Config{64, 64, 4, 1, 0, 0}, p, q, k, v, o, lse);
     attention::backward<E>(cfg, cfg, p, q, k, v, o, d_o, lse, delta, dq, dk, dv);
@@ -596,10 +596,10 @@ inline Case attention_bwd_case(bool dkdv, int D, int stages) {
     auto launch = [&] {
       if (dkdv)
         attention::bwd_dkdv_kernel<E>()[attention::dkdv_grid(cfg, p)].on(dev).with(attention::options_of(cfg))(
-            q, k, v, d_o, lse, delta, dk, dv, Sq, Sk, G, sc, BM, BN, D, 1, stages);
+            q, k, v, d_o, delta, dk, dv, Sq, Sk, G, sc, BM, BN, D, 1, stages);
       else
         attention::bwd_dq_kernel<E>()[attention::dq_grid(cfg, p)].on(dev).with(attention::options_of(cfg))(
-            q, k, v, d_o, lse, delta, dq, Sq, Sk, G, sc, BM, BN, D, 1, stages);
+            q, k, v, d_o, delta, dq, Sq, Sk, G, sc, BM, BN, D, 1, stages);
     };
     auto check = [&]() -> std::string {
       if (bench) return "";  // the large problem is timed; the small one is checked

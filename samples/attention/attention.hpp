@@ -23,7 +23,8 @@
 // input type for the P.V dot.
 //
 // Backward (Triton's tutorial algorithm, three kernels):
-//   attn_bwd_preprocess  Delta_i = sum_d O_id dO_id (f32)
+//   attn_bwd_preprocess  Delta_i = sum_d O_id dO_id and LSE_i * log2(e) (f32, the backward's
+//                        scratch: per (batch, head) S_q of each)
 //   attn_bwd_dkdv        a program owns BLOCK_N keys of one key/value head and loops over
 //                        the G query heads of its group and their BLOCK_M blocks of query
 //                        rows (the masked diagonal blocks first, then the rest unmasked):
@@ -64,6 +65,8 @@ struct Problem {
   int64_t q_elems() const { return B * H * S_q * D; }
   int64_t kv_elems() const { return B * Hkv * S_k * D; }
   int64_t rows() const { return B * H * S_q; }
+  // The backward's scratch (f32): Delta and LSE * log2(e) of every query row.
+  int64_t scratch_elems() const { return 2 * rows(); }
   std::string str() const {
     return fmt::format("B={} H={} Hkv={} S_q={} S_k={} D={}{}", B, H, Hkv, S_q, S_k, D, causal ? " causal" : "");
   }
@@ -230,23 +233,31 @@ void fwd_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, con
   tl::store(LSE + bh * S_q + offs_m, lse, offs_m < S_q);
 }
 
-// Delta = rowsum(O * dO) in f32, per query row.
+// The row statistics the backward's loops read, per query row, in f32: Delta = rowsum(O * dO)
+// and LSE * log2(e), the scores' exponent in exp2 (the forward's LSE is the natural log a
+// user reads). Stats [B*H, 2, S_q]: a head's Delta, then its LSE * log2(e). Scaled here once
+// a row: scaled where dK/dV reads it, each lane multiplies every column it holds (16 FMULs an
+// iteration at 64x64 on sm_90), the same product each time.
 template <class E>
-void bwd_preprocess_body(const tl::ptr<E>& O, const tl::ptr<E>& DO, const tl::ptr<tl::ty::f32>& Delta,
-                         const tl::i32& rows, int BLOCK_M, int D) {
+void bwd_preprocess_body(const tl::ptr<E>& O, const tl::ptr<E>& DO, const tl::ptr<tl::ty::f32>& LSE,
+                         const tl::ptr<tl::ty::f32>& Stats, const tl::i32& S_q, int BLOCK_M, int D) {
+  auto bh = tl::program_id(1);
   auto offs_m = tl::program_id(0) * BLOCK_M + tl::arange(0, BLOCK_M);
   auto offs_d = tl::arange(0, D);
-  auto ok = tl::expand_dims(offs_m < rows, 1);
-  auto at = tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0);
+  auto m_ok = offs_m < S_q;
+  auto ok = tl::expand_dims(m_ok, 1);
+  auto at = bh * S_q * D + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0);
   auto o = tl::load(O + at, ok, 0.0f).template to<tl::f32>();
   auto d_o = tl::load(DO + at, ok, 0.0f).template to<tl::f32>();
-  tl::store(Delta + offs_m, tl::sum(o * d_o, 1), offs_m < rows);
+  auto stats = Stats + bh * 2 * S_q + offs_m;
+  tl::store(stats, tl::sum(o * d_o, 1), m_ok);
+  tl::store(stats + S_q, tl::load(LSE + bh * S_q + offs_m, m_ok, 0.0f) * kLog2e, m_ok);
 }
 
 // dK, dV for BLOCK_N keys of one key/value head, summed over its G query heads.
 template <class E>
 void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, const tl::ptr<E>& DO,
-                   const tl::ptr<tl::ty::f32>& LSE, const tl::ptr<tl::ty::f32>& Delta, const tl::ptr<E>& DK,
+                   const tl::ptr<tl::ty::f32>& Stats, const tl::ptr<E>& DK,
                    const tl::ptr<E>& DV, const tl::i32& S_q, const tl::i32& S_k, const tl::i32& G,
                    const tl::f32& sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
   auto n0 = tl::program_id(0) * BLOCK_N;
@@ -276,6 +287,7 @@ void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V
   for (auto g : tl::range(0, G, 1, tl::num_stages(1))) {
     auto bh = bhkv * G + g;
     auto q_base = bh * S_q * D;
+    auto delta_at = Stats + bh * 2 * S_q, lse2_at = delta_at + S_q;  // bwd_preprocess_body's rows
     auto rows = [&](const tl::i32& lo, const tl::i32& hi, bool masked) {
       for (auto m : tl::range(lo, hi, BLOCK_M, tl::num_stages(STAGES))) {
         auto offs_m = m + offs_mb;
@@ -283,14 +295,14 @@ void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V
         // Q^T [D, BLOCK_M], as the tutorial loads it.
         auto qT = tl::load(Q + q_base + tl::expand_dims(offs_m, 0) * D + tl::expand_dims(offs_d, 1),
                            tl::expand_dims(m_ok, 0), 0.0f);
-        auto lse2 = tl::load(LSE + bh * S_q + offs_m, m_ok, 0.0f) * kLog2e;
+        auto lse2 = tl::load(lse2_at + offs_m, m_ok, 0.0f);
         auto qkT = tl::dot(k, qT);
         auto pT = tl::exp2(qkT * qk_scale - tl::expand_dims(lse2, 0));
         if (masked) pT = tl::where(tl::expand_dims(offs_m + shift, 0) >= tl::expand_dims(offs_n, 1), pT, 0.0f);
         auto d_o = tl::load(DO + q_base + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0),
                             tl::expand_dims(m_ok, 1), 0.0f);
         dv = tl::dot(pT.template to<E>(), d_o, dv);
-        auto delta = tl::load(Delta + bh * S_q + offs_m, m_ok, 0.0f);
+        auto delta = tl::load(delta_at + offs_m, m_ok, 0.0f);
         auto dpT = tl::dot(v, tl::trans(d_o));
         auto dsT = pT * (dpT - tl::expand_dims(delta, 0));
         dk = tl::dot(dsT.template to<E>(), tl::trans(qT), dk);
@@ -307,7 +319,7 @@ void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V
 // dQ for BLOCK_M query rows of one head.
 template <class E>
 void bwd_dq_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, const tl::ptr<E>& DO,
-                 const tl::ptr<tl::ty::f32>& LSE, const tl::ptr<tl::ty::f32>& Delta, const tl::ptr<E>& DQ,
+                 const tl::ptr<tl::ty::f32>& Stats, const tl::ptr<E>& DQ,
                  const tl::i32& S_q, const tl::i32& S_k, const tl::i32& G, const tl::f32& sm_scale, int BLOCK_M,
                  int BLOCK_N, int D, int CAUSAL, int STAGES) {
   auto m0 = tl::program_id(0) * BLOCK_M;
@@ -321,8 +333,8 @@ void bwd_dq_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V, 
   auto q_at = tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0);
   auto q = tl::load(Q + q_base + q_at, tl::expand_dims(m_ok, 1), 0.0f);
   auto d_o = tl::load(DO + q_base + q_at, tl::expand_dims(m_ok, 1), 0.0f);
-  auto lse2 = tl::load(LSE + bh * S_q + offs_m, m_ok, 0.0f) * kLog2e;
-  auto delta = tl::load(Delta + bh * S_q + offs_m, m_ok, 0.0f);
+  auto delta = tl::load(Stats + bh * 2 * S_q + offs_m, m_ok, 0.0f);  // bwd_preprocess_body's rows
+  auto lse2 = tl::load(Stats + bh * 2 * S_q + S_q + offs_m, m_ok, 0.0f);
   auto dq = tl::zeros<tl::f32>({BLOCK_M, D});
   auto qk_scale = sm_scale * kLog2e;
   auto shift = S_k - S_q;
@@ -365,17 +377,18 @@ template <class E> auto& fwd_kernel() {
 
 template <class E> auto& bwd_preprocess_kernel() {
   static auto k = tl::kernel(std::string("attn_bwd_preprocess_") + type_name<E>(),
-                             [](tl::ptr<E> O, tl::ptr<E> DO, tl::ptr<tl::ty::f32> Delta, tl::i32 rows, int BLOCK_M,
-                                int D) { bwd_preprocess_body<E>(O, DO, Delta, rows, BLOCK_M, D); });
+                             [](tl::ptr<E> O, tl::ptr<E> DO, tl::ptr<tl::ty::f32> LSE, tl::ptr<tl::ty::f32> Stats,
+                                tl::i32 S_q, int BLOCK_M,
+                                int D) { bwd_preprocess_body<E>(O, DO, LSE, Stats, S_q, BLOCK_M, D); });
   return k;
 }
 
 template <class E> auto& bwd_dkdv_kernel() {
   static auto k = tl::kernel(std::string("attn_bwd_dkdv_") + type_name<E>(),
-                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> DO, tl::ptr<tl::ty::f32> LSE,
-                                tl::ptr<tl::ty::f32> Delta, tl::ptr<E> DK, tl::ptr<E> DV, tl::i32 S_q, tl::i32 S_k,
+                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> DO, tl::ptr<tl::ty::f32> Stats,
+                                tl::ptr<E> DK, tl::ptr<E> DV, tl::i32 S_q, tl::i32 S_k,
                                 tl::i32 G, tl::f32 sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
-                               bwd_dkdv_body<E>(Q, K, V, DO, LSE, Delta, DK, DV, S_q, S_k, G, sm_scale, BLOCK_M,
+                               bwd_dkdv_body<E>(Q, K, V, DO, Stats, DK, DV, S_q, S_k, G, sm_scale, BLOCK_M,
                                                 BLOCK_N, D, CAUSAL, STAGES);
                              });
   return k;
@@ -383,10 +396,10 @@ template <class E> auto& bwd_dkdv_kernel() {
 
 template <class E> auto& bwd_dq_kernel() {
   static auto k = tl::kernel(std::string("attn_bwd_dq_") + type_name<E>(),
-                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> DO, tl::ptr<tl::ty::f32> LSE,
-                                tl::ptr<tl::ty::f32> Delta, tl::ptr<E> DQ, tl::i32 S_q, tl::i32 S_k, tl::i32 G,
+                             [](tl::ptr<E> Q, tl::ptr<E> K, tl::ptr<E> V, tl::ptr<E> DO, tl::ptr<tl::ty::f32> Stats,
+                                tl::ptr<E> DQ, tl::i32 S_q, tl::i32 S_k, tl::i32 G,
                                 tl::f32 sm_scale, int BLOCK_M, int BLOCK_N, int D, int CAUSAL, int STAGES) {
-                               bwd_dq_body<E>(Q, K, V, DO, LSE, Delta, DQ, S_q, S_k, G, sm_scale, BLOCK_M, BLOCK_N, D,
+                               bwd_dq_body<E>(Q, K, V, DO, Stats, DQ, S_q, S_k, G, sm_scale, BLOCK_M, BLOCK_N, D,
                                               CAUSAL, STAGES);
                              });
   return k;
@@ -413,24 +426,26 @@ void forward(const Config& c, const Problem& p, const PQ& q, const PK& k, const 
                                                         c.num_stages);
 }
 
-// dQ, dK, dV from dO and the forward's O and LSE. `delta`: B*H*S_q f32 of scratch.
+// dQ, dK, dV from dO and the forward's O and LSE. `stats`: Problem::scratch_elems() f32 of
+// scratch (2 * B*H*S_q: the preprocess's Delta and LSE * log2(e)).
 template <class E, class PQ, class PK, class PV, class PO, class PDO, class PL, class PD, class PDQ, class PDK, class PDV>
 void backward(const Config& dkdv, const Config& dq, const Problem& p, const PQ& q, const PK& k, const PV& v,
-              const PO& o, const PDO& d_o, const PL& lse, const PD& delta, const PDQ& dq_out, const PDK& dk_out,
+              const PO& o, const PDO& d_o, const PL& lse, const PD& stats, const PDQ& dq_out, const PDK& dk_out,
               const PDV& dv_out) {
   check(p), check(dkdv, "backward dK/dV"), check(dq, "backward dQ");
   check_length(p, q, p.q_elems(), "Q"), check_length(p, k, p.kv_elems(), "K"), check_length(p, v, p.kv_elems(), "V");
   check_length(p, o, p.q_elems(), "O"), check_length(p, d_o, p.q_elems(), "dO"), check_length(p, lse, p.rows(), "LSE");
-  check_length(p, delta, p.rows(), "Delta"), check_length(p, dq_out, p.q_elems(), "dQ");
+  check_length(p, stats, p.scratch_elems(), "the scratch (Delta, LSE * log2(e))");
+  check_length(p, dq_out, p.q_elems(), "dQ");
   check_length(p, dk_out, p.kv_elems(), "dK"), check_length(p, dv_out, p.kv_elems(), "dV");
   const int S_q = int(p.S_q), S_k = int(p.S_k), G = int(p.G()), D = int(p.D), causal = int(p.causal);
   const float scale = float(p.scale());
-  bwd_preprocess_kernel<E>()[tl::grid(tl::cdiv(p.rows(), kPreprocessRows))].with({.num_warps = 4})(
-      o, d_o, delta, int(p.rows()), kPreprocessRows, D);
-  bwd_dkdv_kernel<E>()[dkdv_grid(dkdv, p)].with(options_of(dkdv))(q, k, v, d_o, lse, delta, dk_out, dv_out, S_q, S_k,
+  bwd_preprocess_kernel<E>()[tl::grid(tl::cdiv(p.S_q, kPreprocessRows), p.B * p.H)].with({.num_warps = 4})(
+      o, d_o, lse, stats, S_q, kPreprocessRows, D);
+  bwd_dkdv_kernel<E>()[dkdv_grid(dkdv, p)].with(options_of(dkdv))(q, k, v, d_o, stats, dk_out, dv_out, S_q, S_k,
                                                                   G, scale, dkdv.block_m, dkdv.block_n, D, causal,
                                                                   dkdv.num_stages);
-  bwd_dq_kernel<E>()[dq_grid(dq, p)].with(options_of(dq))(q, k, v, d_o, lse, delta, dq_out, S_q, S_k, G, scale,
+  bwd_dq_kernel<E>()[dq_grid(dq, p)].with(options_of(dq))(q, k, v, d_o, stats, dq_out, S_q, S_k, G, scale,
                                                           dq.block_m, dq.block_n, D, causal, dq.num_stages);
 }
 

@@ -131,19 +131,19 @@ template <class E> void report(const Args& a, const attention::Problem& p) {
     print_meta("forward", *c,
                attention::fwd_kernel<E>().compile(T, attention::options_of(*c), x, x, x, x, f, S_q, S_k, G, scale,
                                                   c->block_m, c->block_n, D, causal, c->num_stages));
-  auto dkdv = attention::dkdv_tuner<E>().prune(T, x, x, x, x, f, f, x, x, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D, p.causal,
+  auto dkdv = attention::dkdv_tuner<E>().prune(T, x, x, x, x, f, x, x, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D, p.causal,
                                                p.sm_scale);
   print_table(dkdv);
   if (auto c = first_kept(dkdv, attention::candidates(attention::Kernel::dkdv)))
     print_meta("dK/dV", *c,
-               attention::bwd_dkdv_kernel<E>().compile(T, attention::options_of(*c), x, x, x, x, f, f, x, x, S_q, S_k,
+               attention::bwd_dkdv_kernel<E>().compile(T, attention::options_of(*c), x, x, x, x, f, x, x, S_q, S_k,
                                                        G, scale, c->block_m, c->block_n, D, causal, c->num_stages));
-  auto dq = attention::dq_tuner<E>().prune(T, x, x, x, x, f, f, x, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D, p.causal,
+  auto dq = attention::dq_tuner<E>().prune(T, x, x, x, x, f, x, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D, p.causal,
                                            p.sm_scale);
   print_table(dq);
   if (auto c = first_kept(dq, attention::candidates(attention::Kernel::dq)))
     print_meta("dQ", *c,
-               attention::bwd_dq_kernel<E>().compile(T, attention::options_of(*c), x, x, x, x, f, f, x, S_q, S_k, G,
+               attention::bwd_dq_kernel<E>().compile(T, attention::options_of(*c), x, x, x, x, f, x, S_q, S_k, G,
                                                      scale, c->block_m, c->block_n, D, causal, c->num_stages));
   fmt::print("\n");
 }
@@ -166,7 +166,7 @@ template <class E> bool run(const Args& a, tl::device dev, const attention::Prob
   auto Q = up(in.q), K = up(in.k), V = up(in.v), DO = up(in.d_o);
   auto O = dev.alloc<E>(size_t(p.q_elems())), DQ = dev.alloc<E>(size_t(p.q_elems()));
   auto DK = dev.alloc<E>(size_t(p.kv_elems())), DV = dev.alloc<E>(size_t(p.kv_elems()));
-  auto LSE = dev.alloc<tl::ty::f32>(size_t(p.rows())), Delta = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+  auto LSE = dev.alloc<tl::ty::f32>(size_t(p.rows())), Delta = dev.alloc<tl::ty::f32>(size_t(p.scratch_elems()));
   auto fwd = [&] { attention::forward_tuned<E>(p, Q, K, V, O, LSE); };
   auto bwd = [&] { attention::backward_tuned<E>(p, Q, K, V, O, DO, LSE, Delta, DQ, DK, DV); };
   fwd(), bwd();  // tunes (or finds the decision), compiles

@@ -86,23 +86,23 @@ inline const auto fwd_launch = [](tl::tuning& t, const Config& c, auto& q, auto&
            float(p.scale()), c.block_m, c.block_n, int(D), int(causal), c.num_stages);
 };
 
-inline const auto dkdv_launch = [](tl::tuning& t, const Config& c, auto& q, auto& k, auto& v, auto& d_o, auto& lse,
-                                   auto& delta, auto& dk, auto& dv, int64_t B, int64_t H, int64_t Hkv, int64_t S_q,
+inline const auto dkdv_launch = [](tl::tuning& t, const Config& c, auto& q, auto& k, auto& v, auto& d_o,
+                                   auto& stats, auto& dk, auto& dv, int64_t B, int64_t H, int64_t Hkv, int64_t S_q,
                                    int64_t S_k, int64_t D, bool causal, double sm_scale) {
   using E = element_t<decltype(q)>;
   if (!runs_on(c, Kernel::dkdv, t.target(), D)) t.skip("not a configuration for " + t.target() + " at D=" + std::to_string(D));
   Problem p{B, H, Hkv, S_q, S_k, D, causal, sm_scale};
-  t.launch(bwd_dkdv_kernel<E>(), dkdv_grid(c, p), options_of(c), q, k, v, d_o, lse, delta, dk, dv, int(S_q), int(S_k),
+  t.launch(bwd_dkdv_kernel<E>(), dkdv_grid(c, p), options_of(c), q, k, v, d_o, stats, dk, dv, int(S_q), int(S_k),
            int(p.G()), float(p.scale()), c.block_m, c.block_n, int(D), int(causal), c.num_stages);
 };
 
-inline const auto dq_launch = [](tl::tuning& t, const Config& c, auto& q, auto& k, auto& v, auto& d_o, auto& lse,
-                                 auto& delta, auto& dq, int64_t B, int64_t H, int64_t Hkv, int64_t S_q, int64_t S_k,
+inline const auto dq_launch = [](tl::tuning& t, const Config& c, auto& q, auto& k, auto& v, auto& d_o,
+                                 auto& stats, auto& dq, int64_t B, int64_t H, int64_t Hkv, int64_t S_q, int64_t S_k,
                                  int64_t D, bool causal, double sm_scale) {
   using E = element_t<decltype(q)>;
   if (!runs_on(c, Kernel::dq, t.target(), D)) t.skip("not a configuration for " + t.target() + " at D=" + std::to_string(D));
   Problem p{B, H, Hkv, S_q, S_k, D, causal, sm_scale};
-  t.launch(bwd_dq_kernel<E>(), dq_grid(c, p), options_of(c), q, k, v, d_o, lse, delta, dq, int(S_q), int(S_k),
+  t.launch(bwd_dq_kernel<E>(), dq_grid(c, p), options_of(c), q, k, v, d_o, stats, dq, int(S_q), int(S_k),
            int(p.G()), float(p.scale()), c.block_m, c.block_n, int(D), int(causal), c.num_stages);
 };
 
@@ -127,14 +127,14 @@ template <class E> auto& fwd_tuner() {
 }
 template <class E> auto& dkdv_tuner() {
   static auto t = tl::autotune(std::string("attention_bwd_dkdv_") + type_name<E>(), candidates(Kernel::dkdv),
-                               {.args = args_with({"q", "k", "v", "d_o", "lse", "delta", "dk", "dv"}), .key = kKey,
+                               {.args = args_with({"q", "k", "v", "d_o", "stats", "dk", "dv"}), .key = kKey,
                                 .rules = rules(), .warmup = 1, .repeats = 5},
                                dkdv_launch);
   return t;
 }
 template <class E> auto& dq_tuner() {
   static auto t = tl::autotune(std::string("attention_bwd_dq_") + type_name<E>(), candidates(Kernel::dq),
-                               {.args = args_with({"q", "k", "v", "d_o", "lse", "delta", "dq"}), .key = kKey,
+                               {.args = args_with({"q", "k", "v", "d_o", "stats", "dq"}), .key = kKey,
                                 .rules = rules(), .warmup = 1, .repeats = 5},
                                dq_launch);
   return t;
@@ -149,17 +149,19 @@ void forward_tuned(const Problem& p, const B& q, const B& k, const B& v, const B
   fwd_tuner<E>().on(q.dev())(q, k, v, o, lse, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D, p.causal, p.sm_scale);
 }
 
-// Tuning dK/dV times it on whatever Delta holds at the first call of a key (the
-// preprocess runs inside backward(), after the choice): its time does not depend on the
-// values, and backward() recomputes everything with the chosen configurations.
+// Tuning dK/dV and dQ times them on whatever the scratch (Delta, LSE * log2(e)) holds at the
+// first call of a key (the preprocess runs inside backward(), after the choice): their time
+// does not depend on the values, and backward() recomputes everything with the chosen
+// configurations. `stats`: Problem::scratch_elems() f32.
 template <class E, class B, class L>
 void backward_tuned(const Problem& p, const B& q, const B& k, const B& v, const B& o, const B& d_o, const L& lse,
-                    const L& delta, const B& dq, const B& dk, const B& dv) {
-  const Config& a = dkdv_tuner<E>().best_on(q.dev(), q, k, v, d_o, lse, delta, dk, dv, p.B, p.H, p.Hkv, p.S_q, p.S_k,
+                    const L& stats, const B& dq, const B& dk, const B& dv) {
+  check(p), check_length(p, stats, p.scratch_elems(), "the scratch (Delta, LSE * log2(e))");  // read by tuning
+  const Config& a = dkdv_tuner<E>().best_on(q.dev(), q, k, v, d_o, stats, dk, dv, p.B, p.H, p.Hkv, p.S_q, p.S_k,
                                              p.D, p.causal, p.sm_scale);
-  const Config& b = dq_tuner<E>().best_on(q.dev(), q, k, v, d_o, lse, delta, dq, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D,
+  const Config& b = dq_tuner<E>().best_on(q.dev(), q, k, v, d_o, stats, dq, p.B, p.H, p.Hkv, p.S_q, p.S_k, p.D,
                                            p.causal, p.sm_scale);
-  backward<E>(a, b, p, q, k, v, o, d_o, lse, delta, dq, dk, dv);
+  backward<E>(a, b, p, q, k, v, o, d_o, lse, stats, dq, dk, dv);
 }
 
 }  // namespace attention

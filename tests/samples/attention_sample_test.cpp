@@ -58,7 +58,7 @@ template <class E> void run(const Case& c) {
   expect_ok(attention::compare(O.download(), want.o, want.o_bound), c, "O");
   expect_ok(attention::compare(LSE.download(), want.lse, want.lse_bound), c, "LSE");
   if (!c.backward) return;
-  auto Delta = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+  auto Delta = dev.alloc<tl::ty::f32>(size_t(p.scratch_elems()));
   auto DQ = dev.alloc<E>(size_t(p.q_elems())), DK = dev.alloc<E>(size_t(p.kv_elems())),
        DV = dev.alloc<E>(size_t(p.kv_elems()));
   poison(Delta), poison(DQ), poison(DK), poison(DV);
@@ -144,7 +144,7 @@ TEST(AttentionSample, TunedLaunchesMatchTheReference) {
   auto dev = test_device();
   auto O = dev.alloc<E>(size_t(p.q_elems())), DQ = dev.alloc<E>(size_t(p.q_elems()));
   auto DK = dev.alloc<E>(size_t(p.kv_elems())), DV = dev.alloc<E>(size_t(p.kv_elems()));
-  auto LSE = dev.alloc<tl::ty::f32>(size_t(p.rows())), Delta = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+  auto LSE = dev.alloc<tl::ty::f32>(size_t(p.rows())), Delta = dev.alloc<tl::ty::f32>(size_t(p.scratch_elems()));
   poison(O), poison(LSE), poison(DQ), poison(DK), poison(DV);
   attention::forward_tuned<E>(p, Q, K, V, O, LSE);
   attention::backward_tuned<E>(p, Q, K, V, O, DO, LSE, Delta, DQ, DK, DV);
@@ -205,7 +205,7 @@ TEST(AttentionSample, NvidiaPruningDropsCandidatesThatPtxasSpills) {
   auto dev = test_device();
   auto x = dev.alloc<tl::ty::bf16>(1), dq = dev.alloc<tl::ty::bf16>(1);
   auto f = dev.alloc<tl::ty::f32>(1);
-  auto t = attention::dq_tuner<tl::ty::bf16>().prune("sm_90", x, x, x, x, f, f, dq, int64_t(1), int64_t(8), int64_t(8),
+  auto t = attention::dq_tuner<tl::ty::bf16>().prune("sm_90", x, x, x, x, f, dq, int64_t(1), int64_t(8), int64_t(8),
                                                      int64_t(4096), int64_t(4096), int64_t(128), true, -1.0);
   const auto list = attention::candidates(attention::Kernel::dq);
   ASSERT_EQ(t.rows.size(), list.size());
@@ -279,7 +279,7 @@ TEST(AttentionSample, BadInputIsAClearErrorBeforeAnyLaunch) {
   // The backward checks its own buffers: a dK of the query heads' size.
   auto DO = dev.alloc<tl::ty::bf16>(size_t(p.q_elems())), DQ = dev.alloc<tl::ty::bf16>(size_t(p.q_elems()));
   auto DK = dev.alloc<tl::ty::bf16>(size_t(p.q_elems())), DV = dev.alloc<tl::ty::bf16>(size_t(p.kv_elems()));
-  auto Delta = dev.alloc<tl::ty::f32>(size_t(p.rows()));
+  auto Delta = dev.alloc<tl::ty::f32>(size_t(p.scratch_elems()));
   poison(DQ);
   auto dq_before = DQ.download();
   try {
