@@ -43,7 +43,15 @@ for kind in "${kinds[@]}"; do
   # only those are built. -O1: the instrumented builds are compiled for the tests only.
   targets=""
   [[ $kind == thread ]] && targets="tl tl-cache $CONCURRENCY_TESTS"
-  if ! TL_BUILD_DIR=$dir TL_BUILD_TARGETS=$targets "$ROOT/tools/build.sh" -DTL_SANITIZE="$kind" -DTL_BUILD_TESTS=ON \
+  # ASan with clang 22: its runtime locks its allocator around fork(), GCC 12's does not.
+  # A GPU compile runs in a fork of the launching process (codegen/compile_worker.hpp); with
+  # GCC's libasan, a fork taken while another thread was inside malloc left the child
+  # waiting for ever on the allocator's lock (the CI run of 2afa8af: three tests that
+  # compile from several threads hit TL_COMPILE_TIMEOUT_S). glibc's malloc, which users
+  # run, is fork-safe.
+  compiler=()
+  [[ $kind == address ]] && compiler=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+  if ! TL_BUILD_DIR=$dir TL_BUILD_TARGETS=$targets "$ROOT/tools/build.sh" "${compiler[@]}" -DTL_SANITIZE="$kind" -DTL_BUILD_TESTS=ON \
        -DTL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"; then
     echo "== tl: the $kind build failed"
     status=1
