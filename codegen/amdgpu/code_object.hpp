@@ -32,7 +32,8 @@ std::vector<uint8_t> compile_ir_to_object(const std::string& llvm_ir, const std:
 // Links a relocatable AMDGPU object into a HSACO with lld's ELF driver in-process
 // (`ld.lld -shared --no-undefined`). lld reads and writes files, so the object and the
 // result pass through a private mkdtemp directory (mode 0700) that is removed before
-// returning. lld is not reentrant: calls are serialized with a process-wide mutex.
+// returning: under $TMPDIR where it is set, else in memory (/dev/shm) where it can be,
+// else under /tmp. lld is not reentrant: calls are serialized with a process-wide mutex.
 std::vector<uint8_t> link_hsaco(const std::vector<uint8_t>& relocatable);
 
 // The same link done by comgr, loaded with dlopen ($TL_COMGR_PATH if set, then
