@@ -207,6 +207,7 @@ std::unique_ptr<ir::Function> run_gpu_passes(const ir::Function& f, const Target
   dump("layout conversion insertion", g);
   gpu::plan_conversion_paths(g, t);
   dump("conversion path planning", g);
+  if (gpu::batch_shared_conversions(g, t) > 0) dump("conversion batching", g);
   gpu::plan_dot_operand_sources(g, t);
   dump("dot operand-source planning", g);
   gpu::plan_shared_encodings(g, t);

@@ -16,6 +16,8 @@
 //                              another layout than its own
 //   plan_conversion_paths      registers, warp shuffles or shared memory for each
 //                              conversion
+//   batch_shared_conversions   two conversions of a loop body through shared memory
+//                              between the same layouts made as one (one barrier)
 //   plan_dot_operand_sources   dot operands staged in shared memory and read from there
 //                              (or from a conversion's) a K step at a time
 //   plan_shared_encodings      how each conversion through shared memory lies there
@@ -110,6 +112,12 @@ void plan_conversion_path(ir::Operation& conv, const PlanTarget& t);
 ir::ConvertPath conversion_path_at(const Layout& from, const Layout& to, const ir::Block* where, const PlanTarget& t);
 // How many convert_layouts take each path, indexed by ConvertPath (the compile report's).
 std::vector<int> conversion_path_counts(ir::Function& f);
+
+// In each loop body, two convert_layouts through shared memory of the same type and layouts
+// become one of the pair (join, convert, split): one barrier where there were three. The
+// second's operand, computed by pure ops from values available at the first, moves up to
+// it. Returns how many pairs were made.
+int batch_shared_conversions(ir::Function& f, const PlanTarget& t);
 
 // Records on every convert_layout through shared memory its encoding (Operation::shared,
 // by exchange_encoding).

@@ -260,6 +260,35 @@ TEST(MoeSample, NvidiaUpcastsThePackedWeightsIntoWarpgroupDotRegisters) {
   }
 }
 
+// Gate's and up's e8m0 scales (loaded an iteration ahead in their coalesced layout)
+// convert to the upcast's layout through shared memory together, once a K step
+// (batch_shared_conversions): the gate/up kernel exchanges and waits at barriers as often
+// as the down kernel, which has one dot (was: one conversion more, and two barriers more
+// a K step, 4 against 2 in the loop's SASS at 128x128x128 w8). sm_90 and gfx942 (whose
+// upcast weights' 32 KiB conversions stay apart: batched, their scratch left no room
+// for a second stage).
+TEST(MoeSample, GateAndUpScalesConvertTogether) {
+  const moe::Problem p{4096, 2880, 2880, 32, 4};
+  for (auto [target, c] : {std::pair{"sm_90", moe::Config{128, 128, 128, 8, 3, 8, 0, 0}},
+                           std::pair{"sm_90", moe::Config{16, 64, 128, 1, 3, 4, 0, 0}},
+                           std::pair{"gfx942", moe::Config{64, 128, 128, 8, 2, 4, 32, 0}}}) {
+    SCOPED_TRACE(std::string(target) + " " + moe::str(c));
+    auto metas = moe::compile_experts<tl::ty::f4e2m1>(target, c, p);
+    const auto gate_up = nlohmann::json::parse(metas[0]), down = nlohmann::json::parse(metas[1]);
+    // (gfx942: gate's and up's upcast weights, 32 KiB each, convert apart, down's one)
+    const bool sm90 = std::string(target) == "sm_90";
+    EXPECT_EQ(gate_up.at("report").at("conversions_shared").get<int>(),
+              down.at("report").at("conversions_shared").get<int>() + (sm90 ? 0 : 1))
+        << gate_up.at("report").dump() << "\n" << down.at("report").dump();
+    std::string remarks;
+    for (auto& m : gate_up.value("remarks", nlohmann::json::array())) remarks += m.get<std::string>() + "\n";
+    EXPECT_NE(remarks.find(fmt::format("num_stages={}: yes", c.num_stages)), std::string::npos) << remarks;
+    if (sm90)
+      EXPECT_EQ(tltest::count(tltest::isa_of_compiled(metas[0]), "bar.sync"),
+                tltest::count(tltest::isa_of_compiled(metas[1]), "bar.sync"));
+  }
+}
+
 // sm_90 compiles the tuner's 128-row configurations at gpt-oss-20b's layer: the upcast
 // A of up's dot, converted through shared memory right before it, was marked for the
 // dot to read a K step at a time, which a warpgroup dot does not do, and the lowering
