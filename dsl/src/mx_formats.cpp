@@ -214,19 +214,11 @@ Value* dot_scaled(Value* a, Value* a_scale, std::string_view a_format, Value* b,
                                     operands()), loc);
   }
   // The operands as their formats' dtypes (u8 codes bitcast), the scales as e8m0; an absent
-  // scale is code 127 (2^0) everywhere, which the upcast recognizes and skips.
-  // A transposed operand is bitcast before its transpose (bitcasts are elementwise, so the
-  // values are the same): trans(bitcast(load)) is the form the pipeliner stages and a dot
-  // reads from its stage a K step at a time (match_shared_dot_operand: [trans]([cast or
-  // bitcast](shared_load))). Tutorial 10's u8 B, written tl::trans(w), otherwise reached
-  // the dot as bitcast(trans(load)) and went through registers and a conversion.
-  auto as_format = [&](Value* v, DType to) {
-    if (v->type.dtype == to) return v;
-    if (v->def && v->def->op == Op::trans) return trans(cast(v->def->operands[0], to, true, loc), v->def->ints, loc);
-    return cast(v, to, true, loc);
-  };
-  a = as_format(a, format_dtype(fa));
-  b = as_format(b, format_dtype(fb));
+  // scale is code 127 (2^0) everywhere, which the upcast recognizes and skips. (A transposed
+  // operand, Tutorial 10's u8 B written tl::trans(w), is bitcast below its transpose: cast's
+  // rule, trans(bitcast(load)), the form the pipeliner stages.)
+  a = cast(a, format_dtype(fa), true, loc);
+  b = cast(b, format_dtype(fb), true, loc);
   auto scale = [&](Value* s, int rows) {
     if (s) return cast(s, DType::e8m0, true, loc);
     return full({rows, K / 32}, DType::e8m0, 127.0, 127, loc);

@@ -113,6 +113,15 @@ Value* cast(Value* a, DType to, bool bitcast, const Loc& loc) {
   if (bitcast && bit_width(a->type.dtype) != bit_width(to))
     throw trace_error(fmt::format("bitcast from {} to {} changes the width", name(a->type.dtype), name(to)), loc);
   if (!bitcast && (is_mx(a->type.dtype) || is_mx(to))) return mx_convert(a, to, loc);
+  // bitcast(trans(x)) is trans(bitcast(x)): a bitcast of one width is elementwise, so both
+  // are the same tile. The transpose goes outermost, where the passes look for it: the
+  // pipeliner stages a load that reaches a dot through [trans]([cast or bitcast](load)),
+  // and a dot reads trans(bitcast(stage)) a K step at a time (match_shared_dot_operand);
+  // bitcast(trans(load)) went through registers and a layout conversion instead (Triton's
+  // tutorial 10 loads its e2m1 weights as u8 bytes and transposes them: gfx950 84 VGPRs
+  // where Triton 3.6 takes 76, 50 this way).
+  if (bitcast && a->def && a->def->op == Op::trans)
+    return trans(cast(a->def->operands[0], to, true, loc), Shape(a->def->ints), loc);
   return T(loc).emit1(bitcast ? Op::bitcast : Op::cast, {a}, a->type.with_dtype(to), loc);
 }
 

@@ -4,10 +4,12 @@
 // C++ on random inputs, outputs poisoned first. Ragged lengths are masked loads of
 // power-of-two tiles.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <vector>
 
 #include "support/reference.hpp"
+#include "support/traced_kernels.hpp"
 
 using namespace tltest;
 namespace ty = tl::ty;
@@ -61,6 +63,41 @@ TEST(ShapeOps, SplitAndJoinRoundTrip) {
       ASSERT_EQ(sw[2 * r + 1], hx[2 * r]) << r;
     }
   }
+}
+
+// A bitcast of a transposed tile is the transpose of the bitcast tile (a bitcast is
+// elementwise): the tracer writes it trans(bitcast(x)), the transpose outermost, where the
+// pipeliner and the dots' operand reads look for it (Triton's tutorial 10 transposes its
+// u8 weight bytes, bitcast to e2m1 by tl::dot_scaled). The bits come out transposed.
+TEST(ShapeOps, BitcastOfATransposeIsTheTransposeOfTheBitcast) {
+  constexpr int R = 16, C = 32;
+  auto f = tltest::trace("bitcast_trans_ir", [&](tl::detail::Trace& t) {
+    auto x = tltest::ptr_arg<ty::f32>(t, "x", true);
+    auto y = tltest::ptr_arg<ty::i32>(t, "y", true);
+    tl::store(y + offsets2(C, R, R), tl::trans(tl::load(x + offsets2(R, C, C))).bitcast<ty::i32>());
+  });
+  int bitcasts = 0;
+  tl::ir::walk(f->body, [&](tl::ir::Operation& op) {
+    if (op.op == tl::Op::bitcast) {
+      ++bitcasts;
+      EXPECT_EQ(op.operands[0]->def->op, tl::Op::load) << f->str();
+    }
+    if (op.op == tl::Op::store) EXPECT_EQ(op.operands[1]->def->op, tl::Op::trans) << f->str();
+  });
+  EXPECT_EQ(bitcasts, 1) << f->str();
+
+  auto k = tl::kernel("bitcast_trans", [](tl::ptr<tl::f32> x, tl::ptr<tl::i32> y) {
+    tl::store(y + offsets2(C, R, R), tl::trans(tl::load(x + offsets2(R, C, C))).bitcast<ty::i32>());
+  });
+  auto hx = random_floats(R * C);
+  auto X = upload<ty::f32>(hx);
+  auto Y = test_device().alloc<ty::i32>(R * C);
+  poison(Y);
+  k[tl::grid(1)](X, Y);
+  compiles_for_gpus(k, X, Y);
+  auto y = Y.download();
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) ASSERT_EQ(y[c * R + r], std::bit_cast<int32_t>(hx[r * C + c])) << r << " " << c;
 }
 
 // A split whose 2 is not in one thread's registers on a GPU: the rows of a [2, 512] tile,
