@@ -25,7 +25,8 @@
 //
 // Used by the kernels tl compiles under launch_options::tma (off by default): the map a
 // grid-constant kernel parameter, each load one TMA copy waited for on an mbarrier
-// (Op::tensor_map_load); the pipeliner's stages on mbarriers are the next step.
+// (Op::tensor_map_load), or in a pipelined loop a copy issued iterations ahead into a
+// stage waited for on the stage's mbarrier (codegen/passes/pipeline_loops.cpp).
 #pragma once
 
 #include <array>

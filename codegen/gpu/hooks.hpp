@@ -180,13 +180,26 @@ class GpuHooks {
   // previous one (AMD, older NVIDIA).
   virtual void grid_dependency_wait(llvm::IRBuilderBase& b) {}
   virtual void grid_dependency_launch_dependents(llvm::IRBuilderBase& b) {}
-  // Hopper's TMA (Op::tensor_map_load): the box of the tensor map at `tensor_map` (a
-  // generic pointer to its 128 bytes) whose first element is at `coords` (innermost dim
-  // first) copied into shared memory at `dst`, `bytes` of it, waited for on the mbarrier
-  // at `mbarrier` (8 bytes of shared memory no one else uses during the call): every
-  // thread returns once the box has landed. false: the target has no TMA.
-  virtual bool tensor_map_load(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* dst, llvm::Value* mbarrier,
-                               llvm::Value* tensor_map, const std::vector<llvm::Value*>& coords, int bytes) {
+  // Hopper's TMA (Op::tensor_map_load, Op::mbarrier). false: the target has no TMA.
+  // mbarrier_init: one thread initialises the `count` mbarriers from `mbarriers` (8 bytes
+  // each) to expect `arrivals` arrivals a phase; mbarrier_inval: one thread invalidates
+  // them; neither waits for the other threads. mbarrier_wait: every thread returns once
+  // the phase of parity `phase` (i32 0 or 1) of the mbarrier at `mbarrier` has completed.
+  // tensor_map_issue (where `pred`, an i1 or null, holds): one thread arrives on the
+  // mbarrier at `mbarrier` expecting `bytes` and copies the box of the tensor map at
+  // `tensor_map` (a generic pointer to its 128 bytes) whose first element is at `coords`
+  // (innermost dim first) into shared memory at `dst`; the copy completes the bytes.
+  virtual bool mbarrier_init(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* mbarriers, int count,
+                             int arrivals) {
+    return false;
+  }
+  virtual bool mbarrier_inval(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* mbarriers, int count) {
+    return false;
+  }
+  virtual bool mbarrier_wait(llvm::IRBuilderBase& b, llvm::Value* mbarrier, llvm::Value* phase) { return false; }
+  virtual bool tensor_map_issue(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* dst, llvm::Value* mbarrier,
+                                llvm::Value* tensor_map, const std::vector<llvm::Value*>& coords, int bytes,
+                                llvm::Value* pred) {
     return false;
   }
 

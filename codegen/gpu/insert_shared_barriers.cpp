@@ -67,9 +67,18 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
       case Op::shared_store: out.push_back({passes::SharedAccess::write, ranges(op.operands[0])}); return;
       case Op::tensor_map_load:
         // The stage, and its mbarrier in the op's scratch (initialised, waited on and
-        // invalidated within the op, between barriers of its own).
+        // invalidated within the op, between barriers of its own). The pipeliner's issued
+        // copy: its stage, complete at its mbarrier's wait (insert_barriers.cpp).
+        if (op.i1 == ir::kTensorMapIssue) {
+          out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])});
+          return;
+        }
         out.push_back({passes::SharedAccess::write, ranges(op.operands[0])});
         if (op.smem) out.push_back({passes::SharedAccess::exchange, {{op.smem->offset, op.smem->offset + op.smem->bytes}}});
+        return;
+      case Op::mbarrier:  // (as insert_barriers models it)
+        out.push_back({op.i0 == ir::kMbarrierWait ? passes::SharedAccess::read : passes::SharedAccess::write,
+                       ranges(op.operands[0])});
         return;
       case Op::global_load_to_shared:
         // (a compiler copy plan_copies loads and stores writes nothing itself: its shared_store does)

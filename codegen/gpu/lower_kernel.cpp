@@ -298,6 +298,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::global_load_to_shared: return lower_global_load_to_shared(op);
     case Op::async_wait: return lower_async_wait(op);
     case Op::tensor_map_load: return lower_tensor_map_load(op);
+    case Op::mbarrier: return lower_mbarrier(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::dot: return lower_dot(op);

@@ -209,7 +209,7 @@ int64_t scratch_bytes(const ir::Operation& op) {
       return scan_scratch(l, int(op.i0), dtypes);
     }
     case Op::gather: return op.operands[0]->type.numel() * bytes_of(op.operands[0]);
-    case Op::tensor_map_load: return 8;  // its mbarrier
+    case Op::tensor_map_load: return op.i1 == ir::kTensorMapIssue ? 0 : 8;  // its mbarrier (the pipeliner's: the loop's)
     case Op::flip: {
       // Through shared memory only where the flipped coordinate's bits move across warps.
       const Layout& l = recorded_layout(op, op.result());

@@ -37,6 +37,7 @@ const char* op_name(Op op) {
     case Op::shared_load: return "shared_load"; case Op::shared_store: return "shared_store";
     case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
     case Op::tensor_map_load: return "tensor_map_load";
+    case Op::mbarrier: return "mbarrier";
     case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot";
     case Op::convert_layout: return "convert_layout";
@@ -244,6 +245,13 @@ class Printer {
                                : fmt::format(" chunk={}B{}", op.copy->chunk_bytes,
                                              op.copy->through_resource ? " through_resource" : ""));
       case Op::barrier: return op.i0 ? " shared" : "";
+      case Op::tensor_map_load:
+        return fmt::format("{}{}", op.i0 == kCopyIntoLastReadStage ? " into_last_read_stage" : "",
+                           op.i1 == kTensorMapIssue ? " issue" : "");
+      case Op::mbarrier:
+        return op.i0 == kMbarrierInit   ? fmt::format(" init arrivals={}", op.i1)
+               : op.i0 == kMbarrierWait ? std::string(" wait")
+                                        : std::string(" inval");
       case Op::async_wait:
         return fmt::format(" num_outstanding={}{}", op.i0,
                            op.i1 == kWaitCountsCopies ? " copies" : op.i1 == kWaitCountsLoads ? " loads" : "");

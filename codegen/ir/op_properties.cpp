@@ -56,7 +56,10 @@ OpProperties describe(Op op) {
     case Op::global_load_to_shared: return {kWritesMemory, kAttrI0 | kAttrI1};
     case Op::async_wait: return {kSideEffects, kAttrI0 | kAttrI1};  // i1: kWaitCountsCopies
     // Writes its stage (and waits for the copy itself): ordered as a shared_store is.
-    case Op::tensor_map_load: return {kWritesMemory, 0};
+    // i0: kCopyIntoLastReadStage; i1: kTensorMapIssue (the copy only, completed at an
+    // mbarrier wait).
+    case Op::tensor_map_load: return {kWritesMemory, kAttrI0 | kAttrI1};
+    case Op::mbarrier: return {kSideEffects, kAttrI0 | kAttrI1};  // i0: which; i1: init's arrivals
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n

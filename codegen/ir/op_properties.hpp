@@ -97,6 +97,16 @@ constexpr int64_t kAsyncDotStage = 1;
 // iteration must order it after the reads (codegen/passes/insert_barriers.cpp), not one
 // right before it.
 constexpr int64_t kCopyIntoLastReadStage = 1;
+// `tensor_map_load` with i1 == kTensorMapIssue (made by the software pipeliner for TMA
+// stages): the op issues the copy and returns; the copy arrives on the mbarrier of its
+// stage (its operands after the coordinates: the mbarriers, the predicate), and the
+// loop's `mbarrier` wait of that stage completes it. i0 == kCopyIntoLastReadStage as for
+// global_load_to_shared.
+constexpr int64_t kTensorMapIssue = 1;
+// `mbarrier`'s i0: what it does to the mbarriers (Hopper, the pipeliner's TMA stages).
+constexpr int64_t kMbarrierInit = 0;
+constexpr int64_t kMbarrierWait = 1;
+constexpr int64_t kMbarrierInval = 2;
 // `shared_load` with i1 == kReadByDot (GPU planning, plan_dot_operand_sources): the only
 // user is a tl::dot (directly or through a cast and/or trans, dot_operand_source.hpp)
 // that reads the registers it needs a K step at a time next to its instructions; the

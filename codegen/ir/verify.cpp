@@ -181,9 +181,9 @@ class Verifier {
       for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
       expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::while_ || op.op == Op::yield || op.op == Op::shared_alloc ||
                  op.op == Op::shared_load || op.op == Op::shared_store ||
-                 op.op == Op::global_load_to_shared || op.op == Op::tensor_map_load,
-             op, "only shared_load, shared_store, global_load_to_shared and tensor_map_load read or write a shared "
-                 "buffer");
+                 op.op == Op::global_load_to_shared || op.op == Op::tensor_map_load || op.op == Op::mbarrier,
+             op, "only shared_load, shared_store, global_load_to_shared, tensor_map_load and mbarrier read or write a "
+                 "shared buffer");
     };
     for (const Value* v : op.operands) check_type(v->type);
     for (auto& r : op.results) check_type(r->type);
@@ -355,11 +355,36 @@ class Verifier {
         if (nops < 4) break;
         const Type& buf = op.operands[0]->type;
         const Type i32{DType::i32, DType::i32, {}};
+        const bool issue = op.i1 == kTensorMapIssue;
+        const size_t rank = nops - 3 - (issue ? 2 : 0);
+        expect(op.i1 == 0 || issue, op, "tensor_map_load's i1 is 0 or kTensorMapIssue");
         expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
         expect(op.operands[1]->type == i32, op, "the stage must be a scalar i32");
         expect(op.operands[2]->type.is_ptr() && op.operands[2]->type.is_scalar(), op, "the map must be a scalar pointer");
-        expect(nops - 3 == buf.shape.size(), op, "one coordinate a dim of the buffer's tile");
-        for (size_t i = 3; i < nops; ++i) expect(op.operands[i]->type == i32, op, "a coordinate must be a scalar i32");
+        expect(rank == buf.shape.size(), op, "one coordinate a dim of the buffer's tile");
+        for (size_t i = 3; i < 3 + rank && i < nops; ++i)
+          expect(op.operands[i]->type == i32, op, "a coordinate must be a scalar i32");
+        if (issue && rank == buf.shape.size()) {
+          const Type& bars = op.operands[nops - 2]->type;
+          expect(bars.is_shared() && bars.dtype == DType::i64 && bars.numel() == 1 && bars.stages == buf.stages, op,
+                 "an issued copy's mbarriers are an i64 [1] buffer of as many stages as its buffer");
+          expect(op.operands[nops - 1]->type == Type{DType::i1, DType::i1, {}}, op,
+                 "an issued copy's predicate must be a scalar i1");
+        }
+        break;
+      }
+      case Op::mbarrier: {
+        const bool wait = op.i0 == kMbarrierWait;
+        expect(op.results.empty() && (op.i0 == kMbarrierInit || wait || op.i0 == kMbarrierInval) &&
+                   nops == (wait ? 3u : 1u),
+               op, "mbarrier: init or inval of the mbarriers, or a wait of (mbarriers, stage, phase); no result");
+        if (nops < 1) break;
+        const Type& bars = op.operands[0]->type;
+        expect(bars.is_shared() && bars.dtype == DType::i64 && bars.numel() == 1, op,
+               "the mbarriers are an i64 [1] shared buffer, one stage an mbarrier");
+        expect(op.i0 != kMbarrierInit || op.i1 >= 1, op, "an mbarrier expects at least one arrival a phase");
+        const Type i32{DType::i32, DType::i32, {}};
+        for (size_t i = 1; i < nops; ++i) expect(op.operands[i]->type == i32, op, "the stage and phase are scalar i32");
         break;
       }
       case Op::async_wait:

@@ -475,62 +475,103 @@ class NvptxHooks final : public gpu::GpuHooks {
     if (has_grid_dependency_control()) b.CreateIntrinsic(Intr::nvvm_griddepcontrol_launch_dependents, kNoTypes, {});
   }
 
-  // Op::tensor_map_load, in the form Triton 3.6 emits for a descriptor load on sm_90
-  // (bench/results/sm90-2026-11-28-tma-ptx/triton_tma_load.ptx), which is known to run,
-  // rather than the form LLVM 22's TMA intrinsics lower to (the copy's destination a
-  // 64-bit shared::cluster address from cvta, a fence.mbarrier_init after the init, thread
-  // 0 issuing): that form faulted on the H200 with CUDA_ERROR_ILLEGAL_INSTRUCTION, and
-  // which of the three differences is at fault is not known yet. So, as Triton: inline PTX
-  // with the 32-bit shared::cta addresses of the box and the mbarrier; thread 0
-  // initialises the mbarrier (count 1) and, after a barrier, arms it with the box's bytes
-  // (arrive.expect_tx); no fence.mbarrier_init (Triton has none: one CTA, no cluster);
-  // one thread of warp 0 chosen by elect.sync issues the copy; every thread waits for
-  // phase 0 with try_wait.parity; after a last barrier thread 0 invalidates the mbarrier,
-  // so that its 8 bytes are plain shared memory again and the next load initialises it
-  // afresh (one stage, the phase always 0).
-  bool tensor_map_load(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* dst, llvm::Value* mbarrier,
-                       llvm::Value* tensor_map, const std::vector<llvm::Value*>& coords, int bytes) override {
-    if (std::atoi(desc_.arch.c_str() + 3) < 90) return false;
+  // Hopper's TMA (Op::tensor_map_load, Op::mbarrier) in the form Triton 3.6 emits for a
+  // descriptor load on sm_90 (bench/results/sm90-2026-11-28-tma-ptx/triton_tma_load.ptx,
+  // and its pipelined tutorial 09), which is known to run, rather than the form LLVM 22's
+  // TMA intrinsics lower to (the copy's destination a 64-bit shared::cluster address from
+  // cvta, a fence.mbarrier_init after the init, thread 0 issuing): that form faulted on
+  // the H200 with CUDA_ERROR_ILLEGAL_INSTRUCTION, and which of the three differences is at
+  // fault is not known yet. So, as Triton: inline PTX with the 32-bit shared::cta
+  // addresses of the box and the mbarrier; thread 0 initialises an mbarrier; no
+  // fence.mbarrier_init (Triton has none: one CTA, no cluster); one thread of warp 0
+  // chosen by elect.sync issues the copy; every thread waits for the phase with
+  // try_wait.parity; thread 0 invalidates the mbarrier once no thread waits on it.
+  llvm::Value* tma_asm(llvm::IRBuilderBase& b, llvm::Type* ret, const std::string& text,
+                       const std::string& constraints, std::vector<llvm::Value*> args) {
+    std::vector<llvm::Type*> ins;
+    for (llvm::Value* x : args) ins.push_back(x->getType());
+    auto* fty = llvm::FunctionType::get(ret, ins, false);
+    llvm::CallInst* call = b.CreateCall(fty, llvm::InlineAsm::get(fty, text, constraints, true), args);
+    call->addFnAttr(llvm::Attribute::Convergent);
+    return call;
+  }
+  // `body` run by the threads for which `pred` holds.
+  template <class Body>
+  static void tma_only(llvm::IRBuilderBase& b, llvm::Value* pred, const char* name, Body&& body) {
     llvm::LLVMContext& ctx = b.getContext();
     llvm::Function* fn = b.GetInsertBlock()->getParent();
-    llvm::Type* i32 = b.getInt32Ty();
-    llvm::Value* dst32 = b.CreatePtrToInt(dst, i32, "tma.dst");
-    llvm::Value* bar32 = b.CreatePtrToInt(mbarrier, i32, "tma.bar");
+    auto* then = llvm::BasicBlock::Create(ctx, std::string("tma.") + name, fn);
+    auto* next = llvm::BasicBlock::Create(ctx, std::string("tma.") + name + ".end", fn);
+    b.CreateCondBr(pred, then, next);
+    b.SetInsertPoint(then);
+    body();
+    b.CreateBr(next);
+    b.SetInsertPoint(next);
+  }
+  bool has_tma() const { return std::atoi(desc_.arch.c_str() + 3) >= 90; }
+  static llvm::Value* shared32(llvm::IRBuilderBase& b, llvm::Value* p, const char* name) {
+    return b.CreatePtrToInt(p, b.getInt32Ty(), name);
+  }
+
+  bool mbarrier_init(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* mbarriers, int count,
+                     int arrivals) override {
+    if (!has_tma()) return false;
+    tma_only(b, b.CreateICmpEQ(tid, b.getInt32(0)), "init", [&] {
+      for (int s = 0; s < count; ++s)
+        tma_asm(b, b.getVoidTy(), fmt::format("mbarrier.init.shared::cta.b64 [$0], {};", arrivals), "r,~{memory}",
+                {shared32(b, b.CreateConstGEP1_32(b.getInt8Ty(), mbarriers, unsigned(8 * s)), "tma.bar")});
+    });
+    return true;
+  }
+  bool mbarrier_inval(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* mbarriers, int count) override {
+    if (!has_tma()) return false;
+    tma_only(b, b.CreateICmpEQ(tid, b.getInt32(0)), "inval", [&] {
+      for (int s = 0; s < count; ++s)
+        tma_asm(b, b.getVoidTy(), "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}",
+                {shared32(b, b.CreateConstGEP1_32(b.getInt8Ty(), mbarriers, unsigned(8 * s)), "tma.bar")});
+    });
+    return true;
+  }
+  // Every thread: until the phase of parity `phase` has completed (the bytes of the copies
+  // arriving on it landed).
+  bool mbarrier_wait(llvm::IRBuilderBase& b, llvm::Value* mbarrier, llvm::Value* phase) override {
+    if (!has_tma()) return false;
+    llvm::LLVMContext& ctx = b.getContext();
+    llvm::Function* fn = b.GetInsertBlock()->getParent();
+    llvm::Value* bar32 = shared32(b, mbarrier, "tma.bar");
+    auto* wait = llvm::BasicBlock::Create(ctx, "tma.wait", fn);
+    auto* done = llvm::BasicBlock::Create(ctx, "tma.done", fn);
+    b.CreateBr(wait);
+    b.SetInsertPoint(wait);
+    llvm::Value* complete = tma_asm(
+        b, b.getInt32Ty(),
+        "{\n\t.reg .pred c;\n\tmbarrier.try_wait.parity.shared.b64 c, [$1], $2;\n\tselp.u32 $0, 1, 0, c;\n\t}",
+        "=r,r,r,~{memory}", {bar32, phase});
+    b.CreateCondBr(b.CreateICmpNE(complete, b.getInt32(0)), done, wait);
+    b.SetInsertPoint(done);
+    return true;
+  }
+  // One thread of warp 0 chosen by elect.sync (lane 0: the whole warp takes the branch)
+  // arms the mbarrier with the box's bytes (arrive.expect_tx: its one arrival) and issues
+  // the copy, in that order in the one thread: Triton arms from thread 0 and issues from
+  // the elected lane with a bar.sync between them, which the one thread does not need (a
+  // copy that completes before the arm would only leave the transaction count negative
+  // until the arm, the phase still waiting for its arrival).
+  bool tensor_map_issue(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* dst, llvm::Value* mbarrier,
+                        llvm::Value* tensor_map, const std::vector<llvm::Value*>& coords, int bytes,
+                        llvm::Value* pred) override {
+    if (!has_tma()) return false;
+    llvm::Value* dst32 = shared32(b, dst, "tma.dst");
+    llvm::Value* bar32 = shared32(b, mbarrier, "tma.bar");
     llvm::Value* map = b.CreatePtrToInt(tensor_map, b.getInt64Ty(), "tma.map");
-    auto asm_call = [&](llvm::Type* ret, const std::string& text, const std::string& constraints,
-                        std::vector<llvm::Value*> args) -> llvm::Value* {
-      std::vector<llvm::Type*> ins;
-      for (llvm::Value* x : args) ins.push_back(x->getType());
-      auto* fty = llvm::FunctionType::get(ret, ins, false);
-      llvm::CallInst* call = b.CreateCall(fty, llvm::InlineAsm::get(fty, text, constraints, true), args);
-      call->addFnAttr(llvm::Attribute::Convergent);
-      return call;
-    };
-    // `body` run by the threads for which `pred` holds.
-    auto only = [&](llvm::Value* pred, const char* name, auto&& body) {
-      auto* then = llvm::BasicBlock::Create(ctx, std::string("tma.") + name, fn);
-      auto* next = llvm::BasicBlock::Create(ctx, std::string("tma.") + name + ".end", fn);
-      b.CreateCondBr(pred, then, next);
-      b.SetInsertPoint(then);
-      body();
-      b.CreateBr(next);
-      b.SetInsertPoint(next);
-    };
-    llvm::Value* first = b.CreateICmpEQ(tid, b.getInt32(0));
-    only(first, "init", [&] {
-      asm_call(b.getVoidTy(), "mbarrier.init.shared::cta.b64 [$0], 1;", "r,~{memory}", {bar32});
-    });
-    barrier(b);
-    only(first, "arm", [&] {
-      asm_call(b.getVoidTy(), fmt::format("mbarrier.arrive.expect_tx.shared.b64 _, [$0], {};", bytes), "r,~{memory}",
-               {bar32});
-    });
-    barrier(b);
     llvm::Value* warp0 = b.CreateICmpULT(tid, b.getInt32(32));
-    only(warp0, "warp0", [&] {
-      llvm::Value* elected = asm_call(i32, "{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 $0, 1, 0, p;\n\t}",
-                                      "=r", {});
-      only(b.CreateICmpNE(elected, b.getInt32(0)), "issue", [&] {
+    if (pred) warp0 = b.CreateAnd(warp0, pred);
+    tma_only(b, warp0, "warp0", [&] {
+      llvm::Value* elected = tma_asm(
+          b, b.getInt32Ty(), "{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 $0, 1, 0, p;\n\t}", "=r", {});
+      tma_only(b, b.CreateICmpNE(elected, b.getInt32(0)), "issue", [&] {
+        tma_asm(b, b.getVoidTy(), fmt::format("mbarrier.arrive.expect_tx.shared.b64 _, [$0], {};", bytes),
+                "r,~{memory}", {bar32});
         std::string list;
         std::string constraints = "r,l,r";
         std::vector<llvm::Value*> args = {dst32, map, bar32};
@@ -539,27 +580,12 @@ class NvptxHooks final : public gpu::GpuHooks {
           constraints += ",r";
           args.push_back(coords[i]);
         }
-        asm_call(b.getVoidTy(),
-                 fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], "
-                             "[$1, {{{}}}], [$2];",
-                             coords.size(), list),
-                 constraints + ",~{memory}", args);
+        tma_asm(b, b.getVoidTy(),
+                fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.mbarrier::complete_tx::bytes [$0], "
+                            "[$1, {{{}}}], [$2];",
+                            coords.size(), list),
+                constraints + ",~{memory}", args);
       });
-    });
-    barrier(b);
-    // Every thread: until phase 0 has completed (the box's bytes landed).
-    auto* wait = llvm::BasicBlock::Create(ctx, "tma.wait", fn);
-    auto* done = llvm::BasicBlock::Create(ctx, "tma.done", fn);
-    b.CreateBr(wait);
-    b.SetInsertPoint(wait);
-    llvm::Value* complete = asm_call(
-        i32, "{\n\t.reg .pred c;\n\tmbarrier.try_wait.parity.shared.b64 c, [$1], 0;\n\tselp.u32 $0, 1, 0, c;\n\t}",
-        "=r,r,~{memory}", {bar32});
-    b.CreateCondBr(b.CreateICmpNE(complete, b.getInt32(0)), done, wait);
-    b.SetInsertPoint(done);
-    barrier(b);
-    only(first, "inval", [&] {
-      asm_call(b.getVoidTy(), "mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", {bar32});
     });
     return true;
   }
@@ -607,7 +633,7 @@ class NvptxTarget final : public codegen::Target {
     // compute capability 9.0 alone: a kernel without one stays plain sm_90.
     bool fp8_dot = false, warpgroup_dot = false, tensor_map = false;
     ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
-      tensor_map |= op.op == Op::tensor_map_load;  // (cp.async.bulk.tensor, elect.sync: PTX 8.0)
+      tensor_map |= op.op == Op::tensor_map_load || op.op == Op::mbarrier;  // (cp.async.bulk.tensor, elect.sync: PTX 8.0)
       fp8_dot |= op.op == Op::dot && is_fp8(op.operands[0]->type.dtype);
       if (op.op == Op::dot)
         for (const auto& mi : hooks_.capabilities().matrix_instructions)

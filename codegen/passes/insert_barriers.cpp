@@ -56,6 +56,10 @@ namespace {
 // kInFlightAhead: the same for the pipeliner's copies into the stage the previous
 // iteration read (kCopyIntoLastReadStage), issued before this iteration's reads of its
 // own stage: those reads do not wait for them, the next wait lands them as any copy.
+// A TMA copy the pipeliner issues (tensor_map_load kTensorMapIssue) is ordered like a copy
+// after what came before it, but leaves nothing pending: every thread that reads its stage
+// has waited on the stage's mbarrier first, which makes the bytes visible to it (the
+// mbarrier's complete_tx), and no barrier could stand in for that wait.
 enum : uint8_t { kReads = 1, kWrites = 2, kInFlight = 4, kInFlightAhead = 8 };
 // Byte range (or, on the tile IR, buffer number) -> pending accesses.
 using State = std::map<std::pair<int64_t, int64_t>, uint8_t>;
@@ -174,7 +178,9 @@ class InsertBarriers {
             // The pipeliner's copy into the stage the previous iteration read: the reads
             // pending since this iteration's barrier are of other stages.
             const bool in_loop = b.parent && b.parent->op == Op::for_;
-            const bool ahead = op.op == Op::global_load_to_shared && op.i0 == ir::kCopyIntoLastReadStage && in_loop;
+            const bool tma_issue = op.op == Op::tensor_map_load && op.i1 == ir::kTensorMapIssue;
+            const bool ahead = (op.op == Op::global_load_to_shared || tma_issue) &&
+                               op.i0 == ir::kCopyIntoLastReadStage && in_loop;
             bool conflict = false;
             for (const SharedAccess& a : accesses_) {
               // A read waits for writes (a copy's only once landed: kInFlight); anything
@@ -203,6 +209,7 @@ class InsertBarriers {
                 clear(s);  // (its own barrier, between its writes and its reads)
                 barrier_in_block = true;
               }
+              if (tma_issue && a.kind == SharedAccess::copy) continue;
               const uint8_t bit = a.kind == SharedAccess::read || a.kind == SharedAccess::exchange ? kReads
                                   : a.kind == SharedAccess::write                                 ? kWrites
                                   : ahead                                                          ? kInFlightAhead
@@ -271,8 +278,16 @@ int insert_barriers(ir::Function& f) {
     switch (op.op) {
       case Op::shared_load: out.push_back({SharedAccess::read, ranges(op.operands[0])}); break;
       case Op::shared_store: out.push_back({SharedAccess::write, ranges(op.operands[0])}); break;
-      // (complete for every thread when it ends: its own mbarrier wait)
-      case Op::tensor_map_load: out.push_back({SharedAccess::write, ranges(op.operands[0])}); break;
+      // (complete for every thread when it ends: its own mbarrier wait; the pipeliner's
+      // issued copies complete at the mbarrier wait of their stage)
+      case Op::tensor_map_load:
+        out.push_back({op.i1 == ir::kTensorMapIssue ? SharedAccess::copy : SharedAccess::write, ranges(op.operands[0])});
+        break;
+      // (the mbarriers: initialised and invalidated by one thread, waited on by all; the
+      // copies' arrivals are the hardware's, atomic)
+      case Op::mbarrier:
+        out.push_back({op.i0 == ir::kMbarrierWait ? SharedAccess::read : SharedAccess::write, ranges(op.operands[0])});
+        break;
       case Op::global_load_to_shared: out.push_back({SharedAccess::copy, ranges(op.operands[0])}); break;
       default: break;
     }

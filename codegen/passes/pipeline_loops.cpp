@@ -49,6 +49,19 @@
 //   shape, and the dot reads tl::trans of the buffer, K-contiguous (samples/gemm's B^T;
 //   where PipelineOptions::copy_transposed says so);
 //
+// - TMA copies (NVIDIA sm_90 under launch_options::tma: a descriptor load traced as a
+//   one-stage buffer of its own, tensor_map_load into it and shared_loads of it, waited
+//   for at once) get the same stages, in Triton's form for them: the buffer moves before
+//   the loop with N stages (N+1 as above), and the loop gets one mbarrier a stage (an
+//   i64 [1] buffer of as many stages: Op::mbarrier init before the loop, inval after).
+//   The copy of iteration i+N-1 is issued (kTensorMapIssue: one thread arms the stage's
+//   mbarrier with the box's bytes and issues it) where the copies above are, and each
+//   iteration waits on its stage's mbarrier for the phase it is at (a carried parity,
+//   flipped each time the stage wraps to 0) before its reads, every thread itself: no
+//   async_wait, no barrier for the data (insert_barriers.cpp). Only loop-invariant maps,
+//   coordinates computed as a load's pointers are, and loops that store nothing (a store
+//   through the map's tensor would not be seen as one).
+//
 // A load is eligible when it sits directly in the loop body (not in a branch or an
 // inner loop), its pointer, mask and other are computed only from the induction
 // variable and values defined before the loop, by side-effect-free ops, which are
@@ -163,8 +176,11 @@ std::set<const ir::Operation*> loads_feeding_dots(const ir::Operation& loop) {
     work.pop_back();
     if (op->op == Op::load) loads.insert(op);
     if (op->op == Op::shared_load)
-      for (auto& w : body.ops)
+      for (auto& w : body.ops) {
         if (w->op == Op::shared_store && w->operands[0] == op->operands[0]) visit(w->operands[2]);
+        // (a TMA copy into the buffer: a load too)
+        if (w->op == Op::tensor_map_load && w->operands[0] == op->operands[0]) loads.insert(w.get());
+      }
     for (const ir::Value* o : op->operands) visit(o);
   }
   return loads;
@@ -176,6 +192,14 @@ struct LoadPlan {
   ir::Operation* load = nullptr;
   std::set<ir::Operation*> slice;
   ir::Operation* store = nullptr;  // shared_store(buffer, 0, load) or null (registers)
+};
+
+// One TMA copy to stage (see the top of the file): tensor_map_load(buffer, 0, map,
+// coordinates...) into a one-stage buffer allocated in the body (`alloc`), read after it.
+struct TmaPlan {
+  ir::Operation* copy = nullptr;
+  ir::Operation* alloc = nullptr;
+  std::set<ir::Operation*> slice;
 };
 
 class Pipeliner {
@@ -504,6 +528,43 @@ class Pipeliner {
     return b.ops.size();
   }
 
+  // Plans the TMA copy `op` of `loop`'s body (appended to `tmas`), or says why not. `fed`:
+  // the loop pipelines it (its own num_stages, or the copy feeds a dot); `writes`: the
+  // loop stores or atomically updates memory.
+  std::string tma_plan(ir::Operation& loop, ir::Operation& op, bool fed, bool writes, std::vector<TmaPlan>& tmas) {
+    ir::Block& body = *loop.regions[0];
+    const std::string at = where(op.loc);
+    if (op.parent != &body) return fmt::format("TMA load at {} is inside a branch or an inner loop", at);
+    if (!fed)
+      return fmt::format("TMA load at {} does not feed a tl::dot (the launch's num_stages pipelines the loads of "
+                         "tl::dot operands; tl::num_stages on the loop pipelines every load)", at);
+    // (the map's tensor may be what a store writes: the map is not the store's pointer)
+    if (writes) return fmt::format("TMA load at {}: the loop writes memory, which the copy ahead might read", at);
+    ir::Value* buf = op.operands[0];
+    ir::Operation* alloc = buf->def;
+    if (!alloc || alloc->op != Op::shared_alloc || alloc->parent != &body || buf->type.stages != 1 ||
+        !ir::is_zero_constant(op.operands[1]))
+      return fmt::format("TMA load at {} is not into a one-stage buffer of its own", at);
+    // Every other access of the buffer is a read after the copy in the same iteration.
+    const size_t copy_at = index_in(body, &op);
+    for (auto [user, i] : ir::uses_of(f_.body, buf)) {
+      if (user == &op) continue;
+      if (user->op != Op::shared_load || user->parent != &body || index_in(body, user) <= copy_at)
+        return fmt::format("TMA load at {}: its buffer is used otherwise than read after it", at);
+    }
+    TmaPlan p{&op, alloc, {}};
+    for (size_t i = 2; i < op.operands.size(); ++i)
+      if (std::string why = slice_of(op.operands[i], loop, op, p.slice); !why.empty()) return why;
+    multi_buffered_.insert(alloc);
+    if (!fits_shared(0)) {
+      multi_buffered_.erase(alloc);
+      return fmt::format("TMA load at {}: its stages do not fit the target's shared memory", at);
+    }
+    tma_buffers_.insert(buf);
+    tmas.push_back(std::move(p));
+    return "";
+  }
+
   // Returns the loop as it now is (a new op when rebuilt).
   ir::Operation* pipeline(ir::Operation& loop) {
     const bool own = loop.i0 > 0;  // tl::num_stages on the loop; else the launch's
@@ -576,7 +637,16 @@ class Pipeliner {
       }
       plans.push_back(std::move(p));
     });
-    if (plans.empty()) return decline(declined.empty() ? "no load in the loop body" : declined.front());
+    std::vector<TmaPlan> tmas;
+    tma_buffers_.clear();
+    tma_allocs_.clear();
+    ir::walk(body, [&](ir::Operation& op) {
+      if (op.op != Op::tensor_map_load || op.i1 != 0) return;
+      if (std::string why = tma_plan(loop, op, own || dot_fed.count(&op), !writes.empty(), tmas); !why.empty())
+        declined.push_back(why);
+    });
+    if (plans.empty() && tmas.empty())
+      return decline(declined.empty() ? "no load in the loop body" : declined.front());
     int staged = 0;
     for (auto& p : plans) p.store = shared_destination(loop, *p.load);
     for (auto& p : plans) {
@@ -630,13 +700,16 @@ class Pipeliner {
     for (auto& p : plans)
       if (p.store && std::find(allocs.begin(), allocs.end(), p.store->operands[0]->def) == allocs.end())
         allocs.push_back(p.store->operands[0]->def);
-    ir::Operation* now = transform(loop, n, plans);
+    ir::Operation* now = transform(loop, n, plans, tmas);
+    for (const ir::Operation* a : tma_allocs_) allocs.push_back(a);
     if (buffers_ > n) now->i1 = ir::kAsyncDotStage;
     ++pipelined_;
     int to_shared = int(std::count_if(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }));
+    const int tma = int(tmas.size());
     std::string line = fmt::format("{} yes ({} load{} into registers, {} into shared memory", head,
                                    int(plans.size()) - to_shared, plans.size() - to_shared == 1 ? "" : "s", to_shared);
     if (staged > 0) line += fmt::format(", {} of them staged there for tl::dot by the compiler", staged);
+    if (tma > 0) line += fmt::format(", {} TMA cop{} on mbarriers", tma, tma == 1 ? "y" : "ies");
     if (buffers_ > n) line += fmt::format(", {} buffers a tile for the asynchronous dot", buffers_);
     else if (async_dot) line += ", no room for a buffer more: its dot stays synchronous";
     else if (limited && !limit->second.async_dot_stage)
@@ -644,7 +717,7 @@ class Pipeliner {
     if (n < asked)
       line += fmt::format(", at {} stages: {} did not fit the target's shared memory", n, asked);
     line += ")";
-    if (to_shared > 0 && staged_) staged_->push_back(StagedLoop{number, now->loc, n, buffers_, std::move(allocs)});
+    if (to_shared + tma > 0 && staged_) staged_->push_back(StagedLoop{number, now->loc, n, buffers_, std::move(allocs)});
     for (auto& d : declined) line += fmt::format("; not pipelined: {}", d);
     remarks_.push_back(line);
     return now;
@@ -662,9 +735,10 @@ class Pipeliner {
         body, v, [&](const ir::Operation& d) { return d.op == Op::dot && !carried(body, d.operands[2]); });
   }
 
-  static bool reads_staged_buffer(const ir::Value* v, const std::vector<LoadPlan>& plans) {
+  bool reads_staged_buffer(const ir::Value* v, const std::vector<LoadPlan>& plans) const {
     while (v->def && v->def->op == Op::trans) v = v->def->operands[0];  // (Q^T read transposed again)
     if (!v->def || v->def->op != Op::shared_load) return false;
+    if (tma_buffers_.count(v->def->operands[0])) return true;
     for (auto& p : plans)
       if (p.store && p.store->operands[0] == v->def->operands[0]) return true;
     return false;
@@ -700,12 +774,13 @@ class Pipeliner {
     for (const ir::Operation* op : ordered) b.insert(ir::clone(*op, map));
   }
 
-  ir::Operation* transform(ir::Operation& loop, int n, std::vector<LoadPlan>& plans) {
+  ir::Operation* transform(ir::Operation& loop, int n, std::vector<LoadPlan>& plans, std::vector<TmaPlan>& tmas) {
     ir::Block& body = *loop.regions[0];
     ir::SrcLoc loc = loop.loc;
     ir::Value *lb = loop.operands[0], *ub = loop.operands[1], *step = loop.operands[2];
     std::set<ir::Operation*> slice;
     for (auto& p : plans) slice.insert(p.slice.begin(), p.slice.end());
+    for (auto& p : tmas) slice.insert(p.slice.begin(), p.slice.end());
     const ir::Type i32{DType::i32, DType::i32, {}}, i64{DType::i64, DType::i64, {}}, i1{DType::i1, DType::i1, {}};
 
     // Whether iteration `k` iterations after the one at `iv` exists: (ub - iv) > k * step,
@@ -724,6 +799,34 @@ class Pipeliner {
     // Prologue: iterations 0..n-2.
     ir::Builder pre(*loop.parent);
     pre.before(loop);
+    // TMA: each buffer before the loop with its stages, and the mbarriers (one a stage,
+    // each expecting one arrival a copy of the stage) initialised.
+    ir::Value* mbarriers = nullptr;
+    if (!tmas.empty()) {
+      for (auto& p : tmas) {
+        const ir::Type& t = p.alloc->result()->type;
+        ir::Value* buf = pre.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(t.dtype, t.shape, buffers_), p.alloc->loc);
+        buf->def->shared = p.alloc->shared;
+        ir::replace_all_uses(body, p.alloc->result(), buf);
+        erase(body, p.alloc);
+        p.alloc = buf->def;
+        tma_allocs_.push_back(buf->def);
+      }
+      mbarriers = pre.create1(Op::shared_alloc, {}, ir::Type::shared_buffer(DType::i64, {1}, buffers_), loc);
+      ir::Operation& init = pre.create(Op::mbarrier, {mbarriers}, {}, loc);
+      init.i0 = ir::kMbarrierInit;
+      init.i1 = int64_t(tmas.size());
+    }
+    // The copy of `p` into `stage` for the iteration whose values `map` gives, where `pred`.
+    auto issue = [&](ir::Builder& b, const TmaPlan& p, ir::Value* stage, ir::ValueMap& map, ir::Value* pred) -> ir::Operation& {
+      std::vector<ir::Value*> ops{p.copy->operands[0], stage};
+      for (size_t i = 2; i < p.copy->operands.size(); ++i) ops.push_back(map.lookup(p.copy->operands[i]));
+      ops.push_back(mbarriers);
+      ops.push_back(pred);
+      ir::Operation& c = b.create(Op::tensor_map_load, ops, {}, p.copy->loc);
+      c.i1 = ir::kTensorMapIssue;
+      return c;
+    };
     std::vector<std::vector<ir::Value*>> first(plans.size());  // registers: the value of iteration k
     for (int k = 0; k < n - 1; ++k) {
       ir::Value* iv = iv_ahead(pre, lb, k);
@@ -742,9 +845,10 @@ class Pipeliner {
           first[i].push_back(c.result());
         }
       }
+      for (auto& p : tmas) issue(pre, p, pre.constant(DType::i32, k, loc), map, pred);
     }
 
-    if (std::none_of(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }))
+    if (tmas.empty() && std::none_of(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }))
       return unroll_registers(loop, n, plans, slice, first, exists_ahead, iv_ahead);
 
     // Steady state (a loop with loads through shared memory). Register loads, if any:
@@ -757,6 +861,8 @@ class Pipeliner {
         for (int s = 0; s < n - 1; ++s) carried[i].push_back(ir::add_carried_value(loop, first[i][size_t(s)]));
     // The stage this iteration reads (i mod n).
     ir::Value* stage = ir::add_carried_value(loop, pre.constant(DType::i32, 0, loc));
+    // (TMA: the parity of the phase this iteration's stage's mbarrier is at)
+    ir::Value* phase = tmas.empty() ? nullptr : ir::add_carried_value(loop, pre.constant(DType::i32, 0, loc));
 
     ir::Builder top(body);
     top.before(*body.ops.front());
@@ -794,9 +900,13 @@ class Pipeliner {
       // copies (one group per pipelined load each) may stay outstanding.
       int groups = 0;
       for (auto& p : plans) groups += p.store != nullptr;
-      ir::Operation& w = top.create(Op::async_wait, {}, {}, loc);
-      w.i0 = int64_t(n - 2) * groups;
-      w.i1 = ir::kWaitCountsCopies;
+      if (groups > 0) {
+        ir::Operation& w = top.create(Op::async_wait, {}, {}, loc);
+        w.i0 = int64_t(n - 2) * groups;
+        w.i1 = ir::kWaitCountsCopies;
+      }
+      // The TMA copies of iteration i: every thread waits on the stage's mbarrier.
+      if (!tmas.empty()) top.create(Op::mbarrier, {mbarriers, stage, phase}, {}, loc).i0 = ir::kMbarrierWait;
     }
     // The copies go into the stage that iteration i-1 read (stage (i+n-1) mod n), free
     // once the barrier after the wait has run (with a buffer more for an asynchronous dot,
@@ -821,6 +931,7 @@ class Pipeliner {
     for (auto& p : plans)
       if (p.store)
         copy_into(copies, p, write_stage, operands_ahead(copies, *p.load, map, pred)).i0 = ir::kCopyIntoLastReadStage;
+    for (auto& p : tmas) issue(copies, p, write_stage, map, pred).i0 = ir::kCopyIntoLastReadStage;
     {
       // Reads of the buffers read this iteration's stage, synchronized by the wait above.
       for (auto& p : plans) {
@@ -833,18 +944,34 @@ class Pipeliner {
             user->i0 = 1;  // relaxed: the async_wait made the stage complete
           }
       }
+      for (auto& p : tmas)
+        for (auto [user, i] : ir::uses_of(body, p.alloc->result()))
+          if (user->op == Op::shared_load) {
+            user->operands[1] = stage;
+            user->i0 = 1;  // relaxed: the mbarrier wait made the stage complete
+          }
       // At the end of the body: the next stage to read.
       ir::Builder end(body);
       end.before(*yield);
-      set_yield(loop, stage,
-                end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc),
-                                      end.constant(DType::i32, buffers_, loc)},
-                            i32, loc));
+      ir::Value* next = end.create1(Op::rem, {end.create1(Op::add, {stage, end.constant(DType::i32, 1, loc)}, i32, loc),
+                                              end.constant(DType::i32, buffers_, loc)},
+                                    i32, loc);
+      set_yield(loop, stage, next);
+      if (phase) {
+        // The parity flips each time the stages wrap around to stage 0.
+        ir::Operation& wraps = end.create(Op::cmp, {next, end.constant(DType::i32, 0, loc)}, {i1}, loc);
+        wraps.i0 = int64_t(CmpPred::eq);
+        ir::Value* flipped = end.create1(Op::bxor, {phase, end.constant(DType::i32, 1, loc)}, i32, loc);
+        set_yield(loop, phase, end.create1(Op::select, {wraps.result(), flipped, phase}, i32, loc));
+      }
       // After the loop no copy may still be landing: the buffer's memory may be reused.
+      // (Every TMA copy issued was for an iteration that ran and waited for it; the
+      // mbarriers are invalidated once no thread waits on them: insert_barriers.)
       ir::Builder after(*loop.parent);
       after.after(loop);
-      ir::Operation& w = after.create(Op::async_wait, {}, {}, loc);
-      w.i0 = 0;
+      if (std::any_of(plans.begin(), plans.end(), [](auto& p) { return p.store != nullptr; }))
+        after.create(Op::async_wait, {}, {}, loc).i0 = 0;
+      if (mbarriers) after.create(Op::mbarrier, {mbarriers}, {}, loc).i0 = ir::kMbarrierInval;
     }
     // The original loads (and the stores of the shared form) go; what only they used is
     // left to dead-code elimination.
@@ -852,6 +979,7 @@ class Pipeliner {
       if (p.store) erase(body, p.store);
       erase(body, p.load);
     }
+    for (auto& p : tmas) erase(body, p.copy);
     return &loop;
   }
 
@@ -986,6 +1114,12 @@ class Pipeliner {
  public:
   std::unordered_map<const ir::Operation*, int> numbers_;  // for loop -> its number
   std::vector<StagedLoop>* staged_ = nullptr;              // pipeline_loops' report
+
+ private:
+  // This loop's TMA buffers (as its planned copies write them), and their allocations
+  // before the loop once transformed.
+  std::set<const ir::Value*> tma_buffers_;
+  std::vector<const ir::Operation*> tma_allocs_;
 };
 
 }  // namespace

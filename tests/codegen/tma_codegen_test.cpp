@@ -77,10 +77,25 @@ TEST(TmaCodegen, TheBlocksTmaLoadsAndTheirSwizzle) {
   EXPECT_EQ(swz(DType::i1, {128, 64}), -1);
 }
 
-// The loads of A and B are TMA copies: one cp.async.bulk.tensor each, the maps 128-byte
-// .param arrays, the mbarrier's init / expect_tx / try_wait / inval, elect.sync choosing
-// the issuing thread, and no cp.async (the masked copies they replace); Triton's form:
-// 32-bit shared addresses for the box and the mbarrier, no fence.mbarrier_init.
+// The K loop's PTX around its TMA copies: from the label of the block that waits on the
+// stage's mbarrier (the block before the try_wait spin loop's own) to the last copy.
+std::string k_loop(const std::string& ptx) {
+  const size_t wait = ptx.find("mbarrier.try_wait.parity");
+  const size_t last = ptx.rfind("cp.async.bulk.tensor");
+  if (wait == std::string::npos || last == std::string::npos || last < wait) return "";
+  const size_t spin = ptx.rfind("$L__BB", wait);
+  const size_t head = spin == std::string::npos ? std::string::npos : ptx.rfind("\n$L__BB", spin - 2);
+  return head == std::string::npos ? "" : ptx.substr(head, last - head);
+}
+
+// The loads of A and B are TMA copies pipelined by the K loop's stages, in Triton's form
+// for them: each copy a cp.async.bulk.tensor armed on the mbarrier of its stage (one a
+// stage: 3 stages and one more for the asynchronous wgmma), 2 iterations ahead (the
+// prologue's 2 x 2 copies, the loop's 2), each iteration waiting for its stage's phase (a
+// register parity) before the wgmmas read it in place, one bar.sync an iteration (Triton
+// 3.6's loop has four: before the wait, the arm and each copy), the maps 128-byte .param
+// arrays, elect.sync choosing the issuing thread, no cp.async (the masked copies they
+// replace); 32-bit shared addresses for the box and the mbarrier, no fence.mbarrier_init.
 TEST(TmaCodegen, Tutorial09LoadsAreTmaCopiesOnSm90) {
   const std::string meta = compile_tutorial("sm_90", true);
   // (the metadata's signature names the map parameters: A's and B's)
@@ -90,27 +105,98 @@ TEST(TmaCodegen, Tutorial09LoadsAreTmaCopiesOnSm90) {
   EXPECT_EQ(maps, 2) << signature.dump();
   const std::string ptx = isa_of_compiled(meta);
   std::regex copy(R"(cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::complete_tx::bytes \[%r\d+\], \[%rd\d+, \{%r\d+, %r\d+\}\], \[%r\d+\];)");
-  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), copy), std::sregex_iterator()), 2) << ptx;
+  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), copy), std::sregex_iterator()), 6) << ptx;
   // A's and B's maps; C's block [128, 128] has 256-byte rows, which TMA does not load here.
   EXPECT_EQ(count(ptx, ".param .align 64 .b8 "), 2) << ptx.substr(0, 3000);
-  EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64"), 2);
-  EXPECT_EQ(count(ptx, "mbarrier.arrive.expect_tx.shared.b64 _, [%r"), 2);
+  EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64"), 4);  // a stage's, 2 arrivals each
+  EXPECT_EQ(count(ptx, "], 2;"), 4);
+  EXPECT_EQ(count(ptx, "mbarrier.arrive.expect_tx.shared.b64 _, [%r"), 6);
   // A [128, 64] f16 is 16384 bytes, B [256, 64] 32768.
-  EXPECT_EQ(count(ptx, "], 16384;"), 1);
-  EXPECT_EQ(count(ptx, "], 32768;"), 1);
-  EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity.shared.b64"), 2);
-  EXPECT_EQ(count(ptx, "mbarrier.inval.shared::cta.b64"), 2);
-  EXPECT_EQ(count(ptx, "elect.sync"), 2);
+  EXPECT_EQ(count(ptx, "], 16384;"), 3);
+  EXPECT_EQ(count(ptx, "], 32768;"), 3);
+  std::regex wait(R"(mbarrier\.try_wait\.parity\.shared\.b64 c, \[%r\d+\], %r\d+;)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), wait), std::sregex_iterator()), 1) << ptx;
+  EXPECT_EQ(count(ptx, "mbarrier.inval.shared::cta.b64"), 4);
+  EXPECT_EQ(count(ptx, "elect.sync"), 6);
   EXPECT_EQ(count(ptx, "fence.mbarrier_init"), 0);
   EXPECT_EQ(count(ptx, "cvta.to.shared::cluster"), 0);
   EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 0);
+  EXPECT_EQ(count(ptx, "cp.async.wait_group"), 0);
   EXPECT_GE(count(ptx, "cvta.param.u64"), 2);  // the maps' generic addresses
   EXPECT_GE(count(ptx, "wgmma.mma_async"), 1);  // A and B still read by warpgroup dots
+  const std::string loop = k_loop(ptx);
+  ASSERT_FALSE(loop.empty()) << ptx;
+  EXPECT_EQ(count(loop, "bar.sync"), 1) << loop;
+  EXPECT_EQ(count(loop, "cp.async.bulk.tensor"), 1) << loop;  // (to the second, excluded)
+  EXPECT_EQ(count(loop, "wgmma.wait_group.sync.aligned 1;"), 1) << loop;  // the wgmma left in flight
   auto run = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
   if (!run.ran) GTEST_SKIP() << "no ptxas here (TL_PTXAS)";
   ASSERT_TRUE(run.ok) << run.output;
   EXPECT_EQ(spill_bytes(run.output), 0) << run.output;
   std::printf("%s", run.output.c_str());
+}
+
+// A load of its own (outside any pipelined loop): one copy waited for at once, between
+// two bar.syncs (after the mbarrier's init, before its inval); the arm and the copy are one
+// thread's, with no barrier between them nor between the copy and the wait.
+TEST(TmaCodegen, ALoadOfItsOwnWaitsBetweenTwoBarriers) {
+  static auto k = tl::kernel("tma_one_box", [](tensor_descriptor<f16, 2> in, ptr<f16> out) {
+    auto t = in.load({program_id(0) * in.block_shape()[0], 0});
+    auto r = arange(0, in.block_shape()[0]);
+    auto c = arange(0, in.block_shape()[1]);
+    tl::store(out + (tl::expand_dims(r, 1) * in.block_shape()[1] + tl::expand_dims(c, 0)), t);
+  });
+  TensorDescriptor<f16> d(fake<H16>(0), {512, 512}, {512, 1}, {64, 64});
+  launch_options o{.num_warps = 4};
+  o.tma = true;
+  const std::string ptx = isa_of_compiled(k.compile("sm_90", o, d, fake<H16>(3)));
+  const size_t init = ptx.find("mbarrier.init"), arm = ptx.find("mbarrier.arrive.expect_tx"),
+               copy = ptx.find("cp.async.bulk.tensor"), wait = ptx.find("mbarrier.try_wait"),
+               inval = ptx.find("mbarrier.inval");
+  ASSERT_TRUE(init < arm && arm < copy && copy < wait && wait < inval && inval != std::string::npos) << ptx;
+  EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64 [%r"), 1);
+  EXPECT_EQ(count(ptx.substr(init, arm - init), "bar.sync"), 1) << ptx;
+  EXPECT_EQ(count(ptx.substr(arm, wait - arm), "bar.sync"), 0) << ptx;
+  EXPECT_EQ(count(ptx.substr(wait, inval - wait), "bar.sync"), 1) << ptx;
+  EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity.shared.b64 c, [%r"), 1);
+  auto run = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
+  if (!run.ran) GTEST_SKIP() << "no ptxas here (TL_PTXAS)";
+  EXPECT_TRUE(run.ok) << run.output;
+}
+
+// A loop with its own tl::num_stages pipelines its TMA loads whatever reads them (here a
+// sum in registers): with 2 stages the copy of the next iteration is issued right after
+// the wait, with 4 at the end of the body, 3 iterations ahead; no stage more (no dot).
+TEST(TmaCodegen, ALoopsOwnStagesPipelineTmaLoadsIntoRegisters) {
+  static auto k = tl::kernel("tma_row_sums", [](tensor_descriptor<f32, 2> in, ptr<f32> out, i32 n, int stages) {
+    const int BM = in.block_shape()[0], BN = in.block_shape()[1];
+    auto row = program_id(0) * BM;
+    auto acc = tl::zeros<tl::ty::f32>({BM, BN});
+    for (auto c : tl::range(0, n, BN, tl::num_stages(stages))) acc = acc + in.load({row, c});
+    auto r = arange(0, BM);
+    auto c = arange(0, BN);
+    tl::store(out + (program_id(0) * BM * BN + tl::expand_dims(r, 1) * BN + tl::expand_dims(c, 0)), acc);
+  });
+  using HF = TensorDescriptor<f32>::host_t;
+  for (int stages : {2, 4}) {
+    TensorDescriptor<f32> d(fake<HF>(0), {512, 512}, {512, 1}, {16, 32});
+    launch_options o{.num_warps = 4};
+    o.tma = true;
+    const std::string ptx = isa_of_compiled(k.compile("sm_90", o, d, fake<HF>(3), 512, stages));
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d"), stages) << stages;  // stages - 1 ahead, 1 in the loop
+    EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64"), stages) << stages;
+    EXPECT_EQ(count(ptx, "], 1;"), stages) << stages;  // one arrival a phase: one copy a stage
+    EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity"), 1) << stages;
+    EXPECT_EQ(count(ptx, "mbarrier.inval.shared::cta.b64"), stages) << stages;
+    EXPECT_EQ(count(ptx, "cp.async.cg"), 0) << stages;
+    const std::string loop = k_loop(ptx);
+    ASSERT_FALSE(loop.empty()) << ptx;
+    EXPECT_LE(count(loop, "bar.sync"), 1) << loop;
+    auto run = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
+    if (!run.ran) continue;
+    ASSERT_TRUE(run.ok) << run.output;
+    EXPECT_EQ(spill_bytes(run.output), 0) << run.output;
+  }
 }
 
 // Off by default: the PTX takes no map and copies with cp.async, as before.

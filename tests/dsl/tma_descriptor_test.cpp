@@ -5,8 +5,11 @@
 // elements, zero and NaN fill, each checked element by element against a plain C++ read
 // of the tensor (the box written out row-major, the output poisoned first); each kernel's
 // PTX is checked to hold the TMA copy, so that a fallback to masked loads cannot pass for
-// it (without the GPU, only that: each kernel compiled for sm_90, its copy, ptxas). Then tutorial 09's TMA kernel with the option, ragged in M, N and K, against a
-// double-precision product. tests/codegen/tma_codegen_test.cpp checks the PTX without a GPU.
+// it (without the GPU, only that: each kernel compiled for sm_90, its copy, ptxas). Then
+// the pipeliner's TMA stages (one mbarrier a stage): tutorial 09's TMA kernel with the
+// option, ragged in M, N and K, 2 to 4 stages, against a double-precision product, and
+// boxes summed across a row by a loop with its own stages.
+// tests/codegen/tma_codegen_test.cpp checks the PTX without a GPU.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -165,12 +168,35 @@ TEST(TmaDescriptor, OneAndThreeDims) {
 }
 
 // Tutorial 09's TMA kernel with the option: ragged in M, N and K (TMA's zero fill pads K),
-// and at the benchmark's blocks (128x256x64, 8 warps).
+// and at the benchmark's blocks (128x256x64, 8 warps). Its K loop's copies are pipelined
+// on one mbarrier a stage (passes/pipeline_loops.cpp): K of one block (fewer iterations
+// than stages: the prologue's copies past the end are not issued), of many (each stage's
+// phase flips several times), 2 to 4 stages, and more tiles than programs (each program's
+// K loop runs again on mbarriers initialised afresh).
 TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
-  if (!on_sm90()) GTEST_SKIP() << "needs an sm_90 GPU (TL_DEVICE=cuda)";
-  struct Case { int M, N, K, BM, BN, BK, warps; };
-  for (Case c : {Case{90, 120, 72, 32, 64, 32, 4}, Case{300, 520, 200, 128, 256, 64, 8}}) {
+  struct Case { int M, N, K, BM, BN, BK, warps, stages; };
+  for (Case c : {Case{90, 120, 72, 32, 64, 32, 4, 3}, Case{300, 520, 200, 128, 256, 64, 8, 3},
+                 Case{70, 136, 16, 32, 64, 32, 4, 3}, Case{64, 64, 1000, 64, 64, 32, 4, 2},
+                 Case{200, 72, 1000, 64, 64, 32, 4, 3}, Case{130, 200, 520, 128, 128, 64, 8, 4}}) {
+    SCOPED_TRACE(fmt::format("{}x{}x{} at {}x{}x{} w{} s{}", c.M, c.N, c.K, c.BM, c.BN, c.BK, c.warps, c.stages));
     using T = ty::f16;
+    tl::launch_options o = with_tma(c.warps);
+    o.num_stages = c.stages;
+    auto& k = persistent_matmul::matmul_kernel_tma_persistent<T>();
+    const int sms = 8;
+    // (the copies: stages - 1 iterations ahead before the loop, one each in it; A's and B's)
+    const int copies = 2 * c.stages;
+    if (!on_sm90()) {
+      auto* fake = reinterpret_cast<const host_t<T>*>(uintptr_t(1) << 24);
+      tl::TensorDescriptor<T> a(fake, {c.M, c.K}, {c.K, 1}, {c.BM, c.BK}), b(fake, {c.N, c.K}, {c.K, 1}, {c.BN, c.BK}),
+          cd(fake, {c.M, c.N}, {c.N, 1}, {c.BM, c.BN / 2});
+      const std::string ptx = isa_of_compiled(k.compile("sm_90", o, a, b, cd, c.M, c.N, c.K, c.BM, c.BN, c.BK, 2, true, sms));
+      EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), copies);
+      EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity"), 1);
+      auto run = run_ptxas(ptx);
+      if (run.ran) EXPECT_TRUE(run.ok) << run.output;
+      continue;
+    }
     std::vector<host_t<T>> ha(size_t(c.M) * c.K), hb(size_t(c.N) * c.K);
     for (auto& v : ha) v = tl::to_f16(float(int64_t(rng()() % 17) - 8) / 8);
     for (auto& v : hb) v = tl::to_f16(float(int64_t(rng()() % 17) - 8) / 8);
@@ -178,14 +204,12 @@ TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
     auto a = dev.alloc<T>(ha.size()), b = dev.alloc<T>(hb.size());
     a.upload(ha), b.upload(hb);
     auto cbuf = dev.alloc<T>(size_t(c.M) * c.N);
+    cbuf.upload(std::vector<host_t<T>>(cbuf.size(), tl::to_f16(std::nanf(""))));
     auto d = persistent_matmul::make_tma_descriptors<T>(a, b, cbuf, c.M, c.N, c.K, c.BM, c.BN, c.BK, true);
-    const int sms = 8;
     int grid = std::min(sms, int(tl::cdiv(c.M, c.BM) * tl::cdiv(c.N, c.BN)));
-    tl::launch_options o = with_tma(c.warps);
-    o.num_stages = 3;
-    auto& k = persistent_matmul::matmul_kernel_tma_persistent<T>();
     const std::string ptx = isa_of_compiled(k.compile(dev, o, d.a, d.b, d.c, c.M, c.N, c.K, c.BM, c.BN, c.BK, 2, true, sms));
-    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), 2);
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), copies);
+    EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity"), 1);
     k[tl::grid(grid)].with(o)(d.a, d.b, d.c, c.M, c.N, c.K, c.BM, c.BN, c.BK, 2, true, sms);
     const auto got = cbuf.download();
     int bad = 0;
@@ -196,9 +220,68 @@ TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
           want += double(tl::to_float(ha[size_t(i) * c.K + kk])) * double(tl::to_float(hb[size_t(j) * c.K + kk]));
         // (products of eighths summed in f32 are exact; C rounded to f16)
         const double g = double(tl::to_float(got[size_t(i) * c.N + j]));
-        if (std::fabs(g - want) > std::fabs(want) * 0x1p-11 + 1e-6 && ++bad <= 5)
+        if (!(std::fabs(g - want) <= std::fabs(want) * 0x1p-11 + 1e-6) && ++bad <= 5)
           ADD_FAILURE() << c.M << "x" << c.N << "x" << c.K << " C[" << i << "][" << j << "] = " << g << ", want " << want;
       }
     EXPECT_EQ(bad, 0);
   }
+  if (!on_sm90()) GTEST_SKIP() << "compiled for sm_90 only: running needs an sm_90 GPU (TL_DEVICE=cuda)";
+}
+
+// A loop's own tl::num_stages pipelines TMA loads read into registers (no dot): each
+// program sums the [16, 32] boxes of its rows across a ragged row, 2 and 4 stages, the
+// row shorter than the stages ahead too; against the sums in C++ (zero fill past the
+// shape), the output poisoned first.
+TEST(TmaDescriptor, PipelinedBoxesSummedAcrossARow) {
+  static auto k = tl::kernel("tma_row_sums", [](tl::tensor_descriptor<ty::f32, 2> in, tl::ptr<ty::f32> out,
+                                                tl::i32 n, int stages) {
+    const int BM = in.block_shape()[0], BN = in.block_shape()[1];
+    auto row = tl::program_id(0) * BM;
+    auto acc = tl::zeros<ty::f32>({BM, BN});
+    for (auto c : tl::range(0, n, BN, tl::num_stages(stages))) acc = acc + in.load({row, c});
+    auto r = tl::arange(0, BM);
+    auto c = tl::arange(0, BN);
+    tl::store(out + (tl::program_id(0) * BM * BN + tl::expand_dims(r, 1) * BN + tl::expand_dims(c, 0)), acc);
+  });
+  const int BM = 16, BN = 32;
+  for (int stages : {2, 4})
+    for (int64_t cols : {int64_t(1000), int64_t(40)}) {
+      SCOPED_TRACE(fmt::format("{} columns, {} stages", cols, stages));
+      const int64_t rows = 50, pitch = (cols + 3) / 4 * 4;
+      const int programs = int((rows + BM - 1) / BM);
+      if (!on_sm90()) {
+        auto* fake = reinterpret_cast<const float*>(uintptr_t(1) << 24);
+        tl::TensorDescriptor<ty::f32> desc(fake, {rows, cols}, {pitch, 1}, {BM, BN});
+        const std::string ptx = isa_of_compiled(k.compile("sm_90", with_tma(), desc, fake, int(cols), stages));
+        EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), stages);
+        auto run = run_ptxas(ptx);
+        if (run.ran) EXPECT_TRUE(run.ok) << run.output;
+        continue;
+      }
+      std::vector<float> h(size_t(rows * pitch));
+      for (auto& v : h) v = float(int64_t(rng()() % 2001) - 1000) / 8;
+      tl::device dev = test_device();
+      auto in = dev.alloc<ty::f32>(h.size());
+      in.upload(h);
+      auto out = dev.alloc<ty::f32>(size_t(programs) * BM * BN);
+      out.upload(std::vector<float>(out.size(), std::nanf("")));
+      tl::TensorDescriptor<ty::f32> desc(in, {rows, cols}, {pitch, 1}, {BM, BN});
+      const std::string ptx = isa_of_compiled(k.compile(dev, with_tma(), desc, out, int(cols), stages));
+      EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), stages) << "the loads are not pipelined TMA copies";
+      k[tl::grid(programs)].with(with_tma())(desc, out, int(cols), stages);
+      const std::vector<float> got = out.download();
+      int bad = 0;
+      for (int p = 0; p < programs; ++p)
+        for (int i = 0; i < BM; ++i)
+          for (int j = 0; j < BN; ++j) {
+            double want = 0;  // (eighths below 2^10: every partial sum exact in f32)
+            const int64_t r = int64_t(p) * BM + i;
+            for (int64_t c = j; c < cols; c += BN)
+              if (r < rows) want += double(h[size_t(r * pitch + c)]);
+            const float g = got[(size_t(p) * BM + size_t(i)) * BN + size_t(j)];
+            if (!(double(g) == want) && ++bad <= 5) ADD_FAILURE() << "row " << r << " column " << j << ": " << g << ", want " << want;
+          }
+      EXPECT_EQ(bad, 0);
+    }
+  if (!on_sm90()) GTEST_SKIP() << "compiled for sm_90 only: running needs an sm_90 GPU (TL_DEVICE=cuda)";
 }

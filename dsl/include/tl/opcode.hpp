@@ -54,7 +54,21 @@ enum class Op : uint8_t {
   // (outermost first, as the descriptor's offsets); no result. Complete for every thread
   // when the op ends (a write of the stage, as a shared_store is, for the barrier passes).
   // Only NVIDIA sm_90 lowers it; no other target's trace makes it.
+  // With i1 == kTensorMapIssue (made by the software pipeliner for a loop's stages, as
+  // Triton's pipeliner makes async_tma_copy_global_to_local) it only issues the copy:
+  // two operands more, the loop's mbarriers (an i64 [1] buffer, one stage an mbarrier)
+  // and a scalar i1 (issue only where it holds); the copy arrives on the mbarrier of
+  // its stage with its bytes, and an mbarrier wait of that stage completes it.
   tensor_map_load,
+  // Hopper's mbarriers for the pipeliner's TMA stages (Triton's init_barrier,
+  // wait_barrier, inval_barrier). Operand 0: the mbarriers, an i64 [1] shared buffer of
+  // one stage an mbarrier. i0 == kMbarrierInit: one thread initialises every stage's
+  // mbarrier to expect i1 arrivals a phase; kMbarrierWait (operands 1, 2: the stage and
+  // the phase parity, scalar i32): every thread waits until that phase of the stage's
+  // mbarrier has completed, after which what the copies arriving on it wrote is
+  // visible to it; kMbarrierInval: one thread invalidates them (no thread waits on them
+  // any more). No result.
+  mbarrier,
   // synchronization: every thread of the program waits here, and its earlier shared-
   // memory writes are visible to the others after it
   barrier,
