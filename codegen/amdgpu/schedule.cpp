@@ -412,11 +412,31 @@ ScheduledObject emit_scheduled(llvm::Module& m, llvm::TargetMachine& tm, const s
     bool allowed =
         overlap && spills(c.report) <= spills(dflt->report) && c.report.occupancy >= dflt->report.occupancy;
     bool saves = rank(c.report) < rank(best.report);
+    const bool past_architectural =
+        spills(dflt->report) == 0 && spills(c.report) == 0 && c.report.vgpr > kArchitecturalVgprs;
     if (allowed && saves) best = std::move(c);
     // The register-minimal schedule tells what can be saved at all: the next
     // alternative is worth its code generation only when it found a saving that it
-    // could not keep.
+    // could not keep,
     if (allowed || !saves) break;
+    // and not where that saving still left the kernel past the architectural VGPRs at
+    // one wave, with no spill on either side: iterative-maxocc raises the occupancy
+    // only by taking the register-minimal schedule of the regions that reach the next
+    // step (LLVM's GCNIterativeScheduler::tryMaximizeOccupancy), which minreg just
+    // showed does not; all it could still save is AGPR copies at the same wave. Not a
+    // proof (the pressure LLVM tracks is not the count the allocator ends with), a
+    // measured rule: of the 225 AMD kernels of bench/compare_builds.sh it applies to
+    // three (the attention forward 128x64 D=128 w4 on gfx90a and gfx942, the
+    // 128x128x128 GEMM on gfx942), where maxocc was never kept (refused for less memory
+    // overlap, or no fewer VGPRs), and their code is unchanged
+    // (bench/results/compile-time-2026-11-29). Where maxocc was made at once with minreg
+    // (default_first) its result is set aside by the same rule, so that the choice does
+    // not depend on the order. Tutorial 06's attention on gfx942 (default 284, minreg
+    // 258): two code generations, not three.
+    if (alt == kAlternatives[0] && past_architectural) {
+      tried += fmt::format(", {} not compared (minreg past {} VGPRs)", kAlternatives[1], kArchitecturalVgprs);
+      break;
+    }
   }
   if (agprs_held && spills(best.report) > 0) {
     std::vector<uint8_t> object;
