@@ -155,6 +155,32 @@ TEST(SharedEncoding, BlockedExchangesRoundTrip) {
     }
 }
 
+// batch_shared_conversions' pairs: two tiles joined (join_layout: the pair in register bit
+// 0), exchanged once, split back. The exchange of the joined layouts round-trips element
+// by element, and join/split rename registers only (their source and result layouts are
+// the unjoined ones): samples/moe's gate and up e8m0 scales on sm_90 ([128, 4, 1] bf16,
+// coalesced -> the projection of the upcast's wgmma A layout, 8 warps) and the FP8 decode
+// kernel's row statistic on sm_90 ([1, 64] f32 -> an accumulator's columns, 2 warps).
+TEST(SharedEncoding, BatchedConversionPairsRoundTrip) {
+  auto lay = [](std::vector<int> shape, std::vector<uint32_t> reg, std::vector<uint32_t> lane,
+                std::vector<uint32_t> warp) {
+    Layout l;
+    l.shape = std::move(shape), l.reg = std::move(reg), l.lane = std::move(lane), l.warp = std::move(warp);
+    return l;
+  };
+  const std::pair<Layout, Layout> pairs[] = {
+      {lay({128, 4, 1}, {256}, {1, 2, 4, 8, 16}, {32, 64, 128}),
+       lay({128, 4, 1}, {0, 32, 0, 0, 1, 2}, {0, 0, 4, 8, 16}, {64, 128, 256})},
+      {lay({1, 64}, {0, 0, 0, 0}, {1, 2, 4, 8, 16}, {32}), lay({1, 64}, {1, 0, 16, 32}, {2, 4, 0, 0, 0}, {8})}};
+  for (const auto& [src, dst] : pairs) {
+    const Layout js = join_layout(src), jd = join_layout(dst);
+    EXPECT_TRUE(join_source_layout(js) == src);
+    EXPECT_EQ(sole_register_bit(jd, 1), 0);
+    EXPECT_TRUE(split_layout(jd, 0) == dst);
+    for (int elem_bytes : {2, 4}) expect_exchange(js, jd, elem_bytes, false);
+  }
+}
+
 // The operand conversions of chained dots, where the encoding matters: Q, K^T and V into
 // MFMA operand layouts. Their reads are conflict-free under the bank model and 8 bytes or
 // more a lane (on gfx950 V, staged by the pipeliner, read from its stage by the
