@@ -27,15 +27,17 @@
 //                        scratch: per (batch, head) S_q of each)
 //   attn_bwd_dkdv        a program owns BLOCK_N keys of one key/value head and loops over
 //                        the G query heads of its group and their BLOCK_M blocks of query
-//                        rows (the masked diagonal blocks first, then the rest unmasked):
+//                        rows (the masked diagonal blocks first, then the rest unmasked;
+//                        at D <= 64 the ragged last block of S_q apart, where the
+//                        diagonal's loop did not take it):
 //                        P^T = exp2(K.Q^T * scale*log2e - LSE*log2e), dV += P^T.dO,
 //                        dP^T = V.dO^T, dS^T = P^T * (dP^T - Delta), dK += dS^T.Q. The
 //                        group's sum of dK and dV stays in registers: no atomics.
 //   attn_bwd_dq          a program owns BLOCK_M query rows and loops over the keys as the
 //                        forward does: dQ += dS.K.
 // Ragged rows and keys are handled by the loads' masks (a row past S_q loads zeros for Q, dO,
-// LSE and Delta, so it adds exactly 0 to dK and dV); scores are masked only in the diagonal
-// and ragged blocks. Offsets are 32-bit: each tensor has fewer than 2^31 elements (check()).
+// LSE and Delta, so it adds exactly 0 to dK and dV), only in the blocks that may hold them;
+// scores are masked only in the diagonal and ragged blocks. Offsets are 32-bit: each tensor has fewer than 2^31 elements (check()).
 #pragma once
 
 #include <algorithm>
@@ -277,7 +279,13 @@ void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V
 
   // The query rows that see some of these keys start at n0 - shift; those that see all of
   // them at n0 + BLOCK_N - 1 - shift. Rows [m_lo, m_mid) are masked, [m_mid, S_q) not.
-  tl::i32 rows_end = tl::cdiv(S_q, BLOCK_M) * BLOCK_M;
+  // At D <= 64 the unmasked loop stops at S_q rounded down to BLOCK_M, so that its loads need
+  // no row mask, and the ragged last block, where the diagonal's loop has not taken it, is a
+  // loop of its own: there the loop is issue-bound (on sm_90, 64x64: 352 -> 325 SASS
+  // instructions, the row masks' ISETPs and selected copy sizes). At D = 128 the other loop's
+  // registers cost more than the masks (sm_90 64x128 w8 would spill 56 bytes).
+  const bool ragged_loop = D <= 64;
+  tl::i32 rows_end = tl::cdiv(S_q, BLOCK_M) * BLOCK_M, rows_full = S_q / BLOCK_M * BLOCK_M;
   tl::i32 m_lo = 0, m_mid = 0;
   if (CAUSAL) {
     m_lo = tl::minimum(tl::maximum(n0 - shift, 0) / BLOCK_M * BLOCK_M, rows_end);
@@ -288,28 +296,36 @@ void bwd_dkdv_body(const tl::ptr<E>& Q, const tl::ptr<E>& K, const tl::ptr<E>& V
     auto bh = bhkv * G + g;
     auto q_base = bh * S_q * D;
     auto delta_at = Stats + bh * 2 * S_q, lse2_at = delta_at + S_q;  // bwd_preprocess_body's rows
-    auto rows = [&](const tl::i32& lo, const tl::i32& hi, bool masked) {
+    // `masked`: the diagonal's causal mask; `ragged`: rows past S_q may be in the block.
+    auto rows = [&](const tl::i32& lo, const tl::i32& hi, bool masked, bool ragged) {
       for (auto m : tl::range(lo, hi, BLOCK_M, tl::num_stages(STAGES))) {
         auto offs_m = m + offs_mb;
         auto m_ok = offs_m < S_q;
+        auto load_rows = [&](const auto& ptrs, int axis) {
+          return ragged ? tl::load(ptrs, tl::expand_dims(m_ok, axis), 0.0f) : tl::load(ptrs);
+        };
+        auto load_row = [&](const auto& ptrs) { return ragged ? tl::load(ptrs, m_ok, 0.0f) : tl::load(ptrs); };
         // Q^T [D, BLOCK_M], as the tutorial loads it.
-        auto qT = tl::load(Q + q_base + tl::expand_dims(offs_m, 0) * D + tl::expand_dims(offs_d, 1),
-                           tl::expand_dims(m_ok, 0), 0.0f);
-        auto lse2 = tl::load(lse2_at + offs_m, m_ok, 0.0f);
+        auto qT = load_rows(Q + q_base + tl::expand_dims(offs_m, 0) * D + tl::expand_dims(offs_d, 1), 0);
+        auto lse2 = load_row(lse2_at + offs_m);
         auto qkT = tl::dot(k, qT);
         auto pT = tl::exp2(qkT * qk_scale - tl::expand_dims(lse2, 0));
         if (masked) pT = tl::where(tl::expand_dims(offs_m + shift, 0) >= tl::expand_dims(offs_n, 1), pT, 0.0f);
-        auto d_o = tl::load(DO + q_base + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0),
-                            tl::expand_dims(m_ok, 1), 0.0f);
+        auto d_o = load_rows(DO + q_base + tl::expand_dims(offs_m, 1) * D + tl::expand_dims(offs_d, 0), 1);
         dv = tl::dot(pT.template to<E>(), d_o, dv);
-        auto delta = tl::load(delta_at + offs_m, m_ok, 0.0f);
+        auto delta = load_row(delta_at + offs_m);
         auto dpT = tl::dot(v, tl::trans(d_o));
         auto dsT = pT * (dpT - tl::expand_dims(delta, 0));
         dk = tl::dot(dsT.template to<E>(), tl::trans(qT), dk);
       }
     };
-    if (CAUSAL) rows(m_lo, m_mid, true);
-    rows(m_mid, rows_end, false);
+    if (CAUSAL) rows(m_lo, m_mid, true, true);
+    if (ragged_loop) {
+      rows(m_mid, rows_full, false, false);
+      rows(tl::maximum(m_mid, rows_full), rows_end, false, true);
+    } else {
+      rows(m_mid, rows_end, false, true);
+    }
   }
   dk = dk * sm_scale;
   tl::store(DK + kv_base + kv_at, dk.template to<E>(), key_ok);
