@@ -23,8 +23,6 @@
 //    convert_layout, which then only writes). Runs after plan_conversion_paths: it reads
 //    the recorded paths.
 #include <algorithm>
-#include <functional>
-#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -34,6 +32,7 @@
 #include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/shared_budget.hpp"
 
 namespace tl::gpu {
 namespace {
@@ -89,13 +88,11 @@ void erase(ir::Operation& op) {
 
 // Part 1: dot operands converted through shared memory become staged buffers.
 void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget& t) {
-  // What the program already holds in shared memory: its buffers and the largest
-  // conversion scratch. Buffers whose uses do not overlap in program order (attention's
-  // masked and unmasked loops, each with its own stages) are not live together, and the
-  // allocator puts them in the same bytes: the figure is the most bytes live at one op,
-  // a buffer live from its first use to its last (to the end of a loop that it is used in
-  // and allocated outside of).
-  int64_t buffers = 0, scratch = 0;
+  // What the program already holds in shared memory: its buffers live together at most
+  // (passes::live_shared_bytes: attention's masked and unmasked loops, each with its own
+  // stages, are not live together, and the allocator puts them in the same bytes) and
+  // the largest conversion scratch.
+  int64_t buffers = passes::live_shared_bytes(f), scratch = 0;
   // Each value's uses (op, operand index), in program order; the candidates are the
   // conversions some dot reads as an operand, each once, in the order of their first dot.
   std::unordered_map<const ir::Value*, std::vector<std::pair<ir::Operation*, int>>> users;
@@ -107,35 +104,6 @@ void stage_operands_converted_in_shared_memory(ir::Function& f, const PlanTarget
       u.emplace_back(&op, int(j));
     }
   });
-  std::unordered_map<const ir::Operation*, std::pair<int, int>> span;  // op: its position, the last inside it
-  int position = 0;
-  std::function<void(ir::Block&)> number = [&](ir::Block& blk) {
-    for (auto& op : blk.ops) {
-      const int at = position++;
-      for (auto& r : op->regions) number(*r);
-      span[op.get()] = {at, position - 1};
-    }
-  };
-  number(f.body);
-  std::vector<std::tuple<int, int, int64_t>> live;  // first, last, bytes
-  ir::walk(f.body, [&](ir::Operation& op) {
-    if (op.op != Op::shared_alloc) return;
-    int first = span[&op].first, last = first;
-    for (auto [user, j] : users[op.result()]) {
-      int end = span[user].second;
-      for (const ir::Operation* p = user->parent ? user->parent->parent : nullptr; p; p = p->parent ? p->parent->parent : nullptr)
-        if (p->op == Op::for_ && span[p].first > span[&op].first) end = std::max(end, span[p].second);
-      last = std::max(last, end);
-    }
-    live.emplace_back(first, last, (tile_bytes(op.result()->type) + 127) / 128 * 128);
-  });
-  for (const auto& start : live) {  // the most bytes live together: at some buffer's first use
-    const int at = std::get<0>(start);
-    int64_t sum = 0;
-    for (auto [first, last, bytes] : live)
-      if (first <= at && at <= last) sum += bytes;
-    buffers = std::max(buffers, sum);
-  }
   auto through_shared = [](const ir::Operation* c) {
     return c && c->op == Op::convert_layout && ir::ConvertPath(c->i0) == ir::ConvertPath::shared;
   };

@@ -95,6 +95,7 @@
 #include "codegen/passes/axis_analysis.hpp"
 #include "codegen/passes/direct_copy.hpp"
 #include "codegen/passes/passes.hpp"
+#include "codegen/passes/shared_budget.hpp"
 
 namespace tl::passes {
 namespace {
@@ -492,17 +493,23 @@ class Pipeliner {
     return r;
   }
 
-  // Whether the program's shared buffers, those this loop multi-buffers at its stage
-  // count, and `extra` more bytes fit the target's shared memory.
+  // Whether the shared buffers live inside the loop being pipelined (at most together:
+  // passes::live_shared_bytes), those it multi-buffers at its stage count and `extra`
+  // more bytes fit the target's shared memory. (The multi-buffered ones are counted
+  // apart: pipelined, each is live over the whole loop, a TMA copy's buffer made in the
+  // body included.)
   bool fits_shared(int64_t extra) {
     if (o_.shared_bytes_limit <= 0) return true;
-    int64_t total = extra;
-    ir::walk(f_.body, [&](ir::Operation& op) {
-      if (op.op != Op::shared_alloc) return;
-      const ir::Type& t = op.result()->type;
-      total += t.numel() * byte_width(t.dtype) * (multi_buffered_.count(&op) ? loop_stages_ : t.stages);
-    });
-    return total <= o_.shared_bytes_limit;
+    int64_t staged = 0;
+    for (const ir::Operation* alloc : multi_buffered_) {
+      const ir::Type& t = alloc->result()->type;
+      staged += t.numel() * byte_width(t.dtype) * loop_stages_;
+    }
+    auto others = [&](const ir::Operation& alloc) {
+      const ir::Type& t = alloc.result()->type;
+      return multi_buffered_.count(&alloc) ? int64_t(0) : t.numel() * byte_width(t.dtype) * t.stages;
+    };
+    return passes::live_shared_bytes(f_, loop_, others) + staged + extra <= o_.shared_bytes_limit;
   }
 
   // Whether the GPU can issue `load` as direct copies: passes::direct_copy_widths, the
@@ -587,6 +594,7 @@ class Pipeliner {
     std::set<const ir::Operation*> dot_fed;
     if (!own) dot_fed = loads_feeding_dots(loop);
     loop_stages_ = n;
+    loop_ = &loop;
     multi_buffered_.clear();
     axis_.emplace(f_);  // of the function as it is now (earlier loops may have been rebuilt)
     ir::Block& body = *loop.regions[0];
@@ -1105,6 +1113,7 @@ class Pipeliner {
   std::optional<AxisAnalysis> axis_;
   int loop_stages_ = 1;
   // The stages the loop's buffers get: num_stages, or one more for an asynchronous dot.
+  const ir::Operation* loop_ = nullptr;  // the loop being pipelined
   int buffers_ = 1;
   // The buffers this loop's plans already multi-buffer (counted at loop_stages_ when the
   // next one is checked against the target's shared memory).
