@@ -1112,9 +1112,9 @@ class Pipeliner {
   std::vector<std::string>& remarks_;
   std::optional<AxisAnalysis> axis_;
   int loop_stages_ = 1;
-  // The stages the loop's buffers get: num_stages, or one more for an asynchronous dot.
   const ir::Operation* loop_ = nullptr;  // the loop being pipelined
   int buffers_ = 1;
+  // The stages the loop's buffers get: num_stages, or one more for an asynchronous dot.
   // The buffers this loop's plans already multi-buffer (counted at loop_stages_ when the
   // next one is checked against the target's shared memory).
   std::set<const ir::Operation*> multi_buffered_;
