@@ -1113,8 +1113,8 @@ class Pipeliner {
   std::optional<AxisAnalysis> axis_;
   int loop_stages_ = 1;
   const ir::Operation* loop_ = nullptr;  // the loop being pipelined
-  int buffers_ = 1;
   // The stages the loop's buffers get: num_stages, or one more for an asynchronous dot.
+  int buffers_ = 1;
   // The buffers this loop's plans already multi-buffer (counted at loop_stages_ when the
   // next one is checked against the target's shared memory).
   std::set<const ir::Operation*> multi_buffered_;
