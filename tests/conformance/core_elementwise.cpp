@@ -185,7 +185,8 @@ template <class A, class B, class R> void test_promotion() {
     static_assert(std::is_same_v<decltype(z), tl::tile<R>>, "Triton's promotion");
     tl::store(Z + off, z);
   });
-  auto hx = random_values<A>(SIZE, 0, 100), hy = random_values<B>(SIZE, 0, 100);
+  auto hx = random_values<A>(SIZE, 0, 100);
+  auto hy = random_values<B>(SIZE, 0, 100);
   auto X = upload<A>(hx);
   auto Y = upload<B>(hy);
   auto Z = output<R>(SIZE);

@@ -154,7 +154,8 @@ void reference(const Problem& p, std::vector<double>& want, std::vector<double>&
 template <Fmt FA, Fmt FB, class ES = tl::ty::e8m0, class EA = typename elem_of_fmt<FA>::type,
           class EB = typename elem_of_fmt<FB>::type>
 ::testing::AssertionResult run(const Problem& p) {
-  auto a = upload_bytes<EA>(p.a.bytes), b = upload_bytes<EB>(p.b.bytes);
+  auto a = upload_bytes<EA>(p.a.bytes);
+  auto b = upload_bytes<EB>(p.b.bytes);
   auto sa = upload_bytes<ES>(p.sa.empty() ? std::vector<uint8_t>(16, 127) : p.sa);
   auto sb = upload_bytes<ES>(p.sb.empty() ? std::vector<uint8_t>(16, 127) : p.sb);
   auto c = test_device().alloc<tl::ty::f32>(size_t(p.M) * p.N);
