@@ -19,9 +19,11 @@ source "$(dirname "$0")/gpu_env.sh"
   timeout 600 /tmp/tl/bin/tensor_map_test --gtest_brief=1
   echo "tensor_map_test exit $?"
   # descriptor loads through TMA (launch_options::tma): boxes at every corner, every swizzle,
-  # tutorial 09's kernel; each case alone (a faulting copy poisons the context; a copy that
-  # never lands hangs its wait)
-  for t in BoxesAtRaggedNegativeAndOutsideCorners NanFill OneAndThreeDims Tutorial09PersistentMatmul; do
+  # TMA stores, the pipeliner's TMA stages (tutorial 09's kernel, a loop's own stages);
+  # each case alone (a faulting copy poisons the context; a copy that never lands hangs its
+  # wait)
+  for t in BoxesAtRaggedNegativeAndOutsideCorners NanFill OneAndThreeDims StoresAtRaggedNegativeAndOutsideCorners \
+           PipelinedBoxesSummedAcrossARow Tutorial09PersistentMatmul; do
     timeout 120 /tmp/tl/bin/tma_descriptor_test --gtest_filter="TmaDescriptor.$t" --gtest_brief=1
     echo "tma_descriptor_test $t exit $?"
   done

@@ -321,6 +321,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::async_wait: return;  // the CPU's copy is done when it returns: nothing in flight
     case Op::tensor_map_load:  // (only a launch for NVIDIA sm_90 traces one)
     case Op::mbarrier:         // (the pipeliner's, for those)
+    case Op::tensor_map_store:
       throw compile_error("tensor_map_load: a TMA copy in a program compiled for the CPU (a tl bug)", op.loc.file,
                           op.loc.line);
     case Op::inline_asm_elementwise:  // (the tracer takes the fallback on the CPU; a trace made for a GPU lands here)

@@ -202,6 +202,14 @@ class GpuHooks {
                                 llvm::Value* pred) {
     return false;
   }
+  // tensor_map_store: one thread copies shared memory at `src` to the box of the map whose
+  // first element is at `coords` (what lies outside the map's dims is not written) and
+  // waits until the copy has read `src`. The caller has fenced and synchronised the
+  // writes of `src`.
+  virtual bool tensor_map_store(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* src, llvm::Value* tensor_map,
+                                const std::vector<llvm::Value*>& coords) {
+    return false;
+  }
 
   // NVIDIA's ldmatrix.x4 (.trans): four 8x8 matrices of 16-bit elements from shared
   // memory, lane l giving the address of row l % 8 of matrix l / 8 (16 contiguous bytes);

@@ -80,6 +80,9 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
         out.push_back({op.i0 == ir::kMbarrierWait ? passes::SharedAccess::read : passes::SharedAccess::write,
                        ranges(op.operands[0])});
         return;
+      case Op::tensor_map_store:  // (after its own fence and barrier: insert_barriers.cpp)
+        out.push_back({passes::SharedAccess::read, ranges(op.operands[0])});
+        return;
       case Op::global_load_to_shared:
         // (a compiler copy plan_copies loads and stores writes nothing itself: its shared_store does)
         if (!(op.copy && op.copy->chunk_bytes == 0)) out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])});

@@ -301,6 +301,7 @@ class Lowerer {
   void lower_global_load_to_shared(const ir::Operation& op);
   void lower_tensor_map_load(const ir::Operation& op);  // (lower_tensor_map.cpp)
   void lower_mbarrier(const ir::Operation& op);         // (lower_tensor_map.cpp)
+  void lower_tensor_map_store(const ir::Operation& op);  // (lower_tensor_map.cpp)
   // The address of register r of `offsets` (element offsets of a stage) from the stage's
   // `base`, the swizzle's XOR applied after the base is added (read_stage_registers).
   llvm::Value* stage_address(llvm::Value* base, llvm::Type* ty, const Layout& offsets, int r, int buffer);

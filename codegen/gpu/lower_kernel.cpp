@@ -299,6 +299,7 @@ void Lowerer::lower_op(const ir::Operation& op) {
     case Op::async_wait: return lower_async_wait(op);
     case Op::tensor_map_load: return lower_tensor_map_load(op);
     case Op::mbarrier: return lower_mbarrier(op);
+    case Op::tensor_map_store: return lower_tensor_map_store(op);
     case Op::print:
       fail(op, fmt::format("device_print is not supported on {} yet", hooks_.target_name()));
     case Op::dot: return lower_dot(op);

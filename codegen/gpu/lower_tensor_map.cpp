@@ -1,6 +1,6 @@
 // tensor_map_load: one TMA box into one stage of a shared buffer (a descriptor load under
-// launch_options::tma, dsl/src/descriptor.cpp), and the mbarriers of the pipeliner's TMA
-// stages (Op::mbarrier). The stage's base, the mbarrier and the coordinates innermost
+// launch_options::tma, dsl/src/descriptor.cpp), the mbarriers of the pipeliner's TMA
+// stages (Op::mbarrier), and tensor_map_store: one box written from a stage. The stage's base, the mbarrier and the coordinates innermost
 // first, as the map's dims are; the instructions are the target's (GpuHooks: NVIDIA
 // sm_90's cp.async.bulk.tensor and mbarrier). The box lands in the layout the buffer's
 // encoding says (the trace recorded the one the map's swizzle writes), so the shared_load
@@ -60,6 +60,24 @@ void Lowerer::lower_tensor_map_load(const ir::Operation& op) {
   hooks_.mbarrier_wait(b, mbarrier, b.getInt32(0));
   hooks_.barrier(b);
   hooks_.mbarrier_inval(b, tid_, mbarrier, 1);
+}
+
+// The store: every thread's fence.proxy.async (its writes of the stage, through the
+// generic proxy, ordered before the copy's reads through the async one), a bar.sync, and
+// one thread of warp 0 issues the copy in a bulk group and waits until it has read the
+// stage (cp.async.bulk.wait_group.read 0), Triton's instructions for it. Triton waits
+// there only before the stage is written again (and at the kernel's end); here the
+// issuing thread waits at once, so that a later barrier orders whatever reuses the bytes.
+void Lowerer::lower_tensor_map_store(const ir::Operation& op) {
+  const ir::Type& bt = op.operands[0]->type;
+  const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(mem_type(bt.dtype)));
+  std::vector<llvm::Value*> coords;
+  for (size_t i = op.operands.size(); i-- > 3;) coords.push_back(scalar(op.operands[i]));
+  hooks_.fence_async_shared(b);
+  hooks_.barrier(b);
+  if (!hooks_.tensor_map_store(b, tid_, shared_stage_base(op, eb), scalar(op.operands[2]), coords))
+    fail(op, fmt::format("tensor descriptor store: {} has no TMA (a tl bug: only sm_90 launches take tensor maps)",
+                         hooks_.target_name()));
 }
 
 void Lowerer::lower_mbarrier(const ir::Operation& op) {

@@ -38,6 +38,7 @@ const char* op_name(Op op) {
     case Op::global_load_to_shared: return "global_load_to_shared"; case Op::async_wait: return "async_wait";
     case Op::tensor_map_load: return "tensor_map_load";
     case Op::mbarrier: return "mbarrier";
+    case Op::tensor_map_store: return "tensor_map_store";
     case Op::barrier: return "barrier";
     case Op::reduce: return "reduce"; case Op::scan: return "scan"; case Op::dot: return "dot";
     case Op::convert_layout: return "convert_layout";

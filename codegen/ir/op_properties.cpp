@@ -60,6 +60,7 @@ OpProperties describe(Op op) {
     // mbarrier wait).
     case Op::tensor_map_load: return {kWritesMemory, kAttrI0 | kAttrI1};
     case Op::mbarrier: return {kSideEffects, kAttrI0 | kAttrI1};  // i0: which; i1: init's arrivals
+    case Op::tensor_map_store: return {kWritesMemory, 0};  // (global memory; it reads its stage)
     case Op::shared_store: return {kWritesMemory, 0};
     case Op::reduce: case Op::scan: return {kPure, kAttrI0 | kAttrI1};
     // dot: GPU planning records its matrix instruction (str) and kpack, warps_m, warps_n

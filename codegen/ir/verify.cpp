@@ -181,9 +181,10 @@ class Verifier {
       for (int d : t.shape) expect(power_of_two(d), op, "a shared buffer's tile dims must be powers of two");
       expect(op.op == Op::for_ || op.op == Op::if_ || op.op == Op::while_ || op.op == Op::yield || op.op == Op::shared_alloc ||
                  op.op == Op::shared_load || op.op == Op::shared_store ||
-                 op.op == Op::global_load_to_shared || op.op == Op::tensor_map_load || op.op == Op::mbarrier,
-             op, "only shared_load, shared_store, global_load_to_shared, tensor_map_load and mbarrier read or write a "
-                 "shared buffer");
+                 op.op == Op::global_load_to_shared || op.op == Op::tensor_map_load || op.op == Op::mbarrier ||
+                 op.op == Op::tensor_map_store,
+             op, "only shared_load, shared_store, global_load_to_shared, tensor_map_load, tensor_map_store and "
+                 "mbarrier read or write a shared buffer");
     };
     for (const Value* v : op.operands) check_type(v->type);
     for (auto& r : op.results) check_type(r->type);
@@ -371,6 +372,19 @@ class Verifier {
           expect(op.operands[nops - 1]->type == Type{DType::i1, DType::i1, {}}, op,
                  "an issued copy's predicate must be a scalar i1");
         }
+        break;
+      }
+      case Op::tensor_map_store: {
+        expect(nops >= 4 && op.results.empty(), op,
+               "tensor_map_store takes a buffer, a stage, a tensor map and coordinates and has no result");
+        if (nops < 4) break;
+        const Type& buf = op.operands[0]->type;
+        const Type i32{DType::i32, DType::i32, {}};
+        expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
+        expect(op.operands[1]->type == i32, op, "the stage must be a scalar i32");
+        expect(op.operands[2]->type.is_ptr() && op.operands[2]->type.is_scalar(), op, "the map must be a scalar pointer");
+        expect(nops - 3 == buf.shape.size(), op, "one coordinate a dim of the buffer's tile");
+        for (size_t i = 3; i < nops; ++i) expect(op.operands[i]->type == i32, op, "a coordinate must be a scalar i32");
         break;
       }
       case Op::mbarrier: {

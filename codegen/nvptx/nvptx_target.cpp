@@ -589,6 +589,35 @@ class NvptxHooks final : public gpu::GpuHooks {
     });
     return true;
   }
+  // Triton's TMA store: one thread of warp 0 chosen by elect.sync issues
+  // cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group, commits the group and waits until
+  // it has read the stage.
+  bool tensor_map_store(llvm::IRBuilderBase& b, llvm::Value* tid, llvm::Value* src, llvm::Value* tensor_map,
+                        const std::vector<llvm::Value*>& coords) override {
+    if (!has_tma()) return false;
+    llvm::Value* src32 = shared32(b, src, "tma.src");
+    llvm::Value* map = b.CreatePtrToInt(tensor_map, b.getInt64Ty(), "tma.map");
+    tma_only(b, b.CreateICmpULT(tid, b.getInt32(32)), "warp0", [&] {
+      llvm::Value* elected = tma_asm(
+          b, b.getInt32Ty(), "{\n\t.reg .pred p;\n\telect.sync _|p, 0xffffffff;\n\tselp.u32 $0, 1, 0, p;\n\t}", "=r", {});
+      tma_only(b, b.CreateICmpNE(elected, b.getInt32(0)), "store", [&] {
+        std::string list;
+        std::string constraints = "l,r";
+        std::vector<llvm::Value*> args = {map, src32};
+        for (size_t i = 0; i < coords.size(); ++i) {
+          list += fmt::format("{}${}", i ? ", " : "", 2 + i);
+          constraints += ",r";
+          args.push_back(coords[i]);
+        }
+        tma_asm(b, b.getVoidTy(),
+                fmt::format("cp.async.bulk.tensor.{}d.global.shared::cta.bulk_group [$0, {{{}}}], [$1];", coords.size(), list),
+                constraints + ",~{memory}", args);
+        tma_asm(b, b.getVoidTy(), "cp.async.bulk.commit_group;", "~{memory}", {});
+        tma_asm(b, b.getVoidTy(), "cp.async.bulk.wait_group.read 0;", "~{memory}", {});
+      });
+    });
+    return true;
+  }
 
   // mma.sync (LLVM 22's llvm.nvvm.mma.*, fragments in codegen/gpu/dot_layout.cpp): A in
   // four 32-bit registers, B in two, C/D four f32 or s32. Two 16-bit elements a register
@@ -633,7 +662,7 @@ class NvptxTarget final : public codegen::Target {
     // compute capability 9.0 alone: a kernel without one stays plain sm_90.
     bool fp8_dot = false, warpgroup_dot = false, tensor_map = false;
     ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
-      tensor_map |= op.op == Op::tensor_map_load || op.op == Op::mbarrier;  // (cp.async.bulk.tensor, elect.sync: PTX 8.0)
+      tensor_map |= op.op == Op::tensor_map_load || op.op == Op::mbarrier || op.op == Op::tensor_map_store;  // (cp.async.bulk.tensor, elect.sync: PTX 8.0)
       fp8_dot |= op.op == Op::dot && is_fp8(op.operands[0]->type.dtype);
       if (op.op == Op::dot)
         for (const auto& mi : hooks_.capabilities().matrix_instructions)

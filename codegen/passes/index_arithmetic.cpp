@@ -54,6 +54,7 @@ class IndexArithmetic {
       case Op::atomic_rmw: return i == 2;             // ptr, value, mask
       case Op::global_load_to_shared: return i == 1 || i == 3;  // buffer, stage, ptr, mask, other
       case Op::shared_load: case Op::shared_store: return i == 1;  // the stage
+      case Op::tensor_map_store: return i == 1 || i >= 3;  // the stage, the coordinates
       case Op::tensor_map_load:  // the stage, the coordinates
         return i == 1 || (i >= 3 && size_t(i) < 3 + user.operands[0]->type.shape.size());
       case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::shl: case Op::shr:

@@ -171,6 +171,11 @@ class InsertBarriers {
           walk(after, entry, insert);
           break;
         }
+        case Op::tensor_map_store:
+          // Its lowering begins with a barrier of its own (after every thread's proxy
+          // fence): what came before it is ordered; then its accesses, as the model says.
+          clear(s), barrier_in_block = true;
+          [[fallthrough]];
         default: {
           accesses_.clear();
           model_(op, accesses_);
@@ -288,6 +293,9 @@ int insert_barriers(ir::Function& f) {
       case Op::mbarrier:
         out.push_back({op.i0 == ir::kMbarrierWait ? SharedAccess::read : SharedAccess::write, ranges(op.operands[0])});
         break;
+      // (after its own barrier, InsertBarriers::walk: a read of the stage, complete for
+      // the issuing thread before it goes on)
+      case Op::tensor_map_store: out.push_back({SharedAccess::read, ranges(op.operands[0])}); break;
       case Op::global_load_to_shared: out.push_back({SharedAccess::copy, ranges(op.operands[0])}); break;
       default: break;
     }

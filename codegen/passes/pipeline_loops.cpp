@@ -603,7 +603,8 @@ class Pipeliner {
     std::vector<const ir::Operation*> writes;
     ir::walk(body, [&](ir::Operation& op) {
       own_copies |= op.op == Op::global_load_to_shared || op.op == Op::async_wait;
-      if (op.op == Op::store || op.op == Op::atomic_rmw || op.op == Op::atomic_cas) writes.push_back(&op);
+      if (op.op == Op::store || op.op == Op::atomic_rmw || op.op == Op::atomic_cas || op.op == Op::tensor_map_store)
+        writes.push_back(&op);
     });
     if (own_copies) return decline("the loop issues its own asynchronous copies");
     // The prologue, the "iteration k ahead exists" tests and the unrolled trips count

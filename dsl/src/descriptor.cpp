@@ -22,7 +22,11 @@
 //   shared_load(buf, 0)                        in whatever layout its users want
 //
 // the shape's bounds and the padding being the map's (TMA fills what lies outside with
-// 0 or NaN), so there is no mask. Stores stay masked stores.
+// 0 or NaN), so there is no mask. A store is, likewise,
+//
+//   buf = shared_alloc [1, block...] (the same encoding)
+//   shared_store(buf, 0, value)
+//   tensor_map_store(buf, 0, map, offsets...)   one box written by TMA (not past the shape)
 #include <fmt/format.h>
 
 #include <bit>
@@ -259,6 +263,20 @@ void descriptor_store(const descriptor_parts& d, const Shape& block, const std::
   if (value->type.shape != block)
     throw trace_error(fmt::format("{}: the value's shape {} is not the block's {}", fn, shape_str(value->type.shape),
                                   shape_str(block)), loc);
+  if (d.tensor_map) {
+    // (the launch gave the map only where this is not -1: choose_tensor_maps)
+    check_offsets(block, offsets, fn, loc);
+    const int swizzle = tensor_map_swizzle_bytes(e, block);
+    Trace& tr = Trace::current(loc);
+    Value* buf = tr.emit1(Op::shared_alloc, {}, ir::Type::shared_buffer(e, block, 1), loc);
+    buf->def->shared = tensor_map_encoding(e, block, swizzle);
+    Value* stage = constant(DType::i32, 0, 0, loc);
+    shared_store(buf, stage, value, loc);
+    std::vector<Value*> operands{buf, stage, d.tensor_map};
+    for (size_t i = 0; i < offsets.size(); ++i) operands.push_back(scalar_index(offsets[i], DType::i32, fn, "offsets", i, loc));
+    tr.emit(Op::tensor_map_store, std::move(operands), loc);
+    return;
+  }
   BlockAccess a = block_access(d, block, offsets, fn, loc);
   buffer_store(a.base, a.offsets, value, a.mask, opts, loc);
 }

@@ -199,6 +199,60 @@ TEST(TmaCodegen, ALoopsOwnStagesPipelineTmaLoadsIntoRegisters) {
   }
 }
 
+// A descriptor store TMA takes is Triton's TMA store: the tile written into a shared
+// buffer (the map's swizzle), every thread's fence.proxy.async, a bar.sync, and one thread
+// of warp 0 chosen by elect.sync issuing cp.async.bulk.tensor global.shared::cta in a bulk
+// group, committing it and waiting until it has read the buffer (wait_group.read 0), one
+// bar.sync between the tile's writes and the copy; no masked st.global. Without the option the masked stores, as before. Tutorial 09 at
+// 128x128x64 stores its two C subtiles ([128, 64]) so.
+TEST(TmaCodegen, StoresAreBulkCopiesFromSharedMemory) {
+  static auto k = tl::kernel("tma_store_probe", [](ptr<f16> in, tensor_descriptor<f16, 2> out) {
+    const int BM = out.block_shape()[0], BN = out.block_shape()[1];
+    auto r = arange(0, BM);
+    auto c = arange(0, BN);
+    auto t = tl::load(in + (program_id(0) * BM * BN + tl::expand_dims(r, 1) * BN + tl::expand_dims(c, 0)));
+    out.store({program_id(0) * BM, 0}, t);
+  });
+  TensorDescriptor<f16> d(fake<H16>(0), {512, 512}, {512, 1}, {64, 64});
+  launch_options o{.num_warps = 4};
+  o.tma = true;
+  const std::string ptx = isa_of_compiled(k.compile("sm_90", o, fake<H16>(3), d));
+  std::regex copy(R"(cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group \[%rd\d+, \{%r\d+, %r\d+\}\], \[%r\d+\];)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), copy), std::sregex_iterator()), 1) << ptx;
+  EXPECT_EQ(count(ptx, "cp.async.bulk.commit_group;"), 1);
+  EXPECT_EQ(count(ptx, "cp.async.bulk.wait_group.read 0;"), 1);
+  EXPECT_EQ(count(ptx, "elect.sync"), 1);
+  EXPECT_EQ(count(ptx, "st.global"), 0) << ptx;
+  EXPECT_EQ(count(ptx, ".param .align 64 .b8 "), 1);
+  const size_t at = ptx.find("cp.async.bulk.tensor"), bar = ptx.rfind("bar.sync", at), fence = ptx.rfind("fence.proxy.async", at);
+  ASSERT_TRUE(bar != std::string::npos && fence != std::string::npos && fence < bar) << ptx;
+  EXPECT_GE(count(ptx.substr(0, fence), "st.shared"), 1) << ptx;  // (the tile written before the fence)
+  const size_t written = ptx.rfind("st.shared", at);
+  EXPECT_EQ(count(ptx.substr(written, at - written), "bar.sync"), 1) << ptx;  // the store's own, no other
+  auto run = tltest::run_ptxas(ptx, "-arch=sm_90a -v");
+  if (run.ran) EXPECT_TRUE(run.ok) << run.output;
+  o.tma = false;
+  const std::string masked = isa_of_compiled(k.compile("sm_90", o, fake<H16>(3), d));
+  EXPECT_EQ(count(masked, "cp.async.bulk"), 0);
+  EXPECT_GE(count(masked, "st.global"), 1);
+
+  const int M = 4096, N = 4096, K = 4096, BM = 128, BN = 128, BK = 64;
+  TensorDescriptor<f16> a(fake<H16>(0), {M, K}, {K, 1}, {BM, BK}), b(fake<H16>(1), {N, K}, {K, 1}, {BN, BK}),
+      c(fake<H16>(2), {M, N}, {N, 1}, {BM, BN / 2});
+  launch_options t{.num_warps = 8, .num_stages = 3};
+  t.tma = true;
+  const std::string tut = isa_of_compiled(
+      persistent_matmul::matmul_kernel_tma_persistent<f16>().compile("sm_90", t, a, b, c, M, N, K, BM, BN, BK, 8, true, 132));
+  EXPECT_EQ(count(tut, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"), 2);
+  EXPECT_EQ(count(tut, "cp.async.bulk.tensor.2d.shared::cluster.global"), 6);
+  EXPECT_EQ(count(tut, "st.global"), 0);
+  auto tr = tltest::run_ptxas(tut, "-arch=sm_90a -v");
+  if (!tr.ran) GTEST_SKIP() << "no ptxas here (TL_PTXAS)";
+  ASSERT_TRUE(tr.ok) << tr.output;
+  EXPECT_EQ(spill_bytes(tr.output), 0) << tr.output;
+  std::printf("%s", tr.output.c_str());
+}
+
 // Off by default: the PTX takes no map and copies with cp.async, as before.
 TEST(TmaCodegen, WithoutTheOptionNothingChanges) {
   const std::string ptx = isa_of_compiled(compile_tutorial("sm_90", false));

@@ -172,7 +172,8 @@ TEST(TmaDescriptor, OneAndThreeDims) {
 // on one mbarrier a stage (passes/pipeline_loops.cpp): K of one block (fewer iterations
 // than stages: the prologue's copies past the end are not issued), of many (each stage's
 // phase flips several times), 2 to 4 stages, and more tiles than programs (each program's
-// K loop runs again on mbarriers initialised afresh).
+// K loop runs again on mbarriers initialised afresh). C's subtiles are TMA stores where
+// their rows are at most 128 bytes (all but the 128x256 blocks).
 TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
   struct Case { int M, N, K, BM, BN, BK, warps, stages; };
   for (Case c : {Case{90, 120, 72, 32, 64, 32, 4, 3}, Case{300, 520, 200, 128, 256, 64, 8, 3},
@@ -184,14 +185,16 @@ TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
     o.num_stages = c.stages;
     auto& k = persistent_matmul::matmul_kernel_tma_persistent<T>();
     const int sms = 8;
-    // (the copies: stages - 1 iterations ahead before the loop, one each in it; A's and B's)
-    const int copies = 2 * c.stages;
+    // (the copies: stages - 1 iterations ahead before the loop, one each in it; A's and B's;
+    // C's two subtiles are TMA stores where their rows are at most 128 bytes)
+    const int copies = 2 * c.stages, stores = c.BN / 2 * 2 <= 128 ? 2 : 0;
     if (!on_sm90()) {
       auto* fake = reinterpret_cast<const host_t<T>*>(uintptr_t(1) << 24);
       tl::TensorDescriptor<T> a(fake, {c.M, c.K}, {c.K, 1}, {c.BM, c.BK}), b(fake, {c.N, c.K}, {c.K, 1}, {c.BN, c.BK}),
           cd(fake, {c.M, c.N}, {c.N, 1}, {c.BM, c.BN / 2});
       const std::string ptx = isa_of_compiled(k.compile("sm_90", o, a, b, cd, c.M, c.N, c.K, c.BM, c.BN, c.BK, 2, true, sms));
-      EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), copies);
+      EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global"), copies);
+      EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta"), stores);
       EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity"), 1);
       auto run = run_ptxas(ptx);
       if (run.ran) EXPECT_TRUE(run.ok) << run.output;
@@ -208,7 +211,8 @@ TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
     auto d = persistent_matmul::make_tma_descriptors<T>(a, b, cbuf, c.M, c.N, c.K, c.BM, c.BN, c.BK, true);
     int grid = std::min(sms, int(tl::cdiv(c.M, c.BM) * tl::cdiv(c.N, c.BN)));
     const std::string ptx = isa_of_compiled(k.compile(dev, o, d.a, d.b, d.c, c.M, c.N, c.K, c.BM, c.BN, c.BK, 2, true, sms));
-    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor"), copies);
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global"), copies);
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta"), stores);
     EXPECT_EQ(count(ptx, "mbarrier.try_wait.parity"), 1);
     k[tl::grid(grid)].with(o)(d.a, d.b, d.c, c.M, c.N, c.K, c.BM, c.BN, c.BK, 2, true, sms);
     const auto got = cbuf.download();
@@ -225,6 +229,77 @@ TEST(TmaDescriptor, Tutorial09PersistentMatmul) {
       }
     EXPECT_EQ(bad, 0);
   }
+  if (!on_sm90()) GTEST_SKIP() << "compiled for sm_90 only: running needs an sm_90 GPU (TL_DEVICE=cuda)";
+}
+
+// TMA stores: program p writes a block (read row-major from `in`) at corner p of a tensor
+// whose rows are padded; what lies outside the shape (the padding included) keeps its
+// poison, what lies inside is the block's element, checked one by one. The corners'
+// boxes do not overlap.
+template <class E>
+void check_stores(std::vector<int64_t> shape, int64_t pitch, std::vector<int> block, std::vector<std::vector<int>> corners) {
+  static auto k = tl::kernel("tma_store_box", [](tl::ptr<E> in, tl::tensor_descriptor<E, 2> out, tl::ptr<ty::i32> offs) {
+    const int BM = out.block_shape()[0], BN = out.block_shape()[1];
+    auto p = tl::program_id(0);
+    auto r = tl::arange(0, BM);
+    auto c = tl::arange(0, BN);
+    auto t = tl::load(in + (p * BM * BN + tl::expand_dims(r, 1) * BN + tl::expand_dims(c, 0)));
+    out.store({tl::load(offs + 2 * p), tl::load(offs + (2 * p + 1))}, t);
+  });
+  const size_t elements = size_t(block[0]) * size_t(block[1]);
+  const int programs = int(corners.size());
+  if (!on_sm90()) {
+    auto* fake = reinterpret_cast<const host_t<E>*>(uintptr_t(1) << 24);
+    tl::TensorDescriptor<E> desc(fake, shape, {pitch, 1}, block);
+    const std::string ptx = isa_of_compiled(k.compile("sm_90", with_tma(), fake, desc, reinterpret_cast<const int32_t*>(fake)));
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta"), 1) << ptx;
+    auto run = run_ptxas(ptx);
+    if (run.ran) EXPECT_TRUE(run.ok) << run.output;
+    return;
+  }
+  std::vector<host_t<E>> h(elements * size_t(programs));
+  for (auto& v : h) {
+    if constexpr (std::is_same_v<E, ty::f32>) v = float(int64_t(rng()() % 2001) - 1000) / 8;
+    else v = tl::to_f16(float(int64_t(rng()() % 2001) - 1000) / 8);
+  }
+  tl::device dev = test_device();
+  auto in = dev.alloc<E>(h.size());
+  in.upload(h);
+  const size_t n = size_t(shape[0] * pitch);
+  host_t<E> poison;
+  std::memset(static_cast<void*>(&poison), 0xAB, sizeof poison);
+  auto out = dev.alloc<E>(n);
+  out.upload(std::vector<host_t<E>>(n, poison));
+  std::vector<int32_t> offs;
+  for (auto& c : corners) offs.insert(offs.end(), c.begin(), c.end());
+  auto o = dev.alloc<ty::i32>(offs.size());
+  o.upload(offs);
+  tl::TensorDescriptor<E> desc(out, shape, {pitch, 1}, block);
+  const std::string ptx = isa_of_compiled(k.compile(dev, with_tma(), in, desc, o));
+  EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta"), 1) << "the store is not a TMA copy";
+  k[tl::grid(programs)].with(with_tma())(in, desc, o);
+  std::vector<host_t<E>> want(n, poison);
+  for (int p = 0; p < programs; ++p)
+    for (int i = 0; i < block[0]; ++i)
+      for (int j = 0; j < block[1]; ++j) {
+        const int64_t r = corners[size_t(p)][0] + i, c = corners[size_t(p)][1] + j;
+        if (r >= 0 && r < shape[0] && c >= 0 && c < shape[1])
+          want[size_t(r * pitch + c)] = h[size_t(p) * elements + size_t(i) * size_t(block[1]) + size_t(j)];
+      }
+  const std::vector<host_t<E>> got = out.download();
+  int bad = 0;
+  for (size_t e = 0; e < n; ++e)
+    if (std::memcmp(&want[e], &got[e], sizeof(host_t<E>)) != 0 && ++bad <= 5)
+      ADD_FAILURE() << "element (" << e / size_t(pitch) << ", " << e % size_t(pitch) << ")";
+  EXPECT_EQ(bad, 0) << tl::name(E::dtype) << " block " << block[0] << "x" << block[1];
+}
+
+TEST(TmaDescriptor, StoresAtRaggedNegativeAndOutsideCorners) {
+  const std::vector<std::vector<int>> corners = {{0, 0}, {48, 64}, {-10, 64}, {100, 0}, {16, -20}, {32, 70}};
+  check_stores<ty::f32>({50, 70}, 72, {16, 32}, corners);   // 128-byte rows: 128-byte swizzle
+  check_stores<ty::f16>({50, 90}, 96, {16, 32}, corners);   // 64-byte rows
+  check_stores<ty::f16>({50, 90}, 96, {16, 64}, corners);   // tutorial 09's C subtile rows
+  check_stores<ty::f32>({50, 70}, 72, {4, 32}, corners);    // 4 rows: row-major
   if (!on_sm90()) GTEST_SKIP() << "compiled for sm_90 only: running needs an sm_90 GPU (TL_DEVICE=cuda)";
 }
 

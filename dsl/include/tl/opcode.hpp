@@ -69,6 +69,15 @@ enum class Op : uint8_t {
   // visible to it; kMbarrierInval: one thread invalidates them (no thread waits on them
   // any more). No result.
   mbarrier,
+  // Hopper's TMA store (a descriptor store whose kernel takes the descriptor's
+  // CUtensorMap): the box at the coordinates written from one stage of a shared buffer (the
+  // value's shared_store before it) by cp.async.bulk.tensor; what lies outside the map's
+  // dims is not written. Operands as tensor_map_load's own (buffer, stage, map,
+  // coordinates); no result. It orders the threads' writes of the stage before the copy
+  // itself (a proxy fence and a barrier), and its issuing thread waits until the copy has
+  // read the stage (for the barrier passes: a barrier of its own, then a read of the stage:
+  // codegen/passes/insert_barriers.cpp).
+  tensor_map_store,
   // synchronization: every thread of the program waits here, and its earlier shared-
   // memory writes are visible to the others after it
   barrier,
