@@ -40,6 +40,8 @@ gpu::TargetCapabilities cdna_capabilities(const std::string& arch) {
   // guides; kArchLimits in code_object.cpp for occupancy).
   c.registers_per_lane = 512;
   c.registers_per_thread = 512;
+  // 4 SIMDs of at most 8 waves each (CDNA2/3/4 ISA guides; kArchLimits).
+  c.waves_per_compute_unit = 32;
   // Global loads that write LDS instead of VGPRs: gfx90a's global_load_{ubyte,sbyte,
   // ushort,sshort,dword} with the `lds` bit, renamed global_load_lds_* on gfx940+. LLVM
   // 22 selects llvm.amdgcn.global.load.lds for sizes 1, 2 and 4 on gfx90a and gfx942.

@@ -22,7 +22,7 @@ std::optional<SharedMemoryOverflow> allocate_shared_memory(ir::Function& f, cons
       const SharedBuffer& buf = plan.buffers[size_t(plan.index_of(&op))];
       op.smem = ir::Operation::SharedSlice{buf.offset, buf.bytes};
     } else if (const int64_t bytes = scratch_bytes(op)) {
-      op.smem = ir::Operation::SharedSlice{plan.scratch_offset, (bytes + 15) / 16 * 16};
+      op.smem = ir::Operation::SharedSlice{plan.scratch_at.at(&op), (bytes + 15) / 16 * 16};
     }
   });
   // The scratch placed in bytes of buffers not live where it is used: what let the program

@@ -100,6 +100,12 @@ struct TargetCapabilities {
   // (NVIDIA: 48 KiB, more needs cuFuncSetAttribute's opt-in). Equal to the budget where
   // static allocation covers all of it (AMD).
   int64_t static_shared_limit = 64 * 1024;
+  // Waves (warps) one compute unit holds at once at most, whatever their registers:
+  // what says whether a program's shared memory limits its occupancy, with
+  // shared_bytes_per_program taken as the compute unit's whole shared memory (AMD: the
+  // CU's LDS). The allocator gives scratch a second slot only where that stays so
+  // (shared_memory.cpp). 0: not known (scratch keeps one slot).
+  int waves_per_compute_unit = 0;
   // Shared-memory banks, for conflict-free (swizzled) layouts.
   int shared_banks = 32;
   int shared_bank_bytes = 4;

@@ -10,8 +10,8 @@
 // - a buffer the allocator placed in the bytes of a dead buffer or of scratch;
 // - an operand plan_dot_operand_sources staged in a buffer of its own, before the dot
 //   reads it;
-// - reads a dot makes itself (kReadByDot operands, read at the dot, a K step at a time),
-//   at the dot.
+// - reads a dot makes itself (kReadByDot operands and kConversionReadByDot conversions'
+//   scratch, read at the dot, a K step at a time), at the dot.
 // With warpgroup dots (sm_90), every barrier is preceded by a fence.proxy.async: wgmma
 // reads its operands through the async proxy, the threads' stores and cp.async copies
 // write through the generic one, and the fence by the writers before the barrier orders
@@ -91,6 +91,14 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
       case Op::dot:
         if (auto it = read_by_dot.find(&op); it != read_by_dot.end())
           for (const ir::Value* buf : it->second) out.push_back({passes::SharedAccess::read, ranges(buf)});
+        // A conversion's scratch this dot reads (kConversionReadByDot): its reads are the
+        // dot's, after the conversion's own barrier; one whose bytes a later exchange
+        // writes (a second scratch slot) must see them pending until the dot.
+        for (int i = 0; i < 2; ++i) {
+          const ir::Operation* c = op.operands[size_t(i)]->def;
+          if (c && c->op == Op::convert_layout && (c->i1 & ir::kConversionReadByDot) && c->smem)
+            out.push_back({passes::SharedAccess::read, {{c->smem->offset, c->smem->offset + c->smem->bytes}}});
+        }
         return;
       default:
         if (op.smem) out.push_back({passes::SharedAccess::exchange, {{op.smem->offset, op.smem->offset + op.smem->bytes}}});

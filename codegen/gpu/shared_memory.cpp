@@ -56,6 +56,7 @@ struct Analysis {
   std::unordered_map<const ir::Value*, std::vector<const ir::Operation*>> users;
   std::vector<const ir::Operation*> allocs;
   std::vector<std::pair<int64_t, const ir::Operation*>> scratch_uses;  // (point, op) of each op using scratch
+  std::vector<std::pair<const ir::Operation*, std::pair<int64_t, int64_t>>> loops;  // each loop and its span
   int64_t next = 0;
 
   void number(const ir::Block& b) {
@@ -66,6 +67,7 @@ struct Analysis {
       for (const ir::Value* v : op->operands) users[v].push_back(op.get());
       for (auto& r : op->regions) number(*r);
       span[op.get()] = {pos, next - 1};
+      if (op->op == Op::for_ || op->op == Op::while_) loops.push_back({op.get(), span[op.get()]});
     }
   }
 };
@@ -346,6 +348,34 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   if (!plan.scratch_bytes) return plan;
   plan.scratch_offset = plan.buffers.empty() ? 0 : align_up(above, std::max<int64_t>(16, row));
   const int64_t total = std::max(plan.buffer_bytes, plan.scratch_offset + plan.scratch_bytes);
+  for (auto [point, op] : a.scratch_uses) plan.scratch_at[op] = plan.scratch_offset;
+  // A second slot. Every use at the region's start makes each one's writes wait at a
+  // barrier for the previous one's reads, however little else the program keeps in shared
+  // memory: gfx942's causal attention (32x32, D = 64) converts K^T and V through 4 KiB of
+  // scratch twice an iteration of its unrolled loop, four writes each after a barrier of
+  // its own. Consecutive uses in two slots instead write where the use before the previous
+  // one read, which the previous one's own barrier (between its writes and its reads) has
+  // already ordered: insert_shared_barriers, which places barriers by the bytes each
+  // access touches, then needs none before them. Only where a loop makes two uses an
+  // iteration (once-only uses gain a barrier or two at most), where the program still
+  // fits and where its shared memory still does not limit occupancy (the most workgroups
+  // a compute unit holds by waves still fit in it by bytes).
+  const int64_t slot = align_up(plan.scratch_bytes, std::max<int64_t>(16, row));
+  const int64_t doubled = std::max(plan.buffer_bytes, plan.scratch_offset + slot + plan.scratch_bytes);
+  const int64_t workgroups = f.num_warps > 0 ? caps.waves_per_compute_unit / f.num_warps : 0;
+  bool loop_reuses = false;
+  for (const auto& [loop, points] : a.loops) {
+    int uses = 0;
+    for (auto [point, op] : a.scratch_uses) uses += points.first <= point && point <= points.second;
+    loop_reuses |= uses >= 2;
+  }
+  if (loop_reuses && workgroups > 0 && total <= caps.shared_bytes_per_program &&
+      doubled * workgroups <= caps.shared_bytes_per_program) {
+    for (size_t k = 0; k < a.scratch_uses.size(); ++k)
+      plan.scratch_at[a.scratch_uses[k].second] = plan.scratch_offset + (k % 2 ? slot : 0);
+    plan.scratch_bytes = slot + plan.scratch_bytes;
+    return plan;
+  }
   if (total > caps.shared_bytes_per_program) {
     const ir::Operation& op = *plan.largest_scratch_use;
     SharedMemoryOverflow o;
@@ -367,6 +397,7 @@ SharedMemoryPlan recorded_shared_memory(const ir::Function& f, const TargetCapab
   SharedMemoryPlan plan;
   std::unordered_map<const ir::Operation*, int> index;
   bool scratch_seen = false;
+  int64_t scratch_end = 0;
   ir::walk(const_cast<ir::Block&>(f.body), [&](ir::Operation& op) {
     if (op.op == Op::shared_alloc) {
       if (!op.smem)
@@ -380,14 +411,15 @@ SharedMemoryPlan recorded_shared_memory(const ir::Function& f, const TargetCapab
       plan.buffers.push_back(b);
       plan.buffer_bytes = std::max(plan.buffer_bytes, b.offset + b.bytes);
     } else if (op.smem) {
-      // (every use starts at the region's offset: allocate_shared_memory)
-      if (scratch_seen && op.smem->offset != plan.scratch_offset)
-        throw compile_error("shared memory: scratch uses at different offsets (a tl bug)", op.loc.file, op.loc.line);
+      // (the region from its lowest use to the end of its highest: one slot or two)
+      plan.scratch_at[&op] = op.smem->offset;
+      if (!scratch_seen || op.smem->offset < plan.scratch_offset) plan.scratch_offset = op.smem->offset;
+      scratch_end = std::max(scratch_end, op.smem->offset + op.smem->bytes);
       scratch_seen = true;
-      plan.scratch_offset = op.smem->offset;
-      if (op.smem->bytes > plan.scratch_bytes) plan.scratch_bytes = op.smem->bytes, plan.largest_scratch_use = &op;
+      if (!plan.largest_scratch_use || op.smem->bytes > plan.largest_scratch_use->smem->bytes) plan.largest_scratch_use = &op;
     }
   });
+  if (scratch_seen) plan.scratch_bytes = scratch_end - plan.scratch_offset;
   const passes::SharedBuffers shared(f);
   for (auto& [v, allocs] : shared.all())
     for (const ir::Operation* alloc : allocs) plan.buffers_of[v].push_back(index.at(alloc));

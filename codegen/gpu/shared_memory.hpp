@@ -58,9 +58,15 @@ struct SharedMemoryPlan {
   // Where the scratch region (layout conversions, cross-warp reductions and scans,
   // gathers, sorts) starts: above every buffer live at an op that may use it
   // (uses_scratch), so that it may share bytes with buffers that are not, which the
-  // barriers separate from it (insert_shared_barriers). Every use starts there.
+  // barriers separate from it (insert_shared_barriers). Every use starts there or at a
+  // second slot above (scratch_at).
   int64_t scratch_offset = 0;
-  int64_t scratch_bytes = 0;  // the largest use's (scratch_bytes(op)), rounded to 16
+  // The region's bytes: the largest use's (scratch_bytes(op)) rounded to 16, or, with a
+  // second slot, that slot's offset in the region (a bank row multiple) and those again.
+  int64_t scratch_bytes = 0;
+  // Where each use's scratch starts: the region's start, or (shared_memory.cpp says when)
+  // every other use in program order its second slot.
+  std::unordered_map<const ir::Operation*, int64_t> scratch_at;
   const ir::Operation* largest_scratch_use = nullptr;
   // Where the program does not fit (the plan is then incomplete, not to be recorded).
   std::optional<SharedMemoryOverflow> overflow;

@@ -63,7 +63,10 @@ int barriers_in_code(const std::string& target, const std::string& text) {
 // exchanges through the scratch. The second's writes wait for the first's reads (a
 // barrier in the IR between them); a third, after the user's tl::barrier(), needs none.
 // In a loop, a reduction writes the bytes the previous iteration's last one read: a
-// barrier before each in the body.
+// barrier before each in the body. Except on AMD, where the allocator gives two
+// reductions an iteration a scratch slot each (the 4 workgroups of 8 waves a CU holds
+// still fit its LDS): each writes the bytes the one before the previous read, which
+// the previous one's own barrier has ordered, and needs none.
 std::unique_ptr<ir::Function> reductions_kernel(int in_loop) {
   return trace("reductions", [in_loop](detail::Trace& t) {
     auto x = ptr_arg<ty::f32>(t, "x", true);
@@ -96,7 +99,8 @@ TEST(SharedMemoryBarriers, ExchangesReusingTheScratchWaitForThePreviousReads) {
       auto f = reductions_kernel(in_loop);
       auto g = codegen::planned_program(*f, codegen::parse_target(target), tltest::launch_options(8, 1));
       const Barriers b = barriers_of(*g);
-      const char* want = in_loop == 0 ? "XBXBX" : in_loop == 1 ? "LBXE" : "LBXBXE";
+      const bool amd = std::string(target).rfind("gfx", 0) == 0;
+      const char* want = in_loop == 0 ? "XBXBX" : in_loop == 1 ? "LBXE" : amd ? "LXXE" : "LBXBXE";
       EXPECT_EQ(b.order, want) << g->str();
       auto again = reductions_kernel(in_loop);
       const auto co = codegen::compile(*again, codegen::parse_target(target), tltest::launch_options(8, 1));

@@ -5,7 +5,10 @@
 // over the target's budget says which allocation and which buffers live with it.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <string>
+#include <algorithm>
 #include <vector>
 
 #include "bench/attention_tutorial.hpp"
@@ -84,6 +87,62 @@ TEST(SharedMemoryAllocator, BuffersLiveTogetherDoNotOverlap) {
   EXPECT_FALSE(of(plan, a).shares_bytes_with(of(plan, b)));
   EXPECT_EQ(plan.buffer_bytes, 2048);
   EXPECT_EQ(plan.scratch_offset, 0);  // no op here uses the scratch region: it may share any bytes
+}
+
+// An f32 tile converted through shared memory where `p` inserts: `rows` x 16 elements
+// (64 bytes a row) of scratch.
+const ir::Operation* convert_through_shared(Program& p, int rows) {
+  ir::Value* c = p.b.constant(DType::f32, 1.0, at(5));
+  ir::Value* t = p.b.create1(Op::splat, {c}, ir::Type{DType::f32, DType::f32, {rows, 16}}, at(5));
+  ir::Value* conv = p.b.create1(Op::convert_layout, {t}, t->type, at(5));
+  ir::Layout a, b;  // (every element in one thread's registers, in two orders)
+  a.shape = b.shape = {rows, 16};
+  const int bits = __builtin_ctz(unsigned(rows)) + 4;
+  for (int bit = 0; bit < bits; ++bit) a.reg.push_back(1u << bit), b.reg.push_back(1u << (bits - 1 - bit));
+  t->layout = a;
+  conv->layout = b;
+  conv->def->i0 = int64_t(ir::ConvertPath::shared);
+  EXPECT_TRUE(gpu::uses_scratch(*conv->def));
+  return conv->def;
+}
+
+// Two exchanges an iteration of a loop take the scratch region's two slots, the first at
+// its start and the second a slot above, where the target says how many workgroups a
+// compute unit holds (gfx942: 32 waves) and the doubled region still lets that many fit
+// its shared memory; else (NVIDIA: not said; or tiles too large; or one exchange a loop)
+// every use starts at the region's start, as before.
+TEST(SharedMemoryAllocator, ScratchTakesTwoSlotsWhereALoopExchangesTwiceAndOccupancyAllows) {
+  struct Case {
+    const char* target;
+    int rows, in_loop, warps;
+    bool two_slots;
+  };
+  const Case cases[] = {{"gfx942", 16, 2, 4, true},   // 2 x 1 KiB, 8 workgroups: 16 KiB of 64
+                        {"gfx950", 64, 2, 4, true},   // 2 x 4 KiB
+                        {"gfx942", 64, 2, 4, true},   // 2 x 4 KiB: 8 workgroups, all 64 KiB
+                        {"gfx942", 128, 2, 4, false},  // 2 x 8 KiB: 8 workgroups would need 128 KiB
+                        {"gfx942", 128, 2, 8, true},   // 4 workgroups of 8 waves: 64 KiB
+                        {"gfx942", 16, 1, 4, false},  // one exchange a loop: no barrier to save
+                        {"sm_90", 16, 2, 4, false},   // (NVIDIA: unmeasured, one slot)
+                        {"gfx942", 16, 2, 0, false}};  // (num_warps not recorded)
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("{} {}x16 f32, {} in the loop, {} warps", c.target, c.rows, c.in_loop, c.warps));
+    Program p;
+    p.f.num_warps = c.warps;
+    const ir::Operation* before = convert_through_shared(p, c.rows);
+    ir::Operation& loop = p.open_loop(20);
+    std::vector<const ir::Operation*> inside;
+    for (int i = 0; i < c.in_loop; ++i) inside.push_back(convert_through_shared(p, c.rows));
+    p.close(loop);
+    auto plan = p.plan(c.target);
+    ASSERT_FALSE(plan.overflow.has_value());
+    const int64_t bytes = int64_t(c.rows) * 64;
+    EXPECT_EQ(plan.scratch_offset, 0);
+    EXPECT_EQ(plan.scratch_at.at(before), 0);
+    EXPECT_EQ(plan.scratch_at.at(inside[0]), c.two_slots ? bytes : 0);  // (every other use, in program order)
+    if (c.in_loop > 1) EXPECT_EQ(plan.scratch_at.at(inside[1]), 0);
+    EXPECT_EQ(plan.scratch_bytes, c.two_slots ? 2 * bytes : bytes);
+  }
 }
 
 // The scratch region (conversions through shared memory, cross-warp reductions) goes
@@ -266,12 +325,13 @@ TEST(SharedMemoryAllocator, NoBuffersNoBytes) {
 namespace {
 
 // What allocate_shared_memory must have recorded in a planned program: every buffer's
-// slice (all its stages), every scratch use's at one offset and at least the bytes its
+// slice (all its stages), every scratch use's at one of at most two offsets and at least the bytes its
 // lowering exchanges (scratch_bytes), all within the target's budget. Returns the end of
 // the highest slice: the program's shared memory.
 int64_t expect_recorded_allocation(const ir::Function& g, const gpu::TargetCapabilities& c) {
   const std::string ir = g.str();
   int64_t end = 0, scratch_offset = -1;
+  std::vector<int64_t> slots;  // scratch offsets other than the first use's
   int buffers = 0, scratch_uses = 0;
   ir::walk(const_cast<ir::Block&>(g.body), [&](ir::Operation& op) {
     if (op.op == Op::shared_alloc) {
@@ -288,7 +348,10 @@ int64_t expect_recorded_allocation(const ir::Function& g, const gpu::TargetCapab
       if (!op.smem) return;
       EXPECT_GE(op.smem->bytes, need) << ir;
       if (scratch_offset < 0) scratch_offset = op.smem->offset;
-      EXPECT_EQ(op.smem->offset, scratch_offset) << ir;
+      // (one offset, or two: the region's slots, shared_memory.cpp)
+      if (op.smem->offset != scratch_offset && std::find(slots.begin(), slots.end(), op.smem->offset) == slots.end())
+        slots.push_back(op.smem->offset);
+      EXPECT_LE(slots.size(), 1u) << ir;
       end = std::max(end, op.smem->offset + op.smem->bytes);
     } else {
       EXPECT_FALSE(op.smem.has_value()) << op_name(op.op) << "\n" << ir;

@@ -388,4 +388,31 @@ TEST(AttentionSampleAmd, ForwardWithinTritonsRegistersReadingLdsWide) {
   }
 }
 
+// The causal forward at 32x32 blocks, D 64, 3 stages on gfx942 (bench/amd_quality's
+// attention_fwd_causal row, issue 39): K^T and V reach their dot layouts through the scratch
+// region, twice an iteration of each of the two loops (the pipeliner's loop holds two
+// iterations), and Q once before them: 9 exchanges, each with the barrier between its
+// writes and its reads. With every exchange at one offset, each write also waited at a
+// barrier for the previous exchange's reads: 17 s_barriers (Triton 3.6: 6). The allocator
+// now gives the scratch two slots where occupancy allows it (8 KiB: 8 workgroups of 4
+// waves, a CU's most, still fit the 64 KiB), and the barrier pass, which places barriers
+// by the bytes each access touches, finds those writes ordered by the previous exchange's
+// own barrier: 9, one an exchange, none that two exchanges could share.
+TEST(AttentionSampleAmd, CausalSmallBlocksWriteScratchWithoutWaitingForTheLastReads) {
+  auto* x = reinterpret_cast<tl::bfloat16*>(uintptr_t(1) << 20);
+  auto* f = reinterpret_cast<float*>(uintptr_t(1) << 21);
+  const attention::Config cfg{32, 32, 4, 3, 0, 0};
+  const int D = 64;
+  std::string meta = attention::fwd_kernel<tl::ty::bf16>().compile(
+      "gfx942", attention::options_of(cfg), x, x, x, x, f, 4096, 4096, 1, 0.125f, cfg.block_m, cfg.block_n, D, 1,
+      cfg.num_stages);
+  auto report = nlohmann::json::parse(meta)["report"];
+  EXPECT_EQ(report["conversions_shared"].get<int>(), 9);
+  EXPECT_EQ(report["lds_bytes"].get<int>(), 8192);  // two slots of 4 KiB (32x64 bf16)
+  EXPECT_EQ(report["occupancy"].get<int>(), 3);     // (by its VGPRs, as with one slot)
+  EXPECT_EQ(report["spill_vgpr"].get<int>(), 0);
+  const std::string isa = tltest::isa_of_compiled(meta);
+  EXPECT_EQ(tltest::count(isa, "s_barrier"), 9) << isa;
+}
+
 }  // namespace
