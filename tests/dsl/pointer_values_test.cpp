@@ -83,7 +83,7 @@ TEST(PointerValues, LoadsAndStoresThroughArraysOfPointersOfRaggedSizes) {
   k[tl::grid(G)](xs, ys, sizes, sums, 32);
   std::vector<double> want_sums(static_cast<size_t>(G));
   for (int g = 0; g < G; ++g) {
-    std::vector<double> want(size_t(lengths[size_t(g)]));
+    std::vector<double> want(static_cast<size_t>(lengths[size_t(g)]));
     for (size_t i = 0; i < want.size(); ++i) {
       want[i] = 2.0 * in.host[size_t(g)][i] + g;
       want_sums[size_t(g)] += in.host[size_t(g)][i];
