@@ -254,6 +254,9 @@ class LayoutPlanner {
       case Op::cast: case Op::bitcast: case Op::reshape: case Op::join: case Op::band: case Op::shr:
       case Op::mul:
         break;
+      case Op::inline_asm_elementwise:  // (pure: sm_90's e2m1 byte-permute upcast)
+        if (d->i1 != 1) return false;
+        break;
       default:
         return false;
     }
@@ -330,6 +333,11 @@ class LayoutPlanner {
         case Op::band: case Op::bor: case Op::shl: case Op::shr: case Op::bitcast:
           if (warpgroup_dots() && u->result()->type.shape == v->type.shape && upcast_from_shared(u->result()))
             meet(wanted_layout(u->result()));
+          break;
+        // (sm_90's e2m1 upcast as a pure inline asm: the bytes in its results' layout.)
+        case Op::inline_asm_elementwise:
+          if (warpgroup_dots() && u->i1 == 1 && index == 0 && upcast_from_shared(u->result()))
+            for (auto& r : u->results) meet(wanted_layout(r.get()));
           break;
         // A dot's accumulator is wanted in the dot's accumulator layout (a loop's carried
         // accumulator then never converts); an operand read from a shared buffer is read

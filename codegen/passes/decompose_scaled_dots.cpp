@@ -24,8 +24,8 @@ using Shape = std::vector<int>;
 // The ops of the upcast, inserted before the dot at its line.
 class Upcast {
  public:
-  // `bf16_math`: the target multiplies bf16 natively (sm_90), where e2m1 is upcast in
-  // 16-bit registers (below).
+  // `bf16_math`: the target multiplies bf16 natively (sm_90), where e2m1 is upcast to bf16
+  // by a byte-permute table in inline PTX (e2m1_to_bf16_prmt).
   Upcast(ir::Builder& b, ir::SrcLoc loc, bool bf16_math) : b_(b), loc_(loc), bf16_math_(bf16_math) {}
 
   // x [rows, K (/ 2 for e2m1)], packed along its last dim, as bf16 [rows, K], times its
@@ -33,14 +33,13 @@ class Upcast {
   Value* operand(Value* x, Value* scale) {
     const DType d = x->type.dtype;
     if (d == DType::f4e2m1 && bf16_math_) {
-      Value* v = e2m1_to(x, DType::bf16);
-      if (!scale) return v;
-      const int rows = v->type.shape[0], K = v->type.shape[1];
-      Value* blocks = reshape(v, {rows, K / 32, 32});
-      Value* s = broadcast(reshape(e8m0_to(scale, DType::bf16), {rows, K / 32, 1}), {rows, K / 32, 32});
-      return reshape(b_.create1(Op::mul, {blocks, s}, blocks->type, loc_), {rows, K});
+      if (!scale) return e2m1_to_bf16_prmt(x, nullptr);
+      // The scales by byte: a 32-element block is 16 bytes.
+      const int rows = x->type.shape[0], half = x->type.shape[1];
+      Value* s = broadcast(reshape(e8m0_to(scale, DType::bf16), {rows, half / 16, 1}), {rows, half / 16, 16});
+      return e2m1_to_bf16_prmt(x, s);
     }
-    Value* v = d == DType::f4e2m1 ? e2m1_to(x, DType::f32) : x;
+    Value* v = d == DType::f4e2m1 ? e2m1_to_f32(x) : x;
     if (!scale) return cast(v, DType::bf16);
     v = cast(v, DType::f32);
     const int rows = v->type.shape[0], K = v->type.shape[1];
@@ -108,35 +107,96 @@ class Upcast {
     return bitcast(bits, to);
   }
 
-  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K] (or bf16, below). A
-  // code c (sign, e, m) put at f32's sign and at the top of its exponent and mantissa
-  // fields, bits 31 and 24..22 (c * (2^28 + 2^22): the two copies of c do not overlap),
-  // is the f32 2^(e - 127) (1 + m / 2), or 2^-127 m for e = 0 (a subnormal), exactly
-  // e2m1's value times 2^-126: one multiply by 2^126 makes it exact. Three integer ops
-  // and one multiply an element (Triton's bit-placement upcast) where picking the
-  // normal or subnormal form took nine; it needs subnormal f32 operands kept, which
-  // every target's f32 multiply does (no flush-to-zero mode is set).
-  // As bf16: the same placement in bf16's bits (f32's upper half: sign bit 15, the exponent's
-  // low bits and the mantissa's top one at 8..6: c * (2^12 + 2^6)), then one bf16
-  // multiply by 2^126, exact; the scale's multiply after it is bf16 too, rounded once
-  // (to nearest even) as the f32 product's conversion rounds it. Per element: half a
-  // nibble op, a 16-bit convert, multiply and mask, two bf16 multiplies (which pair up as
-  // bf16x2), where the f32 form took three 32-bit integer ops, two f32 multiplies and half
-  // a bf16x2 convert: gpt-oss-20b's gate/up K step on sm_90 issues ~900 upcast
-  // instructions a thread in f32 (Triton's byte-permute form: ~530).
-  Value* e2m1_to(Value* x, DType to) {
-    const bool f32 = to == DType::f32;
+  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K] (the
+  // CPU's and AMD's; sm_90's is e2m1_to_bf16_prmt). A code c (sign, e, m) put at f32's
+  // sign and at the top of its exponent and mantissa fields, bits 31 and 24..22
+  // (c * (2^28 + 2^22): the two copies of c do not overlap), is the f32 2^(e - 127)
+  // (1 + m / 2), or 2^-127 m for e = 0 (a subnormal), exactly e2m1's value times 2^-126:
+  // one multiply by 2^126 makes it exact. Three integer ops and one multiply an element
+  // (Triton's bit-placement upcast) where picking the normal or subnormal form took nine;
+  // it needs subnormal f32 operands kept, which every target's f32 multiply does (no
+  // flush-to-zero mode is set).
+  Value* e2m1_to_f32(Value* x) {
     const int rows = x->type.shape[0], half = x->type.shape[1];
     Value* bytes = bitcast(x, DType::u8);
     Value* lo = op(Op::band, bytes, 15);
     Value* hi = op(Op::shr, bytes, 4);
     Value* pairs = b_.create1(Op::join, {lo, hi}, lo->type.with_shape({rows, half, 2}), loc_);
-    Value* c = cast(reshape(pairs, {rows, 2 * half}), f32 ? DType::u32 : DType::u16);
-    Value* bits = f32 ? op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000)
-                      : op(Op::band, op(Op::mul, c, (1 << 12) + (1 << 6)), 0x81C0);
-    Value* tiny = bitcast(bits, to);
-    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(to, 0x1p126, loc_)}, tiny->type, loc_);
+    Value* c = cast(reshape(pairs, {rows, 2 * half}), DType::u32);
+    Value* bits = op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000);
+    Value* tiny = bitcast(bits, DType::f32);
+    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(DType::f32, 0x1p126, loc_)}, tiny->type, loc_);
     return b_.create1(Op::mul, {tiny, two_126}, tiny->type, loc_);
+  }
+
+  // Packed e2m1 [rows, K / 2] as bf16 [rows, K] on sm_90, times `scale` (bf16, a byte's:
+  // [rows, K / 32, 16], broadcast) unless it is null: a pure inline asm four bytes (eight codes) a 32-bit
+  // register. Each code's bf16 bits are looked up with prmt (a byte permute of two 32-bit
+  // words: an 8-entry byte table indexed by the code's three magnitude bits, one for its
+  // low and one for its high byte), its sign OR-ed in, and the pairs multiplied by their
+  // scales with mul.rn.bf16x2; the two results are the low and the high nibbles' values,
+  // joined as elements 2i and 2i + 1. The earlier bf16 form placed each nibble with a 16-bit
+  // multiply and a mask, one element a register, and multiplied by 2^126 before the
+  // scale, each multiply a scalar bf16 one (moe down 128x128x128 w8: 64 IMAD, 100 LOP3,
+  // 64 HMUL2 in the K loop; bench/results/moe-static-2026-11-29). The values looked up are
+  // e2m1's exactly, so each scaled product rounds once, to nearest even, as before: the
+  // results are bit-identical. The bytes travel four to a register into the asm (they
+  // were one a register, live beside the previous K step's wgmma operands). Triton's
+  // Hopper upcast is a byte-permute table too.
+  Value* e2m1_to_bf16_prmt(Value* x, Value* scale) {
+    const int rows = x->type.shape[0], half = x->type.shape[1];
+    Value* bytes = bitcast(x, DType::u8);
+    // $4: bytes j = 0..3, code lo_j in bits 0-3, hi_j in 4-7; $5, $6: the scales of bytes
+    // 0, 1 and 2, 3 (bf16x2). Outputs: $0 = (lo0, lo1), $1 = (lo2, lo3) as bf16x2, $2, $3
+    // the same of the hi codes. Magnitude m (0..7): bf16 0, 0.5, 1, 1.5, 2, 3, 4, 6 =
+    // 0x0000, 3F00, 3F80, 3FC0, 4000, 4040, 4080, 40C0: low bytes 00 00 80 C0 00 40 80 C0
+    // (prmt's bytes 0..7 of {0xC0800000, 0xC0804000}), high bytes 00 3F 3F 3F 40 40 40 40
+    // ({0x3F3F3F00, 0x40404040}). prmt reads four selectors from its third operand's low
+    // 16 bits: the nibbles lo0 hi0 lo1 hi1 (m), or lo2 hi2 lo3 hi3 (m >> 16). The signs:
+    // s (x << 4) has lo_j's at byte j's top bit, x hi_j's; permuted into the high-byte
+    // words' order, masked and OR-ed into them. Then each result word takes its low and
+    // high bytes from the two words (0x6240: bytes 0 and 2 of each, the lo codes; 0x7351:
+    // bytes 1 and 3, the hi ones).
+    const bool scaled = scale != nullptr;
+    const std::string out = scaled ? "t" : "$";
+    std::string text =
+        "{\n"
+        ".reg .b32 m, mh, s, l01, l23, h01, h23, s01, s23, t0, t1, t2, t3;\n"
+        "and.b32 m, $4, 0x77777777;\n"
+        "shr.u32 mh, m, 16;\n"
+        "shl.b32 s, $4, 4;\n"
+        "prmt.b32 l01, 0xC0800000, 0xC0804000, m;\n"
+        "prmt.b32 l23, 0xC0800000, 0xC0804000, mh;\n"
+        "prmt.b32 h01, 0x3F3F3F00, 0x40404040, m;\n"
+        "prmt.b32 h23, 0x3F3F3F00, 0x40404040, mh;\n"
+        "prmt.b32 s01, s, $4, 0x5140;\n"
+        "prmt.b32 s23, s, $4, 0x7362;\n"
+        "and.b32 s01, s01, 0x80808080;\n"
+        "and.b32 s23, s23, 0x80808080;\n"
+        "or.b32 h01, h01, s01;\n"
+        "or.b32 h23, h23, s23;\n"
+        "prmt.b32 " + out + "0, l01, h01, 0x6240;\n"
+        "prmt.b32 " + out + "1, l23, h23, 0x6240;\n"
+        "prmt.b32 " + out + "2, l01, h01, 0x7351;\n"
+        "prmt.b32 " + out + "3, l23, h23, 0x7351;\n";
+    if (scaled)
+      text +=
+          "mul.rn.bf16x2 $0, t0, $5;\n"
+          "mul.rn.bf16x2 $1, t1, $6;\n"
+          "mul.rn.bf16x2 $2, t2, $5;\n"
+          "mul.rn.bf16x2 $3, t3, $6;\n";
+    text += "}";
+    std::vector<Value*> args{bytes};
+    if (scaled) args = {reshape(bytes, scale->type.shape), scale};  // ([rows, K / 32, 16])
+    ir::Operation& op = b_.create(Op::inline_asm_elementwise, args, {}, loc_);
+    op.str = std::string(scaled ? "=r,=r,=r,=r,r,r,r" : "=r,=r,=r,=r,r") + "\n" + text;
+    op.i0 = 4;  // pack: four bytes a register
+    op.i1 = 1;  // pure
+    const Type t = args[0]->type.with_dtype(DType::bf16);
+    Value* lo = reshape(op.add_result(t), {rows, half});
+    Value* hi = reshape(op.add_result(t), {rows, half});
+    Value* pairs = b_.create1(Op::join, {lo, hi}, lo->type.with_shape({rows, half, 2}), loc_);
+    return reshape(pairs, {rows, 2 * half});
   }
 };
 

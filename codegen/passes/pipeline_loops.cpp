@@ -321,6 +321,13 @@ class Pipeliner {
               work.push_back(r->result());
           continue;
         }
+        // (a pure inline asm: the sm_90 e2m1 upcast, its two results the low and high nibbles')
+        const bool pure_asm = user->op == Op::inline_asm_elementwise && user->i1 == 1;
+        if (pure_asm) {
+          for (auto& r : user->results)
+            if (seen.insert(r.get()).second) work.push_back(r.get());
+          continue;
+        }
         if (!ir::has_trait(user->op, ir::kPure) || !user->regions.empty() || user->results.size() != 1) continue;
         if (seen.insert(user->result()).second) work.push_back(user->result());
       }

@@ -255,6 +255,12 @@ TEST(DotScaled, CompilesForEveryGpuTarget) {
     const std::string meta8 = scaled_kernel<tl::ty::f8e4m3fn, tl::ty::f8e4m3fn, tl::ty::e8m0>().compile(
         target, o, a8, sa, b8, sb, c, 256, 256, 512, int(E4M3), int(E4M3), 1, 1, 64, 64, 128);
     if (target[0] != 'g') {  // NVIDIA: ptxas, where this machine has it, assembles it
+      // e2m1 on sm_90: the byte-permute upcast (decompose_scaled_dots' e2m1_to_bf16_prmt),
+      // its scale multiply paired (mul.rn.bf16x2), not the nibbles placed by multiplies.
+      const std::string ptx4 = tltest::isa_of_compiled(meta4);
+      EXPECT_NE(ptx4.find("prmt.b32 h01, 0x3F3F3F00, 0x40404040, m;"), std::string::npos);
+      EXPECT_NE(ptx4.find("mul.rn.bf16x2"), std::string::npos);
+      EXPECT_EQ(ptx4.find("0x7E80;"), std::string::npos);  // (bf16 2^126, the old bias multiply)
       for (const std::string* m : {&meta4, &meta8}) {
         tltest::PtxasRun r = tltest::run_ptxas(tltest::isa_of_compiled(*m), "-arch=sm_90a -v");
         if (!r.ran) continue;
