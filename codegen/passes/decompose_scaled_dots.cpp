@@ -24,14 +24,24 @@ using Shape = std::vector<int>;
 // The ops of the upcast, inserted before the dot at its line.
 class Upcast {
  public:
-  // `bf16_math`: the target multiplies bf16 natively (sm_90), where e2m1 is upcast to bf16
-  // by a byte-permute table in inline PTX (e2m1_to_bf16_prmt).
+  // `bf16_math`: the target multiplies bf16 natively (sm_90), where e2m1 is upcast in
+  // 16-bit registers (e2m1_to) or by a byte-permute table in inline PTX
+  // (e2m1_to_bf16_prmt).
   Upcast(ir::Builder& b, ir::SrcLoc loc, bool bf16_math) : b_(b), loc_(loc), bf16_math_(bf16_math) {}
 
   // x [rows, K (/ 2 for e2m1)], packed along its last dim, as bf16 [rows, K], times its
   // scales [rows, K / 32] unless `scale` is null.
-  Value* operand(Value* x, Value* scale) {
+  // `permute`: upcast e2m1 by e2m1_to_bf16_prmt (bf16_math only).
+  Value* operand(Value* x, Value* scale, bool permute = false) {
     const DType d = x->type.dtype;
+    if (d == DType::f4e2m1 && bf16_math_ && !permute) {
+      Value* v = e2m1_to(x, DType::bf16);
+      if (!scale) return v;
+      const int rows = v->type.shape[0], K = v->type.shape[1];
+      Value* blocks = reshape(v, {rows, K / 32, 32});
+      Value* s = broadcast(reshape(e8m0_to(scale, DType::bf16), {rows, K / 32, 1}), {rows, K / 32, 32});
+      return reshape(b_.create1(Op::mul, {blocks, s}, blocks->type, loc_), {rows, K});
+    }
     if (d == DType::f4e2m1 && bf16_math_) {
       if (!scale) return e2m1_to_bf16_prmt(x, nullptr);
       // The scales by byte: a 32-element block is 16 bytes.
@@ -39,7 +49,7 @@ class Upcast {
       Value* s = broadcast(reshape(e8m0_to(scale, DType::bf16), {rows, half / 16, 1}), {rows, half / 16, 16});
       return e2m1_to_bf16_prmt(x, s);
     }
-    Value* v = d == DType::f4e2m1 ? e2m1_to_f32(x) : x;
+    Value* v = d == DType::f4e2m1 ? e2m1_to(x, DType::f32) : x;
     if (!scale) return cast(v, DType::bf16);
     v = cast(v, DType::f32);
     const int rows = v->type.shape[0], K = v->type.shape[1];
@@ -107,25 +117,38 @@ class Upcast {
     return bitcast(bits, to);
   }
 
-  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K] (the
-  // CPU's and AMD's; sm_90's is e2m1_to_bf16_prmt). A code c (sign, e, m) put at f32's
-  // sign and at the top of its exponent and mantissa fields, bits 31 and 24..22
-  // (c * (2^28 + 2^22): the two copies of c do not overlap), is the f32 2^(e - 127)
-  // (1 + m / 2), or 2^-127 m for e = 0 (a subnormal), exactly e2m1's value times 2^-126:
-  // one multiply by 2^126 makes it exact. Three integer ops and one multiply an element
-  // (Triton's bit-placement upcast) where picking the normal or subnormal form took nine;
-  // it needs subnormal f32 operands kept, which every target's f32 multiply does (no
-  // flush-to-zero mode is set).
-  Value* e2m1_to_f32(Value* x) {
+  // Packed e2m1 [rows, K / 2] (element 2i in byte i's low nibble) as f32 [rows, K] (or bf16, below). A
+  // code c (sign, e, m) put at f32's sign and at the top of its exponent and mantissa
+  // fields, bits 31 and 24..22 (c * (2^28 + 2^22): the two copies of c do not overlap),
+  // is the f32 2^(e - 127) (1 + m / 2), or 2^-127 m for e = 0 (a subnormal), exactly
+  // e2m1's value times 2^-126: one multiply by 2^126 makes it exact. Three integer ops
+  // and one multiply an element (Triton's bit-placement upcast) where picking the
+  // normal or subnormal form took nine; it needs subnormal f32 operands kept, which
+  // every target's f32 multiply does (no flush-to-zero mode is set).
+  // As bf16: the same placement in bf16's bits (f32's upper half: sign bit 15, the exponent's
+  // low bits and the mantissa's top one at 8..6: c * (2^12 + 2^6)), then one bf16
+  // multiply by 2^126, exact; the scale's multiply after it is bf16 too, rounded once
+  // (to nearest even) as the f32 product's conversion rounds it. Per element: half a
+  // nibble op, a 16-bit convert, multiply and mask, two bf16 multiplies (which pair up as
+  // bf16x2), where the f32 form took three 32-bit integer ops, two f32 multiplies and half
+  // a bf16x2 convert: gpt-oss-20b's gate/up K step on sm_90 issues ~900 upcast
+  // instructions a thread in f32 (Triton's byte-permute form: ~530). An operand that a
+  // swapped dot (swap_operands) takes as its register A is upcast by e2m1_to_bf16_prmt
+  // instead; tutorial 10's (both operands upcast, the dot as written) keeps this form:
+  // there the permute form's asm spilled (sm_90 64x128x256 w4 0 -> 352 B, 128x128x128
+  // w4 0 -> 52 B, 128x256x128 w8 0 -> 44 B).
+  Value* e2m1_to(Value* x, DType to) {
+    const bool f32 = to == DType::f32;
     const int rows = x->type.shape[0], half = x->type.shape[1];
     Value* bytes = bitcast(x, DType::u8);
     Value* lo = op(Op::band, bytes, 15);
     Value* hi = op(Op::shr, bytes, 4);
     Value* pairs = b_.create1(Op::join, {lo, hi}, lo->type.with_shape({rows, half, 2}), loc_);
-    Value* c = cast(reshape(pairs, {rows, 2 * half}), DType::u32);
-    Value* bits = op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000);
-    Value* tiny = bitcast(bits, DType::f32);
-    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(DType::f32, 0x1p126, loc_)}, tiny->type, loc_);
+    Value* c = cast(reshape(pairs, {rows, 2 * half}), f32 ? DType::u32 : DType::u16);
+    Value* bits = f32 ? op(Op::band, op(Op::mul, c, (1 << 28) + (1 << 22)), 0x81C00000)
+                      : op(Op::band, op(Op::mul, c, (1 << 12) + (1 << 6)), 0x81C0);
+    Value* tiny = bitcast(bits, to);
+    Value* two_126 = b_.create1(Op::splat, {b_.constant_f(to, 0x1p126, loc_)}, tiny->type, loc_);
     return b_.create1(Op::mul, {tiny, two_126}, tiny->type, loc_);
   }
 
@@ -135,7 +158,7 @@ class Upcast {
   // words: an 8-entry byte table indexed by the code's three magnitude bits, one for its
   // low and one for its high byte), its sign OR-ed in, and the pairs multiplied by their
   // scales with mul.rn.bf16x2; the two results are the low and the high nibbles' values,
-  // joined as elements 2i and 2i + 1. The earlier bf16 form placed each nibble with a 16-bit
+  // joined as elements 2i and 2i + 1. e2m1_to's bf16 form places each nibble with a 16-bit
   // multiply and a mask, one element a register, and multiplied by 2^126 before the
   // scale, each multiply a scalar bf16 one (moe down 128x128x128 w8: 64 IMAD, 100 LOP3,
   // 64 HMUL2 in the K loop; bench/results/moe-static-2026-11-29). The values looked up are
@@ -274,8 +297,11 @@ int decompose(ir::Function& f, ir::Block& block, const DotTest& native, const Do
     Value* sa = unit_scale(op.operands[3]) ? nullptr : op.operands[3];
     Value* sb = unit_scale(op.operands[4]) ? nullptr : op.operands[4];
     Value* a16 = u.operand(a, sa);
-    // b is [K, N] packed along K: upcast as [N, K], its scales' orientation.
-    Value* bn = u.operand(u.trans(bt), sb);
+    // b is [K, N] packed along K: upcast as [N, K], its scales' orientation. By byte
+    // permutes where it can become a swapped warpgroup dot's register A (a 16-bit a read
+    // as loaded, swap_operands), the upcast made in that operand layout.
+    const bool may_swap = stage_b && bit_width(a16->type.dtype) == 16 && !computed(a16);
+    Value* bn = u.operand(u.trans(bt), sb, /*permute=*/may_swap);
     if (swap_operands(u, f, op, a16, bn, acc, stage_b)) {
       ++n;
       i = size_t(std::find_if(block.ops.begin(), block.ops.end(), [&](auto& o) { return o.get() == &op; }) -

@@ -255,20 +255,28 @@ TEST(DotScaled, CompilesForEveryGpuTarget) {
     const std::string meta8 = scaled_kernel<tl::ty::f8e4m3fn, tl::ty::f8e4m3fn, tl::ty::e8m0>().compile(
         target, o, a8, sa, b8, sb, c, 256, 256, 512, int(E4M3), int(E4M3), 1, 1, 64, 64, 128);
     if (target[0] != 'g') {  // NVIDIA: ptxas, where this machine has it, assembles it
-      // e2m1 on sm_90: the byte-permute upcast (decompose_scaled_dots' e2m1_to_bf16_prmt),
-      // its scale multiply paired (mul.rn.bf16x2), not the nibbles placed by multiplies.
-      const std::string ptx4 = tltest::isa_of_compiled(meta4);
-      EXPECT_NE(ptx4.find("prmt.b32 h01, 0x3F3F3F00, 0x40404040, m;"), std::string::npos);
-      EXPECT_NE(ptx4.find("mul.rn.bf16x2"), std::string::npos);
-      EXPECT_EQ(ptx4.find("0x7E80;"), std::string::npos);  // (bf16 2^126, the old bias multiply)
-      for (const std::string* m : {&meta4, &meta8}) {
+      // e2m1 on sm_90: bf16 a times scaled e2m1 b (samples/moe's form, the dot swapped: b
+      // the wgmma's register A) upcasts b by byte permutes (decompose_scaled_dots'
+      // e2m1_to_bf16_prmt), its scale multiply paired (mul.rn.bf16x2), no 2^126 multiply
+      // (bf16 0x7E80); both operands e2m1 (tutorial 10's form) keep the nibble multiplies.
+      tl::buffer<tl::ty::bf16> a16(cpu, 1 << 16);
+      const std::string meta16 = scaled_kernel<tl::ty::bf16, tl::ty::f4e2m1, tl::ty::e8m0>().compile(
+          target, o, a16, sa, b4, sb, c, 256, 256, 512, int(BF16), int(E2M1), 0, 1, 64, 64, 128);
+      const std::string ptx16 = tltest::isa_of_compiled(meta16), ptx4 = tltest::isa_of_compiled(meta4);
+      EXPECT_NE(ptx16.find("prmt.b32 h01, 0x3F3F3F00, 0x40404040, m;"), std::string::npos);
+      EXPECT_NE(ptx16.find("mul.rn.bf16x2"), std::string::npos);
+      EXPECT_EQ(ptx16.find("0x7E80;"), std::string::npos);
+      EXPECT_EQ(ptx4.find("prmt.b32 h01, 0x3F3F3F00"), std::string::npos);
+      EXPECT_NE(ptx4.find("0x7E80;"), std::string::npos);
+      for (const std::string* m : {&meta4, &meta8, &meta16}) {
         tltest::PtxasRun r = tltest::run_ptxas(tltest::isa_of_compiled(*m), "-arch=sm_90a -v");
         if (!r.ran) continue;
         EXPECT_TRUE(r.ok) << r.output;
         // (Not yet without spills: the f32 upcast of a whole [64, 128] operand tile at 4
         // warps takes ptxas to 255 registers and 24 / 56 bytes of spills, e2m1 / e4m3.)
         auto at = r.output.find("spill stores");
-        std::printf("dot_scaled 64x64x128 4 warps, %s, sm_90a: %s\n", m == &meta4 ? "e2m1" : "e4m3",
+        std::printf("dot_scaled 64x64x128 4 warps, %s, sm_90a: %s\n",
+                    m == &meta4 ? "e2m1" : m == &meta8 ? "e4m3" : "bf16 x e2m1",
                     at == std::string::npos ? "?" : r.output.substr(r.output.rfind('\n', at) + 1, at - r.output.rfind('\n', at) + 11).c_str());
       }
       continue;
