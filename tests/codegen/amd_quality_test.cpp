@@ -35,16 +35,33 @@ TEST_P(AmdQuality, MatchesDoubleReferenceOnCpu) {
   EXPECT_EQ(r.error, "") << c.name;
 }
 
+// The record is of kernels traced by a GCC-built tl and suite. C++ leaves the order in
+// which an overloaded operator's operands (and a call's arguments) are evaluated to the
+// compiler, and the traced program's op order follows it: GCC 12 and clang 22 evaluate
+// them in different orders, and the same kernel can then take other VGPRs (the
+// tutorial matmul 64x64x32 on gfx950: 44 built by GCC, 50 by clang; cross_entropy on
+// gfx942: 28 and 36). Until tracing gives one op order whatever the compiler, the record
+// binds GCC builds (tools/test.sh); a clang build (the ASan job) checks the rest.
+#if defined(__clang__)
+constexpr bool kRecordIsOfThisCompiler = false;
+#else
+constexpr bool kRecordIsOfThisCompiler = true;
+#endif
+
 void expect_at_most_recorded(const amd_quality::Case& c, const std::string& arch) {
   auto rec = ceiling(arch);
   ASSERT_TRUE(rec.contains(c.name)) << c.name << " has no recorded " << arch
                                     << " VGPR count in bench/amd_quality/vgpr_ceiling.json";
   auto meta = nlohmann::json::parse(c.compile(arch));
   int vgpr = meta["report"]["vgpr"].get<int>(), recorded = rec[c.name].get<int>();
-  EXPECT_LE(vgpr, recorded) << c.name << ": " << vgpr << " VGPRs on " << arch << ", recorded " << recorded;
+  if (kRecordIsOfThisCompiler)
+    EXPECT_LE(vgpr, recorded) << c.name << ": " << vgpr << " VGPRs on " << arch << ", recorded " << recorded;
+  else if (vgpr > recorded)
+    std::cout << c.name << ": " << vgpr << " VGPRs on " << arch << " built by clang, recorded " << recorded
+              << " built by GCC (the record binds GCC builds)\n";
   EXPECT_EQ(meta["report"]["spill_vgpr"].get<int>(), 0) << c.name;
   EXPECT_EQ(meta["report"]["spill_sgpr"].get<int>(), 0) << c.name;
-  if (vgpr < recorded)
+  if (kRecordIsOfThisCompiler && vgpr < recorded)
     std::cout << c.name << ": " << vgpr << " VGPRs on " << arch << ", under the recorded " << recorded
               << ": lower the record\n";
   // The kernel descriptor reserves more VGPRs than .vgpr_count says (LLVM pads
