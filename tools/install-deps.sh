@@ -3,7 +3,7 @@
 # calls apt-get when a package is missing.
 set -euo pipefail
 PKGS=(build-essential cmake ccache git pkg-config
-      llvm-22-dev liblld-22-dev clang-22 lld-22 libamd-comgr-dev
+      llvm-22-dev liblld-22-dev clang-22 libclang-rt-22-dev lld-22 libamd-comgr-dev
       libboost-dev libfmt-dev nlohmann-json3-dev libxxhash-dev libzstd-dev zlib1g-dev libedit-dev libcurl4-openssl-dev
       libgtest-dev libgmock-dev libbenchmark-dev python3
       dpkg-dev file)  # the Debian package (cmake/install.cmake): dpkg-shlibdeps, file

@@ -49,8 +49,15 @@ for kind in "${kinds[@]}"; do
   # waiting for ever on the allocator's lock (the CI run of 2afa8af: three tests that
   # compile from several threads hit TL_COMPILE_TIMEOUT_S). glibc's malloc, which users
   # run, is fork-safe.
+  # (libclang-rt-22-dev, tools/install-deps.sh, holds its runtime.) A build directory
+  # configured by another compiler is made afresh: CMake cannot switch one in place.
   compiler=()
-  [[ $kind == address ]] && compiler=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+  if [[ $kind == address ]]; then
+    compiler=(-DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22)
+    if [[ -f $dir/CMakeCache.txt ]] && ! grep -q '^CMAKE_CXX_COMPILER:.*clang++-22' "$dir/CMakeCache.txt"; then
+      rm -rf "$dir"
+    fi
+  fi
   if ! TL_BUILD_DIR=$dir TL_BUILD_TARGETS=$targets "$ROOT/tools/build.sh" "${compiler[@]}" -DTL_SANITIZE="$kind" -DTL_BUILD_TESTS=ON \
        -DTL_BUILD_BENCH=OFF -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g"; then
     echo "== tl: the $kind build failed"
