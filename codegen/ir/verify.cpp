@@ -30,6 +30,19 @@ class Verifier {
     if (!ok) fail(op, what);
   }
 
+  // A TMA copy's operands, loads and stores alike: a shared buffer, its stage, the tensor
+  // map, then `rank` coordinates, one i32 a dim of the buffer's tile.
+  void expect_tensor_map_operands(const Operation& op, size_t rank) {
+    const Type& buf = op.operands[0]->type;
+    const Type i32{DType::i32, DType::i32, {}};
+    expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
+    expect(op.operands[1]->type == i32, op, "the stage must be a scalar i32");
+    expect(op.operands[2]->type.is_ptr() && op.operands[2]->type.is_scalar(), op, "the map must be a scalar pointer");
+    expect(rank == buf.shape.size(), op, "one coordinate a dim of the buffer's tile");
+    for (size_t i = 3; i < 3 + rank && i < op.operands.size(); ++i)
+      expect(op.operands[i]->type == i32, op, "a coordinate must be a scalar i32");
+  }
+
   void block(const Block& b, bool needs_yield) {
     // What a region defines is visible only inside it (a while's body cannot read its
     // condition region's values, a branch's else cannot read its then): forgotten on exit.
@@ -355,17 +368,11 @@ class Verifier {
                "tensor_map_load takes a buffer, a stage, a tensor map and coordinates and has no result");
         if (nops < 4) break;
         const Type& buf = op.operands[0]->type;
-        const Type i32{DType::i32, DType::i32, {}};
         const bool issue = op.i1 == kTensorMapIssue;
         const size_t rank = nops - 3 - (issue ? 2 : 0);
         expect(op.i1 == 0 || issue, op, "tensor_map_load's i1 is 0 or kTensorMapIssue");
-        expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
-        expect(op.operands[1]->type == i32, op, "the stage must be a scalar i32");
-        expect(op.operands[2]->type.is_ptr() && op.operands[2]->type.is_scalar(), op, "the map must be a scalar pointer");
-        expect(rank == buf.shape.size(), op, "one coordinate a dim of the buffer's tile");
-        for (size_t i = 3; i < 3 + rank && i < nops; ++i)
-          expect(op.operands[i]->type == i32, op, "a coordinate must be a scalar i32");
-        if (issue && rank == buf.shape.size()) {
+        expect_tensor_map_operands(op, rank);
+        if (issue) {
           const Type& bars = op.operands[nops - 2]->type;
           expect(bars.is_shared() && bars.dtype == DType::i64 && bars.numel() == 1 && bars.stages == buf.stages, op,
                  "an issued copy's mbarriers are an i64 [1] buffer of as many stages as its buffer");
@@ -378,13 +385,7 @@ class Verifier {
         expect(nops >= 4 && op.results.empty(), op,
                "tensor_map_store takes a buffer, a stage, a tensor map and coordinates and has no result");
         if (nops < 4) break;
-        const Type& buf = op.operands[0]->type;
-        const Type i32{DType::i32, DType::i32, {}};
-        expect(buf.is_shared(), op, "operand 0 must be a shared buffer");
-        expect(op.operands[1]->type == i32, op, "the stage must be a scalar i32");
-        expect(op.operands[2]->type.is_ptr() && op.operands[2]->type.is_scalar(), op, "the map must be a scalar pointer");
-        expect(nops - 3 == buf.shape.size(), op, "one coordinate a dim of the buffer's tile");
-        for (size_t i = 3; i < nops; ++i) expect(op.operands[i]->type == i32, op, "a coordinate must be a scalar i32");
+        expect_tensor_map_operands(op, nops - 3);
         break;
       }
       case Op::mbarrier: {
