@@ -46,6 +46,8 @@ from triton.testing import do_bench
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 SIZES = [(8192, 8192, 1024), (8192, 8192, 4096)]
+if os.environ.get("TL_PM_SIZES"):  # e.g. 8192x8192x4096: a session with little device time
+    SIZES = [tuple(map(int, s.split("x"))) for s in os.environ["TL_PM_SIZES"].split(",")]
 # BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps (the tutorial's space: BM 128, BN 128 or
 # 256, BK 64 or 128, stages 2-4, warps 4 or 8)
 CONFIGS = [(128, 128, 64, 3, 8), (128, 256, 64, 3, 8)]
