@@ -1,8 +1,11 @@
 // The compiler, top to bottom: every pass the tile IR goes through on its way to a
 // code object, in order. Set TL_DUMP_IR=1 to print the IR after each step.
 #include <fmt/format.h>
+#include <llvm/Bitcode/BitcodeReader.h>
+#include <llvm/Bitcode/BitcodeWriter.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
+#include <llvm/Support/MemoryBufferRef.h>
 #include <llvm/Support/raw_ostream.h>
 
 #include <algorithm>
@@ -439,3 +442,68 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
 }
 
 }  // namespace tl::codegen
+LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  PhaseProfile profile;
+  LoweredKernel out;
+  std::vector<int> paths;
+  std::unique_ptr<ir::Function> planned = plan_program(f, target, opts, out.partial.remarks, paths);
+  ir::Function& lowered = planned ? *planned : f;
+  out.partial.tile_ir = lowered.str();
+  auto backend = make_target(target);
+  llvm::LLVMContext context;
+  llvm::Module module(f.name, context);
+  with_llvm_diagnostics(context, f.name, f.loc, [&] {
+    PhaseTimer t(kPhaseLowering);
+    backend->lower(lowered, module, opts);
+    dump("lowering", module);
+    // (The bitcode's writing is the lowering's last step; its reading, in the worker, the
+    // middle end's first.)
+    llvm::raw_string_ostream os(out.bitcode);
+    llvm::WriteBitcodeToFile(module, os, /*ShouldPreserveUseListOrder=*/true);
+  });
+  out.module_name = module.getModuleIdentifier();
+  out.state = backend->lowering_state();
+  if (!paths.empty())
+    for (auto p : {ir::ConvertPath::registers, ir::ConvertPath::warp_shuffle, ir::ConvertPath::shared})
+      out.partial.report[fmt::format("conversions_{}", ir::convert_path_name(p))] = paths[size_t(p)];
+  out.phases = profile.times();
+  return out;
+}
+
+CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, const std::string& module_name,
+                        const std::string& bitcode, const std::string& state, const std::string& kernel,
+                        const ir::SrcLoc& where) {
+  PhaseProfile profile;
+  CodeObject out;
+  auto backend = make_target(target);
+  llvm::LLVMContext context;
+  std::unique_ptr<llvm::Module> module;
+  with_llvm_diagnostics(context, kernel, where, [&] {
+    {
+      PhaseTimer t(kPhaseMiddleEnd);
+      auto read = llvm::parseBitcodeFile(llvm::MemoryBufferRef(llvm::StringRef(bitcode), module_name), context);
+      if (!read) throw compile_error("the compile worker cannot read the kernel's bitcode: " + llvm::toString(read.takeError()));
+      module = std::move(*read);
+    }
+    backend->restore_lowering_state(state, opts);
+    backend->emit(*module, opts, out);
+  });
+  dump("LLVM optimization", *module);
+  out.phase_ms = profile.times();
+  return out;
+}
+
+CodeObject join_halves(LoweredKernel lowered, CodeObject emitted, double compile_ms) {
+  CodeObject out = std::move(emitted);
+  out.tile_ir = std::move(lowered.partial.tile_ir);
+  std::vector<std::string> remarks = std::move(lowered.partial.remarks);
+  remarks.insert(remarks.end(), out.remarks.begin(), out.remarks.end());
+  out.remarks = std::move(remarks);
+  for (auto& [k, v] : lowered.partial.report) out.report[k] = v;
+  PhaseTimes phases = std::move(lowered.phases);
+  for (const auto& [phase, ms] : out.phase_ms) add_phase_time(phases, phase, ms);
+  out.phase_ms = std::move(phases);
+  out.compile_ms = compile_ms;
+  return out;
+}
+

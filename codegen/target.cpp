@@ -34,6 +34,14 @@ std::string CompileOptions::key() const {
   return k;
 }
 
+std::string Target::lowering_state() const {
+  throw compile_error(fmt::format("the {} target cannot emit in another process", desc().str()));
+}
+
+void Target::restore_lowering_state(const std::string&, const CompileOptions&) {
+  throw compile_error(fmt::format("the {} target cannot emit in another process", desc().str()));
+}
+
 llvm::TargetMachine& thread_machine(const std::string& key,
                                     const std::function<std::unique_ptr<llvm::TargetMachine>()>& make) {
   thread_local std::map<std::string, std::unique_ptr<llvm::TargetMachine>> machines;

@@ -29,6 +29,7 @@ struct TargetDesc {
   std::string features;
   int wave_size = 1;  // lanes per warp/wavefront: 64 on CDNA, 32 on NVIDIA/RDNA, 1 on CPU
   std::string str() const;  // the full name that enters cache keys: "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"
+  // (Shipped field by field to the compile worker: compile_worker.cpp's target_json.)
 };
 
 // Launch-shaping options that change the generated code (and so the cache key).
@@ -47,6 +48,8 @@ struct CompileOptions {
   bool async_dot_stages = true;
   int opt_level = 3;
   std::string key() const;
+  // (The compile worker ships every field to its process: a new one goes into
+  // compile_worker.cpp's options_json too.)
 };
 
 // The compiled kernel and everything the cache and the tools keep about it.
@@ -83,6 +86,13 @@ class Target {
   // Optimizes `module` and emits the binary, filling format/binary/report.
   virtual void emit(llvm::Module& module, const CompileOptions& opts, CodeObject& out) = 0;
   virtual const TargetDesc& desc() const = 0;
+  // What emit() reads of lower()'s work besides the module (the kernel's symbol, threads,
+  // shared memory, the machine it was lowered for), as text; and the same state restored
+  // on a new Target of the same description, in another process: the compile worker
+  // lowers in the application and emits in the worker (codegen/compile_worker.hpp). GPU
+  // targets; the CPU's throw.
+  virtual std::string lowering_state() const;
+  virtual void restore_lowering_state(const std::string& state, const CompileOptions& opts);
 };
 
 // This thread's TargetMachine for `key` (target, features, level), made by `make` the
@@ -98,6 +108,27 @@ std::unique_ptr<Target> make_nvptx_target(const TargetDesc& d);
 // The whole compiler: passes over the tile IR, lowering, LLVM optimization, emission.
 // Throws tl::compile_error. `f` is modified by the passes.
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
+
+// compile() in two halves, for the compile worker (codegen/compile_worker.hpp) on GPU
+// targets: lower_to_bitcode runs the tile passes, the GPU planning and the lowering here
+// and hands the LLVM module on as bitcode (use-list order kept, so that it reads back to
+// the same code); emit_bitcode, in the worker, reads it back and runs LLVM's middle end,
+// the code generation and the link; join_halves puts the two results together as
+// compile() would have made them. The code object, byte for byte, is compile()'s.
+struct LoweredKernel {
+  CodeObject partial;     // tile_ir and remarks so far; the conversions' report
+  std::string module_name;
+  std::string bitcode;
+  std::string state;      // Target::lowering_state
+  std::vector<std::pair<std::string, double>> phases;  // of this half
+};
+LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
+// `kernel` and `where` name the kernel in LLVM's errors. The result's phase_ms are this
+// half's.
+CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, const std::string& module_name,
+                        const std::string& bitcode, const std::string& state, const std::string& kernel,
+                        const ir::SrcLoc& where);
+CodeObject join_halves(LoweredKernel lowered, CodeObject emitted, double compile_ms);
 // The program as the lowering for `target` receives it: `f` after the tile passes, and on
 // GPU targets a copy after the GPU middle end (layouts, conversions, dot plans in the IR).
 // For tests and tools that inspect the decisions; compile() runs the same passes.

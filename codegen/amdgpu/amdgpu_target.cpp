@@ -70,13 +70,18 @@ class AmdgpuTarget final : public codegen::Target {
   const codegen::TargetDesc& desc() const override { return desc_; }
 
   void lower(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts) override {
-    tm_ = &codegen::thread_machine(fmt::format("amdgpu|{}|{}|{}", desc_.arch, desc_.features, opts.opt_level),
-                                   [&] { return make_target_machine(desc_, opts.opt_level); });
+    tm_ = &machine(opts);
     m.setTargetTriple(llvm::Triple(kTriple));
     m.setDataLayout(tm_->createDataLayout());
     m.addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", link_.code_object_version * 100);
     lowered_ = gpu::lower_kernel(f, m, opts, hooks_);
     gpu::verify_module(m, "AMDGPU lowering");
+  }
+
+  std::string lowering_state() const override { return gpu::lowering_result_json(lowered_); }
+  void restore_lowering_state(const std::string& state, const codegen::CompileOptions& opts) override {
+    tm_ = &machine(opts);
+    lowered_ = gpu::lowering_result_from_json(state);
   }
 
   void emit(llvm::Module& m, const codegen::CompileOptions& opts, codegen::CodeObject& out) override {
@@ -139,6 +144,11 @@ class AmdgpuTarget final : public codegen::Target {
   }
 
  private:
+  llvm::TargetMachine& machine(const codegen::CompileOptions& opts) const {
+    return codegen::thread_machine(fmt::format("amdgpu|{}|{}|{}", desc_.arch, desc_.features, opts.opt_level),
+                                   [&] { return make_target_machine(desc_, opts.opt_level); });
+  }
+
   codegen::TargetDesc desc_;
   AmdgpuHooks hooks_;
   llvm::TargetMachine* tm_ = nullptr;  // this thread's (codegen::thread_machine)

@@ -5,6 +5,7 @@
 #include <llvm/IR/Constants.h>
 #include <llvm/IR/Function.h>
 #include <llvm/IR/GlobalVariable.h>
+#include <nlohmann/json.hpp>
 
 #include "codegen/gpu/lower_context.hpp"
 #include "codegen/integer_ops.hpp"
@@ -12,6 +13,26 @@
 #include "tl/error.hpp"
 
 namespace tl::gpu {
+
+std::string lowering_result_json(const LoweringResult& r) {
+  return nlohmann::json{{"kernel_symbol", r.kernel_symbol},
+                        {"block_threads", r.block_threads},
+                        {"shared_bytes", r.shared_bytes},
+                        {"dynamic_shared_bytes", r.dynamic_shared_bytes},
+                        {"remarks", r.remarks}}
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+LoweringResult lowering_result_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  LoweringResult r;
+  r.kernel_symbol = j.at("kernel_symbol").get<std::string>();
+  r.block_threads = j.at("block_threads").get<int>();
+  r.shared_bytes = j.at("shared_bytes").get<int>();
+  r.dynamic_shared_bytes = j.at("dynamic_shared_bytes").get<int>();
+  r.remarks = j.at("remarks").get<std::vector<std::string>>();
+  return r;
+}
 
 std::string kernel_symbol(const std::string& name) {
   std::string s = name.empty() ? "kernel" : name;

@@ -28,6 +28,11 @@ struct LoweringResult {
 LoweringResult lower_kernel(const ir::Function& f, llvm::Module& module, const codegen::CompileOptions& opts,
                             GpuHooks& hooks);
 
+// A LoweringResult as JSON text and back (what Target::lowering_state carries to the
+// compile worker).
+std::string lowering_result_json(const LoweringResult& r);
+LoweringResult lowering_result_from_json(const std::string& text);
+
 // A symbol the device loaders accept: the kernel's name with anything outside
 // [A-Za-z0-9_] replaced.
 std::string kernel_symbol(const std::string& name);

@@ -27,6 +27,7 @@
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/Target/TargetOptions.h>
 #include <llvm/TargetParser/Triple.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -649,13 +650,6 @@ class NvptxTarget final : public codegen::Target {
   const codegen::TargetDesc& desc() const override { return desc_; }
 
   void lower(const ir::Function& f, llvm::Module& m, const codegen::CompileOptions& opts) override {
-    static std::once_flag once;
-    std::call_once(once, [] {
-      LLVMInitializeNVPTXTargetInfo();
-      LLVMInitializeNVPTXTarget();
-      LLVMInitializeNVPTXTargetMC();
-      LLVMInitializeNVPTXAsmPrinter();
-    });
     llvm::Triple triple(kTriple);
     // mma.sync on FP8 needs PTX 8.4 (sm_89+, where the capability table lists it); a
     // warpgroup dot (wgmma) the architecture-specific sm_90a (PTX 8.0), whose code runs on
@@ -668,26 +662,28 @@ class NvptxTarget final : public codegen::Target {
         for (const auto& mi : hooks_.capabilities().matrix_instructions)
           warpgroup_dot |= mi.name == op.str && mi.family == gpu::MatrixFamily::nvidia_wgmma;
     });
-    const std::string arch = warpgroup_dot && desc_.arch == "sm_90" ? "sm_90a" : desc_.arch;
-    int ptx = ptx_version(arch);
+    arch_ = warpgroup_dot && desc_.arch == "sm_90" ? "sm_90a" : desc_.arch;
+    int ptx = ptx_version(arch_);
     if (fp8_dot) ptx = std::max(ptx, 84);
     if (tensor_map) ptx = std::max(ptx, 80);
-    std::string features = desc_.features.empty() ? fmt::format("+ptx{}", ptx) : desc_.features;
-    tm_ = &codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", arch, features, opts.opt_level >= 3), [&] {
-      std::string err;
-      const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
-      if (!t) throw compile_error("NVPTX target is not available in this LLVM: " + err);
-      llvm::TargetOptions options;
-      std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-          triple, arch, features, options, std::nullopt, std::nullopt,
-          opts.opt_level >= 3 ? llvm::CodeGenOptLevel::Aggressive : llvm::CodeGenOptLevel::Default));
-      if (!tm) throw compile_error(fmt::format("cannot create an NVPTX target machine for {}", arch));
-      return tm;
-    });
+    features_ = desc_.features.empty() ? fmt::format("+ptx{}", ptx) : desc_.features;
+    tm_ = &machine(opts);
     m.setTargetTriple(triple);
     m.setDataLayout(tm_->createDataLayout());
     lowered_ = gpu::lower_kernel(f, m, opts, hooks_);
     gpu::verify_module(m, "NVPTX lowering");
+  }
+
+  std::string lowering_state() const override {
+    return nlohmann::json{{"lowering", gpu::lowering_result_json(lowered_)}, {"arch", arch_}, {"features", features_}}
+        .dump();
+  }
+  void restore_lowering_state(const std::string& state, const codegen::CompileOptions& opts) override {
+    const nlohmann::json j = nlohmann::json::parse(state);
+    arch_ = j.at("arch").get<std::string>();
+    features_ = j.at("features").get<std::string>();
+    lowered_ = gpu::lowering_result_from_json(j.at("lowering").get<std::string>());
+    tm_ = &machine(opts);
   }
 
   void emit(llvm::Module& m, const codegen::CompileOptions& opts, codegen::CodeObject& out) override {
@@ -719,7 +715,31 @@ class NvptxTarget final : public codegen::Target {
   }
 
  private:
+  // This thread's machine for arch_ and features_ (what lower() chose for the kernel).
+  llvm::TargetMachine& machine(const codegen::CompileOptions& opts) const {
+    return codegen::thread_machine(fmt::format("nvptx|{}|{}|{}", arch_, features_, opts.opt_level >= 3), [&] {
+      static std::once_flag once;
+      std::call_once(once, [] {
+        LLVMInitializeNVPTXTargetInfo();
+        LLVMInitializeNVPTXTarget();
+        LLVMInitializeNVPTXTargetMC();
+        LLVMInitializeNVPTXAsmPrinter();
+      });
+      llvm::Triple triple(kTriple);
+      std::string err;
+      const llvm::Target* t = llvm::TargetRegistry::lookupTarget(triple, err);
+      if (!t) throw compile_error("NVPTX target is not available in this LLVM: " + err);
+      llvm::TargetOptions options;
+      std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
+          triple, arch_, features_, options, std::nullopt, std::nullopt,
+          opts.opt_level >= 3 ? llvm::CodeGenOptLevel::Aggressive : llvm::CodeGenOptLevel::Default));
+      if (!tm) throw compile_error(fmt::format("cannot create an NVPTX target machine for {}", arch_));
+      return tm;
+    });
+  }
+
   codegen::TargetDesc desc_;
+  std::string arch_, features_;  // the kernel's: sm_90a where it has a warpgroup dot
   NvptxHooks hooks_;
   llvm::TargetMachine* tm_ = nullptr;  // this thread's (codegen::thread_machine)
   gpu::LoweringResult lowered_;
