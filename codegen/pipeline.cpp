@@ -441,7 +441,6 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   return out;
 }
 
-}  // namespace tl::codegen
 LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   PhaseProfile profile;
   LoweredKernel out;
@@ -507,3 +506,4 @@ CodeObject join_halves(LoweredKernel lowered, CodeObject emitted, double compile
   return out;
 }
 
+}  // namespace tl::codegen
