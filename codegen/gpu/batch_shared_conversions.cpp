@@ -59,7 +59,7 @@ bool chain_between(const ir::Block& body, size_t lo, size_t hi, const ir::Value*
   if (at < lo) return true;
   if (at == lo || at >= hi) return false;
   if (chain.count(at)) return true;
-  if (!ir::has_trait(d->op, ir::kPure) || !d->regions.empty()) return false;
+  if (!ir::is_pure(*d) || !d->regions.empty()) return false;
   chain.insert(at);
   for (const ir::Value* x : d->operands)
     if (!chain_between(body, lo, hi, x, chain)) return false;

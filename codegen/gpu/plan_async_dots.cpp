@@ -66,9 +66,8 @@ bool computed_from_shared_reads(const ir::Block& body, const ir::Value* v, ReadO
       reads = true;
       continue;
     }
-    // (a pure inline asm: the sm_90 e2m1 upcast, decompose_scaled_dots)
-    const bool pure_asm = d.op == Op::inline_asm_elementwise && d.i1 == 1;
-    if (!pure_asm && (!ir::has_trait(d.op, ir::kPure) || !d.regions.empty())) return false;
+    // (a pure inline asm too: the sm_90 e2m1 upcast, decompose_scaled_dots)
+    if (!ir::is_pure(d) || !d.regions.empty()) return false;
     for (const ir::Value* o : d.operands) work.push_back(o);
   }
   return reads;

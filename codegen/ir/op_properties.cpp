@@ -171,6 +171,10 @@ std::string access_error(const AccessFlags& a, bool load) {
   return {};
 }
 
+bool is_pure(const Operation& op) {
+  return has_trait(op.op, kPure) || (op.op == Op::inline_asm_elementwise && op.i1 == 1);
+}
+
 bool writes_or_has_effects(const Operation& op) {
   const OpProperties& p = properties(op.op);
   if (p.has(kWritesMemory) || p.has(kSideEffects)) return true;

@@ -170,6 +170,12 @@ bool is_uniform_scalar(const Value* v);
 // must happen, in order, every time: never merged, dropped or moved across another
 // access), and so is an inline_asm_elementwise that is not pure.
 bool writes_or_has_effects(const Operation& op);
+// Are the op's results a function of its operands and attributes alone, nothing else
+// happening (kPure, per op rather than per kind): an inline_asm_elementwise is pure when
+// its user said so (tl::inline_asm_elementwise's is_pure), as Triton's is_pure makes its
+// asm movable and mergeable. Regions are not looked into: callers that move an op ask
+// for a region-less one.
+bool is_pure(const Operation& op);
 // May an unused op be deleted: no write, no effect, inside its regions either.
 bool is_removable_if_unused(const Operation& op);
 

@@ -38,7 +38,7 @@ namespace {
 bool loop_invariant(ir::Value* v, ir::Operation& loop, std::set<ir::Operation*>& slice) {
   if (!ir::defined_inside(v, &loop)) return true;
   ir::Operation* d = v->def;
-  if (!d || d->parent != loop.regions[0].get() || !ir::has_trait(d->op, ir::kPure) || !d->regions.empty()) return false;
+  if (!d || d->parent != loop.regions[0].get() || !ir::is_pure(*d) || !d->regions.empty()) return false;
   if (slice.count(d)) return true;
   for (ir::Value* o : d->operands)
     if (!loop_invariant(o, loop, slice)) return false;

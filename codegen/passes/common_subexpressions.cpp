@@ -26,7 +26,7 @@ bool reads_only(const ir::Operation& op) {
 bool mergeable(const ir::Operation& op) {
   if (op.results.size() != 1 || !op.regions.empty()) return false;
   if (ir::writes_or_has_effects(op)) return false;  // a volatile load reads anew every time
-  return ir::has_trait(op.op, ir::kPure) || reads_only(op);
+  return ir::is_pure(op) || reads_only(op);
 }
 
 // The float attribute is compared by its bits, not its value: +0 and -0 are equal

@@ -239,7 +239,7 @@ class Pipeliner {
       return fmt::format("load at {} depends on a loop-carried value", where(load.loc));
     ir::Operation* d = v->def;
     if (slice.count(d)) return "";
-    if (!ir::has_trait(d->op, ir::kPure) || !d->regions.empty())
+    if (!ir::is_pure(*d) || !d->regions.empty())
       return fmt::format("load at {} depends on the {} at {}", where(load.loc), op_name(d->op), where(d->loc));
     if (d->parent != &body)
       return fmt::format("load at {} depends on a value computed in a branch", where(load.loc));
@@ -321,15 +321,12 @@ class Pipeliner {
               work.push_back(r->result());
           continue;
         }
-        // (a pure inline asm: the sm_90 e2m1 upcast, its two results the low and high nibbles')
-        const bool pure_asm = user->op == Op::inline_asm_elementwise && user->i1 == 1;
-        if (pure_asm) {
-          for (auto& r : user->results)
-            if (seen.insert(r.get()).second) work.push_back(r.get());
-          continue;
-        }
-        if (!ir::has_trait(user->op, ir::kPure) || !user->regions.empty() || user->results.size() != 1) continue;
-        if (seen.insert(user->result()).second) work.push_back(user->result());
+        if (!ir::is_pure(*user) || !user->regions.empty()) continue;
+        // (a pure inline asm may give several results, each followed: the sm_90 e2m1
+        // upcast's low and high nibbles)
+        if (user->results.size() != 1 && user->op != Op::inline_asm_elementwise) continue;
+        for (auto& r : user->results)
+          if (seen.insert(r.get()).second) work.push_back(r.get());
       }
     }
     return false;
@@ -355,7 +352,7 @@ class Pipeliner {
       const ir::Value* x = work.back();
       work.pop_back();
       for (auto [user, i] : ir::uses_of(body, x)) {
-        if (user->results.size() != 1 || !user->regions.empty() || !ir::has_trait(user->op, ir::kPure)) continue;
+        if (user->results.size() != 1 || !user->regions.empty() || !ir::is_pure(*user)) continue;
         const ir::Value* r = user->result();
         if (x->type.rank() == 2 && ir::has_trait(user->op, ir::kElementwise))
           for (size_t j = 0; j < user->operands.size(); ++j)
@@ -474,7 +471,7 @@ class Pipeliner {
     if (!d || d->results.size() != 1 || !d->regions.empty()) return false;
     if (d->op == Op::reshape) return d->operands[0]->type.rank() <= 1;
     if (!(root && d->op == Op::load) && d->op != Op::splat && d->op != Op::broadcast &&
-        !(ir::has_trait(d->op, ir::kPure) && ir::has_trait(d->op, ir::kElementwise)))
+        !(ir::is_pure(*d) && ir::has_trait(d->op, ir::kElementwise)))
       return false;
     for (const ir::Value* o : d->operands)
       if (!transposable(o)) return false;

@@ -377,3 +377,32 @@ TEST(PipelineCodegen, LoadsAheadKeepTheUsersBoundCheckAloneWhereItBoundsTheItera
 }
 
 }  // namespace
+
+// A load whose offsets pass through a pure inline asm (Triton's is_pure: results from the
+// arguments alone) is computed ahead like one through any pure op; an asm with effects
+// keeps the load where the user wrote it, and the remark says why.
+TEST(PipelineCodegen, LoadsThroughAPureInlineAsmArePipelinedAnImpureOneIsNot) {
+  for (bool pure : {true, false}) {
+    auto f = trace("pipe_asm", [&](Trace& t) {
+      auto x = ptr_arg<ty::f32>(t, "x", true);
+      auto y = ptr_arg<ty::f32>(t, "y", true);
+      auto n = scalar_arg<ty::i32>(t, "n", true);
+      auto c = tl::arange(0, 256);
+      auto acc = tl::zeros<ty::f32>({256});
+      for (auto k : tl::range(0, n, 1, tl::num_stages(3))) {
+        // (a copy through the asm: the row's offsets as the user's asm computes them)
+        auto offs = tl::inline_asm_elementwise<tl::i32>("mov.b32 $0, $1;", "=r,r", {k * 256 + c}, pure, 1);
+        acc = acc + tl::load(x + offs);
+      }
+      tl::store(y + c, acc);
+    });
+    auto co = compile("sm_90", *f);
+    auto remarks = pipelined_remarks(co);
+    ASSERT_EQ(remarks.size(), 1u);
+    SCOPED_TRACE(remarks[0]);
+    if (pure)
+      EXPECT_NE(remarks[0].find("yes (1 load into registers"), std::string::npos);
+    else
+      EXPECT_NE(remarks[0].find("depends on the inline_asm_elementwise"), std::string::npos);
+  }
+}
