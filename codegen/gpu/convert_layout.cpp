@@ -216,7 +216,7 @@ Values Lowerer::smem_load_tile(const Layout& l, llvm::Type* ty, int64_t base_ele
 }
 
 Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, const Layout& to, DType t,
-                                          const ir::SharedEncoding& enc, bool transposed_read) {
+                                          const ir::SharedEncoding& enc, bool transposed_read, bool own_barrier) {
   llvm::Type* ty = mem_type(t);
   const unsigned eb = unsigned(m_.getDataLayout().getTypeStoreSize(ty));
   smem_check_scratch(shared_elements(from.numel(), enc) * eb);
@@ -228,7 +228,7 @@ Lowerer::Exchange Lowerer::exchange_write(const Values& v, const Layout& from, c
   scratch_write_begins();
   smem_store_tile(mem, compose(offsets, from, from.shape), ty, 0, shared_access_group(from, enc, int(eb)),
                   enc.padding);
-  barrier();
+  if (own_barrier) barrier();
   Exchange x{to, {}, ty, t, 0, transposed_read, enc.padding, lowering_op_->smem->offset};
   if (transposed_read) {
     // One read fills 8 bytes of registers of `to`, its lanes addressing through the layout
@@ -323,12 +323,13 @@ void Lowerer::lower_convert_layout(const ir::Operation& op) {
   const ir::Value* src = op.operands[0];
   const Regs& n = natural(src);
   const Layout& to = plan_.of(op.result());
-  // Read by the dot right after it, a K step at a time (lower_dot.cpp): only the write.
+  // Read by its dot, a K step at a time (lower_dot.cpp): only the write; the barrier
+  // before the dot's reads is insert_shared_barriers'.
   if (op.i1 & ir::kConversionReadByDot) {
     if (ir::ConvertPath(op.i0) != ir::ConvertPath::shared || !op.shared)
       throw compile_error("gpu lowering: a conversion read by its dot is not through shared memory (a tl bug)");
     exchanges_read_by_dot_.emplace(op.result(), exchange_write(n.v, n.layout, to, src->type.dtype, *op.shared,
-                                                               op.i1 & ir::kTransposedRead));
+                                                               op.i1 & ir::kTransposedRead, /*own_barrier=*/false));
     return;
   }
   set_natural(op.result(), Regs{to, convert(n.v, n.layout, to, src->type.dtype, ir::ConvertPath(op.i0),

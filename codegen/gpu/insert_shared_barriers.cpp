@@ -88,12 +88,20 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
         if (!(op.copy && op.copy->chunk_bytes == 0)) out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])});
         return;
       case Op::shared_alloc: return;
+      case Op::convert_layout:
+        // One read by its dot only writes (plan_dot_operand_sources): the barrier before
+        // the dot's reads is placed here, and one serves every conversion written before it.
+        if ((op.i1 & ir::kConversionReadByDot) && op.smem) {
+          out.push_back({passes::SharedAccess::write, {{op.smem->offset, op.smem->offset + op.smem->bytes}}});
+          return;
+        }
+        if (op.smem) out.push_back({passes::SharedAccess::exchange, {{op.smem->offset, op.smem->offset + op.smem->bytes}}});
+        return;
       case Op::dot:
         if (auto it = read_by_dot.find(&op); it != read_by_dot.end())
           for (const ir::Value* buf : it->second) out.push_back({passes::SharedAccess::read, ranges(buf)});
         // A conversion's scratch this dot reads (kConversionReadByDot): its reads are the
-        // dot's, after the conversion's own barrier; one whose bytes a later exchange
-        // writes (a second scratch slot) must see them pending until the dot.
+        // dot's, after a barrier placed here for the conversion's writes.
         for (int i = 0; i < 2; ++i) {
           const ir::Operation* c = op.operands[size_t(i)]->def;
           if (c && c->op == Op::convert_layout && (c->i1 & ir::kConversionReadByDot) && c->smem)

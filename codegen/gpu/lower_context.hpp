@@ -269,8 +269,10 @@ class Lowerer {
     Padding pad;  // the encoding's padding (addr: the offsets before it)
     int64_t base = 0;  // the writing op's scratch slice (a dot may read it: kConversionReadByDot)
   };
+  // Writes `v` into the op's scratch and, with own_barrier, waits for every thread's
+  // writes (a conversion read by its dot: the barrier is insert_shared_barriers').
   Exchange exchange_write(const Values& v, const Layout& from, const Layout& to, DType t,
-                          const ir::SharedEncoding& enc, bool transposed_read);
+                          const ir::SharedEncoding& enc, bool transposed_read, bool own_barrier = true);
   // Reads registers [first, first + count) of x.to into `out` (those not read yet).
   void exchange_read(const Exchange& x, int first, int count, Values& out);
   // Conversions whose dot reads them (ir::kConversionReadByDot), written, not yet read.

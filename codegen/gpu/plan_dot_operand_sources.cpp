@@ -33,6 +33,7 @@
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
 #include "codegen/passes/shared_budget.hpp"
+#include "tl/error.hpp"
 
 namespace tl::gpu {
 namespace {
@@ -84,6 +85,49 @@ void erase(ir::Operation& op) {
   auto& ops = op.parent->ops;
   for (size_t i = 0; i < ops.size(); ++i)
     if (ops[i].get() == &op) return void(ops.erase(ops.begin() + long(i)));
+}
+
+// The position of `op` in `ops`.
+size_t index_in(const std::vector<std::unique_ptr<ir::Operation>>& ops, const ir::Operation* op) {
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].get() == op) return i;
+  throw compile_error("gpu planning: an op not in its block (a tl bug)");
+}
+
+// Whether `dot` reads `v` as its A or B operand.
+bool reads(const ir::Operation& dot, const ir::Value* v) {
+  return dot.op == Op::dot && (dot.operands[0] == v || dot.operands[1] == v);
+}
+
+// The dot in `b`, or in an if of it (nested ifs too, not a loop: it would read the
+// scratch again each iteration), that reads `v`; null where none does.
+const ir::Operation* dot_in(const ir::Block& b, const ir::Value* v) {
+  for (const auto& o : b.ops) {
+    if (reads(*o, v)) return o.get();
+    if (o->op == Op::if_)
+      for (const auto& r : o->regions)
+        if (const ir::Operation* d = dot_in(*r, v)) return d;
+  }
+  return nullptr;
+}
+
+// The dot that reads `conv`'s result, where it can read the conversion's scratch itself:
+// the op right after it, or in the if that comes after it and after other conversions
+// through shared memory only (the pipeliner's loop unrolled in two converts the second
+// iteration's K^T and V before the if that runs it); null elsewhere.
+const ir::Operation* dot_reading(const ir::Operation& conv) {
+  const auto& ops = conv.parent->ops;
+  for (size_t i = index_in(ops, &conv) + 1; i < ops.size(); ++i) {
+    const ir::Operation& o = *ops[i];
+    if (reads(o, conv.result())) return i == index_in(ops, &conv) + 1 ? &o : nullptr;
+    if (o.op == Op::if_) {
+      for (const auto& r : o.regions)
+        if (const ir::Operation* d = dot_in(*r, conv.result())) return d;
+      return nullptr;
+    }
+    if (o.op != Op::convert_layout || ir::ConvertPath(o.i0) != ir::ConvertPath::shared) return nullptr;
+  }
+  return nullptr;
 }
 
 // Part 1: dot operands converted through shared memory become staged buffers.
@@ -237,25 +281,31 @@ void plan_dot_operand_sources(ir::Function& f, const PlanTarget& t) {
       if (clean) const_cast<ir::Operation*>(m->read)->i1 = ir::kReadByDot;
     }
   });
-  // 3. An operand converted through shared memory right before its dot (K^T and V of
-  //    attention on AMD, where they are not staged) is read by the dot from the
-  //    conversion's scratch the same way, a K step at a time: the conversion writes,
-  //    waits at its barrier and leaves the reads to the dot. Nothing may come between
-  //    them (the scratch is every conversion's).
+  // 3. An operand converted through shared memory for its dot (K^T and V of attention on
+  //    AMD, where they are not staged) is read by the dot from the conversion's scratch
+  //    the same way, a K step at a time: the conversion only writes, and the barrier
+  //    between its writes and the dot's reads is insert_shared_barriers'. The dot comes
+  //    right after the conversion, or in the if after it (dot_reading): the allocator
+  //    keeps the scratch until the dot (shared_memory.cpp), in a slot of its own.
+  //    A dot further away keeps two scratches live at once (its own and the next
+  //    exchange's): only where the program's buffers leave room for two.
+  int64_t scratch = 0;
+  ir::walk(f.body, [&](ir::Operation& op) {
+    if (op.op == Op::convert_layout && ir::ConvertPath(op.i0) == ir::ConvertPath::shared)
+      scratch = std::max(scratch, tile_bytes(op.result()->type));
+  });
+  const bool room_for_two = passes::live_shared_bytes(f) + 2 * scratch <= t.caps->shared_bytes_per_program;
   ir::walk(f.body, [&](ir::Operation& conv) {
     if (conv.op != Op::convert_layout || ir::ConvertPath(conv.i0) != ir::ConvertPath::shared ||
         uses[conv.result()] != 1)
       return;
-    auto& ops = conv.parent->ops;
-    auto it = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.get() == &conv; });
-    if (++it == ops.end()) return;
-    const ir::Operation& dot = **it;
+    const ir::Operation* dot = dot_reading(conv);
+    if (dot && !room_for_two && dot->parent != conv.parent) return;
     // (Not a warpgroup dot's: it takes a register A whole, as the conversion leaves it;
     // marked, the conversion was never made and the lowering failed, "tile used before it
     // was lowered": samples/moe's 128x256x128 w8 MXFP4 gate/up, tutorial 10's 128x128x256
     // w8 on sm_90.)
-    if (dot.op == Op::dot && (dot.operands[0] == conv.result() || dot.operands[1] == conv.result()) &&
-        !recorded_dot_plan(*t.caps, dot, t.num_warps, t.wave_size).warpgroup())
+    if (dot && !recorded_dot_plan(*t.caps, *dot, t.num_warps, t.wave_size).warpgroup())
       conv.i1 |= ir::kConversionReadByDot;
   });
 }

@@ -90,6 +90,17 @@ int64_t read_by_dot_at(const ir::Value* v, const Analysis& a) {
   return at;
 }
 
+// The last point at which a scratch use at `point` is read: a conversion read by its dot
+// (kConversionReadByDot) at the dot, which may come later in the block or in a region
+// of a later op of it (plan_dot_operand_sources); any other exchange within the op.
+int64_t scratch_until(const ir::Operation& op, int64_t point, const Analysis& a) {
+  if (op.op != Op::convert_layout || !(op.i1 & ir::kConversionReadByDot)) return point;
+  auto it = a.users.find(op.result());
+  if (it == a.users.end()) return point;
+  for (const ir::Operation* u : it->second) point = std::max(point, a.span.at(u).first);
+  return point;
+}
+
 void live_range(SharedBuffer& buf, int k, const SharedMemoryPlan& plan, const Analysis& a) {
   auto [def, def_end] = a.span.at(buf.alloc);
   buf.first = buf.last = def;
@@ -337,8 +348,9 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   int64_t above = 0;
   std::set<const ir::Operation*> live;  // (the buffers live at some use)
   for (auto [point, op] : a.scratch_uses) {
+    const int64_t until = scratch_until(*op, point, a);
     for (const SharedBuffer& buf : plan.buffers)
-      if (buf.first <= point && point <= buf.last) {
+      if (buf.first <= until && point <= buf.last) {
         above = std::max(above, buf.offset + buf.bytes);
         live.insert(buf.alloc);
       }
@@ -347,35 +359,66 @@ SharedMemoryPlan plan_shared_memory(const ir::Function& f, const TargetCapabilit
   }
   if (!plan.scratch_bytes) return plan;
   plan.scratch_offset = plan.buffers.empty() ? 0 : align_up(above, std::max<int64_t>(16, row));
-  const int64_t total = std::max(plan.buffer_bytes, plan.scratch_offset + plan.scratch_bytes);
+  int64_t total = std::max(plan.buffer_bytes, plan.scratch_offset + plan.scratch_bytes);
   for (auto [point, op] : a.scratch_uses) plan.scratch_at[op] = plan.scratch_offset;
-  // A second slot. Every use at the region's start makes each one's writes wait at a
-  // barrier for the previous one's reads, however little else the program keeps in shared
-  // memory: gfx942's causal attention (32x32, D = 64) converts K^T and V through 4 KiB of
-  // scratch twice an iteration of its unrolled loop, four writes each after a barrier of
-  // its own. Consecutive uses in two slots instead write where the use before the previous
-  // one read, which the previous one's own barrier (between its writes and its reads) has
-  // already ordered: insert_shared_barriers, which places barriers by the bytes each
-  // access touches, then needs none before them. Only where a loop makes two uses an
-  // iteration (once-only uses gain a barrier or two at most), where the program still
-  // fits and where its shared memory still does not limit occupancy (the most workgroups
-  // a compute unit holds by waves still fit in it by bytes).
+  // Slots. A conversion read by its dot (kConversionReadByDot) keeps its scratch from its
+  // writes to the dot, and other exchanges may come between (the pipeliner's loop
+  // unrolled in two converts the second iteration's K^T and V before the if that runs
+  // it): uses live at once take slots of their own, `needed` of them. And more: every use
+  // at the region's start makes each one's writes wait at a barrier for the previous
+  // one's reads, however little else the program keeps in shared memory: gfx942's causal
+  // attention (32x32, D = 64) converted K^T and V through 4 KiB of scratch twice an
+  // iteration of its unrolled loop, four writes each after a barrier of its own. Uses
+  // spread over twice the slots (or one more; each in the next slot round the region that
+  // no use live at its writes holds) instead write where a use two or more before read,
+  // which a barrier since has already ordered: insert_shared_barriers, which places
+  // barriers by the bytes each access touches, then needs none before them. Only where a
+  // loop makes two uses an iteration (once-only uses gain a barrier or two at most), where
+  // the program still fits and where its shared memory still does not limit occupancy:
+  // the most workgroups a compute unit holds by waves still fit in it by bytes; with uses
+  // live at once, those of half the waves (such a loop holds a dot's accumulator, its
+  // scores and the tiles it converts, more registers than half the waves could have:
+  // that attention, 124 VGPRs, 4 waves a SIMD, and Triton's own kernel there takes the
+  // same 16 KiB).
   const int64_t slot = align_up(plan.scratch_bytes, std::max<int64_t>(16, row));
-  const int64_t doubled = std::max(plan.buffer_bytes, plan.scratch_offset + slot + plan.scratch_bytes);
-  const int64_t workgroups = f.num_warps > 0 ? caps.waves_per_compute_unit / f.num_warps : 0;
+  int needed = 1;
+  std::vector<std::pair<int64_t, int64_t>> spans;  // each use's [point, last read]
+  for (auto [point, op] : a.scratch_uses) spans.push_back({point, scratch_until(*op, point, a)});
+  for (size_t k = 0; k < spans.size(); ++k) {
+    int at_once = 1;
+    for (size_t j = 0; j < spans.size(); ++j)
+      at_once += j != k && spans[j].first <= spans[k].first && spans[k].first <= spans[j].second;
+    needed = std::max(needed, at_once);
+  }
   bool loop_reuses = false;
   for (const auto& [loop, points] : a.loops) {
     int uses = 0;
     for (auto [point, op] : a.scratch_uses) uses += points.first <= point && point <= points.second;
     loop_reuses |= uses >= 2;
   }
-  if (loop_reuses && workgroups > 0 && total <= caps.shared_bytes_per_program &&
-      doubled * workgroups <= caps.shared_bytes_per_program) {
-    for (size_t k = 0; k < a.scratch_uses.size(); ++k)
-      plan.scratch_at[a.scratch_uses[k].second] = plan.scratch_offset + (k % 2 ? slot : 0);
-    plan.scratch_bytes = slot + plan.scratch_bytes;
+  auto region = [&](int slots) { return std::max(plan.buffer_bytes, plan.scratch_offset + (slots - 1) * slot + plan.scratch_bytes); };
+  const int64_t waves = needed > 1 ? caps.waves_per_compute_unit / 2 : caps.waves_per_compute_unit;
+  const int64_t workgroups = f.num_warps > 0 ? waves / f.num_warps : 0;
+  int slots = needed;
+  for (int more : {2 * needed, needed + 1})
+    if (slots == needed && loop_reuses && workgroups > 0 && region(more) <= caps.shared_bytes_per_program &&
+        region(more) * workgroups <= caps.shared_bytes_per_program)
+      slots = more;
+  if (slots > 1 && region(slots) <= caps.shared_bytes_per_program) {
+    // Each use in the next slot round the region that no use live at its writes holds.
+    std::vector<int64_t> busy_until(size_t(slots), -1);
+    int next = 0;
+    for (size_t k = 0; k < spans.size(); ++k) {
+      int s = next;
+      for (int t = 0; t < slots && busy_until[size_t(s)] >= spans[k].first; ++t) s = (s + 1) % slots;
+      busy_until[size_t(s)] = spans[k].second;
+      plan.scratch_at[a.scratch_uses[k].second] = plan.scratch_offset + s * slot;
+      next = (s + 1) % slots;
+    }
+    plan.scratch_bytes = (slots - 1) * slot + plan.scratch_bytes;
     return plan;
   }
+  if (needed > 1) total = region(needed), plan.scratch_bytes = (needed - 1) * slot + plan.scratch_bytes;
   if (total > caps.shared_bytes_per_program) {
     const ir::Operation& op = *plan.largest_scratch_use;
     SharedMemoryOverflow o;

@@ -116,8 +116,9 @@ constexpr int64_t kReadByDot = 1;
 // kTransposedRead (plan_shared_encodings): with a transposing read (gfx950's
 // ds_read_b64_tr_b16 / _b8), wide along the dim the encoding does not store contiguous.
 // kConversionReadByDot (plan_dot_operand_sources): the only user is the tl::dot right
-// after it, which reads the registers a K step at a time next to its instructions (as
-// kReadByDot for shared_load); the conversion itself only writes.
+// after it or in the if after it, which reads the registers a K step at a time next to
+// its instructions (as kReadByDot for shared_load); the conversion itself only writes,
+// and the barrier before the dot's reads is insert_shared_barriers'.
 constexpr int64_t kTransposedRead = 1;
 // `dot` with i1 == kAsyncDot (plan_async_dots, NVIDIA's wgmma): the dot's instructions are
 // issued and left in flight; its result may be read only through a dot_wait, and the

@@ -41,7 +41,9 @@ void count_in(ir::Block& b, Counts& c) {
   for (auto& op : b.ops) {
     if (op->op == Op::for_) ++c.loops, c.invariant_inside += invariant_conversions_inside(*op);
     if (op->op == Op::barrier) ++c.barriers;
-    else if (op->smem && op->op != Op::shared_alloc) ++c.exchanges;
+    // (a conversion read by its dot only writes: its barrier is one of the IR's)
+    else if (op->smem && op->op != Op::shared_alloc && !(op->op == Op::convert_layout && (op->i1 & ir::kConversionReadByDot)))
+      ++c.exchanges;
     for (auto& r : op->regions) count_in(*r, c);
   }
 }

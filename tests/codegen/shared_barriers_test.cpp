@@ -37,6 +37,8 @@ struct Barriers {
 void collect(const ir::Block& b, Barriers& out) {
   for (const auto& op : b.ops) {
     if (op->op == Op::barrier) ++out.in_ir, out.order += 'B';
+    // (a conversion read by its dot only writes: its barrier is one of the IR's, W)
+    else if (op->op == Op::convert_layout && (op->i1 & ir::kConversionReadByDot)) out.order += 'W';
     else if (op->smem && op->op != Op::shared_alloc) ++out.exchanges, out.order += 'X';
     if (op->op == Op::for_) out.order += 'L';
     for (const auto& r : op->regions) collect(*r, out);

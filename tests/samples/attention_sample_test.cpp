@@ -408,11 +408,15 @@ TEST(AttentionSampleAmd, CausalSmallBlocksWriteScratchWithoutWaitingForTheLastRe
       cfg.num_stages);
   auto report = nlohmann::json::parse(meta)["report"];
   EXPECT_EQ(report["conversions_shared"].get<int>(), 9);
-  EXPECT_EQ(report["lds_bytes"].get<int>(), 8192);  // two slots of 4 KiB (32x64 bf16)
-  EXPECT_EQ(report["occupancy"].get<int>(), 3);     // (by its VGPRs, as with one slot)
+  // Four slots of 4 KiB (32x64 bf16): the unrolled loop's second K^T and V, read by the
+  // dots of the if that runs that iteration, are live together (Triton takes 16 KiB too).
+  EXPECT_EQ(report["lds_bytes"].get<int>(), 16384);
+  EXPECT_EQ(report["occupancy"].get<int>(), 4);  // (124 VGPRs, and 4 workgroups' LDS)
   EXPECT_EQ(report["spill_vgpr"].get<int>(), 0);
   const std::string isa = tltest::isa_of_compiled(meta);
-  EXPECT_EQ(tltest::count(isa, "s_barrier"), 9) << isa;
+  // Q's exchange, then in each loop one barrier before each first-iteration dot and one
+  // before the if, for the second iteration's K^T and V (Triton 3.6: 6).
+  EXPECT_EQ(tltest::count(isa, "s_barrier"), 7) << isa;
 }
 
 }  // namespace
