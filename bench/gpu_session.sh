@@ -40,14 +40,14 @@ case ${PART:-1} in
   wait
   grep -ah "exit" "$OUT"/stream*.log | grep -v "exit 0$" ; echo "exit 0: $(cat "$OUT"/stream*.log | grep -ac 'exit 0$')" ;;
 2)
-  PYTHONUNBUFFERED=1 TL_TRITON_MODES=default timeout 560 python3 bench/run_attention_sample_bench.py \
+  PYTHONUNBUFFERED=1 TL_TRITON_MODES=default timeout 580 python3 bench/run_attention_sample_bench.py \
     --tl $B/tl-bench-attention-sample --out "$OUT" > "$OUT/attention.log" 2>&1; echo "attention exit $?"
   tail -30 "$OUT/attention_sample.md" 2>/dev/null ;;
 3)
   for r in 1 2 3; do mkdir -p "$OUT/act$r"; PYTHONUNBUFFERED=1 timeout 60 python3 bench/run_activation_bench.py --tl $B/tl-bench-activation --out "$OUT/act$r" > "$OUT/act$r.log" 2>&1; echo "act$r exit $?"; done
-  TL_PRINT_AUTOTUNING=1 PYTHONUNBUFFERED=1 timeout 200 python3 bench/run_moe_bench.py --tl $B/tl-bench-moe --repeats 10 --out "$OUT" > "$OUT/moe_bench.log" 2>&1; echo "moe exit $?"
+  TL_PRINT_AUTOTUNING=1 PYTHONUNBUFFERED=1 timeout 180 python3 bench/run_moe_bench.py --tl $B/tl-bench-moe --repeats 10 --out "$OUT" > "$OUT/moe_bench.log" 2>&1; echo "moe exit $?"
   (cd bench/results/sm90-2026-11-29-attention-bwd-regs/dq_staged_a && OUT=$OUT JSON=dq_staged_d64.json BENCH=$R/bench ROUNDS=3 timeout 90 python3 ../time_bwd.py . > "$OUT/dq_staged.log" 2>&1); echo "dq staged exit $?"
-  TL_PM_SIZES=8192x8192x4096 PYTHONUNBUFFERED=1 timeout 200 python3 bench/run_persistent_matmul_bench.py --tl $B/tl-bench-persistent-matmul --repeats 10 --out "$OUT" > "$OUT/pm.log" 2>&1; echo "pm exit $?"
+  TL_PM_SIZES=8192x8192x4096 PYTHONUNBUFFERED=1 timeout 150 python3 bench/run_persistent_matmul_bench.py --tl $B/tl-bench-persistent-matmul --repeats 10 --out "$OUT" > "$OUT/pm.log" 2>&1; echo "pm exit $?"
   cat "$OUT"/act*/activation.md 2>/dev/null | grep -i "swiglu\|gelu"; tail -20 "$OUT/persistent_matmul.md" 2>/dev/null ;;
 esac
 ls "$OUT"

@@ -71,6 +71,9 @@ int insert_shared_barriers(ir::Function& f, const PlanTarget& t) {
         // copy: its stage, complete at its mbarrier's wait (insert_barriers.cpp).
         if (op.i1 == ir::kTensorMapIssue) {
           out.push_back({passes::SharedAccess::copy, ranges(op.operands[0])});
+          // (and the arm of its stage's mbarrier: a read after thread 0's init, as
+          // insert_barriers.cpp models it)
+          out.push_back({passes::SharedAccess::read, ranges(op.operands[3 + op.operands[0]->type.shape.size()])});
           return;
         }
         out.push_back({passes::SharedAccess::write, ranges(op.operands[0])});

@@ -287,6 +287,12 @@ int insert_barriers(ir::Function& f) {
       // issued copies complete at the mbarrier wait of their stage)
       case Op::tensor_map_load:
         out.push_back({op.i1 == ir::kTensorMapIssue ? SharedAccess::copy : SharedAccess::write, ranges(op.operands[0])});
+        // The issuing thread arms the stage's mbarrier (arrive.expect_tx), which thread 0
+        // initialised: a read of it, so that the init is published by a barrier before the
+        // first arm (elect.sync need not choose thread 0; racecheck on the H200 reported
+        // the init and the arm as a hazard without it). Before the loop: no cost in it.
+        if (op.i1 == ir::kTensorMapIssue)
+          out.push_back({SharedAccess::read, ranges(op.operands[3 + op.operands[0]->type.shape.size()])});
         break;
       // (the mbarriers: initialised and invalidated by one thread, waited on by all; the
       // copies' arrivals are the hardware's, atomic)

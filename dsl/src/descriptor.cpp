@@ -227,9 +227,56 @@ void host_descriptor_rank_error(int rank, int param_rank, const std::source_loca
                      loc.file_name(), loc.line());
 }
 
+// Whether the scalar integer `v` is, at every launch, a multiple of `m` (a power of two up
+// to 16), as far as the trace shows: constants, products with such a value, sums and
+// differences of such values, left shifts, integer casts, tl::multiple_of hints, kernel
+// arguments the launch specialized as divisible by 16 (Triton's divisibility=16), and a
+// tl::range variable whose start and step are such values. Anything else is not known.
+bool known_multiple_of(const ir::Function& f, const Value* v, int64_t m, int depth = 0) {
+  if (depth > 64) return false;
+  const ir::Operation* d = v->def;
+  if (!d) {
+    const ir::Block* owner = v->owner;
+    if (!owner) return false;
+    if (!owner->parent)  // a kernel argument
+      return size_t(v->index) < f.arg_info.size() && f.arg_info[size_t(v->index)].divisible_by_16 && 16 % m == 0;
+    const ir::Operation* loop = owner->parent;
+    return loop->op == Op::for_ && v->index == 0 && known_multiple_of(f, loop->operands[0], m, depth + 1) &&
+           known_multiple_of(f, loop->operands[2], m, depth + 1);
+  }
+  auto opnd = [&](size_t i) { return known_multiple_of(f, d->operands[i], m, depth + 1); };
+  switch (d->op) {
+    case Op::constant: return d->i0 % m == 0;
+    case Op::mul: return opnd(0) || opnd(1);
+    case Op::add: case Op::sub: return opnd(0) && opnd(1);
+    case Op::shl: {
+      const ir::Operation* k = d->operands[1]->def;
+      return opnd(0) || (k && k->op == Op::constant && k->i0 >= 0 && k->i0 < 63 && (int64_t(1) << k->i0) % m == 0);
+    }
+    case Op::cast: return is_int(d->operands[0]->type.dtype) && opnd(0);
+    case Op::hint:
+      return opnd(0) || (HintKind(d->i0) == HintKind::multiple_of && !d->ints.empty() && d->ints[0] % m == 0);
+    default: return false;
+  }
+}
+
+// TMA takes a box whose innermost coordinate is a multiple of 16 bytes (an H200 faults
+// with CUDA_ERROR_ILLEGAL_INSTRUCTION otherwise, which ends the context:
+// bench/results/h200-2026-11-29-session16/tma_probe; Triton leaves it to the user,
+// Gluon's tutorial 04 states the rule). Where the trace cannot show that the offset is
+// such a multiple, the access takes the pointer path, right at any offset; a
+// tl::multiple_of on the offset states it.
+bool tma_inner_offset_aligned(const std::vector<index_arg>& offsets, DType e, const Loc& loc) {
+  if (offsets.empty()) return true;  // (check_offsets names the mistake)
+  const int64_t m = 16 / byte_width(e);
+  const index_arg& inner = offsets.back();
+  if (!inner.v) return inner.c % m == 0;
+  return known_multiple_of(Trace::current(loc).function(), inner.v, m);
+}
+
 Value* descriptor_load(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
                        const access_options& opts, const Loc& loc) {
-  if (d.tensor_map) {
+  if (d.tensor_map && tma_inner_offset_aligned(offsets, d.base->type.pointee, loc)) {
     const char* fn = "tensor_descriptor::load";
     check_offsets(block, offsets, fn, loc);
     const DType e = d.base->type.pointee;
@@ -263,7 +310,7 @@ void descriptor_store(const descriptor_parts& d, const Shape& block, const std::
   if (value->type.shape != block)
     throw trace_error(fmt::format("{}: the value's shape {} is not the block's {}", fn, shape_str(value->type.shape),
                                   shape_str(block)), loc);
-  if (d.tensor_map) {
+  if (d.tensor_map && tma_inner_offset_aligned(offsets, e, loc)) {
     // (the launch gave the map only where this is not -1: choose_tensor_maps)
     check_offsets(block, offsets, fn, loc);
     const int swizzle = tensor_map_swizzle_bytes(e, block);
