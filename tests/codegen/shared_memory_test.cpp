@@ -145,6 +145,38 @@ TEST(SharedMemoryAllocator, ScratchTakesTwoSlotsWhereALoopExchangesTwiceAndOccup
   }
 }
 
+// A conversion read by its dot (kConversionReadByDot) keeps its scratch until the dot,
+// which may come after other exchanges (the pipeliner's loop unrolled in two converts the
+// second iteration's K^T and V before the if that runs it): those take other bytes. Where
+// the loop exchanges twice and half the waves' workgroups still fit (gfx942, 4 KiB uses at
+// 4 waves), the uses spread over twice the slots, each in the next one no live use holds:
+// 0, 1, 2, 3, then 0 again where the first is dead. Else (sm_90: not said) the two slots
+// the live uses need, and nothing more.
+TEST(SharedMemoryAllocator, ScratchReadByALaterDotLivesUntilItInASlotOfItsOwn) {
+  for (const char* target : {"gfx942", "sm_90"}) {
+    SCOPED_TRACE(target);
+    Program p;
+    p.f.num_warps = 4;
+    const int64_t bytes = 64 * 64;  // 64x16 f32
+    ir::Operation& loop = p.open_loop(20);
+    std::vector<const ir::Operation*> uses;
+    for (int pair = 0; pair < 2; ++pair) {
+      const ir::Operation* first = convert_through_shared(p, 64);
+      const_cast<ir::Operation*>(first)->i1 |= ir::kConversionReadByDot;
+      uses.push_back(first);
+      uses.push_back(convert_through_shared(p, 64));
+      p.b.create1(Op::neg, {first->results[0].get()}, first->results[0]->type, at(7));  // (its reader)
+    }
+    p.close(loop);
+    auto plan = p.plan(target);
+    ASSERT_FALSE(plan.overflow.has_value());
+    const bool spread = std::string(target) == "gfx942";
+    for (int k = 0; k < 4; ++k)
+      EXPECT_EQ(plan.scratch_at.at(uses[size_t(k)]), spread ? k * bytes : (k % 2) * bytes) << k;
+    EXPECT_EQ(plan.scratch_bytes, (spread ? 4 : 2) * bytes);
+  }
+}
+
 // The scratch region (conversions through shared memory, cross-warp reductions) goes
 // above the buffers live where an op uses it, and only those: a conversion before a
 // buffer is allocated may use the buffer's bytes (a hand-staged kernel converting its Q
