@@ -271,8 +271,12 @@ void run_job(const Record& job) {
   try {
     inject_test_fault();
     const ir::SrcLoc where{g_fatal_file.c_str(), g_fatal_line};
-    CodeObject c = emit_bitcode(target, options_from(j.at("options")), j.at("module").get<std::string>(), job.binary,
-                                j.at("state").get<std::string>(), kernel, where);
+    LoweredKernel lowered;
+    lowered.module_name = j.at("module").get<std::string>();
+    lowered.bitcode = job.binary;
+    lowered.state = j.at("state").get<std::string>();
+    lowered.name_counters = j.at("names").get<std::vector<std::pair<std::string, unsigned>>>();
+    CodeObject c = emit_bitcode(target, options_from(j.at("options")), lowered, kernel, where);
     send_record(g_socket, 'O', encode(c), std::string(c.binary.begin(), c.binary.end()));
   } catch (const trace_error& e) {
     send_record(g_socket, 'E', error_json("trace", bare_message(e), e.file(), e.line()));
@@ -563,6 +567,7 @@ CodeObject compile_in_worker(ir::Function& f, const TargetDesc& target, const Co
                                          {"options", options_json(opts)},
                                          {"module", lowered.module_name},
                                          {"state", lowered.state},
+                                         {"names", lowered.name_counters},
                                          {"env", env}}
                               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const double timeout = timeout_seconds();

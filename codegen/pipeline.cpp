@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <llvm/Bitcode/BitcodeReader.h>
 #include <llvm/Bitcode/BitcodeWriter.h>
+#include <llvm/IR/BasicBlock.h>
+#include <llvm/IR/Function.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <llvm/Support/MemoryBufferRef.h>
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -441,6 +444,43 @@ CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptio
   return out;
 }
 
+namespace {
+
+// LLVM names a value whose name is taken by appending a number from a counter of its
+// function's symbol table, which counts every such clash in the function's life, those of
+// values the lowering made and dropped too. A module read back from bitcode starts the
+// counter at 0, so that the middle end would number the names it makes ("%.not7",
+// "%.reass256") otherwise than in process: the same code (names do not reach it), another
+// LLVM IR text in the cache entry. The counter is read by one clash of a probe block (the
+// module is not used after), and wound forward in the worker by as many.
+constexpr const char* kNameProbe = "tl.name.probe";
+
+std::vector<std::pair<std::string, unsigned>> name_counters(llvm::Module& m) {
+  std::vector<std::pair<std::string, unsigned>> counters;
+  for (llvm::Function& fn : m) {
+    if (fn.isDeclaration()) continue;
+    llvm::BasicBlock* a = llvm::BasicBlock::Create(m.getContext(), kNameProbe, &fn);
+    llvm::BasicBlock* b = llvm::BasicBlock::Create(m.getContext(), kNameProbe, &fn);
+    const unsigned clash = unsigned(std::stoul(b->getName().substr(std::strlen(kNameProbe)).str()));
+    counters.emplace_back(fn.getName().str(), clash - 1);
+    b->eraseFromParent();
+    a->eraseFromParent();
+  }
+  return counters;
+}
+
+void wind_name_counters(llvm::Module& m, const std::vector<std::pair<std::string, unsigned>>& counters) {
+  for (const auto& [name, count] : counters) {
+    llvm::Function* fn = m.getFunction(name);
+    if (!fn || count == 0) continue;
+    std::vector<llvm::BasicBlock*> probes;
+    for (unsigned i = 0; i <= count; ++i) probes.push_back(llvm::BasicBlock::Create(m.getContext(), kNameProbe, fn));
+    for (llvm::BasicBlock* b : probes) b->eraseFromParent();
+  }
+}
+
+}  // namespace
+
 LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   PhaseProfile profile;
   LoweredKernel out;
@@ -455,10 +495,10 @@ LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const 
     PhaseTimer t(kPhaseLowering);
     backend->lower(lowered, module, opts);
     dump("lowering", module);
-    // (The bitcode's writing is the lowering's last step; its reading, in the worker, the
-    // middle end's first.)
+    // (The bitcode's writing is the lowering's last step.)
     llvm::raw_string_ostream os(out.bitcode);
     llvm::WriteBitcodeToFile(module, os, /*ShouldPreserveUseListOrder=*/true);
+    out.name_counters = name_counters(module);
   });
   out.module_name = module.getModuleIdentifier();
   out.state = backend->lowering_state();
@@ -469,9 +509,8 @@ LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const 
   return out;
 }
 
-CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, const std::string& module_name,
-                        const std::string& bitcode, const std::string& state, const std::string& kernel,
-                        const ir::SrcLoc& where) {
+CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, const LoweredKernel& lowered,
+                        const std::string& kernel, const ir::SrcLoc& where) {
   PhaseProfile profile;
   CodeObject out;
   auto backend = make_target(target);
@@ -479,12 +518,17 @@ CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, co
   std::unique_ptr<llvm::Module> module;
   with_llvm_diagnostics(context, kernel, where, [&] {
     {
+      // The middle end's first step: the module read back, and the target machine it is
+      // emitted with (made here at a worker's first job for the target, as lower() makes
+      // it in process).
       PhaseTimer t(kPhaseMiddleEnd);
-      auto read = llvm::parseBitcodeFile(llvm::MemoryBufferRef(llvm::StringRef(bitcode), module_name), context);
+      auto read = llvm::parseBitcodeFile(
+          llvm::MemoryBufferRef(llvm::StringRef(lowered.bitcode), lowered.module_name), context);
       if (!read) throw compile_error("the compile worker cannot read the kernel's bitcode: " + llvm::toString(read.takeError()));
       module = std::move(*read);
+      wind_name_counters(*module, lowered.name_counters);
+      backend->restore_lowering_state(lowered.state, opts);
     }
-    backend->restore_lowering_state(state, opts);
     backend->emit(*module, opts, out);
   });
   dump("LLVM optimization", *module);

@@ -120,14 +120,16 @@ struct LoweredKernel {
   std::string module_name;
   std::string bitcode;
   std::string state;      // Target::lowering_state
+  // Each defined function's count of the name clashes LLVM numbered so far (pipeline.cpp,
+  // name_counters), which bitcode does not keep.
+  std::vector<std::pair<std::string, unsigned>> name_counters;
   std::vector<std::pair<std::string, double>> phases;  // of this half
 };
 LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
-// `kernel` and `where` name the kernel in LLVM's errors. The result's phase_ms are this
-// half's.
-CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, const std::string& module_name,
-                        const std::string& bitcode, const std::string& state, const std::string& kernel,
-                        const ir::SrcLoc& where);
+// `lowered`: module_name, bitcode, state and name_counters. `kernel` and `where` name the
+// kernel in LLVM's errors. The result's phase_ms are this half's.
+CodeObject emit_bitcode(const TargetDesc& target, const CompileOptions& opts, const LoweredKernel& lowered,
+                        const std::string& kernel, const ir::SrcLoc& where);
 CodeObject join_halves(LoweredKernel lowered, CodeObject emitted, double compile_ms);
 // The program as the lowering for `target` receives it: `f` after the tile passes, and on
 // GPU targets a copy after the GPU middle end (layouts, conversions, dot plans in the IR).
