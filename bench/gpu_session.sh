@@ -12,6 +12,8 @@
 #   PART=3  timing, one thing at a time: the activation bench three times (medians of medians),
 #           the MoE bench, dQ with its A operands staged (issue 42's experiment), then the
 #           persistent matmul (tutorial 09) at one size.
+#   PART=4  a second bundle's check: the TMA, attention, MoE and compile-worker tests at once,
+#           the TMA probe's second run, then the MoE bench alone (MOE_S seconds).
 # On a host with more GPUs the streams of PART=1 still share GPU 0 (correctness only).
 # Logs and JSON go to $OUT.   Usage (device tool, carry .bundle):  PART=1 OUT=$OUT bash bench/gpu_session.sh
 set -uo pipefail
@@ -21,7 +23,7 @@ R=$PWD
 export CUDA_VISIBLE_DEVICES=0
 t() { local limit=$1 name=$2; shift 2; echo "== $name $*"; timeout "$limit" "$B/$name" --gtest_brief=1 "$@" 2>&1 | tail -60; echo "$name $* exit ${PIPESTATUS[0]}"; }
 SAN=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
-san() { local tool=$1 bin=$2 filter=$3; echo "== $tool $bin $filter"; timeout 150 "$SAN" --tool "$tool" --error-exitcode 99 "$B/$bin" --gtest_brief=1 --gtest_filter="$filter" 2>&1 | tail -8; echo "$tool $bin $filter exit ${PIPESTATUS[0]}"; }
+san() { local tool=$1 bin=$2 filter=$3; echo "== $tool $bin $filter"; timeout ${SAN_S:-150} "$SAN" --tool "$tool" --error-exitcode 99 "$B/$bin" --gtest_brief=1 --gtest_filter="$filter" 2>&1 | tail -8; echo "$tool $bin $filter exit ${PIPESTATUS[0]}"; }
 case ${PART:-1} in
 1)
   { t 120 conformance_test --gtest_filter='Tutorial09.*'; t 120 descriptor_test; t 60 tensor_map_test
@@ -49,5 +51,19 @@ case ${PART:-1} in
   (cd bench/results/sm90-2026-11-29-attention-bwd-regs/dq_staged_a && OUT=$OUT JSON=dq_staged_d64.json BENCH=$R/bench ROUNDS=3 timeout 90 python3 ../time_bwd.py . > "$OUT/dq_staged.log" 2>&1); echo "dq staged exit $?"
   TL_PM_SIZES=8192x8192x4096 PYTHONUNBUFFERED=1 timeout 150 python3 bench/run_persistent_matmul_bench.py --tl $B/tl-bench-persistent-matmul --repeats 10 --out "$OUT" > "$OUT/pm.log" 2>&1; echo "pm exit $?"
   cat "$OUT"/act*/activation.md 2>/dev/null | grep -i "swiglu\|gelu"; tail -20 "$OUT/persistent_matmul.md" 2>/dev/null ;;
+4)
+  # A session's second bundle: its fixes' tests at once (correctness only), then the MoE
+  # bench alone with what is left of the ten minutes.
+  { t 150 tma_descriptor_test; t 60 tensor_map_test; t 120 conformance_test --gtest_filter='Tutorial09.*'
+    san racecheck tma_descriptor_test TmaDescriptor.PipelinedBoxesSummedAcrossARow
+    (cd bench/results/h200-2026-11-29-session16/tma_probe && PROBE=2 timeout 60 python3 tma_probe.py)
+    t 60 compile_worker_test; t 90 warpgroup_dot_test; t 60 attention_test; } > "$OUT/stream1.log" 2>&1 &
+  { t 240 attention_sample_test; t 150 moe_test; t 60 dot_scaled_test; } > "$OUT/stream2.log" 2>&1 &
+  { SAN_S=280 san racecheck attention_sample_test AttentionSample.BackwardAtTheBenchConfigurations; } > "$OUT/stream3.log" 2>&1 &
+  wait
+  grep -ah "exit" "$OUT"/stream*.log | grep -v "exit 0$"; echo "exit 0: $(cat "$OUT"/stream*.log | grep -ac 'exit 0$')"
+  grep -a "corner" "$OUT/stream1.log"
+  PYTHONUNBUFFERED=1 timeout ${MOE_S:-240} python3 bench/run_moe_bench.py --tl $B/tl-bench-moe --repeats 10 --out "$OUT" > "$OUT/moe_bench.log" 2>&1; echo "moe exit $?"
+  tail -20 "$OUT/moe.md" 2>/dev/null ;;
 esac
 ls "$OUT"
