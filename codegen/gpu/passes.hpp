@@ -129,7 +129,8 @@ void plan_exchange_encoding(ir::Operation& conv, const PlanTarget& t);
 // Warpgroup dots in a pipelined loop whose buffers have a stage to spare (the pipeliner
 // gave them num_stages + 1) run asynchronously: marked ir::kAsyncDot, followed by a
 // dot_wait leaving one group in flight (Triton's wait(1)), and waited for fully after the
-// loop. Returns the async dots.
+// loop; as many of a loop's as a thread's registers hold with them in flight
+// (register_pressure.hpp). Returns the async dots.
 int plan_async_dots(ir::Function& f, const PlanTarget& t, int num_stages);
 
 // Records on every global_load_to_shared its copy layout (Operation::layout) and plan

@@ -29,6 +29,7 @@
 #include "codegen/gpu/dot_layout.hpp"
 #include "codegen/gpu/dot_operand_source.hpp"
 #include "codegen/gpu/passes.hpp"
+#include "codegen/gpu/register_pressure.hpp"
 #include "codegen/gpu/warpgroup_dot.hpp"
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
@@ -52,33 +53,6 @@ int64_t tile_bytes(const ir::Type& t) { return t.numel() * byte_width(t.dtype) *
 int fastest_dim(const Layout& l) {
   if (l.reg.empty() || !l.reg[0] || (l.reg[0] & (l.reg[0] - 1))) return -1;
   return dim_of_bit(l.shape, __builtin_ctz(l.reg[0]));
-}
-
-// 32-bit registers a thread holds of `v` (distinct elements of its layout).
-int64_t registers_of(const ir::Value* v) {
-  if (!v->layout || v->rematerialized) return 0;
-  const Layout& l = *v->layout;
-  int64_t elements = l.num_regs() >> __builtin_popcount(l.duplicate_reg_mask());
-  return (elements * std::max(1, bit_width(v->type.dtype)) + 31) / 32;
-}
-
-// What a loop keeps in registers from one iteration to the next: its carried tiles and
-// the tiles from before it that it reads (attention's Q operand).
-int64_t carried_registers(ir::Operation& loop) {
-  ir::Block& body = *loop.regions[0];
-  int64_t n = 0;
-  for (auto& a : body.args) n += registers_of(a.get());
-  std::unordered_set<const ir::Value*> inside, live_in;
-  ir::walk(body, [&](ir::Operation& op) {
-    for (auto& r : op.results) inside.insert(r.get());
-    for (auto& r : op.regions)
-      for (auto& a : r->args) inside.insert(a.get());
-  });
-  ir::walk(body, [&](ir::Operation& op) {
-    for (const ir::Value* v : op.operands)
-      if (!inside.count(v) && v->owner != &body && live_in.insert(v).second) n += registers_of(v);
-  });
-  return n;
 }
 
 void erase(ir::Operation& op) {
