@@ -12,7 +12,8 @@
 #   PART=3  timing, one thing at a time: the activation bench three times (medians of medians),
 #           the MoE bench, dQ with its A operands staged (issue 42's experiment), then the
 #           persistent matmul (tutorial 09) at one size.
-#   PART=4  a second bundle's check: the TMA, attention, MoE and compile-worker tests at once,
+#   PART=4  a second bundle's check: the TMA, attention, MoE and compile-worker tests at once
+#           (racecheck and memcheck of the attention backward beside them),
 #           the TMA probe's second run, then the MoE bench alone (MOE_S seconds).
 # On a host with more GPUs the streams of PART=1 still share GPU 0 (correctness only).
 # Logs and JSON go to $OUT.   Usage (device tool, carry .bundle):  PART=1 OUT=$OUT bash bench/gpu_session.sh
@@ -60,6 +61,7 @@ case ${PART:-1} in
     t 60 compile_worker_test; t 90 warpgroup_dot_test; t 60 attention_test; } > "$OUT/stream1.log" 2>&1 &
   { t 240 attention_sample_test; t 150 moe_test; t 60 dot_scaled_test; } > "$OUT/stream2.log" 2>&1 &
   { SAN_S=280 san racecheck attention_sample_test AttentionSample.BackwardAtTheBenchConfigurations; } > "$OUT/stream3.log" 2>&1 &
+  { SAN_S=280 san memcheck attention_sample_test AttentionSample.BackwardAtTheBenchConfigurations; } > "$OUT/stream4.log" 2>&1 &
   wait
   grep -ah "exit" "$OUT"/stream*.log | grep -v "exit 0$"; echo "exit 0: $(cat "$OUT"/stream*.log | grep -ac 'exit 0$')"
   grep -a "corner" "$OUT/stream1.log"
