@@ -318,10 +318,28 @@ void descriptor_store(const descriptor_parts& d, const Shape& block, const std::
     Value* buf = tr.emit1(Op::shared_alloc, {}, ir::Type::shared_buffer(e, block, 1), loc);
     buf->def->shared = tensor_map_encoding(e, block, swizzle);
     Value* stage = constant(DType::i32, 0, 0, loc);
-    shared_store(buf, stage, value, loc);
     std::vector<Value*> operands{buf, stage, d.tensor_map};
-    for (size_t i = 0; i < offsets.size(); ++i) operands.push_back(scalar_index(offsets[i], DType::i32, fn, "offsets", i, loc));
+    // A TMA store only where the box starts inside the shape; else the masked store below,
+    // chosen at run time (the condition is one per program). On the H200 the stores of
+    // boxes starting inside ran right (tutorial 09's ragged edges: the part past the shape
+    // is not written), and tma_descriptor_test's stores at (-10, 64), (100, 0) and
+    // (16, -20) faulted with an illegal instruction: which of the negative start and the
+    // wholly outside box TMA refuses was not told apart (bench/results/h200-2026-11-29-session16).
+    Value* inside = nullptr;
+    for (size_t i = 0; i < offsets.size(); ++i) {
+      Value* c = scalar_index(offsets[i], DType::i32, fn, "offsets", i, loc);
+      operands.push_back(c);
+      Value* in = binary(Op::band, compare(CmpPred::ge, c, constant(DType::i32, 0, 0, loc), loc),
+                         compare(CmpPred::lt, c, d.shape[i], loc), loc);
+      inside = inside ? binary(Op::band, inside, in, loc) : in;
+    }
+    begin_if(inside, loc);
+    shared_store(buf, stage, value, loc);
     tr.emit(Op::tensor_map_store, std::move(operands), loc);
+    begin_else();
+    BlockAccess a = block_access(d, block, offsets, fn, loc);
+    buffer_store(a.base, a.offsets, value, a.mask, opts, loc);
+    end_if();
     return;
   }
   BlockAccess a = block_access(d, block, offsets, fn, loc);
