@@ -84,6 +84,9 @@ namespace {
 
 // The target-independent passes before the pipeliner, in place on `f`.
 void run_passes_before_pipelining(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
+  // (The tracer has put the ops in their canonical order, passes::order_canonically: one
+  // order whatever compiler built the user's C++. Trace::finish runs it, so that the cache
+  // key is hashed from that order too.)
   dump("tracing", f);
   ir::verify(f);
 

@@ -86,11 +86,16 @@ Values convert_within_warp(Lowerer& L, const WarpShufflePlan& p, const Values& v
   auto& b = L.b;
   llvm::Value* lane = L.lane_id();
   llvm::Value* warp = L.warp_id();
+  // (Each operand emitted in a statement of its own, the warp's bits first: as arguments
+  // of one call they were emitted in the host compiler's order, GCC's warp first, clang's
+  // lane first, and a clang-built tl made other code.)
   // as a sender: which part of the sent register this lane's and warp's bits pick
-  llvm::Value* sx = b.CreateXor(emit_apply(b, p.send_map, lane), emit_apply(b, p.warp_reg, warp));
+  llvm::Value* send_warp = emit_apply(b, p.warp_reg, warp);
+  llvm::Value* sx = b.CreateXor(emit_apply(b, p.send_map, lane), send_warp);
   std::vector<llvm::Value*> send_bits = pivot_bits(b, p.send_pivot, sx);
   // as a receiver: the source lane (less the per-register constant) and which shuffle to keep
-  llvm::Value* from = b.CreateXor(emit_apply(b, p.lane_map, lane), emit_apply(b, p.warp_lane, warp));
+  llvm::Value* from_warp = emit_apply(b, p.warp_lane, warp);
+  llvm::Value* from = b.CreateXor(emit_apply(b, p.lane_map, lane), from_warp);
   std::vector<llvm::Value*> recv_bits = pivot_bits(b, p.recv_pivot, emit_apply(b, p.recv_map, lane));
   std::vector<uint32_t> units;  // shuffle k's bits, for the receiver's select tree
   for (size_t i = 0; i < p.recv_basis.size(); ++i) units.push_back(1u << i);

@@ -10,6 +10,15 @@
 
 namespace tl::passes {
 
+// Orders the ops of each statement the tracer recorded (the ops a store or a variable's
+// value is computed from, traced from its line on) by their data flow, so that a traced
+// program is one program whatever order the host compiler evaluated a call's arguments in
+// (codegen/passes/canonical_order.cpp). `same_call`: whether two ops were traced by one
+// call (the tracer knows the column too); null: the same file and line. Returns whether
+// anything moved.
+using SameCall = std::function<bool(const ir::Operation&, const ir::Operation&)>;
+bool order_canonically(ir::Function& f, const SameCall& same_call = nullptr);
+
 // Removes ops whose results are unused and that have no side effects.
 void eliminate_dead_code(ir::Function& f);
 // Merges identical side-effect-free ops (same op, operands, attributes and type).

@@ -11,13 +11,16 @@
 
 #include "codegen/ir/builder.hpp"
 #include "codegen/ir/op_properties.hpp"
+#include "codegen/passes/passes.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <exception>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -48,6 +51,35 @@ Ghosts& ghosts() {
   return *g;
 }
 bool is_ghost(const ir::Value* v) { return v && !v->def && !v->owner; }
+
+// When each tile object was made, during a trace: a loop carries the cells its body
+// touched, and a branch gives those it assigned, in the order they were made (the C++
+// variables' declarations, which C++ sequences), not the order the body first touched
+// them, which follows the host compiler's evaluation of a call's arguments
+// (`acc + tl::dot(tl::load(a), tl::load(b))` touches acc first built by clang, b first
+// built by GCC). Keyed by address: an object's entry goes with it (~TileBase).
+struct Births {
+  std::unordered_map<const TileBase*, uint64_t> of;
+  uint64_t next = 0;
+};
+thread_local Births g_births;
+void born(const TileBase* c) {
+  if (g_trace) g_births.of[c] = g_births.next++;
+}
+uint64_t birth(const TileBase* c) {
+  auto it = g_births.of.find(c);
+  return it == g_births.of.end() ? UINT64_MAX : it->second;
+}
+// The column each op was traced from (ir::SrcLoc keeps the line): ops of one call share
+// it, which the canonical order (Trace::finish) tells a call's own ops by.
+thread_local std::unordered_map<const ir::Operation*, unsigned> g_columns;
+
+// `cells` in the order their tiles were made (those made outside any trace last, as they
+// were).
+void order_by_birth(std::vector<CellEntry>& cells) {
+  std::stable_sort(cells.begin(), cells.end(),
+                   [](const CellEntry& a, const CellEntry& b) { return birth(a.cell) < birth(b.cell); });
+}
 }  // namespace
 
 // What TileBase::get gives for a tile that was never given a value (see there): a value
@@ -100,6 +132,7 @@ Trace::~Trace() {
     }
   }
   g_trace = previous_;
+  if (!g_trace) g_columns.clear();  // (ops of traces that threw)
 }
 
 void Trace::forget(TileBase* cell) {
@@ -122,6 +155,17 @@ std::unique_ptr<ir::Function> Trace::finish() {
                       "return or goto), which a traced body cannot do; use a mask or tl::if_",
                       at.file, at.line);
   }
+  // The op order the host compiler's evaluation of the user's expressions gave, made one
+  // order whatever the compiler (C++ leaves the order of a call's arguments open), before
+  // anything hashes or compiles the program.
+  auto column = [](const ir::Operation& op) {
+    auto it = g_columns.find(&op);
+    return it == g_columns.end() ? 0u : it->second;
+  };
+  passes::order_canonically(*fn_, [&](const ir::Operation& a, const ir::Operation& b) {
+    return a.loc.line == b.loc.line && column(a) == column(b) && std::string_view(a.loc.file) == b.loc.file;
+  });
+  ir::walk(fn_->body, [](ir::Operation& op) { g_columns.erase(&op); });
   return std::move(fn_);
 }
 
@@ -156,6 +200,7 @@ ir::Operation* Trace::emit(Op op, std::vector<ir::Value*> operands, const Loc& l
   o->operands = std::move(operands);
   o->parent = block_;
   o->loc = {loc.file_name(), loc.line()};
+  g_columns[o.get()] = loc.column();
   block_->ops.push_back(std::move(o));
   return block_->ops.back().get();
 }
@@ -245,10 +290,12 @@ ir::Value* Trace::add_argument(ir::Type t, std::string name, bool divisible_by_1
 // --------------------------------------------------------------------- cells
 
 TileBase::TileBase() {
+  born(this);
   if (Trace* t = Trace::current_or_null()) level_ = t->depth();
 }
 
 TileBase::TileBase(ir::Value* v) : v_(v) {
+  born(this);
   if (Trace* t = Trace::current_or_null()) {
     level_ = t->depth();
     if (v_) t->track(this);
@@ -256,6 +303,7 @@ TileBase::TileBase(ir::Value* v) : v_(v) {
 }
 
 TileBase::TileBase(const TileBase& o) : v_(o.v_ ? o.get() : nullptr) {
+  born(this);
   if (Trace* t = Trace::current_or_null()) {
     level_ = t->depth();
     if (v_) t->track(this);
@@ -268,6 +316,7 @@ TileBase& TileBase::operator=(const TileBase& o) {
 }
 
 TileBase::~TileBase() {
+  if (!g_births.of.empty()) g_births.of.erase(this);
   Trace* t = Trace::current_or_null();
   if (t) t->forget(this);
   if (!t || level_ == 0 || level_ == kStale) return;
@@ -424,6 +473,7 @@ void end_for() {
   Trace& t = Trace::current(Loc::current());
   Frame f = std::move(t.frames().back());
   t.frames().pop_back();
+  order_by_birth(f.cells);
   ir::Operation* loop = f.op;
   ir::Block* body = loop->regions[0].get();
   Loc loop_loc = Loc::current();
@@ -451,7 +501,7 @@ void end_for() {
     operands.push_back(e.init);
     carried.push_back(e);
   }
-  // Keep the block arguments of carried cells, in the order they were first touched.
+  // Keep the block arguments of carried cells, in the order the cells were made.
   for (auto& e : carried)
     for (auto& a : body->args)
       if (a.get() == e.entry) kept_args.push_back(std::move(a));
@@ -517,6 +567,7 @@ void end_while() {
   Trace& t = Trace::current(Loc::current());
   Frame f = std::move(t.frames().back());
   t.frames().pop_back();
+  order_by_birth(f.cells);
   ir::Operation* loop = f.op;
   ir::Block* before = loop->regions[0].get();
   ir::Block* after = loop->regions[1].get();
@@ -545,7 +596,7 @@ void end_while() {
     body_yields.push_back(body_end);
     carried.push_back(e);
   }
-  // Keep the block arguments of carried cells, in the order they were first touched.
+  // Keep the block arguments of carried cells, in the order the cells were made.
   auto keep = [&](ir::Block* b, bool body) {
     std::vector<std::unique_ptr<ir::Value>> kept;
     for (auto& e : carried)
@@ -598,6 +649,7 @@ void end_if() {
   Trace& t = Trace::current(Loc::current());
   Frame f = std::move(t.frames().back());
   t.frames().pop_back();
+  order_by_birth(f.cells);
   ir::Operation* op = f.op;
   std::vector<ir::Value*> then_yields, else_yields;
   std::vector<TileBase*> changed;

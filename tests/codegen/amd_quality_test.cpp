@@ -37,33 +37,20 @@ TEST_P(AmdQuality, MatchesDoubleReferenceOnCpu) {
   EXPECT_EQ(r.error, "") << c.name;
 }
 
-// The record is of kernels traced by a GCC-built tl and suite. C++ leaves the order in
-// which an overloaded operator's operands (and a call's arguments) are evaluated to the
-// compiler, and the traced program's op order follows it: GCC 12 and clang 22 evaluate
-// them in different orders, and the same kernel can then take other VGPRs (the
-// tutorial matmul 64x64x32 on gfx950: 44 built by GCC, 50 by clang; cross_entropy on
-// gfx942: 28 and 36). Until tracing gives one op order whatever the compiler, the record
-// binds GCC builds (tools/test.sh); a clang build (the ASan job) checks the rest.
-#if defined(__clang__)
-constexpr bool kRecordIsOfThisCompiler = false;
-#else
-constexpr bool kRecordIsOfThisCompiler = true;
-#endif
-
+// The record binds every build, GCC's and clang's alike: the traced program does not
+// depend on the order the host compiler evaluates a call's arguments in (the tracer's
+// canonical op order, codegen/passes/canonical_order.cpp), so the same kernel is the same
+// code whatever built tl and this suite.
 void expect_at_most_recorded(const amd_quality::Case& c, const std::string& arch) {
   auto rec = ceiling(arch);
   ASSERT_TRUE(rec.contains(c.name)) << c.name << " has no recorded " << arch
                                     << " VGPR count in bench/amd_quality/vgpr_ceiling.json";
   auto meta = nlohmann::json::parse(c.compile(arch));
   int vgpr = meta["report"]["vgpr"].get<int>(), recorded = rec[c.name].get<int>();
-  if (kRecordIsOfThisCompiler)
-    EXPECT_LE(vgpr, recorded) << c.name << ": " << vgpr << " VGPRs on " << arch << ", recorded " << recorded;
-  else if (vgpr > recorded)
-    std::cout << c.name << ": " << vgpr << " VGPRs on " << arch << " built by clang, recorded " << recorded
-              << " built by GCC (the record binds GCC builds)\n";
+  EXPECT_LE(vgpr, recorded) << c.name << ": " << vgpr << " VGPRs on " << arch << ", recorded " << recorded;
   EXPECT_EQ(meta["report"]["spill_vgpr"].get<int>(), 0) << c.name;
   EXPECT_EQ(meta["report"]["spill_sgpr"].get<int>(), 0) << c.name;
-  if (kRecordIsOfThisCompiler && vgpr < recorded)
+  if (vgpr < recorded)
     std::cout << c.name << ": " << vgpr << " VGPRs on " << arch << ", under the recorded " << recorded
               << ": lower the record\n";
   // The kernel descriptor reserves more VGPRs than .vgpr_count says (LLVM pads
@@ -101,7 +88,7 @@ TEST(AmdQualityIssue39, Gfx942AtOrUnderTritonsVgprsSpillsAndBarriers) {
     const std::string meta = it->compile("gfx942");
     const auto rep = nlohmann::json::parse(meta)["report"];
     EXPECT_EQ(rep["spill_vgpr"].get<int>() + rep["spill_sgpr"].get<int>(), 0) << w.name;
-    if (kRecordIsOfThisCompiler) EXPECT_LE(rep["vgpr"].get<int>(), w.triton_vgpr) << w.name;
+    EXPECT_LE(rep["vgpr"].get<int>(), w.triton_vgpr) << w.name;
     EXPECT_EQ(tltest::count(tltest::isa_of_compiled(meta), "s_barrier"), w.barriers) << w.name;
   }
 }
