@@ -203,6 +203,7 @@ CodeObject decode(const std::string& json, const std::string& binary) {
 constexpr int kIdleExit = 75;
 
 int g_socket = -1;
+bool g_is_worker = false;  // this process is a compile worker
 std::string g_fatal_prefix;  // "kernel 'k': LLVM failed fatally compiling it for gfx942"
 std::string g_fatal_file;
 unsigned g_fatal_line = 0;
@@ -383,6 +384,7 @@ Worker spawn_worker(const std::string& kernel, const std::string& file, unsigned
       // The worker: this thread alone. The guard's copy is never touched again (its
       // owner's thread id is the application's); the worker compiles without it.
       guard.release();
+      g_is_worker = true;
       ::dup2(err[1], STDERR_FILENO);
       ::dup2(err[1], STDOUT_FILENO);
       // Only its socket and stdio stay open: another worker's socket held here would keep
@@ -536,8 +538,26 @@ Outcome run_on(Worker& w, const std::string& job, const std::string& bitcode,
 
 }  // namespace
 
+namespace {
+thread_local int t_llvm_guards = 0;  // this thread's InProcessLlvmGuards alive
+}  // namespace
+
+InProcessLlvmGuard::InProcessLlvmGuard() {
+  // (std::shared_mutex may not be locked twice by one thread, even shared. A worker never
+  // forks, and its copy of the guard is its forker's, held: it takes none.)
+  if (t_llvm_guards++ == 0 && !g_is_worker) {
+    fork_guard().lock_shared();
+    owner_ = true;
+  }
+}
+
+InProcessLlvmGuard::~InProcessLlvmGuard() {
+  --t_llvm_guards;
+  if (owner_) fork_guard().unlock_shared();
+}
+
 CodeObject compile_in_process(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
-  std::shared_lock guard(fork_guard());
+  InProcessLlvmGuard guard;
   return compile(f, target, opts);
 }
 
@@ -548,7 +568,7 @@ CodeObject compile_in_worker(ir::Function& f, const TargetDesc& target, const Co
   // a tl::error is a compile_error naming the kernel, as from the worker.
   LoweredKernel lowered;
   {
-    std::shared_lock guard(fork_guard());
+    InProcessLlvmGuard guard;
     try {
       lowered = lower_to_bitcode(f, target, opts);
     } catch (const tl::error&) {

@@ -46,6 +46,7 @@
 #include <shared_mutex>
 #include <thread>
 
+#include "codegen/compile_worker.hpp"
 #include "codegen/cpu/limits.hpp"
 #include "runtime/device.hpp"
 #include "tl/error.hpp"
@@ -373,6 +374,7 @@ class Jit {
   };
 
   Loaded load(const codegen::CodeObject& code) {
+    codegen::InProcessLlvmGuard llvm_guard;  // (no compile worker forked meanwhile)
     std::lock_guard lock(m_);
     auto& es = jit_->getExecutionSession();
     std::string name = fmt::format("{}#{}", code.kernel_symbol, counter_++);
@@ -409,12 +411,14 @@ class Jit {
   }
 
   void unload(llvm::orc::JITDylib* dylib) {
+    codegen::InProcessLlvmGuard llvm_guard;
     std::lock_guard lock(m_);
     llvm::consumeError(jit_->getExecutionSession().removeJITDylib(*dylib));
   }
 
  private:
   Jit() {
+    codegen::InProcessLlvmGuard llvm_guard;
     llvm::InitializeNativeTarget();
     llvm::InitializeNativeTargetAsmPrinter();
     auto j = llvm::orc::LLJITBuilder().create();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "codegen/amdgpu/code_object.hpp"
+#include "codegen/compile_worker.hpp"
 
 namespace tl::amd {
 namespace {
@@ -67,6 +68,8 @@ bool bind(Comgr& c, F& fn, const char* name) {
 const Comgr& comgr() {
   static Comgr c;
   static std::once_flag once;
+  // (comgr's loading, its queries and links: no compile worker forked meanwhile)
+  codegen::InProcessLlvmGuard guard;
   std::call_once(once, [] {
     // TL_COMGR_PATH lets a user point at a specific ROCm install's library.
     static const char* names[] = {"libamd_comgr.so.3", "libamd_comgr.so.2", "libamd_comgr.so",
@@ -187,6 +190,7 @@ bool comgr_knows_isa(const std::string& isa_name, std::string* why) {
     msg = c.load_error;
     return false;
   }
+  codegen::InProcessLlvmGuard guard;
   std::lock_guard<std::mutex> lock(comgr_mutex);
   return knows_isa_locked(c, isa_name, msg);
 }
@@ -202,6 +206,7 @@ std::optional<std::vector<uint8_t>> link_hsaco_with_comgr(const std::vector<uint
     msg = c.load_error;
     return std::nullopt;
   }
+  codegen::InProcessLlvmGuard guard;
   std::lock_guard<std::mutex> lock(comgr_mutex);
 
   // Ask first whether comgr knows the ISA: old releases print nothing useful when it
