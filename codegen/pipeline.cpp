@@ -411,36 +411,48 @@ std::unique_ptr<ir::Function> planned_program(ir::Function& f, const TargetDesc&
   return planned ? std::move(planned) : ir::clone_function(f);
 }
 
+namespace {
+
+// The first half of every compile, in process (compile) and for the worker
+// (lower_to_bitcode) alike: the program planned (its tile IR and remarks into `out`) and
+// lowered into `module`. LLVM's error diagnostics become a compile_error naming the
+// kernel, instead of LLVM's default: print them and exit the process
+// (codegen/diagnostics.hpp). Returns the target that lowered it, which emits it.
+std::unique_ptr<Target> plan_and_lower(ir::Function& f, const TargetDesc& target, const CompileOptions& opts,
+                                       llvm::Module& module, CodeObject& out, std::vector<int>& paths) {
+  std::unique_ptr<ir::Function> planned = plan_program(f, target, opts, out.remarks, paths);
+  ir::Function& lowered = planned ? *planned : f;
+  out.tile_ir = lowered.str();
+  auto backend = make_target(target);
+  with_llvm_diagnostics(module.getContext(), f.name, f.loc, [&] {
+    PhaseTimer t(kPhaseLowering);
+    backend->lower(lowered, module, opts);
+    dump("lowering", module);
+  });
+  return backend;
+}
+
+// The layout conversions that remain, by path: what the GPU planning could not avoid.
+void report_conversion_paths(const std::vector<int>& paths, std::map<std::string, int64_t>& report) {
+  if (paths.empty()) return;
+  for (auto p : {ir::ConvertPath::registers, ir::ConvertPath::warp_shuffle, ir::ConvertPath::shared})
+    report[fmt::format("conversions_{}", ir::convert_path_name(p))] = paths[size_t(p)];
+}
+
+}  // namespace
+
 CodeObject compile(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   auto start = std::chrono::steady_clock::now();
   PhaseProfile profile;
-  std::vector<std::string> remarks;
   std::vector<int> paths;
-  std::unique_ptr<ir::Function> planned = plan_program(f, target, opts, remarks, paths);
-  ir::Function& lowered = planned ? *planned : f;
-
   CodeObject out;
-  out.tile_ir = lowered.str();
-  out.remarks = remarks;
-  auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
-  // LLVM's error diagnostics become a compile_error naming the kernel, instead of LLVM's
-  // default: print them and exit the process (codegen/diagnostics.hpp).
-  with_llvm_diagnostics(context, f.name, f.loc, [&] {
-    {
-      PhaseTimer t(kPhaseLowering);
-      backend->lower(lowered, module, opts);
-      dump("lowering", module);
-    }
-    // LLVM optimization and code emission (the targets time their middle end, code
-    // generation and link).
-    backend->emit(module, opts, out);
-  });
-  // The layout conversions that remain, by path: what the GPU planning could not avoid.
-  if (!paths.empty())
-    for (auto p : {ir::ConvertPath::registers, ir::ConvertPath::warp_shuffle, ir::ConvertPath::shared})
-      out.report[fmt::format("conversions_{}", ir::convert_path_name(p))] = paths[size_t(p)];
+  auto backend = plan_and_lower(f, target, opts, module, out, paths);
+  // LLVM optimization and code emission (the targets time their middle end, code
+  // generation and link).
+  with_llvm_diagnostics(context, f.name, f.loc, [&] { backend->emit(module, opts, out); });
+  report_conversion_paths(paths, out.report);
   dump("LLVM optimization", module);
   out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   out.phase_ms = profile.times();  // (the plans that did not fit included)
@@ -488,26 +500,18 @@ LoweredKernel lower_to_bitcode(ir::Function& f, const TargetDesc& target, const 
   PhaseProfile profile;
   LoweredKernel out;
   std::vector<int> paths;
-  std::unique_ptr<ir::Function> planned = plan_program(f, target, opts, out.partial.remarks, paths);
-  ir::Function& lowered = planned ? *planned : f;
-  out.partial.tile_ir = lowered.str();
-  auto backend = make_target(target);
   llvm::LLVMContext context;
   llvm::Module module(f.name, context);
-  with_llvm_diagnostics(context, f.name, f.loc, [&] {
-    PhaseTimer t(kPhaseLowering);
-    backend->lower(lowered, module, opts);
-    dump("lowering", module);
-    // (The bitcode's writing is the lowering's last step.)
+  auto backend = plan_and_lower(f, target, opts, module, out.partial, paths);
+  {
+    PhaseTimer t(kPhaseLowering);  // (the bitcode's writing is the lowering's last step)
     llvm::raw_string_ostream os(out.bitcode);
     llvm::WriteBitcodeToFile(module, os, /*ShouldPreserveUseListOrder=*/true);
     out.name_counters = name_counters(module);
-  });
+  }
   out.module_name = module.getModuleIdentifier();
   out.state = backend->lowering_state();
-  if (!paths.empty())
-    for (auto p : {ir::ConvertPath::registers, ir::ConvertPath::warp_shuffle, ir::ConvertPath::shared})
-      out.partial.report[fmt::format("conversions_{}", ir::convert_path_name(p))] = paths[size_t(p)];
+  report_conversion_paths(paths, out.partial.report);
   out.phases = profile.times();
   return out;
 }
