@@ -33,13 +33,6 @@ extern char** environ;
 namespace tl::codegen {
 namespace {
 
-// Held shared by in-process compiles and the first halves, exclusively around fork()
-// (compile_worker.hpp).
-std::shared_mutex& fork_guard() {
-  static std::shared_mutex m;
-  return m;
-}
-
 bool env_flag(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0 && std::strcmp(v, "false") != 0 && std::strcmp(v, "off") != 0;
@@ -203,7 +196,6 @@ CodeObject decode(const std::string& json, const std::string& binary) {
 constexpr int kIdleExit = 75;
 
 int g_socket = -1;
-bool g_is_worker = false;  // this process is a compile worker
 std::string g_fatal_prefix;  // "kernel 'k': LLVM failed fatally compiling it for gfx942"
 std::string g_fatal_file;
 unsigned g_fatal_line = 0;
@@ -384,7 +376,7 @@ Worker spawn_worker(const std::string& kernel, const std::string& file, unsigned
       // The worker: this thread alone. The guard's copy is never touched again (its
       // owner's thread id is the application's); the worker compiles without it.
       guard.release();
-      g_is_worker = true;
+      mark_compile_worker();
       ::dup2(err[1], STDERR_FILENO);
       ::dup2(err[1], STDOUT_FILENO);
       // Only its socket and stdio stay open: another worker's socket held here would keep
@@ -537,24 +529,6 @@ Outcome run_on(Worker& w, const std::string& job, const std::string& bitcode,
 }
 
 }  // namespace
-
-namespace {
-thread_local int t_llvm_guards = 0;  // this thread's InProcessLlvmGuards alive
-}  // namespace
-
-InProcessLlvmGuard::InProcessLlvmGuard() {
-  // (std::shared_mutex may not be locked twice by one thread, even shared. A worker never
-  // forks, and its copy of the guard is its forker's, held: it takes none.)
-  if (t_llvm_guards++ == 0 && !g_is_worker) {
-    fork_guard().lock_shared();
-    owner_ = true;
-  }
-}
-
-InProcessLlvmGuard::~InProcessLlvmGuard() {
-  --t_llvm_guards;
-  if (owner_) fork_guard().unlock_shared();
-}
 
 CodeObject compile_in_process(ir::Function& f, const TargetDesc& target, const CompileOptions& opts) {
   InProcessLlvmGuard guard;

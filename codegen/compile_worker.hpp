@@ -41,6 +41,7 @@
 #pragma once
 
 #include "codegen/ir/ir.hpp"
+#include "codegen/llvm_guard.hpp"
 #include "codegen/target.hpp"
 
 namespace tl::codegen {
@@ -54,25 +55,6 @@ CodeObject compile_guarded(ir::Function& f, const TargetDesc& target, const Comp
 // The two ways, for tests and benchmarks.
 CodeObject compile_in_process(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
 CodeObject compile_in_worker(ir::Function& f, const TargetDesc& target, const CompileOptions& opts);
-
-// Held by whatever runs LLVM, or a library with LLVM inside (comgr), in this process:
-// compiles, the CPU JIT loading and unloading kernels, comgr's loading, ISA queries and
-// links. A compile worker is forked only where no thread holds it, so that the worker's
-// copy of this process is never caught halfway through such work: a worker forked while
-// another thread was first asking comgr for its ISA names inherited comgr's tables half
-// made and crashed reading them at its next gfx942 job
-// (CompileWorker.ThreadsCompilingAtOnceEachGetTheirCode, 1 run in 3 to 5 on a loaded
-// 2-core VM). A thread may hold it again inside (the second is a no-op).
-class InProcessLlvmGuard {
- public:
-  InProcessLlvmGuard();
-  ~InProcessLlvmGuard();
-  InProcessLlvmGuard(const InProcessLlvmGuard&) = delete;
-  InProcessLlvmGuard& operator=(const InProcessLlvmGuard&) = delete;
-
- private:
-  bool owner_ = false;
-};
 
 // The process ids of the workers idle now (for tests: one killed between jobs must not
 // fail the next compile).

@@ -46,7 +46,7 @@
 #include <shared_mutex>
 #include <thread>
 
-#include "codegen/compile_worker.hpp"
+#include "codegen/llvm_guard.hpp"
 #include "codegen/cpu/limits.hpp"
 #include "runtime/device.hpp"
 #include "tl/error.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "codegen/amdgpu/code_object.hpp"
-#include "codegen/compile_worker.hpp"
+#include "codegen/llvm_guard.hpp"
 
 namespace tl::amd {
 namespace {

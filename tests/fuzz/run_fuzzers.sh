@@ -28,7 +28,7 @@ build target_name_fuzz "$SRC/tests/fuzz/target_name_fuzz.cpp" "$SRC/codegen/targ
   "$SRC"/codegen/amdgpu/arch*.cpp "$SRC/codegen/nvptx/nvptx_capabilities.cpp" -- \
   -L/usr/lib/llvm-22/lib -lLLVM-22 -lfmt
 build code_object_fuzz "$SRC/tests/fuzz/code_object_fuzz.cpp" "$SRC/codegen/amdgpu/code_object.cpp" \
-  $(ls "$SRC"/codegen/amdgpu/comgr.cpp 2>/dev/null) -- \
+  $(ls "$SRC"/codegen/amdgpu/comgr.cpp "$SRC"/codegen/llvm_guard.cpp 2>/dev/null) -- \
   -L/usr/lib/llvm-22/lib -llldELF -llldCommon -lLLVM-22 -lfmt -lz -lzstd -ldl
 status=0
 for t in cache_entry_fuzz target_name_fuzz code_object_fuzz; do
