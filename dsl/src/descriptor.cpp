@@ -274,21 +274,28 @@ bool tma_inner_offset_aligned(const std::vector<index_arg>& offsets, DType e, co
   return known_multiple_of(Trace::current(loc).function(), inner.v, m);
 }
 
+// The shared buffer a TMA box lands in, or is written from: one stage in the map's
+// swizzle (the launch gave the map only where tensor_map_swizzle_bytes is not -1:
+// choose_tensor_maps), and that stage's index.
+struct TmaStage {
+  Value* buf;
+  Value* stage;
+};
+TmaStage tma_stage(DType e, const Shape& block, const Loc& loc) {
+  Value* buf = Trace::current(loc).emit1(Op::shared_alloc, {}, ir::Type::shared_buffer(e, block, 1), loc);
+  buf->def->shared = tensor_map_encoding(e, block, tensor_map_swizzle_bytes(e, block));
+  return {buf, constant(DType::i32, 0, 0, loc)};
+}
+
 Value* descriptor_load(const descriptor_parts& d, const Shape& block, const std::vector<index_arg>& offsets,
                        const access_options& opts, const Loc& loc) {
   if (d.tensor_map && tma_inner_offset_aligned(offsets, d.base->type.pointee, loc)) {
     const char* fn = "tensor_descriptor::load";
     check_offsets(block, offsets, fn, loc);
-    const DType e = d.base->type.pointee;
-    // (the launch gave the map only where this is not -1: choose_tensor_maps)
-    const int swizzle = tensor_map_swizzle_bytes(e, block);
-    Trace& tr = Trace::current(loc);
-    Value* buf = tr.emit1(Op::shared_alloc, {}, ir::Type::shared_buffer(e, block, 1), loc);
-    buf->def->shared = tensor_map_encoding(e, block, swizzle);
-    Value* stage = constant(DType::i32, 0, 0, loc);
+    auto [buf, stage] = tma_stage(d.base->type.pointee, block, loc);
     std::vector<Value*> operands{buf, stage, d.tensor_map};
     for (size_t i = 0; i < offsets.size(); ++i) operands.push_back(scalar_index(offsets[i], DType::i32, fn, "offsets", i, loc));
-    tr.emit(Op::tensor_map_load, std::move(operands), loc);
+    Trace::current(loc).emit(Op::tensor_map_load, std::move(operands), loc);
     return shared_load(buf, stage, loc);
   }
   BlockAccess a = block_access(d, block, offsets, "tensor_descriptor::load", loc);
@@ -311,13 +318,8 @@ void descriptor_store(const descriptor_parts& d, const Shape& block, const std::
     throw trace_error(fmt::format("{}: the value's shape {} is not the block's {}", fn, shape_str(value->type.shape),
                                   shape_str(block)), loc);
   if (d.tensor_map && tma_inner_offset_aligned(offsets, e, loc)) {
-    // (the launch gave the map only where this is not -1: choose_tensor_maps)
     check_offsets(block, offsets, fn, loc);
-    const int swizzle = tensor_map_swizzle_bytes(e, block);
-    Trace& tr = Trace::current(loc);
-    Value* buf = tr.emit1(Op::shared_alloc, {}, ir::Type::shared_buffer(e, block, 1), loc);
-    buf->def->shared = tensor_map_encoding(e, block, swizzle);
-    Value* stage = constant(DType::i32, 0, 0, loc);
+    auto [buf, stage] = tma_stage(e, block, loc);
     std::vector<Value*> operands{buf, stage, d.tensor_map};
     // A TMA store only where the box starts inside the shape; else the masked store below,
     // chosen at run time (the condition is one per program). On the H200 the stores of
@@ -335,7 +337,7 @@ void descriptor_store(const descriptor_parts& d, const Shape& block, const std::
     }
     begin_if(inside, loc);
     shared_store(buf, stage, value, loc);
-    tr.emit(Op::tensor_map_store, std::move(operands), loc);
+    Trace::current(loc).emit(Op::tensor_map_store, std::move(operands), loc);
     begin_else();
     BlockAccess a = block_access(d, block, offsets, fn, loc);
     buffer_store(a.base, a.offsets, value, a.mask, opts, loc);
